@@ -1,0 +1,1 @@
+"""Delta table schemas, writers, consistent-cut readers and SQL registration."""

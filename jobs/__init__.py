@@ -1,0 +1,1 @@
+"""Thin spark-submit entry points (materialize, maintenance)."""

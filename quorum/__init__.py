@@ -1,0 +1,1 @@
+"""The metadata quorum: Raft core, log storage, node process and clients."""

@@ -1,0 +1,320 @@
+"""A node's configuration: Kafka's key names (DESIGN §8), parsed once into a typed NodeConfig.
+
+``KEYS`` is the single table of known keys (type, default, check, doc). As in Kafka, an unknown key
+only gets a warning, while a known key with a bad value, or a combination that cannot work, raises
+ConfigError with one line naming the key, the value and what was expected.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from quorum.properties import parse_properties
+from quorum.raft.settings import RaftSettings
+
+log = logging.getLogger(__name__)
+
+HostPort = tuple[str, int]
+
+
+class ConfigError(Exception):
+    """A config file that is missing, unreadable or holds a value sparkraft cannot run with."""
+
+
+# --- value parsers: str -> value, or ValueError("expected ...") -------------------------------
+
+
+def _int(minimum: int) -> Callable[[str], int]:
+    def parse(s: str) -> int:
+        try:
+            value = int(s)
+        except ValueError:
+            raise ValueError(f"expected an integer >= {minimum}") from None
+        if value < minimum:
+            raise ValueError(f"expected an integer >= {minimum}")
+        return value
+
+    return parse
+
+
+def _non_empty(s: str) -> str:
+    if not s:
+        raise ValueError("expected a non-empty value")
+    return s
+
+
+def _list(s: str) -> list[str]:
+    items = [item.strip() for item in s.split(",")]
+    if not s.strip() or any(not item for item in items):
+        raise ValueError("expected a comma-separated list with no empty entries")
+    return items
+
+
+def parse_host_port(s: str, *, allow_port_zero: bool = False) -> HostPort:
+    """``host:port`` or ``[ipv6]:port``; used for every address in a config and on the CLI."""
+    m = re.fullmatch(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]\s]*):(\d+)", s.strip())
+    lowest = 0 if allow_port_zero else 1
+    if not m or not lowest <= int(m.group(2)) <= 65535:
+        raise ValueError(f"expected HOST:PORT with a port in {lowest}..65535")
+    return m.group(1).strip("[]"), int(m.group(2))
+
+
+def _host_port(s: str) -> HostPort:
+    return parse_host_port(s)
+
+
+def _host_ports(s: str) -> tuple[HostPort, ...]:
+    try:
+        return tuple(parse_host_port(item) for item in _list(s))
+    except ValueError:
+        raise ValueError("expected HOST:PORT[,HOST:PORT...]") from None
+
+
+def _roles(s: str) -> frozenset[str]:
+    roles = [role.strip() for role in s.split(",")]
+    if any(role not in ("controller", "broker") for role in roles) or len(set(roles)) != len(roles):
+        raise ValueError("expected 'controller', 'broker' or 'broker,controller'")
+    return frozenset(roles)
+
+
+def _voters(s: str) -> dict[int, HostPort]:
+    expected = "expected ID@HOST:PORT[,ID@HOST:PORT...] with distinct ids >= 0"
+    voters: dict[int, HostPort] = {}
+    try:
+        for item in _list(s):
+            node, _, address = item.partition("@")
+            node_id = int(node)
+            if node_id < 0 or node_id in voters:
+                raise ValueError
+            voters[node_id] = parse_host_port(address)
+    except ValueError:
+        raise ValueError(expected) from None
+    return voters
+
+
+def _listener_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+        raise ValueError
+    return name.upper()
+
+
+def _listener_names(s: str) -> tuple[str, ...]:
+    try:
+        return tuple(_listener_name(name) for name in _list(s))
+    except ValueError:
+        raise ValueError("expected NAME[,NAME...] of letters, digits and '_'") from None
+
+
+def _listeners(s: str) -> dict[str, HostPort]:
+    expected = "expected NAME://HOST:PORT[,NAME://HOST:PORT...] with distinct names"
+    listeners: dict[str, HostPort] = {}
+    try:
+        for item in _list(s):
+            name, sep, address = item.partition("://")
+            name = _listener_name(name)
+            if not sep or name in listeners:
+                raise ValueError
+            listeners[name] = parse_host_port(address, allow_port_zero=True)
+    except ValueError:
+        raise ValueError(expected) from None
+    return listeners
+
+
+# --- the table of known keys -----------------------------------------------------------------
+
+REQUIRED = object()  # default of a key that has no default
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    attr: str  # the NodeConfig field it fills
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+
+def _key(name: str, parse: Callable[[str], Any], default: Any, doc: str) -> ConfigKey:
+    attr = name.removeprefix("controller.quorum.").removeprefix("metadata.").replace(".", "_")
+    return ConfigKey(name, attr, parse, default, doc)
+
+
+_MS = _int(0)
+_POSITIVE = _int(1)
+
+KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in [
+        _key("node.id", _int(0), REQUIRED, "This node's id; a controller's must be in the voters."),
+        _key("process.roles", _roles, REQUIRED, "'controller', 'broker' or both."),
+        _key("controller.quorum.voters", _voters, None, "The static voter set: ID@HOST:PORT,..."),
+        _key("controller.quorum.bootstrap.servers", _host_ports, None,
+             "HOST:PORT,... a broker may use instead of the voters to find the controllers."),
+        _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
+        _key("controller.listener.names", _listener_names, None,
+             "Which listeners are the controller's (the first one serves the quorum)."),
+        _key("metadata.log.dir", _non_empty, REQUIRED, "Directory of __cluster_metadata."),
+        _key("controller.quorum.election.timeout.ms", _POSITIVE, 1000,
+             "Base time without a leader before a (pre-)vote; randomised up to twice this."),
+        _key("controller.quorum.fetch.timeout.ms", _POSITIVE, 2000,
+             "Time without a successful Fetch before a follower starts an election."),
+        _key("controller.quorum.election.backoff.max.ms", _POSITIVE, 1000,
+             "Upper bound of the backoff after a lost election."),
+        _key("controller.quorum.request.timeout.ms", _POSITIVE, 2000, "Timeout of one quorum RPC."),
+        _key("controller.quorum.retry.backoff.ms", _MS, 20, "Pause before retrying a failed RPC."),
+        _key("controller.quorum.append.linger.ms", _MS, 25,
+             "How long the leader gathers appends into one batch."),
+        _key("broker.session.timeout.ms", _POSITIVE, 9000,
+             "A broker without a heartbeat for this long is fenced."),
+        _key("broker.heartbeat.interval.ms", _POSITIVE, 2000, "Time between broker heartbeats."),
+        _key("metadata.log.segment.bytes", _int(1024), 1024 * 1024 * 1024,
+             "Size at which a log segment is rolled (small values let tests roll often)."),
+        _key("metadata.log.max.record.bytes.between.snapshots", _POSITIVE, 20 * 1024 * 1024,
+             "Bytes of new records after which a snapshot is written."),
+        _key("metadata.log.max.snapshot.interval.ms", _MS, 3600 * 1000,
+             "Longest time between snapshots when records arrived (0 = only by size)."),
+        _key("metadata.max.retention.bytes", _int(-1), 100 * 1024 * 1024,
+             "Log and snapshot bytes kept before old ones are deleted (-1 = no limit)."),
+        _key("metadata.max.retention.ms", _int(-1), 7 * 24 * 3600 * 1000,
+             "Age after which old segments and snapshots are deleted (-1 = no limit)."),
+        _key("metadata.max.idle.interval.ms", _MS, 500,
+             "The leader appends a NoOp record after this long without records (0 = never)."),
+        _key("metrics.listener", _host_port, None, "HOST:PORT serving Prometheus /metrics."),
+        _key("broker.rack", _non_empty, None, "The broker's rack, for rack-aware placement."),
+    ]
+}
+
+
+# --- the typed config ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node's parsed and cross-checked configuration; field comments are in ``KEYS``."""
+
+    node_id: int
+    process_roles: frozenset[str]
+    voters: dict[int, HostPort] | None
+    bootstrap_servers: tuple[HostPort, ...] | None
+    listeners: dict[str, HostPort] | None
+    controller_listener_names: tuple[str, ...] | None
+    log_dir: str
+    election_timeout_ms: int
+    fetch_timeout_ms: int
+    election_backoff_max_ms: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    append_linger_ms: int
+    broker_session_timeout_ms: int
+    broker_heartbeat_interval_ms: int
+    log_segment_bytes: int
+    log_max_record_bytes_between_snapshots: int
+    log_max_snapshot_interval_ms: int
+    max_retention_bytes: int
+    max_retention_ms: int
+    max_idle_interval_ms: int
+    metrics_listener: HostPort | None
+    broker_rack: str | None
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str], source: str = "config") -> "NodeConfig":
+        """Check ``props`` (raw strings) against KEYS; warn about unknown keys."""
+        for name in props.keys() - KEYS.keys():
+            log.warning("%s: unknown configuration key %r is ignored", source, name)
+        values = {}
+        for key in KEYS.values():
+            if key.name in props:
+                raw = props[key.name]
+                try:
+                    values[key.attr] = key.parse(raw)
+                except ValueError as e:
+                    raise ConfigError(f"{source}: invalid value {raw!r} for {key.name}: {e}") from None
+            elif key.default is REQUIRED:
+                raise ConfigError(f"{source}: {key.name} is required ({key.doc})")
+            else:
+                values[key.attr] = key.default
+        config = cls(**values)
+        config._check(source)
+        return config
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    @property
+    def controller_listener(self) -> HostPort | None:
+        """The address this controller serves the quorum on (first controller listener)."""
+        if not self.is_controller or not self.controller_listener_names or not self.listeners:
+            return None
+        return self.listeners.get(self.controller_listener_names[0])
+
+    def raft_settings(self) -> RaftSettings:
+        """The controller.quorum.* timeouts in the form the Raft core takes them."""
+        return RaftSettings(
+            election_timeout_ms=self.election_timeout_ms,
+            fetch_timeout_ms=self.fetch_timeout_ms,
+            election_backoff_max_ms=self.election_backoff_max_ms,
+            request_timeout_ms=self.request_timeout_ms,
+            retry_backoff_ms=self.retry_backoff_ms,
+            append_linger_ms=self.append_linger_ms,
+        )
+
+    def _check(self, source: str) -> None:
+        """Combinations of keys that Kafka also refuses."""
+        def fail(message: str) -> None:
+            raise ConfigError(f"{source}: {message}")
+
+        voter_ids = ", ".join(map(str, sorted(self.voters or ())))
+        if self.is_controller:
+            if not self.voters:
+                fail("controller.quorum.voters is required for a controller")
+            if self.node_id not in self.voters:
+                fail(f"node.id {self.node_id} is not in controller.quorum.voters ({voter_ids})")
+            if not self.controller_listener_names:
+                fail("controller.listener.names is required for a controller")
+            missing = [n for n in self.controller_listener_names if n not in (self.listeners or {})]
+            if missing:
+                fail(f"listeners must include the controller listener {missing[0]} "
+                     f"(listeners: {','.join(self.listeners or {}) or 'none'})")
+            address, voter_address = self.controller_listener, self.voters[self.node_id]
+            if address[1] not in (0, voter_address[1]):
+                log.warning("%s: listener %s port %d differs from node %d's voter entry %s:%d",
+                            source, self.controller_listener_names[0], address[1], self.node_id,
+                            *voter_address)
+        if self.is_broker:
+            if not self.voters and not self.bootstrap_servers:
+                fail("a broker needs controller.quorum.voters or controller.quorum.bootstrap.servers")
+            if not self.listeners:
+                fail("listeners is required for a broker: they are the endpoints it registers")
+            if not self.is_controller:
+                if self.voters and self.node_id in self.voters:
+                    fail(f"node.id {self.node_id} is in controller.quorum.voters ({voter_ids}) "
+                         "but process.roles has no 'controller'")
+                clash = [n for n in (self.controller_listener_names or ()) if n in self.listeners]
+                if clash:
+                    fail(f"listeners of a broker must not include the controller listener {clash[0]}")
+
+
+def load_config(path: str | Path) -> NodeConfig:
+    """Read and check a properties file; ConfigError if it is missing, unreadable or invalid."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config file {path}: {e}") from None
+    try:
+        props = parse_properties(text)
+    except ValueError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return NodeConfig.from_properties(props, source=str(path))
+

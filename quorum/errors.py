@@ -1,0 +1,69 @@
+"""Kafka's error codes and names, shared by the quorum, the controller and the CLI.
+
+Every error a user can see carries one of these names, so scripts can match on it
+(`INVALID_REPLICATION_FACTOR: ...`). Codes follow Kafka's protocol numbering.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Errors(enum.IntEnum):
+    """Kafka protocol error codes (the subset sparkraft uses)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
+    KAFKA_STORAGE_ERROR = 56
+    REASSIGNMENT_IN_PROGRESS = 60
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    STALE_BROKER_EPOCH = 77
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
+    ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
+    INVALID_RECORD = 87
+    RESOURCE_NOT_FOUND = 91
+    INCONSISTENT_VOTER_SET = 94
+    INVALID_UPDATE_VERSION = 95
+    FEATURE_UPDATE_FAILED = 96
+    POSITION_OUT_OF_RANGE = 99
+    UNKNOWN_TOPIC_ID = 100
+    DUPLICATE_BROKER_REGISTRATION = 101
+    BROKER_ID_NOT_REGISTERED = 102
+    INCONSISTENT_CLUSTER_ID = 104
+
+class SparkraftError(Exception):
+    """An error with a Kafka error name: what the CLI prints as ``NAME: message``."""
+
+    def __init__(self, error: Errors, message: str = "", **details):
+        self.error = error
+        self.message = message or error.name
+        self.details = details
+        super().__init__(f"{error.name}: {self.message}")
+
+
+class NotLeaderError(SparkraftError):
+    """A write went to a node that is not the leader; ``leader_id`` says who is, if known."""
+
+    def __init__(self, leader_id: int | None, epoch: int, error: Errors = Errors.NOT_LEADER_OR_FOLLOWER):
+        self.leader_id = leader_id
+        self.epoch = epoch
+        where = f"the leader is node {leader_id}" if leader_id is not None else "no leader is known"
+        super().__init__(error, f"not the leader in epoch {epoch}; {where}", leader_id=leader_id, epoch=epoch)

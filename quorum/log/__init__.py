@@ -1,0 +1,1 @@
+"""The replicated log: record batches, the log interface, memory and file implementations."""

@@ -1,0 +1,306 @@
+"""The log a node keeps on disk: Kafka-style segment files in the partition directory.
+
+Each segment is named by the offset of its first batch (``%020d.log``) and holds
+encoded batches back to back, exactly as they travel on the wire. Writes go to the
+page cache; ``flush()`` fsyncs them. Recovery on open re-verifies every batch and
+cuts the log at the first one that is torn, corrupt or out of place, so nothing a
+crash mangled is ever served.
+
+In memory the log keeps, per batch, its base offset and its position in the
+*virtual stream* (all segments laid end to end). Both lists are sorted, so finding
+a batch, or how many whole batches fit in ``max_bytes``, is one bisect.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import mmap
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from quorum.log import batch as batchcodec
+from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
+from quorum.log.batch import Batch, BatchHeader, CorruptBatchError
+from quorum.log.durable import fsync_directory
+from quorum.log.index import EpochIndex, batch_holding, batches_below
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEGMENT_BYTES = 1 << 30  # metadata.log.segment.bytes
+SEGMENT_SUFFIX = ".log"
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
+_BATCHES_CHUNK_BYTES = 1 << 20  # how much batches() reads at a time
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}{SEGMENT_SUFFIX}"
+
+
+@dataclass(eq=False, slots=True)
+class _Segment:
+    base_offset: int  # offset of its first batch; also its file name
+    path: Path
+    fd: int
+    vstart: int  # where its byte 0 sits in the log's virtual stream
+    size: int = 0  # bytes of whole batches in the file
+
+
+class FileLog(ReplicatedLog):
+    def __init__(self, directory: str | os.PathLike, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+        if segment_bytes <= 0:
+            raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
+        self._dir = Path(directory)
+        self._segment_bytes = segment_bytes
+        self._segments: list[_Segment] = []
+        self._seg_bases: list[int] = []  # base offset of each segment, for bisect
+        self._bases: list[int] = []  # base offset of each batch
+        self._vpos: list[int] = [0]  # virtual position of each batch's first byte, then of the end
+        self._epochs = EpochIndex()
+        self._start_offset = 0  # moves when snapshots let old segments go
+        self._end = self._start_offset
+        self._flushed = self._start_offset
+        self._dirty: set[_Segment] = set()  # segments written or cut since the last fsync
+        self._dir_dirty = False  # segment files created or deleted since the last fsync
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._recover()
+
+    # -- properties -------------------------------------------------------------------------
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    @property
+    def start_offset(self) -> int:
+        return self._start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._end
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_epoch(self) -> int:
+        return self._epochs.last_epoch
+
+    # -- recovery ---------------------------------------------------------------------------
+    def _segment_files(self) -> list[tuple[int, Path]]:
+        found = []
+        for entry in os.scandir(self._dir):
+            m = _SEGMENT_NAME.match(entry.name)
+            if m and entry.is_file():
+                found.append((int(m.group(1)), Path(entry.path)))
+        return sorted(found)
+
+    def _recover(self) -> None:
+        """Index every whole, valid, contiguous batch; cut the log at the first that is not."""
+        files = self._segment_files()
+        for i, (base, path) in enumerate(files):
+            fd = os.open(path, os.O_RDWR)
+            seg = _Segment(base, path, fd, self._vpos[-1])
+            file_size = os.fstat(fd).st_size
+            headers, cut, problem = self._scan_segment(seg, file_size)
+            for h in headers:
+                self._index(h)
+            seg.size = cut
+            if problem is not None:
+                later = [p for _, p in files[i + 1:]]
+                log.warning("Corrupt log segment %s: %s; cutting the log at offset %d (byte %d of that "
+                            "file)%s", path, problem, self._end, cut,
+                            f" and deleting {len(later)} later segment(s)" if later else "")
+                if cut < file_size:
+                    os.ftruncate(fd, cut)
+                for p in later:
+                    p.unlink()
+                    self._dir_dirty = True
+            if cut == 0:  # nothing valid in it (or a crash right after it was created)
+                os.close(fd)
+                path.unlink()
+                self._dir_dirty = True
+            else:
+                self._add_segment(seg)
+                self._dirty.add(seg)
+            if problem is not None:
+                break
+        # What was read back is on disk, but perhaps only in the page cache of a process
+        # that died: fsync it so flushed_offset == end_offset is a promise.
+        self.flush()
+
+    def _scan_segment(self, seg: _Segment, file_size: int
+                      ) -> tuple[list[BatchHeader], int, str | None]:
+        """The valid batches of one segment, the byte length they cover and what is wrong after them."""
+        if seg.base_offset != self._end:
+            return [], 0, f"segment starts at offset {seg.base_offset}, the log before it ends at {self._end}"
+        if file_size == 0:
+            return [], 0, None
+        headers: list[BatchHeader] = []
+        problem = None
+        expect, last_epoch = self._end, self.last_epoch
+        with mmap.mmap(seg.fd, file_size, access=mmap.ACCESS_READ) as mm:
+            scan = batchcodec.scan(mm)
+            try:
+                for h in scan:
+                    if h.base_offset != expect:
+                        problem = f"batch at byte {h.position} has offset {h.base_offset}, expected {expect}"
+                        break
+                    if h.epoch < last_epoch:
+                        problem = f"batch at byte {h.position} has epoch {h.epoch} below {last_epoch}"
+                        break
+                    headers.append(h)
+                    expect, last_epoch = h.end_offset, h.epoch
+            except CorruptBatchError as e:
+                problem = str(e)
+            finally:
+                scan.close()  # release its view of the mapping before the mapping closes
+        cut = headers[-1].position + headers[-1].size if headers else 0
+        return headers, cut, problem
+
+    # -- writes -----------------------------------------------------------------------------
+    def append_as_leader(self, records: Sequence[bytes], epoch: int, append_time_ms: int,
+                         control: bool = False) -> Batch:
+        self._epochs.check_epoch(epoch)
+        b = Batch(self._end, epoch, append_time_ms, tuple(records), control)
+        data = batchcodec.encode(b)
+        self._append(data, [BatchHeader(0, len(data), b.base_offset, epoch, append_time_ms,
+                                        len(b.records), control)])
+        return b
+
+    def append_as_follower(self, data: bytes) -> int:
+        headers = list(batchcodec.scan(data))  # every CRC checked before anything is written
+        self._epochs.check_continues(headers, self._end)
+        self._append(data, headers)
+        return self._end
+
+    def _append(self, data: bytes, headers: list[BatchHeader]) -> None:
+        """Write the batches ``headers`` describe in ``data``, rolling segments as they fill."""
+        view = memoryview(data)
+        i = 0
+        while i < len(headers):
+            seg = self._segment_for(headers[i])
+            room = self._segment_bytes - seg.size
+            j, run = i + 1, headers[i].size
+            while j < len(headers) and run + headers[j].size <= room:
+                run += headers[j].size
+                j += 1
+            start = headers[i].position
+            self._write_at(seg, view[start:start + run])
+            for h in headers[i:j]:
+                self._index(h)
+            i = j
+
+    def _segment_for(self, h: BatchHeader) -> _Segment:
+        """The active segment, or a new one if ``h`` does not fit in what is left of it."""
+        if self._segments:
+            seg = self._segments[-1]
+            if seg.size == 0 or seg.size + h.size <= self._segment_bytes:
+                return seg
+        path = self._dir / segment_name(h.base_offset)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        seg = _Segment(h.base_offset, path, fd, self._vpos[-1])
+        self._add_segment(seg)
+        self._dir_dirty = True
+        return seg
+
+    def _write_at(self, seg: _Segment, data: memoryview) -> None:
+        # pwrite at the indexed end, so a failed partial write is overwritten by the next one.
+        done = 0
+        while done < len(data):
+            done += os.pwrite(seg.fd, data[done:], seg.size + done)
+        seg.size += len(data)
+        self._dirty.add(seg)
+
+    def _index(self, h: BatchHeader) -> None:
+        self._bases.append(h.base_offset)
+        self._vpos.append(self._vpos[-1] + h.size)
+        self._epochs.note(h.epoch, h.base_offset)
+        self._end = h.end_offset
+
+    def _add_segment(self, seg: _Segment) -> None:
+        self._segments.append(seg)
+        self._seg_bases.append(seg.base_offset)
+
+    def truncate_to(self, offset: int) -> None:
+        keep = batches_below(self._bases, self._end, offset)
+        if keep == len(self._bases):
+            return
+        new_end, vend = self._bases[keep], self._vpos[keep]
+        while self._segments and self._segments[-1].base_offset >= new_end:
+            seg = self._segments.pop()
+            self._seg_bases.pop()
+            self._dirty.discard(seg)
+            os.close(seg.fd)
+            seg.path.unlink()
+            self._dir_dirty = True
+        if self._segments:
+            seg = self._segments[-1]
+            seg.size = vend - seg.vstart
+            os.ftruncate(seg.fd, seg.size)
+            self._dirty.add(seg)
+        del self._bases[keep:], self._vpos[keep + 1:]
+        self._end = new_end
+        self._epochs.truncate(new_end)
+        self._flushed = min(self._flushed, new_end)
+
+    def flush(self) -> None:
+        for seg in sorted(self._dirty, key=lambda s: s.base_offset):
+            os.fsync(seg.fd)
+        self._dirty.clear()
+        if self._dir_dirty:
+            fsync_directory(self._dir)
+            self._dir_dirty = False
+        self._flushed = self._end
+
+    def close(self) -> None:
+        """Close the segment files. Does not fsync: call ``flush()`` first to keep everything."""
+        for seg in self._segments:
+            if seg.fd >= 0:
+                os.close(seg.fd)
+                seg.fd = -1
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if offset >= self._end:
+            return b""
+        if offset < self._start_offset:
+            raise LogError(f"offset {offset} is below the log start {self._start_offset}")
+        first = batch_holding(self._bases, offset)
+        start = self._vpos[first]
+        stop = max(bisect.bisect_right(self._vpos, start + max_bytes) - 1, first + 1)
+        return self._read_stream(self._bases[first], start, self._vpos[stop])
+
+    def _read_stream(self, offset: int, start: int, stop: int) -> bytes:
+        """Bytes ``[start, stop)`` of the virtual stream; ``offset`` is the batch at ``start``."""
+        s = bisect.bisect_right(self._seg_bases, offset) - 1
+        parts = []
+        while start < stop:
+            seg = self._segments[s]
+            n = min(stop, seg.vstart + seg.size) - start
+            data = os.pread(seg.fd, n, start - seg.vstart)
+            if len(data) != n:
+                raise LogError(f"segment {seg.path} is shorter than indexed: wanted {n} bytes at "
+                               f"byte {start - seg.vstart}, got {len(data)}")
+            parts.append(data)
+            start += n
+            s += 1
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def batches(self, start: int, end: int) -> Iterator[Batch]:
+        offset = max(start, self._start_offset)
+        while offset < min(end, self._end):
+            for b in batchcodec.decode(self.read(offset, _BATCHES_CHUNK_BYTES)):
+                if b.base_offset >= end:
+                    return
+                yield b
+                offset = b.end_offset
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        return self._epochs.end_offset_for(epoch, self._end)
+
+    def __repr__(self) -> str:
+        return (f"FileLog({str(self._dir)!r}, segments={len(self._segments)}, "
+                f"offsets=[{self._start_offset}, {self._end}), flushed={self._flushed})")

@@ -1,0 +1,626 @@
+"""RaftCore: KRaft's pull-based Raft as a sans-I/O state machine.
+
+Inputs: ``receive`` (a request or response from a peer), ``request_failed``
+(the transport gave up on a request), ``propose`` (records to append),
+``resign`` (graceful shutdown) and ``tick`` (time passed). Time is always an
+argument. Outputs come out of ``ready()`` as one :class:`Ready`: the driver must
+
+1. persist ``election_state`` (atomically) if it is set,
+2. flush the log if ``flush`` is set,
+3. only then send ``messages`` and expose ``high_watermark``,
+
+and call ``advance(ready)``. A crash between steps can therefore never forget a
+granted vote or a record it acknowledged.
+
+Transitions (every one goes through ``_become``; it persists the election state)::
+
+    from \\ to    Unattached  Prospective  Candidate  Leader  Follower  Resigned
+    Unattached    epoch up    timeout      -          -       leader    -
+    Prospective   lost/epoch  -            majority   -       leader    -
+    Candidate     epoch up    timeout(*)   -          majority leader   -
+    Leader        epoch up    -            -          -       epoch up  resign / no quorum
+    Follower      epoch up,   fetch timeout -         -       epoch up  -
+                  EndEpoch
+    Resigned      epoch up    timeout      -          -       leader    -
+
+    (*) a candidate whose election times out goes back to pre-vote.
+    Observers only ever are Unattached or Follower.
+
+"epoch up" means a message carried a higher epoch; "leader" means a message
+named the leader of the current or a higher epoch.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from quorum.errors import Errors, NotLeaderError
+from quorum.log.api import LogError, ReplicatedLog
+from quorum.log.batch import CorruptBatchError
+from quorum.raft import control_records
+from quorum.raft.accumulator import BatchAccumulator
+from quorum.raft.election_state import ElectionState
+from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
+                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+                                  FetchResponse, Message, Outbound, QuorumDescription, VoteRequest,
+                                  VoteResponse)
+from quorum.raft.progress import LeaderProgress
+from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
+from quorum.raft.settings import RaftSettings
+
+NO_DEADLINE = 1 << 62
+
+
+class RaftSafetyError(AssertionError):
+    """The core was asked to do something that would break Raft's guarantees."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """What the driver must do, in this order, before calling ``advance``."""
+
+    election_state: Optional[ElectionState]  # 1. persist atomically
+    flush: bool  # 2. fsync the log
+    messages: tuple[Outbound, ...]  # 3. send
+    high_watermark: Optional[int]  # 3. new committed end offset to expose, if it moved
+
+
+class RaftCore:
+    def __init__(self, node_id: int, voters: Sequence[int], cluster_id: str, log: ReplicatedLog,
+                 election: ElectionState, now_ms: int, settings: RaftSettings = RaftSettings(),
+                 rng: Optional[random.Random] = None):
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.is_voter = node_id in self.voters
+        self.cluster_id = cluster_id
+        self.log = log
+        self.settings = settings
+        self.rng = rng or random.Random(node_id)
+        self.high_watermark = 0  # never moves backwards while this core lives
+        self._exposed_hw = 0
+        self._persisted = election
+        self._outbox: list[Outbound] = []
+        self._next_corr = 1
+        # corr -> (dest, request, deadline): requests waiting for an answer
+        self._inflight: dict[int, tuple[int, Message, int]] = {}
+        # (kind, dest) -> earliest time to (re)send, after a failure
+        self._backoff: dict[tuple[type, int], int] = {}
+        self.role: Role = self._initial_role(election, now_ms)
+        self._poll(now_ms)
+
+    # ------------------------------------------------------------------ public inputs
+    def receive(self, src: int, corr: int, msg: Message, now_ms: int) -> None:
+        """A message arrived from ``src``. Requests are answered with the same ``corr``."""
+        handler = getattr(self, "_handle_" + type(msg).__name__)
+        if isinstance(msg, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)):
+            if msg.cluster_id != self.cluster_id:
+                self._reply_error(src, corr, msg, Errors.INCONSISTENT_CLUSTER_ID)
+            else:
+                handler(src, corr, msg, now_ms)
+        else:
+            entry = self._inflight.pop(corr, None)
+            if entry is None or entry[0] != src:
+                return  # an answer to a request we gave up on
+            if self._handle_common_response(src, msg, now_ms):
+                handler(src, msg, entry[1], now_ms)
+        self._poll(now_ms)
+
+    def request_failed(self, dest: int, corr: int, now_ms: int) -> None:
+        """The transport could not get an answer for request ``corr``."""
+        entry = self._inflight.pop(corr, None)
+        if entry is not None:
+            self._backoff[(type(entry[1]), dest)] = now_ms + self.settings.retry_backoff_ms
+        self._poll(now_ms)
+
+    def propose(self, records: Sequence[bytes], now_ms: int) -> int:
+        """Queue records for appending as one atomic batch; returns the last record's offset.
+
+        The records are committed once the high watermark passes that offset *and*
+        the batch there carries this leader's epoch (a new leader may replace it).
+        """
+        role = self.role
+        if not isinstance(role, Leader):
+            raise NotLeaderError(role.leader_id, role.epoch)
+        if not records:
+            raise ValueError("propose needs at least one record")
+        last = role.accumulator.append(records, now_ms)
+        self._poll(now_ms)
+        return last
+
+    def resign(self, now_ms: int) -> None:
+        """Graceful step-down: a leader hands over with EndQuorumEpoch (used on SIGTERM)."""
+        if isinstance(self.role, Leader):
+            self._become_resigned(now_ms)
+        self._poll(now_ms)
+
+    def tick(self, now_ms: int) -> int:
+        """Let time pass; returns milliseconds until the next deadline."""
+        self._poll(now_ms)
+        return max(0, self._next_deadline() - now_ms)
+
+    # ------------------------------------------------------------------ outputs
+    def has_ready(self) -> bool:
+        return bool(self._outbox) or self._election_state() != self._persisted \
+            or self.log.end_offset > self.log.flushed_offset or self.high_watermark != self._exposed_hw
+
+    def ready(self) -> Ready:
+        state = self._election_state()
+        msgs, self._outbox = tuple(self._outbox), []
+        return Ready(election_state=state if state != self._persisted else None,
+                     flush=self.log.end_offset > self.log.flushed_offset,
+                     messages=msgs,
+                     high_watermark=self.high_watermark if self.high_watermark != self._exposed_hw else None)
+
+    def advance(self, ready: Ready, now_ms: int) -> None:
+        """The driver carried out ``ready``: the election state is on disk and the log flushed."""
+        if ready.election_state is not None:
+            self._persisted = ready.election_state
+        if ready.high_watermark is not None:
+            self._exposed_hw = ready.high_watermark
+        role = self.role
+        if isinstance(role, Leader) and role.progress.update_local(self.log.flushed_offset, now_ms):
+            self._on_leader_hw_moved(role)
+        self._poll(now_ms)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def epoch(self) -> int:
+        return self.role.epoch
+
+    @property
+    def leader_id(self) -> Optional[int]:
+        return self.role.leader_id
+
+    @property
+    def is_leader(self) -> bool:
+        return isinstance(self.role, Leader)
+
+    @property
+    def state_name(self) -> str:
+        return self.role.name
+
+    def describe_quorum(self, now_ms: int) -> QuorumDescription:
+        role = self.role
+        if not isinstance(role, Leader):
+            raise NotLeaderError(role.leader_id, role.epoch)
+        return role.progress.describe(role.epoch, now_ms)
+
+    # ------------------------------------------------------------------ transitions
+    def _initial_role(self, st: ElectionState, now: int) -> Role:
+        if st.leader_id == self.node_id:
+            # We led this epoch before a restart; we cannot know what we appended
+            # after the last flush, so we must not lead it again.
+            return Resigned(st.epoch, self._election_deadline(now), (), set())
+        if st.leader_id is not None:
+            return Follower(st.epoch, st.leader_id, st.voted_id, now + self.settings.fetch_timeout_ms)
+        if self.is_voter and self.voters == {self.node_id}:
+            return Unattached(st.epoch, st.voted_id, now)  # sole voter: campaign at once
+        return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self.is_voter else now)
+
+    def _election_state(self) -> ElectionState:
+        r = self.role
+        voted = getattr(r, "voted_id", None)
+        if isinstance(r, Candidate):
+            voted = self.node_id
+        leader = r.leader_id
+        if isinstance(r, (Leader, Resigned)):
+            voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
+            leader = self.node_id  # a restart must know it led this epoch
+        return ElectionState(r.epoch, leader, voted)
+
+    def _become(self, role: Role) -> None:
+        old = self.role
+        if old.epoch > role.epoch:
+            raise RaftSafetyError(f"epoch would go back from {old.epoch} to {role.epoch}")
+        if isinstance(old, Leader) and not isinstance(role, Leader):
+            self._abandon_leadership(old, role)
+        self.role = role
+
+    def _become_unattached(self, epoch: int, now: int, voted_id: Optional[int] = None,
+                           deadline: Optional[int] = None) -> None:
+        if deadline is None:
+            deadline = self._election_deadline(now) if self.is_voter else now
+        self._become(Unattached(epoch, voted_id, deadline))
+
+    def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
+        voted = getattr(self.role, "voted_id", None) if self.role.epoch == epoch else None
+        self._become(Follower(epoch, leader_id, voted, now + self.settings.fetch_timeout_ms))
+
+    def _become_prospective(self, now: int) -> None:
+        r = self.role
+        leader = r.leader_id if r.leader_id != self.node_id else None
+        voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
+        self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted={self.node_id}))
+        self._maybe_win_prevote(now)
+
+    def _maybe_win_prevote(self, now: int) -> None:
+        r = self.role
+        if isinstance(r, Prospective) and len(r.granted) >= self._majority():
+            self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted={self.node_id}))
+            self._maybe_win_election(now)
+
+    def _maybe_win_election(self, now: int) -> None:
+        r = self.role
+        if isinstance(r, Candidate) and len(r.granted) >= self._majority():
+            self._become_leader(r, now)
+
+    def _become_leader(self, cand: Candidate, now: int) -> None:
+        start = self.log.end_offset
+        self.log.append_as_leader([control_records.leader_change(self.node_id, self.voters, cand.granted)],
+                                  cand.epoch, now, control=True)
+        self._become(Leader(
+            epoch=cand.epoch, leader_id=self.node_id, epoch_start_offset=start,
+            progress=LeaderProgress(self.node_id, self.voters, start, now),
+            accumulator=BatchAccumulator(cand.epoch, self.log.end_offset, self.settings.append_linger_ms,
+                                         self.settings.max_batch_bytes),
+            begin_epoch_unacked=set(self.voters - {self.node_id})))
+
+    def _become_resigned(self, now: int) -> None:
+        r = self.role
+        assert isinstance(r, Leader)
+        successors = r.progress.successors()
+        self._become(Resigned(r.epoch, self._election_deadline(now), successors, set(successors)))
+
+    def _abandon_leadership(self, old: Leader, new: Role) -> None:
+        old.accumulator.drain()  # unappended proposals are dropped; their callers see NOT_CONTROLLER
+        for corr, (replica, _req, _deadline) in old.parked.items():
+            self._send(replica, corr, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, new.epoch, new.leader_id))
+        old.parked.clear()
+
+    # ------------------------------------------------------------------ polling
+    def _poll(self, now: int) -> None:
+        """Fire whatever deadlines have passed and send whatever the role owes."""
+        self._expire_requests(now)
+        getattr(self, "_poll_" + type(self.role).__name__)(now)
+
+    def _next_deadline(self) -> int:
+        r = self.role
+        times = [d for (_dest, _msg, d) in self._inflight.values()]
+        times += list(self._backoff.values())
+        if isinstance(r, Unattached):
+            if self.is_voter or not self._fetch_in_flight():
+                times.append(r.election_deadline)
+        elif isinstance(r, (Prospective, Candidate, Resigned)):
+            times.append(r.deadline)
+        elif isinstance(r, Follower):
+            times.append(r.fetch_deadline)
+        elif isinstance(r, Leader):
+            times += [d for (_rid, _req, d) in r.parked.values()]
+            if r.accumulator.deadline() is not None:
+                times.append(r.accumulator.deadline())
+            cq = r.progress.voters
+            fetched = sorted((v.last_fetch_ms for v in cq.values() if v.last_fetch_ms is not None
+                              and v.replica_id != self.node_id), reverse=True)
+            need = self._majority() - 1
+            if need > 0 and len(fetched) >= need:
+                times.append(fetched[need - 1] + self.settings.check_quorum_timeout_ms + 1)
+        return min(times, default=NO_DEADLINE)
+
+    def _expire_requests(self, now: int) -> None:
+        for corr, (dest, msg, deadline) in list(self._inflight.items()):
+            if now >= deadline:
+                del self._inflight[corr]
+                self._backoff[(type(msg), dest)] = now + self.settings.retry_backoff_ms
+        for key, t in list(self._backoff.items()):
+            if now >= t:
+                del self._backoff[key]
+
+    def _can_send(self, kind: type, dest: int) -> bool:
+        if (kind, dest) in self._backoff:
+            return False
+        return not any(d == dest and type(m) is kind for (d, m, _t) in self._inflight.values())
+
+    def _request(self, dest: int, msg: Message, now: int, timeout_ms: Optional[int] = None) -> None:
+        corr = self._next_corr
+        self._next_corr += 1
+        self._inflight[corr] = (dest, msg, now + (timeout_ms or self.settings.request_timeout_ms))
+        self._outbox.append(Outbound(dest, corr, msg))
+
+    def _send(self, dest: int, corr: int, msg: Message) -> None:
+        self._outbox.append(Outbound(dest, corr, msg))
+
+    def _poll_Unattached(self, now: int) -> None:
+        r = self.role
+        if self.is_voter:
+            if now >= r.election_deadline:
+                self._become_prospective(now)
+                self._poll(now)
+        else:
+            self._maybe_discover_leader(now)
+
+    def _poll_Prospective(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            # Pre-vote lost or nobody answered: back off, try again later.
+            self._become_unattached(r.epoch, now, r.voted_id)
+            return
+        for v in self.voters - r.granted - r.rejected - {self.node_id}:
+            if self._can_send(VoteRequest, v):
+                self._request(v, VoteRequest(self.cluster_id, r.epoch + 1, self.node_id, self.log.last_epoch,
+                                             self.log.end_offset, pre_vote=True), now)
+
+    def _poll_Candidate(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            self._become_prospective(now)
+            self._poll(now)
+            return
+        for v in self.voters - r.granted - r.rejected - {self.node_id}:
+            if self._can_send(VoteRequest, v):
+                self._request(v, VoteRequest(self.cluster_id, r.epoch, self.node_id, self.log.last_epoch,
+                                             self.log.end_offset), now)
+
+    def _poll_Leader(self, now: int) -> None:
+        r = self.role
+        if not r.progress.has_quorum_since(now - self.settings.check_quorum_timeout_ms):
+            self._become_resigned(now)  # check-quorum: we may be on the wrong side of a partition
+            self._poll(now)
+            return
+        idle = self.high_watermark >= self.log.end_offset
+        if r.accumulator.should_drain(now, idle):
+            for records in r.accumulator.drain():
+                self.log.append_as_leader(records, r.epoch, now)
+            self._complete_parked(r, now, only_expired=False)
+        for v in list(r.begin_epoch_unacked):
+            if self._can_send(BeginQuorumEpochRequest, v):
+                self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id), now)
+        self._complete_parked(r, now, only_expired=True)
+
+    def _poll_Follower(self, now: int) -> None:
+        r = self.role
+        if now >= r.fetch_deadline:
+            if self.is_voter:
+                self._become_prospective(now)
+            else:
+                self._become_unattached(r.epoch, now)
+            self._poll(now)
+            return
+        if self._can_send(FetchRequest, r.leader_id):
+            self._send_fetch(r.leader_id, r.epoch, now)
+
+    def _poll_Resigned(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            self._become_prospective(now)
+            self._poll(now)
+            return
+        for v in list(r.unacked):
+            if self._can_send(EndQuorumEpochRequest, v):
+                self._request(v, EndQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id,
+                                                       r.preferred_successors), now)
+
+    def _maybe_discover_leader(self, now: int) -> None:
+        """An observer without a leader asks a voter; the answer names the leader."""
+        r = self.role
+        if now < r.election_deadline or self._fetch_in_flight():
+            return
+        dest = self.rng.choice(sorted(self.voters))
+        if self._can_send(FetchRequest, dest):
+            self._send_fetch(dest, r.epoch, now)
+            r.election_deadline = now + self.settings.retry_backoff_ms
+
+    def _fetch_in_flight(self) -> bool:
+        return any(isinstance(m, FetchRequest) for (_d, m, _t) in self._inflight.values())
+
+    def _send_fetch(self, dest: int, epoch: int, now: int) -> None:
+        s = self.settings
+        self._request(dest, FetchRequest(self.cluster_id, epoch, self.node_id, self.log.end_offset,
+                                         self.log.last_epoch, s.fetch_max_wait_ms, s.fetch_max_bytes),
+                      now, timeout_ms=s.fetch_max_wait_ms + s.request_timeout_ms)
+
+    # ------------------------------------------------------------------ common checks
+    def _handle_common_response(self, src: int, msg: Message, now: int) -> bool:
+        """Settle the epoch a response carries; returns False if it needs no more handling."""
+        r = self.role
+        if msg.epoch > r.epoch:
+            if msg.leader_id is not None and msg.leader_id != self.node_id:
+                self._become_follower(msg.epoch, msg.leader_id, now)
+            else:
+                self._become_unattached(msg.epoch, now)
+            return False
+        if msg.epoch < r.epoch:
+            return False  # stale
+        if msg.leader_id is not None and msg.leader_id != self.node_id \
+                and not (isinstance(r, Follower) and r.leader_id == msg.leader_id):
+            if isinstance(r, (Leader, Resigned)):
+                raise RaftSafetyError(f"node {msg.leader_id} claims to lead epoch {r.epoch}, which we led")
+            self._become_follower(msg.epoch, msg.leader_id, now)
+            return False
+        return True
+
+    def _reply_error(self, src: int, corr: int, req: Message, error: Errors) -> None:
+        r = self.role
+        if isinstance(req, VoteRequest):
+            resp = VoteResponse(error, r.epoch, r.leader_id, False, req.pre_vote)
+        elif isinstance(req, BeginQuorumEpochRequest):
+            resp = BeginQuorumEpochResponse(error, r.epoch, r.leader_id)
+        elif isinstance(req, EndQuorumEpochRequest):
+            resp = EndQuorumEpochResponse(error, r.epoch, r.leader_id)
+        else:
+            resp = FetchResponse(error, r.epoch, r.leader_id, log_start_offset=self.log.start_offset)
+        self._send(src, corr, resp)
+
+    def _majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    def _election_deadline(self, now: int) -> int:
+        t = self.settings.election_timeout_ms
+        return now + t + self.rng.randrange(t)
+
+    def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
+        return (last_epoch, last_offset) >= (self.log.last_epoch, self.log.end_offset)
+
+    def _has_live_leader(self, now: int) -> bool:
+        r = self.role
+        if isinstance(r, Leader):
+            return True
+        return isinstance(r, Follower) and r.last_fetch_ok_ms is not None \
+            and now - r.last_fetch_ok_ms < self.settings.fetch_timeout_ms
+
+    # ------------------------------------------------------------------ Vote
+    def _handle_VoteRequest(self, src: int, corr: int, req: VoteRequest, now: int) -> None:
+        r = self.role
+        if req.candidate_id not in self.voters or not self.is_voter:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+        if req.epoch < r.epoch:
+            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
+        up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
+        if req.pre_vote:
+            granted = up_to_date and not self._has_live_leader(now)
+            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
+        if req.epoch > r.epoch:
+            self._become_unattached(req.epoch, now)
+            r = self.role
+        granted = False
+        if isinstance(r, (Unattached, Prospective)) and r.voted_id in (None, req.candidate_id) and up_to_date:
+            granted = True
+            self._become_unattached(r.epoch, now, voted_id=req.candidate_id)
+        self._send(src, corr, VoteResponse(Errors.NONE, self.role.epoch, self.role.leader_id, granted, False))
+
+    def _handle_VoteResponse(self, src: int, resp: VoteResponse, req: VoteRequest, now: int) -> None:
+        r = self.role
+        if resp.error is not Errors.NONE:
+            self._backoff[(VoteRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        if resp.pre_vote and isinstance(r, Prospective) and req.epoch == r.epoch + 1:
+            (r.granted if resp.granted else r.rejected).add(src)
+            if len(r.rejected) > len(self.voters) - self._majority():
+                self._become_unattached(r.epoch, now, r.voted_id)  # cannot win; back off
+            else:
+                self._maybe_win_prevote(now)
+        elif not resp.pre_vote and isinstance(r, Candidate) and req.epoch == r.epoch:
+            (r.granted if resp.granted else r.rejected).add(src)
+            self._maybe_win_election(now)
+
+    # ------------------------------------------------------------------ BeginQuorumEpoch
+    def _handle_BeginQuorumEpochRequest(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if req.leader_id not in self.voters:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
+            raise RaftSafetyError(f"node {req.leader_id} claims to lead epoch {r.epoch}, which we led")
+        if not (isinstance(r, Follower) and r.epoch == req.epoch and r.leader_id == req.leader_id):
+            self._become_follower(req.epoch, req.leader_id, now)
+        self._send(src, corr, BeginQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
+
+    def _handle_BeginQuorumEpochResponse(self, src: int, resp: BeginQuorumEpochResponse,
+                                         req: BeginQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if isinstance(r, Leader) and resp.error is Errors.NONE and req.epoch == r.epoch:
+            r.begin_epoch_unacked.discard(src)
+
+    # ------------------------------------------------------------------ EndQuorumEpoch
+    def _handle_EndQuorumEpochRequest(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
+            # The leader stepped down: campaign soon, the most caught-up successor first.
+            if self.is_voter:
+                pos = req.preferred_successors.index(self.node_id) if self.node_id in req.preferred_successors else -1
+                if pos == 0:
+                    delay = 0
+                elif pos > 0:
+                    delay = min(self.settings.election_backoff_max_ms, self.settings.retry_backoff_ms << pos)
+                else:
+                    delay = self._election_deadline(now) - now
+                voted = getattr(r, "voted_id", None) if r.epoch == req.epoch else None
+                self._become_unattached(req.epoch, now, voted_id=voted, deadline=now + delay)
+            else:
+                self._become_unattached(req.epoch, now)
+        self._send(src, corr, EndQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
+
+    def _handle_EndQuorumEpochResponse(self, src: int, resp: EndQuorumEpochResponse,
+                                       req: EndQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if isinstance(r, Resigned) and req.epoch == r.epoch:
+            r.unacked.discard(src)
+
+    @property
+    def resignation_acknowledged(self) -> bool:
+        """A resigned leader has told every voter it stepped down (safe to exit now)."""
+        return isinstance(self.role, Resigned) and not self.role.unacked
+
+    # ------------------------------------------------------------------ Fetch (leader side)
+    def _handle_FetchRequest(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Leader):
+            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
+                                     else Errors.FENCED_LEADER_EPOCH)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.last_fetched_epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        end = self.log.end_offset_for_epoch(req.last_fetched_epoch)
+        if end.epoch != req.last_fetched_epoch or end.offset < req.fetch_offset:
+            # The fetcher's log has records this leader does not: tell it where to cut.
+            return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                                                       self.log.start_offset, diverging=end))
+        if src in self.voters:
+            r.begin_epoch_unacked.discard(src)  # fetching in our epoch acknowledges it
+        if r.progress.update_replica(req.replica_id, req.fetch_offset, self.log.end_offset, now):
+            self._on_leader_hw_moved(r)
+        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0:
+            self._send(src, corr, self._fetch_response(r, req))
+        else:
+            r.parked[corr] = (src, req, now + req.max_wait_ms)
+
+    def _fetch_response(self, r: Leader, req: FetchRequest) -> FetchResponse:
+        data = self.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < self.log.end_offset else b""
+        return FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                             self.log.start_offset, data)
+
+    def _on_leader_hw_moved(self, r: Leader) -> None:
+        self._set_high_watermark(r.progress.high_watermark)
+        # Followers learn the new high watermark from answers to their parked fetches.
+        for corr in list(r.parked):
+            src, req, _ = r.parked.pop(corr)
+            self._send(src, corr, self._fetch_response(r, req))
+
+    def _complete_parked(self, r: Leader, now: int, only_expired: bool) -> None:
+        for corr, (src, req, deadline) in list(r.parked.items()):
+            if (only_expired and now >= deadline) or (not only_expired and req.fetch_offset < self.log.end_offset):
+                del r.parked[corr]
+                self._send(src, corr, self._fetch_response(r, req))
+
+    def _set_high_watermark(self, hw: Optional[int]) -> None:
+        if hw is not None and hw > self.high_watermark:
+            if hw > self.log.end_offset:
+                raise RaftSafetyError(f"high watermark {hw} beyond log end {self.log.end_offset}")
+            self.high_watermark = hw
+
+    # ------------------------------------------------------------------ Fetch (follower side)
+    def _handle_FetchResponse(self, src: int, resp: FetchResponse, req: FetchRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Follower) or r.leader_id != src:
+            return
+        if resp.error is not Errors.NONE:
+            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        if req.fetch_offset != self.log.end_offset:
+            return  # our log moved since we asked (truncated); ask again
+        r.fetch_deadline = now + self.settings.fetch_timeout_ms
+        r.last_fetch_ok_ms = now
+        if resp.diverging is not None:
+            target = min(resp.diverging.offset, self.log.end_offset_for_epoch(resp.diverging.epoch).offset)
+            if target < self.high_watermark:
+                raise RaftSafetyError(f"leader {src} asks node {self.node_id} to truncate to {target}, "
+                                      f"below its high watermark {self.high_watermark}")
+            self.log.truncate_to(target)
+            return
+        if resp.snapshot_id is not None:
+            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+            return  # snapshots are not installed yet
+        if resp.records:
+            try:
+                self.log.append_as_follower(resp.records)
+            except (CorruptBatchError, LogError):
+                self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+                return
+        if resp.high_watermark is not None:
+            self._set_high_watermark(min(resp.high_watermark, self.log.end_offset))

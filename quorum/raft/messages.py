@@ -1,0 +1,143 @@
+"""The Raft RPCs as frozen dataclasses: what the core consumes and produces.
+
+Protobuf appears only in the gRPC adapter (``quorum/rpc``), which converts to and
+from these. Field names follow Kafka's KIP-595 RPCs. ``-1`` never means "none"
+here: an absent leader is ``None``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from quorum.errors import Errors
+from quorum.log.api import OffsetAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class VoteRequest:
+    cluster_id: str
+    epoch: int  # the epoch the candidate runs for (current + 1 for a pre-vote)
+    candidate_id: int
+    last_epoch: int  # epoch of the candidate's last batch
+    last_offset: int  # candidate's log end offset
+    pre_vote: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VoteResponse:
+    error: Errors
+    epoch: int  # the voter's epoch
+    leader_id: Optional[int]
+    granted: bool
+    pre_vote: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochRequest:
+    cluster_id: str
+    epoch: int
+    leader_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class BeginQuorumEpochResponse:
+    error: Errors
+    epoch: int
+    leader_id: Optional[int]
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochRequest:
+    cluster_id: str
+    epoch: int
+    leader_id: int
+    preferred_successors: tuple[int, ...] = ()  # most caught-up first
+
+
+@dataclass(frozen=True, slots=True)
+class EndQuorumEpochResponse:
+    error: Errors
+    epoch: int
+    leader_id: Optional[int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    cluster_id: str
+    epoch: int  # the fetcher's epoch
+    replica_id: int  # -1 for an observer without an id
+    fetch_offset: int  # fetcher's log end offset (durable, for voters)
+    last_fetched_epoch: int  # epoch of the fetcher's last batch
+    max_wait_ms: int = 500  # long-poll: how long the leader may hold an empty answer
+    max_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    error: Errors
+    epoch: int
+    leader_id: Optional[int]
+    high_watermark: Optional[int] = None
+    log_start_offset: int = 0
+    records: bytes = b""  # encoded batches (quorum.log.batch)
+    diverging: Optional[OffsetAndEpoch] = None  # truncate to this end offset for this epoch
+    snapshot_id: Optional[OffsetAndEpoch] = None  # fetch offset below log start: fetch this snapshot
+
+
+Request = Union[VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest]
+Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse]
+Message = Union[Request, Response]
+
+REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+
+
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A message to send. ``corr`` pairs a response with the request it answers."""
+
+    dest: int
+    corr: int
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDescription:
+    """One replica as DescribeQuorum reports it (timestamps in ms; None = never)."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_ms: Optional[int]
+    last_caught_up_ms: Optional[int]
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """The leader's view of the quorum (Kafka's DescribeQuorum)."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaDescription, ...]
+    observers: tuple[ReplicaDescription, ...] = field(default=())
+
+
+def describe_message(msg: Message) -> str:
+    """One canonical text form of a message, for logs and scenario tests."""
+    name = type(msg).__name__
+    parts = []
+    for f in msg.__dataclass_fields__:  # type: ignore[union-attr]
+        v = getattr(msg, f)
+        if f == "cluster_id":
+            continue
+        if f == "records":
+            v = f"<{len(v)}B>" if v else ""
+            if not v:
+                continue
+        if isinstance(v, Errors):
+            if v is Errors.NONE:
+                continue
+            v = v.name
+        if v is None:
+            continue
+        parts.append(f"{f}={v}")
+    return f"{name}({' '.join(parts)})"

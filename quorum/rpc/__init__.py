@@ -1,0 +1,1 @@
+"""gRPC adapters around the Raft core: servicers, clients and the generated protobuf code."""

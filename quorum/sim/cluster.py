@@ -1,0 +1,321 @@
+"""A simulated cluster of RaftCores on virtual time, with invariants checked after every event.
+
+Each node is a core, a :class:`MemoryLog` (its disk) and the last election state it
+persisted. A crash forgets unflushed batches and every message in flight to or
+from the node; a wipe forgets everything (a replaced disk). Writes come from a
+client that proposes to whoever leads and remembers what was acknowledged.
+
+Invariants (``Invariants.check``), checked after every event:
+
+- at most one leader per epoch, ever;
+- a node's epoch never goes down (across restarts: it is persisted) and its
+  high watermark never goes down while it runs;
+- when a node's high watermark reaches ``h``, a majority of voters hold offsets
+  below ``h`` durably, identical to what every other node committed;
+- committed records never change or vanish: every new leader holds all of them;
+- every acknowledged write is committed at the offset it was acknowledged at.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from quorum.log.memory_log import MemoryLog
+from quorum.raft.core import RaftCore
+from quorum.raft.election_state import ElectionState
+from quorum.raft.messages import Outbound, describe_message
+from quorum.raft.roles import Leader
+from quorum.raft.settings import RaftSettings
+from quorum.sim.network import Network, NetworkFaults
+
+CLUSTER_ID = "sim-cluster-0000000000"
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+@dataclass
+class SimNode:
+    node_id: int
+    log: MemoryLog = field(default_factory=MemoryLog)
+    persisted: ElectionState = field(default_factory=ElectionState.empty)
+    core: Optional[RaftCore] = None
+    incarnation: int = 0
+    next_tick: Optional[int] = None
+    last_epoch_seen: int = 0
+    last_hw_seen: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.core is not None
+
+
+@dataclass
+class Proposal:
+    epoch: int
+    last_offset: int
+    records: tuple[bytes, ...]
+
+
+class Invariants:
+    def __init__(self, cluster: "Cluster"):
+        self.c = cluster
+        self.leaders: dict[int, int] = {}  # epoch -> leader id
+        self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)
+        self.acked: list[Proposal] = []
+
+    def fail(self, why: str) -> None:
+        raise InvariantViolation(f"seed {self.c.seed} t={self.c.now}ms: {why}")
+
+    def check(self) -> None:
+        c = self.c
+        for n in c.nodes.values():
+            if not n.alive:
+                continue
+            core = n.core
+            if core.epoch < n.last_epoch_seen:
+                self.fail(f"node {n.node_id} epoch went back {n.last_epoch_seen} -> {core.epoch}")
+            n.last_epoch_seen = core.epoch
+            if isinstance(core.role, Leader):
+                prev = self.leaders.setdefault(core.epoch, n.node_id)
+                if prev != n.node_id:
+                    self.fail(f"two leaders in epoch {core.epoch}: {prev} and {n.node_id}")
+                if prev == n.node_id and core.epoch not in c.checked_leader_epochs:
+                    c.checked_leader_epochs.add(core.epoch)
+                    self._check_leader_completeness(n)
+            hw = core.high_watermark
+            if hw < n.last_hw_seen:
+                self.fail(f"node {n.node_id} high watermark went back {n.last_hw_seen} -> {hw}")
+            if hw > n.last_hw_seen:
+                self._check_new_commits(n, n.last_hw_seen, hw)
+                n.last_hw_seen = hw
+
+    def _record_at(self, log: MemoryLog, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
+        if offset >= (log.flushed_offset if durable else log.end_offset):
+            return None
+        for b in log.batches(offset, offset + 1):
+            return b.epoch, b.records[offset - b.base_offset]
+        return None
+
+    def _check_new_commits(self, n: SimNode, lo: int, hi: int) -> None:
+        for off in range(lo, hi):
+            mine = self._record_at(n.log, off, durable=False)
+            if mine is None:
+                self.fail(f"node {n.node_id} high watermark {hi} but offset {off} missing from its log")
+            known = self.committed.setdefault(off, mine)
+            if known != mine:
+                self.fail(f"offset {off} committed as {known} but node {n.node_id} has {mine}")
+        # Durable on a majority of voters at the moment it becomes committed.
+        holders = sum(1 for v in self.c.voters
+                      if self._record_at(self.c.nodes[v].log, hi - 1, durable=True) == self.committed[hi - 1])
+        if holders < len(self.c.voters) // 2 + 1:
+            self.fail(f"node {n.node_id} moved its high watermark to {hi} but only {holders} voters hold it durably")
+
+    def _check_leader_completeness(self, n: SimNode) -> None:
+        for off, rec in self.committed.items():
+            if self._record_at(n.log, off, durable=False) != rec:
+                self.fail(f"new leader {n.node_id} (epoch {n.core.epoch}) lacks committed offset {off}")
+
+    def check_acked(self) -> None:
+        for p in self.acked:
+            base = p.last_offset - len(p.records) + 1
+            for i, r in enumerate(p.records):
+                if self.committed.get(base + i) != (p.epoch, r):
+                    self.fail(f"acknowledged record {r!r} at offset {base + i} is not what was committed: "
+                              f"{self.committed.get(base + i)}")
+
+    def check_converged(self) -> None:
+        """After healing: every live voter's log equals the committed prefix."""
+        for n in self.c.nodes.values():
+            if not n.alive:
+                continue
+            for off in range(n.core.high_watermark):
+                if self._record_at(n.log, off, durable=False) != self.committed.get(off):
+                    self.fail(f"node {n.node_id} differs from the committed log at offset {off}")
+
+
+class Cluster:
+    def __init__(self, seed: int, voters: int = 3, observers: int = 0,
+                 faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
+                 trace: Optional[Callable[[str], None]] = None):
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now = 0
+        self.settings = settings
+        self.voters = list(range(1, voters + 1))
+        observer_ids = list(range(101, 101 + observers))
+        self.nodes = {i: SimNode(i) for i in self.voters + observer_ids}
+        self.net = Network(random.Random(self.rng.random()), faults or NetworkFaults())
+        self.queue: list = []
+        self._seq = itertools.count()
+        self.inv = Invariants(self)
+        self.checked_leader_epochs: set[int] = set()
+        self.pending: list[Proposal] = []
+        self.trace = trace
+        self._write_seq = itertools.count()
+        self.events = 0
+        for i in self.nodes:
+            self.start(i)
+
+    # -- node lifecycle ------------------------------------------------------------------
+    def start(self, node_id: int) -> None:
+        n = self.nodes[node_id]
+        n.incarnation += 1
+        n.core = RaftCore(node_id, self.voters, CLUSTER_ID, n.log, n.persisted, self.now, self.settings,
+                          random.Random(self.rng.random()))
+        n.last_hw_seen = 0
+        n.next_tick = None
+        self._process(n)
+
+    def crash(self, node_id: int) -> None:
+        """Kill the process and lose whatever was not flushed."""
+        n = self.nodes[node_id]
+        n.core = None
+        n.log.crash()
+        self._log(f"crash {node_id}")
+
+    def wipe(self, node_id: int) -> None:
+        """Lose the whole disk (the node must be down); it comes back blank."""
+        n = self.nodes[node_id]
+        assert not n.alive
+        n.log = MemoryLog()
+        n.persisted = ElectionState.empty()
+        n.last_epoch_seen = 0
+        self._log(f"wipe {node_id}")
+
+    # -- the event loop ------------------------------------------------------------------
+    def _push(self, at: int, event: tuple) -> None:
+        heapq.heappush(self.queue, (at, next(self._seq), event))
+
+    def _process(self, n: SimNode) -> None:
+        """Carry out the node's Ready outputs in order: persist, flush, send."""
+        core = n.core
+        while core.has_ready():
+            rd = core.ready()
+            if rd.election_state is not None:
+                n.persisted = rd.election_state
+            if rd.flush:
+                n.log.flush()
+            for out in rd.messages:
+                self._send(n, out)
+            core.advance(rd, self.now)
+            self._maybe_ack(n)
+        at = self.now + core.tick(self.now)
+        if n.next_tick is None or at < n.next_tick or n.next_tick <= self.now:
+            n.next_tick = at
+            self._push(at, ("tick", n.node_id, n.incarnation))
+
+    def _send(self, n: SimNode, out: Outbound) -> None:
+        dst = self.nodes[out.dest]
+        for delay in self.net.deliveries():
+            self._push(self.now + delay, ("deliver", n.node_id, n.incarnation, out.dest, dst.incarnation,
+                                          out.corr, out.message))
+
+    def step(self) -> bool:
+        if not self.queue:
+            return False
+        at, _, ev = heapq.heappop(self.queue)
+        self.now = max(self.now, at)
+        self.events += 1
+        if ev[0] == "tick":
+            _, node_id, inc = ev
+            n = self.nodes[node_id]
+            if n.alive and n.incarnation == inc and n.next_tick == at:
+                n.next_tick = None
+                self._process(n)
+        elif ev[0] == "deliver":
+            _, src, src_inc, dst, dst_inc, corr, msg = ev
+            n, s = self.nodes[dst], self.nodes[src]
+            # A message dies with either end's process (as a TCP connection would).
+            if n.alive and n.incarnation == dst_inc and s.incarnation == src_inc and self.net.connected(src, dst):
+                self._log(f"{src}->{dst} {describe_message(msg)}")
+                n.core.receive(src, corr, msg, self.now)
+                self._process(n)
+        elif ev[0] == "call":
+            ev[1]()
+        self.inv.check()
+        return True
+
+    def run_for(self, ms: int) -> None:
+        end = self.now + ms
+        while self.queue and self.queue[0][0] <= end:
+            self.step()
+        self.now = max(self.now, end)
+
+    def at(self, delay_ms: int, fn: Callable[[], None]) -> None:
+        self._push(self.now + delay_ms, ("call", fn))
+
+    # -- clients -------------------------------------------------------------------------
+    def leader(self) -> Optional[SimNode]:
+        leaders = [n for n in self.nodes.values() if n.alive and n.core.is_leader]
+        return max(leaders, key=lambda n: n.core.epoch) if leaders else None
+
+    def write(self, count: int = 1) -> Optional[Proposal]:
+        """Propose ``count`` records to the current leader, if there is one."""
+        n = self.leader()
+        if n is None:
+            return None
+        records = tuple(f"w{next(self._write_seq)}".encode() for _ in range(count))
+        last = n.core.propose(list(records), self.now)
+        p = Proposal(n.core.epoch, last, records)
+        self.pending.append(p)
+        self._process(n)
+        return p
+
+    def _maybe_ack(self, n: SimNode) -> None:
+        """A proposal is acknowledged once committed in the epoch that proposed it."""
+        hw = n.core.high_watermark
+        still = []
+        for p in self.pending:
+            if p.last_offset < hw and n.node_id == self._leader_of(p.epoch):
+                rec = self.inv._record_at(n.log, p.last_offset, durable=False)
+                if rec is not None and rec[0] == p.epoch:
+                    self.inv.acked.append(p)
+                    continue
+            still.append(p)
+        self.pending = still
+
+    def _leader_of(self, epoch: int) -> Optional[int]:
+        return self.inv.leaders.get(epoch)
+
+    def _log(self, line: str) -> None:
+        if self.trace:
+            self.trace(f"{self.now:>7} {line}")
+
+    # -- helpers for scenarios ----------------------------------------------------------------
+    def run_until(self, cond: Callable[[], bool], limit_ms: int = 60_000) -> bool:
+        end = self.now + limit_ms
+        while self.now < end:
+            if cond():
+                return True
+            if not self.step():
+                self.now = end
+                break
+        return cond()
+
+    def stabilize(self, limit_ms: int = 60_000) -> SimNode:
+        """Heal everything, restart the dead, and wait for a leader that every live voter follows."""
+        self.net.heal()
+        self.net.faults = NetworkFaults()
+        for i, n in self.nodes.items():
+            if not n.alive:
+                self.start(i)
+
+        def settled() -> bool:
+            ld = self.leader()
+            if ld is None or ld.core.high_watermark < ld.log.end_offset:
+                return False
+            return all(n.core.epoch == ld.core.epoch and n.core.high_watermark == ld.core.high_watermark
+                       for n in self.nodes.values() if n.alive)
+
+        if not self.run_until(settled, limit_ms):
+            states = {i: (n.core.state_name, n.core.epoch, n.core.high_watermark, n.log.end_offset)
+                      for i, n in self.nodes.items() if n.alive}
+            raise InvariantViolation(f"seed {self.seed}: no stable leader after {limit_ms} ms: {states}")
+        self.inv.check_converged()
+        self.inv.check_acked()
+        return self.leader()

@@ -1,0 +1,58 @@
+"""Entry point of ``sparkraft``: wires the command-group modules and owns the error contract.
+
+Contract (DESIGN §8, §10): bad input exits 1 with exactly one line on stderr, starting with Kafka's
+error name where there is one (``INVALID_REPLICATION_FACTOR: ...``), else ``ERROR: ...``. No
+traceback unless ``--debug``. Argparse's own usage errors exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from quorum.config import ConfigError
+from quorum.errors import SparkraftError
+from sparkraft.commands import common_options
+from sparkraft.logging_setup import setup_logging
+
+# Each name is a module in sparkraft.commands with register(subparsers); add new groups here.
+COMMAND_GROUPS = ("storage",)
+
+# Errors that mean "bad input or state", reported as one line without a traceback.
+EXPECTED_ERRORS = (SparkraftError, ConfigError, ValueError, OSError)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparkraft", parents=[common_options()],
+        description="A KRaft-style metadata quorum whose log Spark materialises into Delta tables.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_GROUPS:
+        importlib.import_module(f"sparkraft.commands.{name}").register(subparsers)
+    return parser
+
+
+def error_line(error: BaseException) -> str:
+    """The one stderr line for an error: ``NAME: message`` for Kafka errors, else ``ERROR: ...``."""
+    if isinstance(error, SparkraftError):
+        line = str(error)
+    elif isinstance(error, EXPECTED_ERRORS):
+        line = f"ERROR: {error}"
+    else:
+        line = f"ERROR: unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+    return " ".join(part.strip() for part in line.splitlines())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        setup_logging(getattr(args, "log_level", None), default=args.log_default)
+        return args.run(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the one place errors become output
+        if debug:
+            traceback.print_exc()
+        print(error_line(e), file=sys.stderr)
+        return 1

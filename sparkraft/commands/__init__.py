@@ -1,0 +1,43 @@
+"""Command groups of the ``sparkraft`` CLI, one module each (storage, later controller, quorum...).
+
+A group module has ``register(subparsers)``: it adds its group parser and, for each command,
+calls ``add_command``. Modules import heavy things (gRPC, Spark) inside their handlers, so
+``sparkraft --help`` stays fast. A handler takes the parsed args and returns an exit code (None
+means 0); bad input is raised, not printed: ``sparkraft.cli`` turns it into one stderr line.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+from sparkraft.logging_setup import LEVELS
+
+Handler = Callable[[argparse.Namespace], "int | None"]
+
+
+def common_options() -> argparse.ArgumentParser:
+    """Flags every parser accepts, before or after the command (SUPPRESS keeps an earlier value)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show tracebacks for errors")
+    common.add_argument("--log-level", type=str.upper, choices=LEVELS, default=argparse.SUPPRESS,
+                        help="log level (default: $SPARKRAFT_LOG_LEVEL, else WARNING or INFO)")
+    return common
+
+
+_COMMON = common_options()
+
+
+def add_group(subparsers, name: str, help: str):
+    """A command group (``sparkraft storage``); returns the subparsers to add commands to."""
+    parser = subparsers.add_parser(name, help=help, description=help, parents=[_COMMON])
+    commands = parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True)
+    return commands
+
+
+def add_command(subparsers, name: str, help: str, run: Handler,
+                log_default: str = "WARNING") -> argparse.ArgumentParser:
+    """A runnable command; long-running processes pass ``log_default="INFO"``."""
+    parser = subparsers.add_parser(name, help=help, description=help, parents=[_COMMON])
+    parser.set_defaults(run=run, log_default=log_default)
+    return parser

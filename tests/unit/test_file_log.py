@@ -1,0 +1,237 @@
+"""FileLog on disk: segment rolling, recovery of what a crash or bad disk leaves, reopening.
+
+A "crash between write and fsync" is simulated by leaving partial or garbage bytes
+at the tail of a segment file and reopening, as the page cache would after a power cut.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+from quorum.log import batch as batchcodec
+from quorum.log.file_log import FileLog, segment_name
+
+SEGMENT_BYTES = 300
+
+
+@pytest.fixture
+def log_dir(tmp_path):
+    return tmp_path / "__cluster_metadata-0"
+
+
+@pytest.fixture
+def opened():
+    logs = []
+
+    def open_log(path, segment_bytes=SEGMENT_BYTES):
+        log = FileLog(path, segment_bytes=segment_bytes)
+        logs.append(log)
+        return log
+
+    yield open_log
+    for log in logs:
+        log.close()
+
+
+def fill(log, n_batches, epoch=1, records=3):
+    return [log.append_as_leader([b"%d-%d" % (log.end_offset, i) + b"." * 30 for i in range(records)],
+                                 epoch, 0) for _ in range(n_batches)]
+
+
+def segments(path):
+    return sorted(p.name for p in path.iterdir() if p.name.endswith(".log"))
+
+
+def reopen(log, opened):
+    log.close()
+    return opened(log.directory)
+
+
+def test_segments_roll_and_are_named_by_base_offset(log_dir, opened):
+    log = opened(log_dir)
+    batches = fill(log, 10)
+    names = segments(log_dir)
+    assert len(names) > 2
+    assert names[0] == segment_name(0) == "00000000000000000000.log"
+    bases = {b.base_offset for b in batches}
+    for name in names:
+        size = (log_dir / name).stat().st_size
+        assert size <= SEGMENT_BYTES
+        first = batchcodec.decode((log_dir / name).read_bytes())[0]
+        assert int(name[:20]) == first.base_offset and first.base_offset in bases
+
+
+def test_reopen_after_roll_keeps_everything(log_dir, opened):
+    log = opened(log_dir)
+    batches = fill(log, 6, epoch=1) + fill(log, 6, epoch=3)
+    log.flush()
+    data = log.read(0, 1 << 30)
+    log = reopen(log, opened)
+    assert (log.end_offset, log.flushed_offset, log.last_epoch) == (36, 36, 3)
+    assert log.read(0, 1 << 30) == data
+    assert list(log.batches(0, 36)) == batches
+    assert log.end_offset_for_epoch(2).offset == 18
+    assert log.append_as_leader([b"next"], 3, 0).base_offset == 36
+
+
+def test_restart_without_close_keeps_what_was_flushed(log_dir, opened):
+    log = opened(log_dir)
+    batches = fill(log, 7)
+    log.flush()
+    again = opened(log_dir)  # as after a crash: the old process never closed its files
+    assert list(again.batches(0, 100)) == batches
+
+
+def test_torn_tail_is_cut_at_the_last_whole_batch(log_dir, opened, caplog):
+    log = opened(log_dir)
+    batches = fill(log, 4)
+    log.flush()
+    last = log_dir / segments(log_dir)[-1]
+    size = last.stat().st_size
+    os.truncate(last, size - 5)
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = reopen(log, opened)
+    assert list(log.batches(0, 100)) == batches[:-1]
+    assert log.end_offset == log.flushed_offset == batches[-1].base_offset
+    assert last.stat().st_size == size - len(batchcodec.encode(batches[-1]))
+    assert str(last) in caplog.text
+    assert log.append_as_leader([b"x"], 1, 0).base_offset == batches[-1].base_offset
+
+
+def test_garbage_after_the_last_batch_is_cut(log_dir, opened, caplog):
+    """A crash between write and fsync: the tail holds bytes that are no batch."""
+    log = opened(log_dir)
+    batches = fill(log, 5)
+    log.flush()
+    last = log_dir / segments(log_dir)[-1]
+    size = last.stat().st_size
+    with open(last, "ab") as f:
+        f.write(b"\x00" * 50 + os.urandom(50))
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = reopen(log, opened)
+    assert list(log.batches(0, 100)) == batches
+    assert last.stat().st_size == size
+    assert f"offset {log.end_offset}" in caplog.text and f"byte {size}" in caplog.text
+
+
+def test_a_flipped_byte_cuts_the_log_from_that_batch_on(log_dir, opened, caplog):
+    log = opened(log_dir)
+    batches = fill(log, 12)
+    log.flush()
+    names = segments(log_dir)
+    assert len(names) >= 4
+    victim = log_dir / names[1]
+    data = bytearray(victim.read_bytes())
+    in_segment = batchcodec.decode(bytes(data))
+    second_size = len(batchcodec.encode(in_segment[0]))
+    data[second_size + 40] ^= 0x01  # inside the second batch of the second segment
+    victim.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = reopen(log, opened)
+    cut = in_segment[1].base_offset
+    assert log.end_offset == cut
+    assert list(log.batches(0, 100)) == [b for b in batches if b.base_offset < cut]
+    assert segments(log_dir) == names[:2]
+    assert victim.stat().st_size == second_size
+    assert str(victim) in caplog.text and f"offset {cut}" in caplog.text
+    assert f"byte {second_size}" in caplog.text and "CRC" in caplog.text
+
+
+def test_a_missing_segment_is_a_gap_that_cuts_the_log(log_dir, opened, caplog):
+    log = opened(log_dir)
+    fill(log, 12)
+    log.flush()
+    names = segments(log_dir)
+    (log_dir / names[2]).unlink()
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = reopen(log, opened)
+    assert log.end_offset == int(names[2][:20])
+    assert segments(log_dir) == names[:2]
+    assert "deleting" in caplog.text
+
+
+def test_a_batch_with_the_wrong_offset_is_a_gap(log_dir, opened, caplog):
+    log = opened(log_dir, segment_bytes=1 << 20)
+    batches = fill(log, 3)
+    log.flush()
+    log.close()
+    with open(log_dir / segment_name(0), "ab") as f:  # valid CRC, but offset 100 instead of 9
+        f.write(batchcodec.encode_batch(100, 1, 0, [b"stray"]))
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = opened(log_dir)
+    assert list(log.batches(0, 200)) == batches
+    assert "expected 9" in caplog.text
+
+
+def test_an_empty_segment_left_by_a_crash_is_dropped_quietly(log_dir, opened, caplog):
+    log = opened(log_dir)
+    batches = fill(log, 4)
+    log.flush()
+    (log_dir / segment_name(log.end_offset)).touch()
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = reopen(log, opened)
+    assert list(log.batches(0, 100)) == batches
+    assert segment_name(log.end_offset) not in segments(log_dir)
+    assert caplog.text == ""
+
+
+def test_truncate_across_segments_deletes_later_files(log_dir, opened):
+    log = opened(log_dir)
+    batches = fill(log, 12)
+    names = segments(log_dir)
+    target = batches[4]  # somewhere in an early segment
+    log.truncate_to(target.base_offset + 1)
+    assert log.end_offset == target.base_offset
+    kept = [n for n in names if int(n[:20]) < target.base_offset]
+    assert segments(log_dir) == kept
+    more = fill(log, 5, epoch=2)
+    log.flush()
+    log = reopen(log, opened)
+    assert list(log.batches(0, 1000)) == batches[:4] + more
+    assert log.end_offset_for_epoch(1).offset == target.base_offset
+
+
+def test_truncate_to_a_segment_base_removes_that_segment(log_dir, opened):
+    log = opened(log_dir)
+    fill(log, 12)
+    names = segments(log_dir)
+    base = int(names[2][:20])
+    log.truncate_to(base)
+    assert segments(log_dir) == names[:2]
+    assert log.append_as_leader([b"x"], 1, 0).base_offset == base
+    log.truncate_to(0)
+    assert segments(log_dir) == [] and log.end_offset == 0
+
+
+def test_follower_append_of_many_batches_rolls_segments(log_dir, opened):
+    leader = opened(log_dir / "leader", segment_bytes=1 << 20)
+    fill(leader, 15, epoch=2)
+    data = leader.read(0, 1 << 30)
+    follower = opened(log_dir / "follower")
+    assert follower.append_as_follower(data) == 45
+    assert len(segments(log_dir / "follower")) > 3
+    assert follower.read(0, 1 << 30) == data
+    follower.flush()
+    assert reopen(follower, opened).read(0, 1 << 30) == data
+
+
+def test_reads_span_segments(log_dir, opened):
+    log = opened(log_dir)
+    batches = fill(log, 12)
+    assert batchcodec.decode(log.read(2, 1 << 30)) == batches
+    assert batchcodec.decode(log.read(7, SEGMENT_BYTES * 2)) == batches[2:2 + (SEGMENT_BYTES * 2) // len(
+        batchcodec.encode(batches[0]))]
+
+
+def test_other_files_in_the_directory_are_left_alone(log_dir, opened):
+    log_dir.mkdir()
+    (log_dir / "quorum-state").write_text("{}")
+    (log_dir / "00000000000000000000-0.checkpoint").write_bytes(b"x")
+    log = opened(log_dir)
+    fill(log, 2)
+    log.flush()
+    reopen(log, opened)
+    assert (log_dir / "quorum-state").read_text() == "{}"
+    assert (log_dir / "00000000000000000000-0.checkpoint").exists()
