@@ -66,7 +66,7 @@ class FileElectionStore(ElectionStore):
 
 
 def encode_election_state(state: ElectionState) -> bytes:
-    return json.dumps({
+    obj = {
         "clusterId": "",
         "leaderId": _NONE if state.leader_id is None else state.leader_id,
         "leaderEpoch": state.epoch,
@@ -74,7 +74,10 @@ def encode_election_state(state: ElectionState) -> bytes:
         "appliedOffset": 0,
         "currentVoters": None,
         "data_version": DATA_VERSION,
-    }).encode()
+    }
+    if state.rejoining:
+        obj["rejoining"] = True  # sparkraft's own field; Kafka's readers ignore unknown fields
+    return json.dumps(obj).encode()
 
 
 def decode_election_state(data: bytes) -> ElectionState:
@@ -97,7 +100,10 @@ def decode_election_state(data: bytes) -> ElectionState:
     epoch = _int_field(obj, "leaderEpoch")
     if epoch < 0:
         raise ValueError(f"leaderEpoch is {epoch}")
-    return ElectionState(epoch, node_id("leaderId"), node_id("votedId"))
+    rejoining = obj.get("rejoining", False)
+    if type(rejoining) is not bool:
+        raise ValueError(f"rejoining is {rejoining!r}")
+    return ElectionState(epoch, node_id("leaderId"), node_id("votedId"), rejoining)
 
 
 def _int_field(obj: dict, key: str) -> int:

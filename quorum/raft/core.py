@@ -86,6 +86,11 @@ class RaftCore:
         self._inflight: dict[int, tuple[int, Message, int]] = {}
         # (kind, dest) -> earliest time to (re)send, after a failure
         self._backoff: dict[tuple[type, int], int] = {}
+        # A voter whose disk was replaced forgot its votes and the records it acknowledged;
+        # voting before it caught up could elect a stale leader and lose committed data.
+        # Until it holds the high watermark the leader first tells it, it acts as an observer.
+        self.rejoining = election.rejoining and self.is_voter
+        self._rejoin_target: Optional[int] = None
         self.role: Role = self._initial_role(election, now_ms)
         self._poll(now_ms)
 
@@ -102,7 +107,7 @@ class RaftCore:
             entry = self._inflight.pop(corr, None)
             if entry is None or entry[0] != src:
                 return  # an answer to a request we gave up on
-            if self._handle_common_response(src, msg, now_ms):
+            if self._handle_common_response(src, msg, entry[1], now_ms):
                 handler(src, msg, entry[1], now_ms)
         self._poll(now_ms)
 
@@ -135,7 +140,10 @@ class RaftCore:
         self._poll(now_ms)
 
     def tick(self, now_ms: int) -> int:
-        """Let time pass; returns milliseconds until the next deadline."""
+        """Let time pass; returns milliseconds until the next deadline.
+
+        Timers may append or send, so a driver calls ``tick`` *before* draining ``ready()``.
+        """
         self._poll(now_ms)
         return max(0, self._next_deadline() - now_ms)
 
@@ -162,6 +170,20 @@ class RaftCore:
         if isinstance(role, Leader) and role.progress.update_local(self.log.flushed_offset, now_ms):
             self._on_leader_hw_moved(role)
         self._poll(now_ms)
+
+    # ------------------------------------------------------------------ rejoining
+    @property
+    def _campaigns(self) -> bool:
+        """Whether this node may stand for election (and so times out into pre-vote)."""
+        return self.is_voter and not self.rejoining
+
+    def _maybe_finish_rejoin(self, leader_hw: Optional[int]) -> None:
+        if not self.rejoining or leader_hw is None:
+            return
+        if self._rejoin_target is None:
+            self._rejoin_target = leader_hw
+        if self.high_watermark >= self._rejoin_target:
+            self.rejoining = False
 
     # ------------------------------------------------------------------ queries
     @property
@@ -194,20 +216,20 @@ class RaftCore:
             return Resigned(st.epoch, self._election_deadline(now), (), set())
         if st.leader_id is not None:
             return Follower(st.epoch, st.leader_id, st.voted_id, now + self.settings.fetch_timeout_ms)
-        if self.is_voter and self.voters == {self.node_id}:
+        if self._campaigns and self.voters == {self.node_id}:
             return Unattached(st.epoch, st.voted_id, now)  # sole voter: campaign at once
-        return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self.is_voter else now)
+        return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self._campaigns else now)
 
     def _election_state(self) -> ElectionState:
         r = self.role
         voted = getattr(r, "voted_id", None)
         if isinstance(r, Candidate):
             voted = self.node_id
-        leader = r.leader_id
+        leader = r.lost_leader_id if isinstance(r, Prospective) else r.leader_id
         if isinstance(r, (Leader, Resigned)):
             voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
             leader = self.node_id  # a restart must know it led this epoch
-        return ElectionState(r.epoch, leader, voted)
+        return ElectionState(r.epoch, leader, voted, self.rejoining)
 
     def _become(self, role: Role) -> None:
         old = self.role
@@ -220,7 +242,7 @@ class RaftCore:
     def _become_unattached(self, epoch: int, now: int, voted_id: Optional[int] = None,
                            deadline: Optional[int] = None) -> None:
         if deadline is None:
-            deadline = self._election_deadline(now) if self.is_voter else now
+            deadline = self._election_deadline(now) if self._campaigns else now
         self._become(Unattached(epoch, voted_id, deadline))
 
     def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
@@ -229,7 +251,7 @@ class RaftCore:
 
     def _become_prospective(self, now: int) -> None:
         r = self.role
-        leader = r.leader_id if r.leader_id != self.node_id else None
+        leader = r.leader_id if isinstance(r, Follower) else None
         voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
         self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted={self.node_id}))
         self._maybe_win_prevote(now)
@@ -264,8 +286,8 @@ class RaftCore:
 
     def _abandon_leadership(self, old: Leader, new: Role) -> None:
         old.accumulator.drain()  # unappended proposals are dropped; their callers see NOT_CONTROLLER
-        for corr, (replica, _req, _deadline) in old.parked.items():
-            self._send(replica, corr, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, new.epoch, new.leader_id))
+        for (src, corr) in old.parked:
+            self._send(src, corr, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, new.epoch, new.leader_id))
         old.parked.clear()
 
     # ------------------------------------------------------------------ polling
@@ -279,14 +301,14 @@ class RaftCore:
         times = [d for (_dest, _msg, d) in self._inflight.values()]
         times += list(self._backoff.values())
         if isinstance(r, Unattached):
-            if self.is_voter or not self._fetch_in_flight():
+            if self._campaigns or not self._fetch_in_flight():
                 times.append(r.election_deadline)
         elif isinstance(r, (Prospective, Candidate, Resigned)):
             times.append(r.deadline)
         elif isinstance(r, Follower):
             times.append(r.fetch_deadline)
         elif isinstance(r, Leader):
-            times += [d for (_rid, _req, d) in r.parked.values()]
+            times += [d for (_req, d) in r.parked.values()]
             if r.accumulator.deadline() is not None:
                 times.append(r.accumulator.deadline())
             cq = r.progress.voters
@@ -322,7 +344,7 @@ class RaftCore:
 
     def _poll_Unattached(self, now: int) -> None:
         r = self.role
-        if self.is_voter:
+        if self._campaigns:
             if now >= r.election_deadline:
                 self._become_prospective(now)
                 self._poll(now)
@@ -370,7 +392,7 @@ class RaftCore:
     def _poll_Follower(self, now: int) -> None:
         r = self.role
         if now >= r.fetch_deadline:
-            if self.is_voter:
+            if self._campaigns:
                 self._become_prospective(now)
             else:
                 self._become_unattached(r.epoch, now)
@@ -395,10 +417,10 @@ class RaftCore:
         r = self.role
         if now < r.election_deadline or self._fetch_in_flight():
             return
-        dest = self.rng.choice(sorted(self.voters))
-        if self._can_send(FetchRequest, dest):
-            self._send_fetch(dest, r.epoch, now)
-            r.election_deadline = now + self.settings.retry_backoff_ms
+        ready = [v for v in sorted(self.voters) if v != self.node_id and self._can_send(FetchRequest, v)]
+        if ready:
+            self._send_fetch(self.rng.choice(ready), r.epoch, now)
+        r.election_deadline = now + self.settings.retry_backoff_ms
 
     def _fetch_in_flight(self) -> bool:
         return any(isinstance(m, FetchRequest) for (_d, m, _t) in self._inflight.values())
@@ -410,9 +432,13 @@ class RaftCore:
                       now, timeout_ms=s.fetch_max_wait_ms + s.request_timeout_ms)
 
     # ------------------------------------------------------------------ common checks
-    def _handle_common_response(self, src: int, msg: Message, now: int) -> bool:
+    def _handle_common_response(self, src: int, msg: Message, req: Message, now: int) -> bool:
         """Settle the epoch a response carries; returns False if it needs no more handling."""
         r = self.role
+        if msg.error is Errors.INCONSISTENT_CLUSTER_ID:
+            # A node of another cluster: nothing it says about epochs or leaders applies to us.
+            self._backoff[(type(req), src)] = now + self.settings.request_timeout_ms
+            return False
         if msg.epoch > r.epoch:
             if msg.leader_id is not None and msg.leader_id != self.node_id:
                 self._become_follower(msg.epoch, msg.leader_id, now)
@@ -422,7 +448,10 @@ class RaftCore:
         if msg.epoch < r.epoch:
             return False  # stale
         if msg.leader_id is not None and msg.leader_id != self.node_id \
-                and not (isinstance(r, Follower) and r.leader_id == msg.leader_id):
+                and not (isinstance(r, Follower) and r.leader_id == msg.leader_id) \
+                and not (isinstance(r, Prospective) and r.lost_leader_id == msg.leader_id):
+            # (A prospective node does not go back to the leader it just lost because
+            # others still name it: they may have lost it too.)
             if isinstance(r, (Leader, Resigned)):
                 raise RaftSafetyError(f"node {msg.leader_id} claims to lead epoch {r.epoch}, which we led")
             self._become_follower(msg.epoch, msg.leader_id, now)
@@ -467,13 +496,14 @@ class RaftCore:
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
         up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
         if req.pre_vote:
-            granted = up_to_date and not self._has_live_leader(now)
+            granted = up_to_date and not self._has_live_leader(now) and not self.rejoining
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
         if req.epoch > r.epoch:
             self._become_unattached(req.epoch, now)
             r = self.role
         granted = False
-        if isinstance(r, (Unattached, Prospective)) and r.voted_id in (None, req.candidate_id) and up_to_date:
+        if isinstance(r, (Unattached, Prospective)) and r.voted_id in (None, req.candidate_id) and up_to_date \
+                and not self.rejoining:
             granted = True
             self._become_unattached(r.epoch, now, voted_id=req.candidate_id)
         self._send(src, corr, VoteResponse(Errors.NONE, self.role.epoch, self.role.leader_id, granted, False))
@@ -519,7 +549,7 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
         if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
             # The leader stepped down: campaign soon, the most caught-up successor first.
-            if self.is_voter:
+            if self._campaigns:
                 pos = req.preferred_successors.index(self.node_id) if self.node_id in req.preferred_successors else -1
                 if pos == 0:
                     delay = 0
@@ -568,7 +598,7 @@ class RaftCore:
         if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0:
             self._send(src, corr, self._fetch_response(r, req))
         else:
-            r.parked[corr] = (src, req, now + req.max_wait_ms)
+            r.parked[(src, corr)] = (req, now + req.max_wait_ms)
 
     def _fetch_response(self, r: Leader, req: FetchRequest) -> FetchResponse:
         data = self.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < self.log.end_offset else b""
@@ -578,14 +608,14 @@ class RaftCore:
     def _on_leader_hw_moved(self, r: Leader) -> None:
         self._set_high_watermark(r.progress.high_watermark)
         # Followers learn the new high watermark from answers to their parked fetches.
-        for corr in list(r.parked):
-            src, req, _ = r.parked.pop(corr)
+        for (src, corr), (req, _deadline) in r.parked.items():
             self._send(src, corr, self._fetch_response(r, req))
+        r.parked.clear()
 
     def _complete_parked(self, r: Leader, now: int, only_expired: bool) -> None:
-        for corr, (src, req, deadline) in list(r.parked.items()):
+        for (src, corr), (req, deadline) in list(r.parked.items()):
             if (only_expired and now >= deadline) or (not only_expired and req.fetch_offset < self.log.end_offset):
-                del r.parked[corr]
+                del r.parked[(src, corr)]
                 self._send(src, corr, self._fetch_response(r, req))
 
     def _set_high_watermark(self, hw: Optional[int]) -> None:
@@ -624,3 +654,4 @@ class RaftCore:
                 return
         if resp.high_watermark is not None:
             self._set_high_watermark(min(resp.high_watermark, self.log.end_offset))
+        self._maybe_finish_rejoin(resp.high_watermark)

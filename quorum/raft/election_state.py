@@ -14,6 +14,9 @@ class ElectionState:
     epoch: int
     leader_id: Optional[int] = None  # leader known for this epoch
     voted_id: Optional[int] = None  # whom this node voted for in this epoch
+    # Set when a voter's disk was replaced (``storage format --rejoin``): it forgot its votes
+    # and the records it acknowledged, so it must not vote until it has caught up again.
+    rejoining: bool = False
 
     @staticmethod
     def empty() -> "ElectionState":

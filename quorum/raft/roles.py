@@ -36,11 +36,12 @@ class Prospective:
     disrupt a healthy quorum when it comes back."""
 
     epoch: int
-    leader_id: Optional[int]  # kept from the follower state it came from
+    lost_leader_id: Optional[int]  # the leader it followed, kept only so quorum-state need not change
     voted_id: Optional[int]
     deadline: int
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
+    leader_id: None = None  # it has lost the leader: telling others about it would keep them following a corpse
     name = "Prospective"
 
 
@@ -67,7 +68,7 @@ class Leader:
     accumulator: BatchAccumulator
     begin_epoch_unacked: set[int]
     # Fetches with nothing to return yet, held up to their max wait (long poll):
-    # corr -> (replica id, request, deadline ms)
+    # (replica id, corr) -> (request, deadline ms)
     parked: dict = field(default_factory=dict)
     name = "Leader"
 

@@ -16,6 +16,12 @@ class RaftSettings:
     fetch_max_bytes: int = 8 * 1024 * 1024
     max_batch_bytes: int = 1024 * 1024  # a lingering batch is appended once it grows past this
 
+    def __post_init__(self) -> None:
+        # An idle follower must hear back well within its fetch timeout, or it would call an
+        # election between two long polls.
+        if self.fetch_max_wait_ms > self.fetch_timeout_ms // 2:
+            object.__setattr__(self, "fetch_max_wait_ms", max(1, self.fetch_timeout_ms // 2))
+
     @property
     def check_quorum_timeout_ms(self) -> int:
         """A leader not fetched from by a majority for this long resigns."""

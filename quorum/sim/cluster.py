@@ -10,8 +10,9 @@ Invariants (``Invariants.check``), checked after every event:
 - at most one leader per epoch, ever;
 - a node's epoch never goes down (across restarts: it is persisted) and its
   high watermark never goes down while it runs;
-- when a node's high watermark reaches ``h``, a majority of voters hold offsets
-  below ``h`` durably, identical to what every other node committed;
+- when a leader's high watermark reaches ``h``, a majority of voters hold offset
+  ``h - 1`` durably; every node's records below its high watermark are identical
+  to what every other node committed;
 - committed records never change or vanish: every new leader holds all of them;
 - every acknowledged write is committed at the offset it was acknowledged at.
 """
@@ -32,6 +33,7 @@ from quorum.raft.settings import RaftSettings
 from quorum.sim.network import Network, NetworkFaults
 
 CLUSTER_ID = "sim-cluster-0000000000"
+DEFAULT_TRACE: Optional[Callable[[str], None]] = None  # ``python -m quorum.sim --trace`` sets it
 
 
 class InvariantViolation(AssertionError):
@@ -109,7 +111,9 @@ class Invariants:
             known = self.committed.setdefault(off, mine)
             if known != mine:
                 self.fail(f"offset {off} committed as {known} but node {n.node_id} has {mine}")
-        # Durable on a majority of voters at the moment it becomes committed.
+        if not n.core.is_leader:
+            return  # followers learn of commits later; a wipe since then may have removed a copy
+        # Durable on a majority of voters at the moment the leader commits it.
         holders = sum(1 for v in self.c.voters
                       if self._record_at(self.c.nodes[v].log, hi - 1, durable=True) == self.committed[hi - 1])
         if holders < len(self.c.voters) // 2 + 1:
@@ -155,7 +159,7 @@ class Cluster:
         self.inv = Invariants(self)
         self.checked_leader_epochs: set[int] = set()
         self.pending: list[Proposal] = []
-        self.trace = trace
+        self.trace = trace or DEFAULT_TRACE
         self._write_seq = itertools.count()
         self.events = 0
         for i in self.nodes:
@@ -170,6 +174,7 @@ class Cluster:
         n.last_hw_seen = 0
         n.next_tick = None
         self._process(n)
+        self.inv.check()
 
     def crash(self, node_id: int) -> None:
         """Kill the process and lose whatever was not flushed."""
@@ -183,7 +188,7 @@ class Cluster:
         n = self.nodes[node_id]
         assert not n.alive
         n.log = MemoryLog()
-        n.persisted = ElectionState.empty()
+        n.persisted = ElectionState(0, rejoining=True)  # what `storage format --rejoin` writes
         n.last_epoch_seen = 0
         self._log(f"wipe {node_id}")
 
@@ -194,6 +199,7 @@ class Cluster:
     def _process(self, n: SimNode) -> None:
         """Carry out the node's Ready outputs in order: persist, flush, send."""
         core = n.core
+        core.tick(self.now)  # fire due timers first: they may append or send
         while core.has_ready():
             rd = core.ready()
             if rd.election_state is not None:
@@ -264,6 +270,7 @@ class Cluster:
         p = Proposal(n.core.epoch, last, records)
         self.pending.append(p)
         self._process(n)
+        self.inv.check()
         return p
 
     def _maybe_ack(self, n: SimNode) -> None:

@@ -145,7 +145,7 @@ class ReplicaState(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ...) -> None: ...
 
 class DescribeQuorumResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers", "cluster_id")
+    __slots__ = ("error", "error_message", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers", "cluster_id", "leader_endpoint")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +154,7 @@ class DescribeQuorumResponse(_message.Message):
     CURRENT_VOTERS_FIELD_NUMBER: _ClassVar[int]
     OBSERVERS_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
@@ -162,7 +163,8 @@ class DescribeQuorumResponse(_message.Message):
     current_voters: _containers.RepeatedCompositeFieldContainer[ReplicaState]
     observers: _containers.RepeatedCompositeFieldContainer[ReplicaState]
     cluster_id: str
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., current_voters: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., cluster_id: _Optional[str] = ...) -> None: ...
+    leader_endpoint: str
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., current_voters: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., cluster_id: _Optional[str] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("cluster_id", "records")
@@ -173,17 +175,19 @@ class AppendRequest(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class AppendResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "epoch", "base_offset", "last_offset")
+    __slots__ = ("error", "error_message", "leader_id", "epoch", "base_offset", "last_offset", "leader_endpoint")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     BASE_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     epoch: int
     base_offset: int
     last_offset: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., epoch: _Optional[int] = ..., base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ...) -> None: ...
+    leader_endpoint: str
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., epoch: _Optional[int] = ..., base_offset: _Optional[int] = ..., last_offset: _Optional[int] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...

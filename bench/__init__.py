@@ -1,0 +1,1 @@
+"""sparkraft's benchmark suite: ``python -m bench --help``. See bench/README.md."""

@@ -1,0 +1,1 @@
+"""Other Raft implementations measured in the same run as sparkraft, for ratios."""

@@ -1,0 +1,150 @@
+"""A 3-voter sparkraft quorum on loopback, one ``sparkraft controller start`` process per voter.
+
+Storage lives under the benchmark's work directory and is formatted with ``sparkraft storage
+format``, exactly as an operator would. ``fsync=False`` starts the voters through
+:mod:`bench.fsync_off` instead, which is the same CLI with fsync made a no-op.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench import sparkraft_load
+from bench.harness.procs import ChildProcess, cpu_during, free_ports, python_module_command, wait_for_port
+from bench.harness.workload import Load
+
+
+def _write_properties(path: Path, props: dict[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+class SparkraftCluster:
+    def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
+                 overrides: dict[str, str] | None = None) -> None:
+        self._dir = work_dir
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._overrides = dict(overrides or {})
+        self.ports = dict(zip(range(1, size + 1), free_ports(size)))
+        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+        self._voters: dict[int, ChildProcess] = {}
+        self._client = None  # a RaftClient for describe/latency/failover, made on first use
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> "SparkraftCluster":
+        from quorum.log.meta_properties import random_cluster_id
+
+        cluster_id = random_cluster_id()
+        for node_id in self.ports:
+            config = self._write_config(node_id)
+            ChildProcess(f"format-{node_id}", python_module_command(
+                "sparkraft", "storage", "format", "--config", str(config), "--cluster-id", cluster_id),
+                self._dir / f"format-{node_id}.log").start().popen.wait()
+        for node_id in self.ports:
+            self._start(node_id)
+        try:
+            for port in self.ports.values():
+                wait_for_port("127.0.0.1", port, timeout=30)
+            self.wait_until_caught_up(timeout=60)
+        except BaseException:
+            self._report_logs()
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._client is not None:
+            self._client.close()
+        for voter in self._voters.values():
+            voter.stop(timeout=10)
+
+    def _write_config(self, node_id: int) -> Path:
+        path = self._dir / f"controller-{node_id}.properties"
+        voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in self.ports.items())
+        _write_properties(path, {
+            "process.roles": "controller",
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"CONTROLLER://127.0.0.1:{self.ports[node_id]}",
+            "controller.listener.names": "CONTROLLER",
+            "metadata.log.dir": str(self._dir / f"c{node_id}"),
+            **self._overrides,
+        })
+        return path
+
+    def _start(self, node_id: int) -> None:
+        module = "sparkraft" if self._fsync else "bench.fsync_off"
+        config = self._dir / f"controller-{node_id}.properties"
+        argv = python_module_command(module, "controller", "start", "--config", str(config))
+        self._voters[node_id] = ChildProcess(f"controller-{node_id}", argv,
+                                             self._dir / f"controller-{node_id}.log").start()
+
+    def _report_logs(self) -> None:
+        for voter in self._voters.values():
+            print(f"--- {voter.log_path} (last lines)\n{voter.log_tail()}")
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def client(self):
+        if self._client is None:
+            from quorum.rpc.raft_client import RaftClient
+
+            self._client = RaftClient(self.bootstrap, timeout=30.0)
+        return self._client
+
+    def leader_id(self) -> int:
+        return self.client.describe_quorum().leader_id
+
+    def pids(self) -> dict[str, int]:
+        leader = self.leader_id()
+        return {("leader" if n == leader else f"follower-{n}"): v.pid
+                for n, v in self._voters.items() if v.alive()}
+
+    def wait_until_caught_up(self, timeout: float) -> None:
+        """Until a leader has committed an append and every live voter holds the whole log."""
+        deadline = time.monotonic() + timeout
+        self.client.append([b"warm-up"])
+        live = {n for n, v in self._voters.items() if v.alive()}
+        while True:
+            info = self.client.describe_quorum()
+            behind = [v.replica_id for v in info.voters
+                      if v.replica_id in live and v.log_end_offset < info.high_watermark]
+            if not behind:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"voters {behind} did not catch up with the leader in {timeout:.0f}s")
+            time.sleep(0.05)
+
+    # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
+    def throughput(self, load: Load, seconds: float, warmup: float, client_processes: int = 2) -> dict:
+        """Closed-loop appends from ``client_processes`` processes (threads share the writers)."""
+        with sparkraft_load.Writers(self.bootstrap, load, client_processes, warmup, seconds,
+                                    self._dir) as writers:
+            pids = {**self.pids(), **writers.pids()}
+            start_in = max(0.0, writers.measured_from - time.monotonic())
+            result, cpu = cpu_during(pids, start_in, seconds, writers.collect)
+        return {**result, "cpu_percent": cpu}
+
+    def latency(self, count: int, warmup: int, record_bytes: int, max_seconds: float) -> list[float]:
+        """From the benchmark process, through one RaftClient (one gRPC hop to the leader)."""
+        return sparkraft_load.single_writer_latencies(self.client, count, warmup, record_bytes, max_seconds)
+
+    def failover(self, record_bytes: int, timeout: float) -> float:
+        from quorum.rpc.raft_client import RaftClient
+
+        leader = self.leader_id()
+        with RaftClient(self.bootstrap, timeout=timeout) as client:
+            client.append([b"before the kill"])  # the client knows the leader: no discovery below
+            killed_at = time.monotonic()
+            self._voters[leader].kill()
+            try:
+                client.append([b"x" * record_bytes])  # RaftClient retries until a leader commits it
+            except Exception as e:
+                raise TimeoutError(f"no append committed within {timeout:.0f}s of killing leader "
+                                   f"{leader}: {e}") from None
+            finally:
+                elapsed = time.monotonic() - killed_at
+                self._start(leader)
+                wait_for_port("127.0.0.1", self.ports[leader], timeout=30)
+                self.wait_until_caught_up(timeout=60)
+        return elapsed

@@ -1,0 +1,155 @@
+"""Client-side load on a sparkraft quorum: closed-loop writers in client processes, and one
+sequential writer for latency. Everything goes through :class:`quorum.rpc.raft_client.RaftClient`,
+as an application would.
+
+Writers run in separate client processes (``python -m bench.sparkraft_load``, driven by JSON lines
+like the PySyncObj nodes) so the benchmark process's own GIL does not cap the load; each process
+runs its share of the writers as threads, one RaftClient per thread. A client process announces
+itself once connected, then answers one ``run`` command: append from ``begin`` to ``end``
+(``time.monotonic()`` values, one clock for every process on the machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench.harness.procs import ChildProcess, python_module_command
+from bench.harness.stats import latency_summary_ms
+from bench.harness.workload import Load
+
+_READY_TIMEOUT_S = 60  # a client process imports grpc and finds the leader within this
+
+
+def _record(size: int) -> bytes:
+    return os.urandom(size)
+
+
+class Writers:
+    """``load.writers`` writers spread over ``processes`` client processes, started together.
+
+    Entering starts the processes and waits until each has found the leader; the clock starts then:
+    ``warmup`` seconds unmeasured, then ``seconds`` measured. :meth:`collect` waits for the end.
+    """
+
+    def __init__(self, bootstrap: str, load: Load, processes: int, warmup: float, seconds: float,
+                 log_dir: Path) -> None:
+        self._warmup, self._seconds = warmup, seconds
+        n = max(1, min(processes, load.writers))
+        shares = [load.writers // n + (1 if i < load.writers % n else 0) for i in range(n)]
+        self._clients = [
+            ChildProcess(f"client-{i}", python_module_command(
+                "bench.sparkraft_load", "--bootstrap", bootstrap, "--threads", str(share),
+                "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes)),
+                log_dir / f"client-{i}.log", json_control=True)
+            for i, share in enumerate(shares)]
+        self.measured_from = 0.0  # time.monotonic() at which the measured window opens
+
+    def __enter__(self) -> "Writers":
+        for client in self._clients:
+            client.start()
+        for client in self._clients:
+            client.receive(_READY_TIMEOUT_S, "its start")
+        self.measured_from = time.monotonic() + self._warmup
+        end = self.measured_from + self._seconds
+        for client in self._clients:
+            client.send({"cmd": "run", "begin": self.measured_from, "end": end})
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for client in self._clients:
+            client.stop(timeout=5)
+
+    def pids(self) -> dict[str, int]:
+        return {c.name: c.pid for c in self._clients}
+
+    def collect(self) -> dict:
+        parts = [c.receive(self._warmup + self._seconds + 120, "'run'") for c in self._clients]
+        records = sum(p["records"] for p in parts)
+        return {
+            "committed": records,
+            "seconds": self._seconds,
+            "records_per_s": records / self._seconds,
+            "appends_per_s": sum(p["appends"] for p in parts) / self._seconds,
+            "errors": sum(p["errors"] for p in parts),
+            "append_latency_ms": latency_summary_ms([s for p in parts for s in p["latencies_s"]]),
+        }
+
+
+def single_writer_latencies(client, count: int, warmup: int, record_bytes: int,
+                            max_seconds: float) -> list[float]:
+    """Seconds per ``append`` of one record, sequential, after ``warmup`` unmeasured appends;
+    stops after ``count`` measured appends or ``max_seconds``."""
+    record = [_record(record_bytes)]
+    samples = []
+    stop_at = time.monotonic() + max_seconds
+    for i in range(warmup + count):
+        start = time.perf_counter()
+        client.append(record)
+        if i >= warmup:
+            samples.append(time.perf_counter() - start)
+        if time.monotonic() > stop_at:
+            break
+    return samples
+
+
+# -- the client process -----------------------------------------------------------------------
+
+def _write_until(client, records: list[bytes], begin: float, end: float, totals: dict,
+                 lock: threading.Lock) -> None:
+    """One writer: append, wait for the commit, repeat; count what completes inside [begin, end)."""
+    done_records, appends, errors, latencies = 0, 0, 0, []
+    while (start := time.monotonic()) < end:
+        try:
+            client.append(records)
+        except Exception:  # counted; RaftClient already retried until its own deadline
+            errors += 1
+            continue
+        done = time.monotonic()
+        if begin <= done < end:
+            done_records += len(records)
+            appends += 1
+            latencies.append(done - start)
+    with lock:
+        totals["records"] += done_records
+        totals["appends"] += appends
+        totals["errors"] += errors
+        totals["latencies_s"].extend(latencies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="a benchmark client process (run by bench)")
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--records", type=int, required=True, help="records per append")
+    parser.add_argument("--record-bytes", type=int, required=True)
+    args = parser.parse_args()
+    from quorum.rpc.raft_client import RaftClient
+
+    clients = [RaftClient(args.bootstrap, timeout=30.0) for _ in range(args.threads)]
+    for client in clients:
+        client.describe_quorum()  # connect and find the leader before the clock starts
+    records = [_record(args.record_bytes) for _ in range(args.records)]
+    print(json.dumps({"ok": True, "ready": True}), flush=True)
+
+    command = json.loads(sys.stdin.readline())
+    totals = {"records": 0, "appends": 0, "errors": 0, "latencies_s": []}
+    lock = threading.Lock()
+    writers = [threading.Thread(target=_write_until, name=f"writer-{i}",
+                                args=(c, records, command["begin"], command["end"], totals, lock))
+               for i, c in enumerate(clients)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    print(json.dumps({"ok": True, **totals}), flush=True)
+    for client in clients:
+        client.close()
+
+
+if __name__ == "__main__":
+    main()

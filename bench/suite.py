@@ -1,0 +1,43 @@
+"""The benchmark suite: which benchmarks exist and what every one of them is given and returns.
+
+A benchmark is a module with ``NAME``, ``TITLE``, ``REQUIRES`` (importable modules it needs beyond
+sparkraft's own dependencies), ``run(ctx) -> dict`` (the ``results`` part of its JSON file),
+``report(document) -> str`` (markdown) and ``plot(document, plots_dir) -> list[Path]``. Add a new
+benchmark by writing such a module and listing it in ``BENCHMARKS``.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from bench.harness.progress import Progress
+
+# name -> module; ``python -m bench all`` runs them in this order.
+BENCHMARKS: dict[str, str] = {
+    "quorum": "bench.quorum_bench",
+}
+
+PLOT_REQUIRES = ("matplotlib",)
+INSTALL_HINT = "pip install matplotlib pysyncobj"
+
+
+@dataclass
+class Context:
+    quick: bool
+    progress: Progress
+    work_dir: Path  # scratch space (cluster storage, process logs); removed after a good run
+
+    @property
+    def mode(self) -> str:
+        return "quick" if self.quick else "full"
+
+
+def load(name: str) -> ModuleType:
+    return importlib.import_module(BENCHMARKS[name])
+
+
+def missing_modules(modules: tuple[str, ...] | list[str]) -> list[str]:
+    return [m for m in modules if importlib.util.find_spec(m) is None]

@@ -1,0 +1,178 @@
+"""Conversion between the core's frozen dataclasses and their protobuf form: the only place that does.
+
+The wire uses Kafka's conventions where the dataclasses use Python's:
+
+- an error is an ``int32`` Kafka code on the wire and an :class:`~quorum.errors.Errors` member in
+  Python (a code this version does not know becomes ``UNKNOWN_SERVER_ERROR``);
+- "no leader" / "unknown" is ``-1`` on the wire and ``None`` in Python (leader ids, the high
+  watermark of a FetchResponse, replica timestamps);
+- optional sub-messages (``diverging``, ``snapshot_id``) are proto3 ``optional`` fields and
+  ``None`` when absent.
+
+``to_proto(msg)`` and ``from_proto(pb)`` cover the four Raft RPCs in both directions;
+DescribeQuorum and Append, which only tools and the servicer use, have their own helpers below.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.errors import Errors
+from quorum.log.api import OffsetAndEpoch
+from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
+                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
+                                  FetchResponse, Message, QuorumDescription, ReplicaDescription,
+                                  VoteRequest, VoteResponse)
+from quorum.rpc.gen.sparkraft.v1 import raft_pb2 as pb
+
+NONE = -1  # the wire's "none" for ids, offsets and timestamps
+
+
+def error_from_code(code: int) -> Errors:
+    try:
+        return Errors(code)
+    except ValueError:
+        return Errors.UNKNOWN_SERVER_ERROR
+
+
+def _opt_id(value: Optional[int]) -> int:
+    return NONE if value is None else value
+
+
+def _id_or_none(value: int) -> Optional[int]:
+    return None if value < 0 else value
+
+
+def _oe_to_proto(oe: OffsetAndEpoch) -> pb.OffsetAndEpoch:
+    return pb.OffsetAndEpoch(offset=oe.offset, epoch=oe.epoch)
+
+
+def _oe_from_proto(m, field: str) -> Optional[OffsetAndEpoch]:
+    if not m.HasField(field):
+        return None
+    oe = getattr(m, field)
+    return OffsetAndEpoch(oe.offset, oe.epoch)
+
+
+# -- the Raft RPCs ------------------------------------------------------------------------------
+def to_proto(msg: Message, dest: Optional[int] = None):
+    """The protobuf message for ``msg``; ``dest`` fills VoteRequest.voter_id (who it is meant for)."""
+    t = type(msg)
+    if t is VoteRequest:
+        return pb.VoteRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, candidate_id=msg.candidate_id,
+                              last_epoch=msg.last_epoch, last_offset=msg.last_offset, pre_vote=msg.pre_vote,
+                              voter_id=_opt_id(dest))
+    if t is VoteResponse:
+        return pb.VoteResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                               granted=msg.granted, pre_vote=msg.pre_vote)
+    if t is BeginQuorumEpochRequest:
+        return pb.BeginQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id)
+    if t is BeginQuorumEpochResponse:
+        return pb.BeginQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch,
+                                           leader_id=_opt_id(msg.leader_id))
+    if t is EndQuorumEpochRequest:
+        return pb.EndQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
+                                        preferred_successors=list(msg.preferred_successors))
+    if t is EndQuorumEpochResponse:
+        return pb.EndQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id))
+    if t is FetchRequest:
+        return pb.FetchRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
+                               fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch,
+                               max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes)
+    if t is FetchResponse:
+        m = pb.FetchResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                             high_watermark=_opt_id(msg.high_watermark), log_start_offset=msg.log_start_offset,
+                             records=msg.records)
+        if msg.diverging is not None:
+            m.diverging.CopyFrom(_oe_to_proto(msg.diverging))
+        if msg.snapshot_id is not None:
+            m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
+        return m
+    raise TypeError(f"not a Raft message: {t.__name__}")
+
+
+def from_proto(m) -> Message:
+    """The dataclass for a protobuf Raft message (VoteRequest.voter_id is dropped: the core knows who it is)."""
+    t = type(m)
+    if t is pb.VoteRequest:
+        return VoteRequest(m.cluster_id, m.epoch, m.candidate_id, m.last_epoch, m.last_offset, m.pre_vote)
+    if t is pb.VoteResponse:
+        return VoteResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id), m.granted, m.pre_vote)
+    if t is pb.BeginQuorumEpochRequest:
+        return BeginQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id)
+    if t is pb.BeginQuorumEpochResponse:
+        return BeginQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
+    if t is pb.EndQuorumEpochRequest:
+        return EndQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, tuple(m.preferred_successors))
+    if t is pb.EndQuorumEpochResponse:
+        return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
+    if t is pb.FetchRequest:
+        return FetchRequest(m.cluster_id, m.epoch, m.replica_id, m.fetch_offset, m.last_fetched_epoch,
+                            m.max_wait_ms, m.max_bytes)
+    if t is pb.FetchResponse:
+        return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
+                             _id_or_none(m.high_watermark), m.log_start_offset, m.records,
+                             _oe_from_proto(m, "diverging"), _oe_from_proto(m, "snapshot_id"))
+    raise TypeError(f"not a Raft protobuf message: {t.__name__}")
+
+
+def request_source(msg: Message) -> int:
+    """The node a request comes from, as the request itself names it (-1: an anonymous observer)."""
+    if isinstance(msg, VoteRequest):
+        return msg.candidate_id
+    if isinstance(msg, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
+        return msg.leader_id
+    if isinstance(msg, FetchRequest):
+        return msg.replica_id
+    raise TypeError(f"not a Raft request: {type(msg).__name__}")
+
+
+# -- DescribeQuorum -----------------------------------------------------------------------------
+def _replica_to_proto(r: ReplicaDescription) -> pb.ReplicaState:
+    return pb.ReplicaState(replica_id=r.replica_id, log_end_offset=r.log_end_offset,
+                           last_fetch_timestamp=_opt_id(r.last_fetch_ms),
+                           last_caught_up_timestamp=_opt_id(r.last_caught_up_ms))
+
+
+def _replica_from_proto(m: pb.ReplicaState) -> ReplicaDescription:
+    return ReplicaDescription(m.replica_id, m.log_end_offset, _id_or_none(m.last_fetch_timestamp),
+                              _id_or_none(m.last_caught_up_timestamp))
+
+
+def describe_response(desc: QuorumDescription, cluster_id: str) -> pb.DescribeQuorumResponse:
+    """A successful DescribeQuorum answer (timestamps must already be wall-clock ms)."""
+    return pb.DescribeQuorumResponse(
+        error=int(Errors.NONE), leader_id=desc.leader_id, leader_epoch=desc.leader_epoch,
+        high_watermark=desc.high_watermark, cluster_id=cluster_id,
+        current_voters=[_replica_to_proto(r) for r in desc.voters],
+        observers=[_replica_to_proto(r) for r in desc.observers])
+
+
+def describe_error(error: Errors, message: str, cluster_id: str, leader_id: Optional[int] = None,
+                   epoch: int = NONE, leader_endpoint: str = "") -> pb.DescribeQuorumResponse:
+    return pb.DescribeQuorumResponse(error=int(error), error_message=message, cluster_id=cluster_id,
+                                     leader_id=_opt_id(leader_id), leader_epoch=epoch,
+                                     leader_endpoint=leader_endpoint)
+
+
+def description_from_proto(m: pb.DescribeQuorumResponse) -> QuorumDescription:
+    """The QuorumDescription in a successful DescribeQuorum answer."""
+    return QuorumDescription(m.leader_id, m.leader_epoch, m.high_watermark,
+                             tuple(_replica_from_proto(r) for r in m.current_voters),
+                             tuple(_replica_from_proto(r) for r in m.observers))
+
+
+# -- Append -------------------------------------------------------------------------------------
+def append_response(base_offset: int, last_offset: int, epoch: int, leader_id: int) -> pb.AppendResponse:
+    return pb.AppendResponse(error=int(Errors.NONE), leader_id=leader_id, epoch=epoch,
+                             base_offset=base_offset, last_offset=last_offset)
+
+
+def append_error(error: Errors, message: str, leader_id: Optional[int] = None, epoch: int = NONE,
+                 leader_endpoint: str = "") -> pb.AppendResponse:
+    return pb.AppendResponse(error=int(error), error_message=message, leader_id=_opt_id(leader_id),
+                             epoch=epoch, base_offset=NONE, last_offset=NONE, leader_endpoint=leader_endpoint)
+
+
+def format_endpoint(host: str, port: int) -> str:
+    """``host:port``, with brackets around an IPv6 host (what gRPC targets and the CLI take)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,0 +1,149 @@
+"""Outbound Raft requests from a node to its peers, without ever blocking the node's event loop.
+
+One gRPC channel per peer, opened on first use and kept: HTTP/2 keepalive notices a dead
+connection, and a short reconnect backoff (100 ms, growing to 1 s) brings a restarted peer back
+quickly. Each request is started with ``stub.X.future(...)`` and a deadline equal to the core's
+own timeout for it; the done-callback (on a gRPC thread) hands the outcome to ``deliver``, which
+must be thread-safe (the node puts it on its inbound queue):
+
+- ``deliver(("response", src, corr, response_dataclass))`` when the peer answered;
+- ``deliver(("failed", dest, corr))`` when there is no answer (peer down, deadline, cancelled).
+
+Reachability changes are logged once per change (WARNING when a peer becomes unreachable, INFO
+when it answers again), never per request.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Mapping, Optional
+
+import grpc
+
+from quorum.config import HostPort
+from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, Message,
+                                  VoteRequest)
+from quorum.rpc import convert
+from quorum.rpc.gen.sparkraft.v1 import raft_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a Fetch answer holds up to fetch_max_bytes of batches
+
+CHANNEL_OPTIONS = (
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.enable_retries", 0),  # the core decides when to retry
+)
+
+_METHODS = {
+    VoteRequest: "Vote",
+    BeginQuorumEpochRequest: "BeginQuorumEpoch",
+    EndQuorumEpochRequest: "EndQuorumEpoch",
+    FetchRequest: "Fetch",
+}
+
+Deliver = Callable[[tuple], None]
+
+
+class _Peer:
+    def __init__(self, node_id: int, address: HostPort):
+        self.node_id = node_id
+        self.target = convert.format_endpoint(*address)
+        self.channel = grpc.insecure_channel(self.target, options=CHANNEL_OPTIONS)
+        self.stub = raft_pb2_grpc.RaftStub(self.channel)
+        self.reachable: Optional[bool] = None  # unknown until the first answer or failure
+
+
+class PeerClient:
+    def __init__(self, addresses: Mapping[int, HostPort], deliver: Deliver):
+        self._addresses = dict(addresses)
+        self._deliver = deliver
+        self._peers: dict[int, _Peer] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def set_addresses(self, addresses: Mapping[int, HostPort]) -> None:
+        """Replace peer addresses (before the first send, e.g. once ephemeral ports are known)."""
+        with self._lock:
+            self._addresses.update(addresses)
+            for node_id in list(self._peers):
+                if self._peers[node_id].target != convert.format_endpoint(*self._addresses[node_id]):
+                    self._peers.pop(node_id).channel.close()
+
+    def send(self, dest: int, corr: int, msg: Message, timeout_ms: int) -> None:
+        """Start ``msg`` to ``dest``; the outcome arrives later through ``deliver``. Never blocks."""
+        peer = self._peer(dest)
+        if peer is None:
+            self._deliver(("failed", dest, corr))
+            return
+        method = getattr(peer.stub, _METHODS[type(msg)])
+        try:
+            future = method.future(convert.to_proto(msg, dest), timeout=timeout_ms / 1000)
+        except Exception as e:  # a closed channel raises here rather than failing the future
+            log.debug("cannot send %s to node %d: %s", type(msg).__name__, dest, e)
+            self._deliver(("failed", dest, corr))
+            return
+        future.add_done_callback(lambda f: self._done(peer, corr, f))
+
+    def _done(self, peer: _Peer, corr: int, future: grpc.Future) -> None:
+        try:
+            response = future.result()
+        except grpc.RpcError as e:
+            self._note_reachable(peer, False, e)
+            self._deliver(("failed", peer.node_id, corr))
+            return
+        except Exception as e:  # cancelled on close, or a bug: never lose the corr
+            log.debug("request %d to node %d ended with %r", corr, peer.node_id, e)
+            self._deliver(("failed", peer.node_id, corr))
+            return
+        self._note_reachable(peer, True)
+        try:
+            msg = convert.from_proto(response)
+        except Exception as e:
+            log.warning("node %d sent an answer that cannot be read: %s", peer.node_id, e)
+            self._deliver(("failed", peer.node_id, corr))
+            return
+        self._deliver(("response", peer.node_id, corr, msg))
+
+    def _note_reachable(self, peer: _Peer, ok: bool, error: Optional[grpc.RpcError] = None) -> None:
+        if ok:
+            if peer.reachable is False:
+                log.info("node %d at %s is reachable again", peer.node_id, peer.target)
+            peer.reachable = True
+            return
+        code = error.code() if error is not None else None
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            return  # a slow answer (or a long poll that outlived its deadline) says little
+        if peer.reachable is not False and not self._closed:
+            detail = error.details() if error is not None else ""
+            log.warning("node %d at %s is unreachable: %s %s", peer.node_id, peer.target,
+                        code.name if code else "", detail or "")
+        peer.reachable = False
+
+    def _peer(self, node_id: int) -> Optional[_Peer]:
+        with self._lock:
+            if self._closed:
+                return None
+            peer = self._peers.get(node_id)
+            if peer is None:
+                address = self._addresses.get(node_id)
+                if address is None:
+                    return None
+                peer = self._peers[node_id] = _Peer(node_id, address)
+            return peer
+
+    def close(self) -> None:
+        """Close every channel; requests still running fail (and are delivered as failures)."""
+        with self._lock:
+            self._closed = True
+            peers, self._peers = list(self._peers.values()), {}
+        for peer in peers:
+            peer.channel.close()

@@ -1,0 +1,111 @@
+"""The ``sparkraft.v1.Raft`` gRPC service of a node: thin, as the servicer of a sans-I/O core should be.
+
+Each handler converts the protobuf request, hands it to the node's event loop and waits, bounded by
+the call's deadline, for the answer; then converts back. Nothing here touches the core directly.
+
+- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch go to the core (which checks the cluster id) and
+  come back as its response for the request's correlation id.
+- DescribeQuorum is answered from the leader's view; a non-leader answers NOT_LEADER_OR_FOLLOWER
+  with the leader's id and endpoint if it knows them, so a tool pointed at any node finds the leader.
+- Append proposes the records as one batch and answers once they are committed.
+
+DescribeQuorum and Append accept an empty cluster id (command-line tools do not know it); a
+different non-empty one is INCONSISTENT_CLUSTER_ID. A node that is not running (not started yet or
+stopping) answers UNAVAILABLE.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import TYPE_CHECKING
+
+import grpc
+
+from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.rpc import convert
+from quorum.rpc.gen.sparkraft.v1 import raft_pb2_grpc
+
+if TYPE_CHECKING:
+    from quorum.node import RaftNode
+
+DEFAULT_WAIT_S = 30.0  # when the caller set no deadline
+
+
+class NodeNotRunningError(Exception):
+    """The node is not started yet, or is stopping: the caller should try again or elsewhere."""
+
+
+def _wait_s(context: grpc.ServicerContext) -> float:
+    remaining = context.time_remaining()
+    return DEFAULT_WAIT_S if remaining is None else max(0.0, remaining)
+
+
+class RaftService(raft_pb2_grpc.RaftServicer):
+    def __init__(self, node: "RaftNode"):
+        self._node = node
+
+    # -- the Raft RPCs: straight to the core -----------------------------------------------
+    def Vote(self, request, context):
+        return self._to_core(request, context)
+
+    def BeginQuorumEpoch(self, request, context):
+        return self._to_core(request, context)
+
+    def EndQuorumEpoch(self, request, context):
+        return self._to_core(request, context)
+
+    def Fetch(self, request, context):
+        return self._to_core(request, context)
+
+    def _to_core(self, request, context):
+        msg = convert.from_proto(request)
+        try:
+            future = self._node.submit_request(msg)
+            response = future.result(timeout=_wait_s(context))
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the Raft core in time")
+        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
+        return convert.to_proto(response)
+
+    # -- tools -----------------------------------------------------------------------------
+    def DescribeQuorum(self, request, context):
+        node = self._node
+        if request.cluster_id and request.cluster_id != node.cluster_id:
+            return convert.describe_error(Errors.INCONSISTENT_CLUSTER_ID,
+                                          f"this node is in cluster {node.cluster_id}, not {request.cluster_id}",
+                                          node.cluster_id)
+        try:
+            desc = node.describe_quorum(timeout=_wait_s(context))
+        except NotLeaderError as e:
+            return convert.describe_error(e.error, e.message, node.cluster_id, e.leader_id, e.epoch,
+                                          node.endpoint_of(e.leader_id))
+        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
+        except concurrent.futures.TimeoutError:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the Raft core in time")
+        return convert.describe_response(desc, node.cluster_id)
+
+    def Append(self, request, context):
+        node = self._node
+        if request.cluster_id and request.cluster_id != node.cluster_id:
+            return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
+                                        f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
+        records = list(request.records)
+        if not records:
+            return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
+        try:
+            future = node.propose(records)
+            last = future.result(timeout=_wait_s(context))
+        except NotLeaderError as e:
+            return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
+        except SparkraftError as e:
+            return convert.append_error(e.error, e.message)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
+                                        "the records may still be committed")
+        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
+        epoch = future.epoch if future.epoch is not None else node.status().epoch
+        return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)

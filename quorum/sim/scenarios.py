@@ -1,0 +1,170 @@
+"""Named failure scenarios and a seeded chaos run, each ending in ``stabilize()``.
+
+Every scenario takes a seed and returns the cluster it ran, so a test can look
+at the end state; invariants are checked after every event along the way, and
+``stabilize`` checks that the survivors converge and every acknowledged write
+is still committed.
+"""
+from __future__ import annotations
+
+import random
+from typing import Callable, Optional
+
+from quorum.raft.settings import RaftSettings
+from quorum.sim.cluster import Cluster
+from quorum.sim.network import NetworkFaults
+
+
+def _writes(c: Cluster, bursts: int, every_ms: int = 20, size: int = 3) -> None:
+    for _ in range(bursts):
+        c.write(size)
+        c.run_for(every_ms)
+
+
+def _elect(c: Cluster, limit_ms: int = 30_000) -> int:
+    assert c.run_until(lambda: c.leader() is not None and c.leader().core.high_watermark > 0, limit_ms), \
+        f"seed {c.seed}: no leader after {limit_ms} ms"
+    return c.leader().node_id
+
+
+def initial_election(seed: int, voters: int = 3, observers: int = 0) -> Cluster:
+    c = Cluster(seed, voters, observers)
+    _elect(c)
+    _writes(c, 20)
+    c.stabilize()
+    return c
+
+
+def kill_leader(seed: int, voters: int = 3) -> Cluster:
+    c = Cluster(seed, voters, observers=1)
+    old = _elect(c)
+    _writes(c, 20)
+    c.crash(old)
+    assert c.run_until(lambda: c.leader() is not None and c.leader().node_id != old, 30_000)
+    _writes(c, 20)
+    c.stabilize()
+    return c
+
+
+def all_killed_majority_restarted(seed: int, voters: int = 3) -> Cluster:
+    c = Cluster(seed, voters)
+    _elect(c)
+    _writes(c, 30, every_ms=5)
+    for i in c.voters:
+        c.crash(i)
+    c.run_for(1000)
+    for i in c.voters[: len(c.voters) // 2 + 1]:
+        c.start(i)
+    _elect(c)
+    _writes(c, 10)
+    c.stabilize()
+    return c
+
+
+def leader_partitioned(seed: int, voters: int = 3) -> Cluster:
+    c = Cluster(seed, voters, observers=1)
+    old = _elect(c)
+    _writes(c, 10)
+    c.net.isolate(old, set(c.nodes))
+    _writes(c, 10)  # these go to the isolated leader and can never commit
+    assert c.run_until(lambda: any(n.core.is_leader and n.node_id != old for n in c.nodes.values() if n.alive),
+                       30_000)
+    c.run_for(5000)  # check-quorum makes the old leader resign
+    assert not c.nodes[old].core.is_leader, f"seed {seed}: isolated leader never resigned"
+    _writes(c, 10)
+    c.stabilize()
+    return c
+
+
+def split_brain_healed(seed: int) -> Cluster:
+    c = Cluster(seed, voters=5, observers=2)
+    _elect(c)
+    _writes(c, 10)
+    minority = set(c.rng.sample(c.voters, 2))
+    c.net.partition(minority, set(c.nodes) - minority)
+    _writes(c, 20)
+    c.run_for(5000)
+    leaders = [n.node_id for n in c.nodes.values() if n.alive and n.core.is_leader]
+    assert all(i not in minority for i in leaders), f"seed {seed}: minority {minority} has a leader {leaders}"
+    c.net.heal()
+    _writes(c, 10)
+    c.stabilize()
+    return c
+
+
+def back_to_back_failures(seed: int, voters: int = 5) -> Cluster:
+    c = Cluster(seed, voters)
+    for _ in range(voters // 2 + 1):
+        ld = _elect(c)
+        _writes(c, 5)
+        c.crash(ld)
+        c.run_for(50)
+        c.start(ld)  # comes back at once; the next leader fails too
+    c.stabilize()
+    return c
+
+
+def lose_whole_state(seed: int, voters: int = 3) -> Cluster:
+    """A follower's disk is replaced; it rejoins without voting until it has caught up."""
+    c = Cluster(seed, voters)
+    ld = _elect(c)
+    _writes(c, 20)
+    victim = c.rng.choice([v for v in c.voters if v != ld])
+    c.crash(victim)
+    c.wipe(victim)
+    c.start(victim)
+    _writes(c, 20)
+    c.stabilize()
+    assert c.nodes[victim].log.end_offset == c.leader().log.end_offset
+    return c
+
+
+SCENARIOS: dict[str, Callable[[int], Cluster]] = {
+    "initial_election": initial_election,
+    "kill_leader": kill_leader,
+    "all_killed_majority_restarted": all_killed_majority_restarted,
+    "leader_partitioned": leader_partitioned,
+    "split_brain_healed": split_brain_healed,
+    "back_to_back_failures": back_to_back_failures,
+    "lose_whole_state": lose_whole_state,
+}
+
+
+def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
+          observers: Optional[int] = None) -> Cluster:
+    """Random faults for ``duration_ms``: crashes, restarts, partitions, one wipe, lossy links."""
+    rng = random.Random(seed ^ 0x5EED)
+    voters = voters or rng.choice([1, 3, 3, 5])
+    observers = rng.randint(0, 3) if observers is None else observers
+    faults = NetworkFaults(drop_rate=rng.choice([0.0, 0.01, 0.05, 0.2]),
+                           duplicate_rate=rng.choice([0.0, 0.01, 0.05]),
+                           max_delay_ms=rng.choice([2, 10, 50, 200]))
+    settings = RaftSettings(append_linger_ms=rng.choice([0, 5, 25]))
+    c = Cluster(seed, voters, observers, faults=faults, settings=settings)
+    wiped = False
+    end = c.now + duration_ms
+    while c.now < end:
+        roll = rng.random()
+        ids = list(c.nodes)
+        if roll < 0.55:
+            c.write(rng.randint(1, 5))
+        elif roll < 0.65:
+            victim = rng.choice(ids)
+            if c.nodes[victim].alive:
+                c.crash(victim)
+        elif roll < 0.77:
+            dead = [i for i in ids if not c.nodes[i].alive]
+            if dead:
+                i = rng.choice(dead)
+                if not wiped and voters >= 3 and i in c.voters and rng.random() < 0.2:
+                    c.wipe(i)
+                    wiped = True
+                c.start(i)
+        elif roll < 0.84:
+            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
+            c.net.partition(group, set(ids) - group)
+        elif roll < 0.90:
+            c.net.heal()
+        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+    c.stabilize(limit_ms=120_000)
+    return c

@@ -1,0 +1,108 @@
+"""``sparkraft quorum describe``: the quorum's state as its leader sees it (Kafka's kafka-metadata-quorum).
+
+``--status`` prints one object (ClusterId, LeaderId, LeaderEpoch, HighWatermark, MaxFollowerLag,
+MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers); ``--replication`` one row per replica
+(NodeId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status). Timestamps are
+wall-clock ms, -1 when unknown, as Kafka prints them. The formatting functions here are reused by
+``sparkraft demo``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from sparkraft.commands import add_command, add_group
+
+if TYPE_CHECKING:
+    from quorum.rpc.raft_client import QuorumInfo
+
+STATUS_KEYS = ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
+               "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers")
+REPLICATION_KEYS = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
+
+
+def register(subparsers) -> None:
+    commands = add_group(subparsers, "quorum", "inspect the metadata quorum")
+    describe = add_command(commands, "describe", "describe the quorum's status or replication", run_describe)
+    what = describe.add_mutually_exclusive_group(required=True)
+    what.add_argument("--status", action="store_true", help="leader, epoch, high watermark, voters, lag")
+    what.add_argument("--replication", action="store_true", help="one row per replica: offsets, lag, times")
+    describe.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                          help="any controllers of the quorum (down or followers are fine)")
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                          help="how long to look for the leader (default 15)")
+
+
+def run_describe(args: argparse.Namespace) -> None:
+    from quorum.rpc.raft_client import RaftClient
+
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout) as client:
+        info = client.describe_quorum()
+    if args.status:
+        print(json.dumps(status_fields(info)) if args.json else format_status(info))
+    else:
+        print(json.dumps(replication_rows(info)) if args.json else format_replication(info))
+
+
+def _ts(ms) -> int:
+    return -1 if ms is None else ms
+
+
+def status_fields(info: "QuorumInfo") -> dict:
+    """The --status object, computed as Kafka's tool does (lag against the leader's log end)."""
+    leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
+    laggard = min(info.voters, key=lambda v: v.log_end_offset, default=None)
+    if leader is None or laggard is None:
+        max_lag, max_lag_ms = 0, -1
+    else:
+        max_lag = leader.log_end_offset - laggard.log_end_offset
+        if laggard.replica_id == leader.replica_id or max_lag == 0:
+            max_lag_ms = 0
+        elif leader.last_caught_up_ms is not None and laggard.last_caught_up_ms is not None:
+            max_lag_ms = leader.last_caught_up_ms - laggard.last_caught_up_ms
+        else:
+            max_lag_ms = -1
+    return {
+        "ClusterId": info.cluster_id,
+        "LeaderId": info.leader_id,
+        "LeaderEpoch": info.leader_epoch,
+        "HighWatermark": info.high_watermark,
+        "MaxFollowerLag": max_lag,
+        "MaxFollowerLagTimeMs": max_lag_ms,
+        "CurrentVoters": [v.replica_id for v in info.voters],
+        "CurrentObservers": [o.replica_id for o in info.observers],
+    }
+
+
+def replication_rows(info: "QuorumInfo") -> list[dict]:
+    """The --replication rows: the leader first, then the other voters, then observers."""
+    leader_end = next((v.log_end_offset for v in info.voters if v.replica_id == info.leader_id), 0)
+
+    def row(r, status: str) -> dict:
+        return {"NodeId": r.replica_id, "LogEndOffset": r.log_end_offset,
+                "Lag": max(0, leader_end - r.log_end_offset),
+                "LastFetchTimestamp": _ts(r.last_fetch_ms), "LastCaughtUpTimestamp": _ts(r.last_caught_up_ms),
+                "Status": status}
+
+    voters = sorted(info.voters, key=lambda v: (v.replica_id != info.leader_id, v.replica_id))
+    return ([row(v, "Leader" if v.replica_id == info.leader_id else "Follower") for v in voters]
+            + [row(o, "Observer") for o in info.observers])
+
+
+def format_status(info: "QuorumInfo") -> str:
+    fields = status_fields(info)
+    lines = []
+    for key in STATUS_KEYS:
+        value = fields[key]
+        if isinstance(value, list):
+            value = "[" + ",".join(map(str, value)) + "]"
+        lines.append(f"{key + ':':<24}{value}")
+    return "\n".join(lines)
+
+
+def format_replication(info: "QuorumInfo") -> str:
+    rows = [list(REPLICATION_KEYS)] + [[str(r[k]) for k in REPLICATION_KEYS] for r in replication_rows(info)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(REPLICATION_KEYS))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)

@@ -1,0 +1,132 @@
+"""``sparkraft quorum describe`` against three real controller processes, and ``sparkraft demo``."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import sparkraft_cmd, wait_for
+
+STATUS_KEYS = {"ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
+               "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers"}
+REPLICATION_KEYS = {"NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"}
+
+
+def sparkraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def running_quorum(controller_processes):
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    info = cp.wait_leader()
+    with cp.client() as c:
+        c.append([b"one", b"two"])
+    # wait until the followers have fetched in the leader's epoch, so the rows are complete
+    wait_for(lambda: all(v.last_fetch_ms for v in cp.wait_leader().voters), 10, "every voter to fetch")
+    return cp, info.leader_id
+
+
+@pytest.mark.slow
+def test_describe_status_and_replication_json(running_quorum):
+    cp, leader = running_quorum
+    follower = next(i for i in cp.voters if i != leader)
+    # pointed at a follower, with a dead server first: it finds the leader
+    bootstrap = f"127.0.0.1:{dead_port()},127.0.0.1:{cp.ports[follower]}"
+
+    result = sparkraft("quorum", "describe", "--status", "--bootstrap-controller", bootstrap, "--json")
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+    assert set(status) == STATUS_KEYS
+    assert status["ClusterId"] == cp.cluster_id
+    assert status["LeaderId"] == leader
+    assert status["LeaderEpoch"] >= 1
+    assert status["HighWatermark"] >= 3  # LeaderChange + our two records
+    assert status["CurrentVoters"] == [1, 2, 3]
+    assert status["CurrentObservers"] == []
+    assert isinstance(status["MaxFollowerLag"], int) and isinstance(status["MaxFollowerLagTimeMs"], int)
+
+    result = sparkraft("quorum", "describe", "--replication", "--bootstrap-controller", bootstrap, "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert isinstance(rows, list) and len(rows) == 3
+    for row in rows:
+        assert set(row) == REPLICATION_KEYS
+    assert rows[0]["NodeId"] == leader and rows[0]["Status"] == "Leader" and rows[0]["Lag"] == 0
+    assert sorted(r["NodeId"] for r in rows) == [1, 2, 3]
+    assert {r["Status"] for r in rows[1:]} == {"Follower"}
+    now_ms = time.time() * 1000
+    for r in rows:  # wall-clock milliseconds
+        assert abs(r["LastFetchTimestamp"] - now_ms) < 60_000, r
+        assert r["LogEndOffset"] >= 0 and r["Lag"] >= 0
+
+
+@pytest.mark.slow
+def test_describe_text_is_kafka_like(running_quorum):
+    cp, leader = running_quorum
+    result = sparkraft("quorum", "describe", "--status", "--bootstrap-controller", cp.bootstrap())
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark",
+                                                      "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
+                                                      "CurrentObservers"]
+    assert lines[1].split() == ["LeaderId:", str(leader)]
+    assert lines[6].split() == ["CurrentVoters:", "[1,2,3]"]
+    result = sparkraft("quorum", "describe", "--replication", "--bootstrap-controller", cp.bootstrap())
+    assert result.returncode == 0, result.stderr
+    table = [line.split() for line in result.stdout.splitlines()]
+    assert table[0] == ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    assert table[1][0] == str(leader) and table[1][-1] == "Leader"
+    assert len(table) == 4
+
+
+def test_describe_with_nothing_reachable_is_one_line():
+    result = sparkraft("quorum", "describe", "--status", "--timeout", "1",
+                       "--bootstrap-controller", f"127.0.0.1:{dead_port()}")
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("NETWORK_EXCEPTION: no controller reachable")
+
+
+def test_describe_needs_status_or_replication_and_a_valid_address():
+    result = sparkraft("quorum", "describe", "--bootstrap-controller", "127.0.0.1:9093")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    result = sparkraft("quorum", "describe", "--status", "--bootstrap-controller", "nohost")
+    assert result.returncode == 1 and result.stderr.startswith("ERROR: invalid controller address 'nohost'")
+
+
+def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
+    t0 = time.monotonic()
+    result = sparkraft("demo", "--dir", str(tmp_path / "demo"))
+    took = time.monotonic() - t0
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Traceback" not in result.stderr
+    for key in ("ClusterId:", "LeaderId:", "HighWatermark:", "CurrentVoters:          [1,2,3]"):
+        assert key in out, out
+    assert "NodeId  LogEndOffset  Lag" in out
+    assert "committed 1000/1000 records" in out
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["controller-1", "controller-2", "controller-3"]
+    assert took < 20, f"demo took {took:.1f}s"
+    # a second run reuses the formatted storage
+    again = sparkraft("demo", "--dir", str(tmp_path / "demo"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already formatted" in again.stdout
+
+
+def test_help():
+    for args in (["controller", "start"], ["quorum", "describe"], ["demo"]):
+        result = sparkraft(*args, "--help")
+        assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result

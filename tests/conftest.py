@@ -1,0 +1,188 @@
+"""Shared fixtures: real ``sparkraft controller start`` processes on free 127.0.0.1 ports.
+
+``controller_processes()`` gives a :class:`ControllerProcesses` for three voters whose configs and
+storage live under ``tmp_path``; every process it started is killed at teardown, whatever the test
+did to it (SIGSTOP included).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from quorum.log.meta_properties import format_storage, metadata_partition_dir, random_cluster_id
+
+# Short timeouts keep failover tests fast; fetch stays well above the leader's 500 ms long poll.
+FAST_TIMEOUTS = {
+    "controller.quorum.election.timeout.ms": "300",
+    "controller.quorum.fetch.timeout.ms": "1000",
+    "controller.quorum.request.timeout.ms": "1000",
+}
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def sparkraft_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sparkraft", *args]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class ControllerProcesses:
+    def __init__(self, root: Path, voters=(1, 2, 3), **overrides: str):
+        self.root = root
+        self.voters = tuple(voters)
+        self.ports = dict(zip(self.voters, free_ports(len(self.voters))))
+        self.cluster_id = random_cluster_id()
+        self.procs: dict[int, subprocess.Popen] = {}
+        self._outputs: list = []
+        voter_list = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.ports.items())
+        for i in self.voters:
+            props = {
+                "process.roles": "controller",
+                "node.id": str(i),
+                "controller.quorum.voters": voter_list,
+                "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
+                "controller.listener.names": "CONTROLLER",
+                "metadata.log.dir": str(self.log_dir(i)),
+                **FAST_TIMEOUTS,
+                **overrides,
+            }
+            self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def config(self, i: int) -> Path:
+        return self.root / f"controller-{i}.properties"
+
+    def log_dir(self, i: int) -> Path:
+        return self.root / f"data-{i}"
+
+    def partition_dir(self, i: int) -> Path:
+        return metadata_partition_dir(self.log_dir(i))
+
+    def output(self, i: int) -> Path:
+        return self.root / f"controller-{i}.log"
+
+    def format(self, ids=None, cluster_id: Optional[str] = None) -> None:
+        for i in ids or self.voters:
+            format_storage(self.log_dir(i), cluster_id or self.cluster_id, i)
+
+    def start(self, ids=None) -> None:
+        for i in ids or self.voters:
+            out = open(self.output(i), "ab")
+            self._outputs.append(out)
+            self.procs[i] = subprocess.Popen(sparkraft_cmd("controller", "start", "--config", str(self.config(i))),
+                                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def send(self, i: int, sig: int) -> None:
+        self.procs[i].send_signal(sig)
+
+    def stop(self, i: int, timeout: float = 15) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        p = self.procs[i]
+        p.send_signal(signal.SIGTERM)
+        return p.wait(timeout)
+
+    def kill(self, i: int) -> None:
+        p = self.procs[i]
+        p.kill()
+        p.wait(10)
+
+    def alive(self, i: int) -> bool:
+        return i in self.procs and self.procs[i].poll() is None
+
+    def bootstrap(self, ids=None) -> str:
+        return ",".join(f"127.0.0.1:{self.ports[i]}" for i in ids or self.voters)
+
+    def client(self, **kw):
+        from quorum.rpc.raft_client import RaftClient
+
+        kw.setdefault("timeout", 20)
+        kw.setdefault("rpc_timeout", 1.0)
+        return RaftClient(self.bootstrap(), **kw)
+
+    def wait_leader(self, timeout: float = 20, exclude=(), ids=None):
+        """QuorumInfo once a leader not in ``exclude`` answers DescribeQuorum."""
+        from quorum.errors import SparkraftError
+
+        with self.client(timeout=2) as c:
+            def probe():
+                try:
+                    info = c.describe_quorum()
+                except SparkraftError:
+                    return None
+                return info if info.leader_id not in exclude else None
+
+            return wait_for(probe, timeout, f"a leader other than {list(exclude)}")
+
+    def close(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        for out in self._outputs:
+            out.close()
+
+    def dump_outputs(self) -> str:
+        parts = []
+        for i in self.voters:
+            path = self.output(i)
+            if path.exists():
+                parts.append(f"--- controller {i} ---\n" + path.read_text(errors="replace")[-4000:])
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def controller_processes(tmp_path, request):
+    made: list[ControllerProcesses] = []
+
+    def make(**kw) -> ControllerProcesses:
+        root = tmp_path / f"quorum{len(made)}"
+        root.mkdir()
+        cp = ControllerProcesses(root, **kw)
+        made.append(cp)
+        return cp
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for cp in made:
+        cp.close()
+        if failed or os.environ.get("SPARKRAFT_TEST_SHOW_OUTPUT"):
+            print(cp.dump_outputs())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)

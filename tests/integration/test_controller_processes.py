@@ -1,0 +1,248 @@
+"""Real ``sparkraft controller start`` processes: failover under a write load, and bad input.
+
+The write load comes from a RaftClient thread that records every acknowledged (offset, record).
+Faults: SIGKILL of the leader, the killed node's restart, SIGSTOP/SIGCONT of the next leader,
+SIGTERM. At the end every node's log, read back with FileLog, must hold every acknowledged record at
+its offset, and the three logs must be identical batch for batch up to the shortest one.
+"""
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import sparkraft_cmd, wait_for
+from quorum.errors import SparkraftError
+from quorum.log.file_log import FileLog
+
+pytestmark = pytest.mark.slow
+
+
+class Writer(threading.Thread):
+    """Appends one unique record at a time through a RaftClient; remembers what was acknowledged."""
+
+    def __init__(self, client):
+        super().__init__(name="writer", daemon=True)
+        self.client = client
+        self.acked: list[tuple[int, bytes]] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self):
+        k = 0
+        while not self.stop.is_set():
+            record = f"write-{k}".encode()
+            k += 1
+            try:
+                base, last = self.client.append([record])
+            except Exception as e:  # SparkraftError, or the client was closed under us
+                self.errors.append(str(e))
+                continue
+            assert base == last
+            with self.lock:
+                self.acked.append((base, record))
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.acked)
+
+    def wait_more(self, n: int, timeout: float, what: str) -> None:
+        target = self.count() + n
+        wait_for(lambda: self.count() >= target, timeout, f"{n} more acknowledged writes {what}")
+
+
+def read_log(partition_dir):
+    log = FileLog(partition_dir)
+    try:
+        return list(log.batches(0, log.end_offset))
+    finally:
+        log.close()
+
+
+def records_by_offset(batches):
+    out = {}
+    for b in batches:
+        for k, r in enumerate(b.records):
+            out[b.base_offset + k] = r
+    return out
+
+
+def wait_caught_up(cp, timeout=20):
+    """Every voter holds the leader's whole log and the high watermark covers it."""
+    with cp.client(timeout=2) as c:
+        def caught_up():
+            try:
+                info = c.describe_quorum()
+            except SparkraftError:
+                return None
+            ends = {v.log_end_offset for v in info.voters}
+            return info if len(ends) == 1 and info.high_watermark == ends.pop() else None
+
+        return wait_for(caught_up, timeout, "all voters caught up")
+
+
+def write_through(cp, faults) -> Writer:
+    """Run ``faults(writer)`` while a writer appends; stop the writer, return it."""
+    writer = Writer(cp.client(timeout=30, rpc_timeout=1.0))
+    writer.start()
+    try:
+        writer.wait_more(30, 15, "before any fault")
+        faults(writer)
+    finally:
+        writer.stop.set()
+        writer.join(2)  # a healthy quorum answers the last append at once
+        writer.client.close()  # else abort it
+        writer.join(5)
+    assert not writer.is_alive()
+    return writer
+
+
+def stop_all_and_check_logs(cp, writer, min_epochs):
+    """Wait until every voter caught up, SIGTERM all (exit 0), then compare the logs on disk."""
+    info = wait_caught_up(cp)
+    for i in cp.voters:
+        assert cp.stop(i) == 0, f"controller {i} did not exit cleanly"
+    acked = writer.acked
+    assert len({o for o, _ in acked}) == len(acked), "an offset was acknowledged twice"
+    logs = {i: read_log(cp.partition_dir(i)) for i in cp.voters}
+    for i, batches in logs.items():
+        on_disk = records_by_offset(batches)
+        missing = [(o, r) for o, r in acked if on_disk.get(o) != r]
+        assert not missing, f"node {i} lacks acknowledged writes {missing[:5]}"
+        assert batches[-1].end_offset >= info.high_watermark
+    # identical, batch for batch, up to the shortest log
+    common = min(b[-1].end_offset for b in logs.values())
+    prefixes = {i: [b for b in batches if b.end_offset <= common] for i, batches in logs.items()}
+    reference = prefixes[cp.voters[0]]
+    for i, prefix in prefixes.items():
+        assert prefix == reference, f"node {i}'s log differs from node {cp.voters[0]}'s below offset {common}"
+    assert len({b.epoch for b in reference}) >= min_epochs
+
+
+def test_sigkill_of_the_leader_under_write_load_loses_no_acknowledged_write(controller_processes):
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    first = cp.wait_leader().leader_id
+
+    def faults(writer):
+        # SIGKILL the leader: another takes over and writes go on.
+        cp.kill(first)
+        cp.wait_leader(exclude=(first,))
+        writer.wait_more(30, 15, f"after node {first} was killed")
+        # The killed node comes back on its storage and catches up.
+        cp.start([first])
+        writer.wait_more(30, 15, f"after node {first} restarted")
+
+    writer = write_through(cp, faults)
+    assert len(writer.acked) >= 90
+    stop_all_and_check_logs(cp, writer, min_epochs=2)
+
+
+def test_sigkill_restart_then_sigstop_of_the_new_leader_and_it_rejoins_as_follower(controller_processes):
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    first = cp.wait_leader().leader_id
+    leaders = [first]
+
+    def faults(writer):
+        cp.kill(first)
+        second = cp.wait_leader(exclude=(first,)).leader_id
+        leaders.append(second)
+        writer.wait_more(30, 15, f"after node {first} was killed")
+        cp.start([first])
+        writer.wait_more(20, 15, f"after node {first} restarted")
+        # SIGSTOP the new leader: the other two elect a third; SIGCONT: it rejoins as a follower.
+        cp.send(second, signal.SIGSTOP)
+        leaders.append(cp.wait_leader(exclude=(second,), timeout=8).leader_id)
+        writer.wait_more(30, 15, f"while node {second} was stopped")
+        resumed_at_ms = time.time() * 1000
+        cp.send(second, signal.SIGCONT)
+        with cp.client(timeout=2) as c:
+            def rejoined():
+                try:
+                    info = c.describe_quorum()
+                except SparkraftError:
+                    return False
+                me = {v.replica_id: v for v in info.voters}[second]
+                return info.leader_id != second and me.last_fetch_ms is not None and me.last_fetch_ms > resumed_at_ms
+
+            wait_for(rejoined, 15, f"node {second} to fetch from the new leader after SIGCONT")
+        writer.wait_more(20, 15, f"after node {second} resumed")
+
+    writer = write_through(cp, faults)
+    assert leaders[0] != leaders[1] != leaders[2]
+    assert len(writer.acked) >= 130
+    stop_all_and_check_logs(cp, writer, min_epochs=3)
+
+
+def assert_one_line_error(result, starts_with):
+    assert result.returncode == 1, result
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert lines[0].startswith(starts_with), lines[0]
+    return lines[0]
+
+
+def run_controller(config, timeout=30):
+    return subprocess.run(sparkraft_cmd("controller", "start", "--config", str(config)), capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_sigterm_on_leader_exits_zero_and_a_foreign_node_is_refused(controller_processes, tmp_path):
+    cp = controller_processes()
+    cp.format([1, 2])
+    cp.start([1, 2])
+    cp.wait_leader()
+
+    # Node 3's directory was formatted for another cluster: the voters reject it, it exits.
+    cp.format([3], cluster_id="AAAAAAAAAAAAAAAAAAAAAA")
+    line = assert_one_line_error(run_controller(cp.config(3)), "INCONSISTENT_CLUSTER_ID: ")
+    assert cp.cluster_id in line and "AAAAAAAAAAAAAAAAAAAAAA" in line
+
+    # With a properly formatted node 3, SIGTERM on the leader hands over at once and exits 0.
+    import shutil
+    shutil.rmtree(cp.log_dir(3))
+    cp.format([3])
+    cp.start([3])
+    with cp.client(timeout=10) as c:
+        base, _ = c.append([b"before-sigterm"])
+    leader = wait_caught_up(cp).leader_id
+    t0 = time.monotonic()
+    assert cp.stop(leader) == 0
+    info = cp.wait_leader(exclude=(leader,), timeout=10)
+    took = time.monotonic() - t0
+    assert info.leader_id != leader
+    assert took < 5, f"a new leader took {took:.1f}s"
+    output = cp.output(leader).read_text()
+    assert "resigns as leader" in output and "Traceback" not in output
+    with cp.client(timeout=10) as c:
+        b2, _ = c.append([b"after-sigterm"])
+    assert b2 > base
+
+
+def test_bad_input_is_one_line_and_non_zero(controller_processes):
+    cp = controller_processes()
+    # unformatted directory
+    assert_one_line_error(run_controller(cp.config(1)), "KAFKA_STORAGE_ERROR: ")
+    # port in use
+    cp.format([1])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", cp.ports[1]))
+        s.listen()
+        line = assert_one_line_error(run_controller(cp.config(1)), "ERROR: ")
+    assert f"cannot listen on 127.0.0.1:{cp.ports[1]}: address already in use" in line
+    # node.id not among the voters
+    bad = cp.root / "bad.properties"
+    bad.write_text(cp.config(1).read_text().replace("node.id=1", "node.id=7"))
+    line = assert_one_line_error(run_controller(bad), "ERROR: ")
+    assert "node.id 7 is not in controller.quorum.voters" in line
+    # a config that does not exist
+    assert_one_line_error(run_controller(cp.root / "missing.properties"), "ERROR: ")
