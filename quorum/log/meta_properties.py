@@ -15,7 +15,9 @@ from typing import Optional
 
 from quorum.errors import Errors
 from quorum.log.durable import fsync_directory, write_atomically
+from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 from quorum.log.errors import StorageError
+from quorum.raft.election_state import ElectionState
 
 META_PROPERTIES_FILE = "meta.properties"
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
@@ -138,11 +140,14 @@ def _check_node_id(node_id: int) -> int:
 
 
 # -- formatting and checking a log directory -------------------------------------------------
-def format_storage(log_dir: str | os.PathLike, cluster_id: str, node_id: int) -> MetaProperties:
+def format_storage(log_dir: str | os.PathLike, cluster_id: str, node_id: int,
+                   rejoin: bool = False) -> MetaProperties:
     """Make ``log_dir`` a formatted, empty log directory for ``node_id`` in ``cluster_id``.
 
     Refuses a directory that exists and holds anything: formatting over a log would
-    throw away what this node promised to the quorum.
+    throw away what this node promised to the quorum. ``rejoin`` marks a replaced
+    disk: the election state starts with ``rejoining`` set, so the node does not
+    vote before it has caught up (see ``RaftCore``).
     """
     validate_cluster_id(cluster_id)
     _check_node_id(node_id)
@@ -157,6 +162,8 @@ def format_storage(log_dir: str | os.PathLike, cluster_id: str, node_id: int) ->
     fsync_directory(log_dir.parent)
     meta = write_meta_properties(log_dir, cluster_id, node_id, directory_id=random_uuid())
     metadata_partition_dir(log_dir).mkdir()
+    if rejoin:
+        FileElectionStore(metadata_partition_dir(log_dir) / QUORUM_STATE_FILE).write(ElectionState(0, rejoining=True))
     fsync_directory(log_dir)
     return meta
 

@@ -593,9 +593,10 @@ class RaftCore:
                                                        self.log.start_offset, diverging=end))
         if src in self.voters:
             r.begin_epoch_unacked.discard(src)  # fetching in our epoch acknowledges it
-        if r.progress.update_replica(req.replica_id, req.fetch_offset, self.log.end_offset, now):
+        hw_moved = r.progress.update_replica(req.replica_id, req.fetch_offset, self.log.end_offset, now)
+        if hw_moved:
             self._on_leader_hw_moved(r)
-        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0:
+        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved:
             self._send(src, corr, self._fetch_response(r, req))
         else:
             r.parked[(src, corr)] = (req, now + req.max_wait_ms)

@@ -14,6 +14,10 @@ def register(subparsers) -> None:
     fmt.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
     fmt.add_argument("-t", "--cluster-id", required=True, metavar="ID",
                      help="the cluster id (from 'sparkraft storage random-uuid'), the same on every node")
+    fmt.add_argument("--rejoin", action="store_true",
+                     help="this voter's disk was lost and replaced: it will not vote until it has caught "
+                          "up with the quorum again (without this, a replaced voter could help elect a "
+                          "stale leader and lose committed records)")
 
 
 def run_random_uuid(args: argparse.Namespace) -> None:
@@ -28,5 +32,6 @@ def run_format(args: argparse.Namespace) -> None:
 
     validate_cluster_id(args.cluster_id)
     config = load_config(args.config)
-    format_storage(config.log_dir, args.cluster_id, config.node_id)
-    print(f"Formatting {config.log_dir} with cluster id {args.cluster_id} and node id {config.node_id}")
+    format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin)
+    print(f"Formatting {config.log_dir} with cluster id {args.cluster_id} and node id {config.node_id}"
+          + (" (rejoining: no votes until caught up)" if args.rejoin else ""))

@@ -182,6 +182,36 @@ def test_sigkill_restart_then_sigstop_of_the_new_leader_and_it_rejoins_as_follow
     stop_all_and_check_logs(cp, writer, min_epochs=3)
 
 
+def test_a_replaced_disk_rejoins_without_voting_and_catches_up(controller_processes):
+    import shutil
+
+    from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    leader = cp.wait_leader().leader_id
+    victim = next(i for i in cp.voters if i != leader)
+    cluster_id = (cp.log_dir(victim) / "meta.properties").read_text().split("cluster.id=")[1].split()[0]
+
+    def faults(writer):
+        cp.kill(victim)
+        shutil.rmtree(cp.log_dir(victim))
+        result = subprocess.run(sparkraft_cmd("storage", "format", "--config", str(cp.config(victim)),
+                                              "--cluster-id", cluster_id, "--rejoin"),
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        assert FileElectionStore(cp.partition_dir(victim) / QUORUM_STATE_FILE).read().rejoining
+        writer.wait_more(20, 15, f"while node {victim} is down")
+        cp.start([victim])
+        writer.wait_more(20, 15, f"after node {victim} came back blank")
+
+    writer = write_through(cp, faults)
+    stop_all_and_check_logs(cp, writer, min_epochs=1)
+    # Caught up, so the mark is gone from disk: it votes again.
+    assert not FileElectionStore(cp.partition_dir(victim) / QUORUM_STATE_FILE).read().rejoining
+
+
 def assert_one_line_error(result, starts_with):
     assert result.returncode == 1, result
     lines = result.stderr.splitlines()

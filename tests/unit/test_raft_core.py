@@ -1,0 +1,280 @@
+"""RaftCore driven by hand, one message at a time, asserting the whole outcome of each step.
+
+Node 1 is the core under test; nodes 2 and 3 are played by the test.
+"""
+import pytest
+
+from quorum.errors import Errors, NotLeaderError
+from quorum.log.api import OffsetAndEpoch
+from quorum.log.memory_log import MemoryLog
+from quorum.raft.core import RaftCore, RaftSafetyError
+from quorum.raft.election_state import ElectionState
+from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+                                  FetchResponse, VoteRequest, VoteResponse)
+from quorum.raft.settings import RaftSettings
+
+CID = "test-cluster-000000000"
+S = RaftSettings()
+
+
+def make(election=ElectionState.empty(), log=None, node_id=1, voters=(1, 2, 3), now=0):
+    return RaftCore(node_id, voters, CID, log or MemoryLog(), election, now, S)
+
+
+def drain(core, now=0):
+    """Carry out every Ready like a driver; return (persisted states, sent messages)."""
+    states, sent = [], []
+    while core.has_ready():
+        rd = core.ready()
+        if rd.election_state is not None:
+            states.append(rd.election_state)
+        if rd.flush:
+            core.log.flush()
+        sent.extend(rd.messages)
+        core.advance(rd, now)
+    return states, sent
+
+
+def reply_to(sent, corr):
+    return [o.message for o in sent if o.corr == corr]
+
+
+def vote(epoch, candidate, last_epoch=0, last_offset=0, pre=False, cluster=CID):
+    return VoteRequest(cluster, epoch, candidate, last_epoch, last_offset, pre)
+
+
+def make_leader(now=0):
+    """Node 1 wins epoch 1 with node 2's vote and appends its LeaderChange record."""
+    core = make()
+    drain(core)
+    now = S.election_timeout_ms * 2
+    core.tick(now)
+    assert core.state_name == "Prospective"
+    _, sent = drain(core, now)
+    prevotes = [o for o in sent if isinstance(o.message, VoteRequest)]
+    assert {o.dest for o in prevotes} == {2, 3} and all(o.message.pre_vote for o in prevotes)
+    core.receive(2, prevotes[0].corr if prevotes[0].dest == 2 else prevotes[1].corr,
+                 VoteResponse(Errors.NONE, 0, None, True, True), now)
+    assert core.state_name == "Candidate" and core.epoch == 1
+    states, sent = drain(core, now)
+    assert states == [ElectionState(1, None, 1)]  # voted for itself, on disk before asking
+    votes = {o.dest: o.corr for o in sent if isinstance(o.message, VoteRequest)}
+    core.receive(2, votes[2], VoteResponse(Errors.NONE, 1, None, True, False), now)
+    assert core.is_leader and core.log.end_offset == 1  # the LeaderChange control record
+    drain(core, now)
+    return core, now
+
+
+def test_vote_is_granted_once_per_epoch_and_persisted_before_the_answer():
+    core = make()
+    drain(core)
+    core.receive(2, 7, vote(1, 2), 10)
+    rd = core.ready()
+    assert rd.election_state == ElectionState(1, None, 2)
+    assert [m.message for m in rd.messages] == [VoteResponse(Errors.NONE, 1, None, True, False)]
+    core.advance(rd, 10)
+    assert core.state_name == "Voted"
+    core.receive(3, 8, vote(1, 3), 11)
+    states, sent = drain(core, 11)
+    assert states == [] and reply_to(sent, 8) == [VoteResponse(Errors.NONE, 1, None, False, False)]
+    core.receive(2, 9, vote(1, 2), 12)  # the same candidate asking again gets the same answer
+    assert reply_to(drain(core, 12)[1], 9)[0].granted
+
+
+def test_vote_refused_to_a_candidate_with_a_shorter_log_but_epoch_still_moves():
+    log = MemoryLog()
+    log.append_as_leader([b"x", b"y"], 1, 0)
+    log.flush()
+    core = make(ElectionState(1, 3, None), log)
+    drain(core)
+    core.receive(2, 1, vote(2, 2, last_epoch=1, last_offset=1), 5)
+    states, sent = drain(core, 5)
+    assert reply_to(sent, 1)[0].granted is False
+    assert states == [ElectionState(2, None, None)] and core.state_name == "Unattached"
+
+
+def test_pre_vote_changes_nothing():
+    core = make(ElectionState(3, None, None))
+    drain(core)
+    core.receive(2, 1, vote(4, 2, pre=True), 5)
+    states, sent = drain(core, 5)
+    assert states == [] and core.epoch == 3 and core.state_name == "Unattached"
+    assert reply_to(sent, 1) == [VoteResponse(Errors.NONE, 3, None, True, True)]
+
+
+def test_follower_with_a_live_leader_refuses_pre_votes():
+    core = make(ElectionState(1, 2, None))
+    _, sent = drain(core)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 1, 2, 0, 0), 2)
+    drain(core, 2)
+    core.receive(3, 99, vote(2, 3, pre=True), 3)
+    assert reply_to(drain(core, 3)[1], 99)[0].granted is False
+
+
+def test_a_request_from_another_cluster_is_refused_and_changes_nothing():
+    core = make(ElectionState(1, None, None))
+    drain(core)
+    core.receive(2, 1, vote(5, 2, cluster="another-cluster-00000000"), 3)
+    states, sent = drain(core, 3)
+    assert states == [] and core.epoch == 1
+    assert reply_to(sent, 1)[0].error is Errors.INCONSISTENT_CLUSTER_ID
+
+
+def test_a_voter_that_is_not_in_the_voter_set_gets_no_vote():
+    core = make()
+    drain(core)
+    core.receive(9, 1, vote(1, 9), 3)
+    states, sent = drain(core, 3)
+    assert states == [] and reply_to(sent, 1)[0].error is Errors.INCONSISTENT_VOTER_SET
+
+
+def test_leader_commits_only_after_a_majority_holds_its_leader_change():
+    core, now = make_leader()
+    assert core.high_watermark == 0
+    # Observer 101 catching up does not count towards the majority.
+    core.receive(101, 1, FetchRequest(CID, 1, 101, 1, 1, 0), now)
+    drain(core, now)
+    assert core.high_watermark == 0
+    core.receive(2, 2, FetchRequest(CID, 1, 2, 1, 1, 0), now)
+    _, sent = drain(core, now)
+    assert core.high_watermark == 1
+    assert reply_to(sent, 2)[0].high_watermark == 1
+
+
+def test_leader_counts_its_own_offset_only_once_flushed():
+    core, now = make_leader()
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 0), now)
+    drain(core, now)
+    last = core.propose([b"a"], now)
+    assert last == 1
+    core.tick(now)
+    rd = core.ready()
+    assert rd.flush and core.log.flushed_offset == 1
+    # Follower 2 already has offset 1 (it fetched it); without our flush no commit.
+    core.receive(2, 2, FetchRequest(CID, 1, 2, 2, 1, 0), now)
+    assert core.high_watermark == 1
+    core.log.flush()
+    core.advance(rd, now)
+    assert core.high_watermark == 2
+
+
+def test_follower_truncates_to_the_diverging_epoch_and_refuses_to_cut_below_its_high_watermark():
+    log = MemoryLog()
+    log.append_as_leader([b"a"], 1, 0)
+    log.append_as_leader([b"b", b"c"], 2, 0)
+    log.flush()
+    core = make(ElectionState(3, 2, None), log)
+    _, sent = drain(core)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    assert (fetch.message.fetch_offset, fetch.message.last_fetched_epoch) == (3, 2)
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0, diverging=OffsetAndEpoch(1, 1)), 2)
+    assert core.log.end_offset == 1 and core.log.last_epoch == 1
+    _, sent = drain(core, 2)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0), 2)
+    assert core.high_watermark == 1
+    # Now claim offset 0 diverged: below our high watermark 1, which Raft forbids.
+    _, sent = drain(core, 2)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    with pytest.raises(RaftSafetyError):
+        core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0, diverging=OffsetAndEpoch(0, 0)), 3)
+
+
+def test_leader_answers_a_diverged_fetch_with_where_to_cut():
+    core, now = make_leader()
+    core.receive(2, 5, FetchRequest(CID, 1, 2, 4, 0, 0), now)  # claims 4 records of epoch 0
+    resp = reply_to(drain(core, now)[1], 5)[0]
+    assert resp.diverging == OffsetAndEpoch(0, 0) and resp.records == b""
+
+
+def test_fetch_with_a_stale_epoch_is_fenced():
+    core, now = make_leader()
+    core.receive(2, 5, FetchRequest(CID, 0, 2, 0, 0, 0), now)
+    resp = reply_to(drain(core, now)[1], 5)[0]
+    assert resp.error is Errors.FENCED_LEADER_EPOCH and resp.epoch == 1 and resp.leader_id == 1
+
+
+def test_empty_fetch_is_held_until_data_arrives():
+    core, now = make_leader()
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 500), now)
+    _, sent = drain(core, now)
+    assert reply_to(sent, 1)[0].high_watermark == 1  # this fetch committed: answered at once
+    core.receive(2, 2, FetchRequest(CID, 1, 2, 1, 1, 500), now + 1)
+    assert reply_to(drain(core, now + 1)[1], 2) == []  # nothing new: held
+    core.propose([b"x"], now + 2)
+    resp = reply_to(drain(core, now + 2)[1], 2)
+    assert resp and resp[0].records  # answered with the new record
+
+
+def test_proposals_linger_into_one_batch_while_a_batch_is_in_flight():
+    core, now = make_leader()
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 0), now)
+    drain(core, now)
+    core.propose([b"first"], now)  # pipeline idle: appended at once
+    assert core.log.end_offset == 2
+    for i in range(5):
+        core.propose([f"p{i}".encode()], now + 1)
+    assert core.log.end_offset == 2  # lingering
+    core.tick(now + 1 + S.append_linger_ms)
+    assert core.log.end_offset == 7
+    assert [len(b.records) for b in core.log.batches(0, 7)] == [1, 1, 5]
+
+
+def test_propose_on_a_follower_names_the_leader():
+    core = make(ElectionState(4, 3, None))
+    with pytest.raises(NotLeaderError) as e:
+        core.propose([b"x"], 0)
+    assert e.value.leader_id == 3 and e.value.epoch == 4
+
+
+def test_leader_without_a_majority_of_fetchers_resigns():
+    core, now = make_leader()
+    core.tick(now + S.check_quorum_timeout_ms + 1)
+    assert core.state_name == "Resigned"
+    _, sent = drain(core, now + S.check_quorum_timeout_ms + 1)
+    assert {o.dest for o in sent if isinstance(o.message, EndQuorumEpochRequest)} == {2, 3}
+
+
+def test_graceful_resignation_names_the_most_caught_up_successor_first():
+    core, now = make_leader()
+    core.receive(3, 1, FetchRequest(CID, 1, 3, 1, 1, 0), now)
+    drain(core, now)
+    core.resign(now)
+    _, sent = drain(core, now)
+    ends = [o.message for o in sent if isinstance(o.message, EndQuorumEpochRequest)]
+    assert ends and ends[0].preferred_successors == (3, 2)
+    with pytest.raises(NotLeaderError):
+        core.propose([b"x"], now)
+
+
+def test_first_successor_campaigns_at_once_after_end_quorum_epoch():
+    core = make(ElectionState(1, 2, None))
+    drain(core)
+    core.receive(2, 1, EndQuorumEpochRequest(CID, 1, 2, (1, 3)), 10)
+    assert core.state_name == "Prospective"  # no election timeout to wait out
+
+
+def test_restart_as_the_old_leader_does_not_lead_that_epoch_again():
+    core = make(ElectionState(5, 1, 1))
+    assert core.state_name == "Resigned" and core.epoch == 5 and not core.is_leader
+
+
+def test_begin_quorum_epoch_makes_a_follower_and_a_stale_one_is_fenced():
+    core = make(ElectionState(2, None, None))
+    drain(core)
+    core.receive(3, 1, BeginQuorumEpochRequest(CID, 3, 3), 0)
+    assert core.state_name == "Follower" and core.leader_id == 3 and core.epoch == 3
+    core.receive(2, 2, BeginQuorumEpochRequest(CID, 2, 2), 0)
+    _, sent = drain(core, 0)
+    assert reply_to(sent, 2)[0].error is Errors.FENCED_LEADER_EPOCH and core.leader_id == 3
+
+
+def test_rejoining_voter_neither_votes_nor_campaigns_until_caught_up():
+    core = make(ElectionState(0, rejoining=True))
+    drain(core)
+    core.receive(2, 1, vote(1, 2), 0)
+    assert reply_to(drain(core, 0)[1], 1)[0].granted is False
+    core.tick(10 * S.election_timeout_ms)
+    assert core.state_name in ("Unattached", "Follower")  # never Prospective or Candidate
+    assert core.rejoining
