@@ -215,7 +215,7 @@ class RaftCore:
             # after the last flush, so we must not lead it again.
             return Resigned(st.epoch, self._election_deadline(now), (), set())
         if st.leader_id is not None:
-            return Follower(st.epoch, st.leader_id, st.voted_id, now + self.settings.fetch_timeout_ms)
+            return Follower(st.epoch, st.leader_id, st.voted_id, self._fetch_deadline(now))
         if self._campaigns and self.voters == {self.node_id}:
             return Unattached(st.epoch, st.voted_id, now)  # sole voter: campaign at once
         return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self._campaigns else now)
@@ -247,7 +247,7 @@ class RaftCore:
 
     def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
         voted = getattr(self.role, "voted_id", None) if self.role.epoch == epoch else None
-        self._become(Follower(epoch, leader_id, voted, now + self.settings.fetch_timeout_ms))
+        self._become(Follower(epoch, leader_id, voted, self._fetch_deadline(now)))
 
     def _become_prospective(self, now: int) -> None:
         r = self.role
@@ -477,6 +477,12 @@ class RaftCore:
         t = self.settings.election_timeout_ms
         return now + t + self.rng.randrange(t)
 
+    def _fetch_deadline(self, now: int) -> int:
+        """When a follower gives up on its leader. The jitter spreads the followers of a dead
+        leader apart, so one usually wins its pre-vote and election before the others
+        start theirs, instead of all splitting the vote and waiting out an election timeout."""
+        return now + self.settings.fetch_timeout_ms + self.rng.randrange(max(1, self.settings.election_timeout_ms // 2))
+
     def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
         return (last_epoch, last_offset) >= (self.log.last_epoch, self.log.end_offset)
 
@@ -635,7 +641,7 @@ class RaftCore:
             return
         if req.fetch_offset != self.log.end_offset:
             return  # our log moved since we asked (truncated); ask again
-        r.fetch_deadline = now + self.settings.fetch_timeout_ms
+        r.fetch_deadline = self._fetch_deadline(now)
         r.last_fetch_ok_ms = now
         if resp.diverging is not None:
             target = min(resp.diverging.offset, self.log.end_offset_for_epoch(resp.diverging.epoch).offset)
