@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from bench import suite
-from bench.harness.machine import machine_info
+from bench.harness.machine import busy_warning, machine_info
 from bench.harness.progress import Progress
 from bench.harness.results import PLOTS_DIR, RESULTS_DIR, read_result, write_result
 
@@ -63,6 +63,8 @@ def run(names: list[str], args: argparse.Namespace) -> int:
         started = time.monotonic()
         with progress.phase("machine facts"):
             machine = machine_info(str(work_dir))
+        if warning := busy_warning(machine):
+            progress.line(f"WARNING: {warning}")
         results = module.run(ctx)
         document = {"benchmark": name, "title": module.TITLE, "mode": ctx.mode, "machine": machine,
                     "duration_s": round(time.monotonic() - started, 1), "results": results}

@@ -43,7 +43,6 @@ class Settings:
     latency_warmup: int
     latency_max_seconds: float  # caps slow systems (PySyncObj's default ticks every 50-100 ms)
     failover_reps: int
-    client_processes: int = 2  # sparkraft writers run in this many client processes
 
 
 QUICK = Settings(throughput_seconds=5, warmup_seconds=2, headline=Load(16, 250, RECORD_BYTES), sweep=(),
@@ -94,8 +93,8 @@ class SystemResult:
     errors: list[str] = field(default_factory=list)
 
 
-def _measure(system: System, settings: Settings, ctx: Context) -> SystemResult:
-    result = SystemResult(system.label, system.note)
+def _measure(system: System, settings: Settings, ctx: Context, result: SystemResult) -> None:
+    """Run every phase on ``system``, filling ``result`` as figures arrive (kept if a phase fails)."""
     say = ctx.progress
     with ExitStack() as stack:
         with say.phase(f"{system.label}: start 3 voters"):
@@ -123,13 +122,13 @@ def _measure(system: System, settings: Settings, ctx: Context) -> SystemResult:
                         seconds = cluster.failover(RECORD_BYTES, FAILOVER_TIMEOUT_S)
                 except TimeoutError as e:
                     result.errors.append(f"failover {rep}: {e}")
-                    break
+                    continue
                 result.failover_s.append(seconds)
                 say.line(f"{system.label}: failover took {seconds:.2f} s")
-            result.failover = spread(result.failover_s)
+            result.failover = {**spread(result.failover_s),
+                               "failed": settings.failover_reps - len(result.failover_s)}
         with say.phase(f"{system.label}: stop"):
             stack.close()
-    return result
 
 
 def _cpu_text(cpu: dict[str, float]) -> str:
@@ -140,12 +139,13 @@ def run(ctx: Context) -> dict:
     settings = QUICK if ctx.quick else FULL
     systems: dict[str, dict] = {}
     for system in _systems():
+        result = SystemResult(system.label, system.note)
         try:
-            systems[system.key] = asdict(_measure(system, settings, ctx))
+            _measure(system, settings, ctx, result)
         except Exception as e:  # one broken system must not lose the others' figures
             ctx.progress.line(f"{system.label}: FAILED: {type(e).__name__}: {e}")
-            systems[system.key] = asdict(SystemResult(system.label, system.note,
-                                                      errors=[f"{type(e).__name__}: {e}"]))
+            result.errors.append(f"{type(e).__name__}: {e}")
+        systems[system.key] = asdict(result)
     document = {"settings": _settings_dict(settings), "systems": systems}
     document["ratios"] = _ratios(systems)
     for line in _ratio_lines(document["ratios"]):
@@ -170,28 +170,26 @@ def _p50(system: dict) -> float:
     return system.get("latency_ms", {}).get("p50", math.nan)
 
 
-def _ratios(systems: dict[str, dict]) -> dict:
+def _ratios(systems: dict[str, dict]) -> list[dict]:
     """sparkraft against every peer measured in this run: >1 means sparkraft is better."""
-    ours = {k: v for k, v in systems.items() if k.startswith("sparkraft")}
-    peers = {k: v for k, v in systems.items() if not k.startswith("sparkraft")}
-    out = {}
-    for ok, o in ours.items():
-        for pk, p in peers.items():
-            out[f"{ok}/{pk}"] = {
-                "throughput": ratio(_headline_rate(o), _headline_rate(p)),
-                "latency_p50_speedup": ratio(_p50(p), _p50(o)),
-            }
-    return out
+    ours = [s for k, s in systems.items() if k.startswith("sparkraft")]
+    peers = [s for k, s in systems.items() if not k.startswith("sparkraft")]
+    return [{"ours": o["label"], "peer": p["label"],
+             "throughput": ratio(_headline_rate(o), _headline_rate(p)),
+             "latency_p50_speedup": ratio(_p50(p), _p50(o))}
+            for o in ours for p in peers]
 
 
-def _ratio_lines(ratios: dict) -> list[str]:
-    lines = []
-    for pair, r in ratios.items():
-        ours, peer = pair.split("/")
-        if not math.isnan(r["throughput"] or math.nan):
-            lines.append(f"ratio {ours} vs {peer}: throughput x{r['throughput']:.2f}, "
-                         f"p50 latency x{r['latency_p50_speedup']:.2f} faster")
-    return lines
+def _times(x: float | None, better: str, worse: str) -> str:
+    if x is None or math.isnan(x):
+        return "not measured"
+    return f"{x:.2f}x {better}" if x >= 1 else f"{1 / x:.2f}x {worse}"
+
+
+def _ratio_lines(ratios: list[dict]) -> list[str]:
+    return [f"ratio {r['ours']} vs {r['peer']}: throughput {_times(r['throughput'], 'higher', 'lower')}, "
+            f"p50 latency {_times(r['latency_p50_speedup'], 'lower', 'higher')}"
+            for r in ratios]
 
 
 # -- markdown --------------------------------------------------------------------------------
@@ -211,7 +209,7 @@ def report(document: dict) -> str:
             fmt_number(rate),
             "1.00" if key == "sparkraft" else fmt_number(ratio(_headline_rate(ours), rate), 2),
             fmt_number(lat.get("p50"), 2), fmt_number(lat.get("p99"), 2), fmt_number(lat.get("max"), 1),
-            f"{fo['median']:.2f} / {fo['max']:.2f}" if fo.get("count") else ("failed" if s["errors"] else None),
+            _failover_text(fo),
         ])
     table = markdown_table(
         ["system", "records/s committed", "sparkraft (fsync on) ÷ this", "p50 ms", "p99 ms", "max ms",
@@ -220,7 +218,8 @@ def report(document: dict) -> str:
         f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
         f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')}, PySyncObj "
         f"{machine['packages'].get('pysyncobj')}; fsync of 4 KiB here: p50 "
-        f"{machine['fsync_4k_ms']['p50']:.2f} ms ({document['mode']} mode).",
+        f"{machine['fsync_4k_ms']['p50']:.2f} ms; load average at start "
+        f"{machine.get('load_average_1m', '?')} ({document['mode']} mode).",
         "",
         table,
         "",
@@ -229,9 +228,14 @@ def report(document: dict) -> str:
         f"then {settings['throughput_seconds']:g} s measured. Latency: one writer, one 100-byte record "
         "per append, sequential. Failover: SIGKILL the leader at default timeouts, time until a "
         "client's append commits again.",
+        "sparkraft's writers are separate client processes going through `RaftClient` (gRPC); "
+        "PySyncObj has no client protocol, so its load runs inside the leader's own process, with no "
+        "network hop: its best case.",
         f"Goals: ≥ {GOAL_RECORDS_PER_S:,} records/s with fsync, p50 ≤ {GOAL_P50_MS:g} ms, "
         f"failover ≤ {GOAL_FAILOVER_S:g} s.",
     ]
+    text += ["", "Ratios, all from this run:", "",
+             *(f"- {line.removeprefix('ratio ')}" for line in _ratio_lines(results.get("ratios", [])))]
     sweep = _sweep_rows(systems)
     if sweep:
         text += ["", "Throughput by load (records/s committed):", "", sweep]
@@ -239,6 +243,15 @@ def report(document: dict) -> str:
     if errors:
         text += ["", "Errors:", *errors]
     return "\n".join(text)
+
+
+def _failover_text(fo: dict) -> str | None:
+    if not fo:
+        return None
+    failed = fo.get("failed", 0)
+    reps = fo.get("count", 0) + failed
+    text = f"{fo['median']:.2f} / {fo['max']:.2f}" if fo.get("count") else "–"
+    return text + (f" ({failed} of {reps} > {FAILOVER_TIMEOUT_S:g} s)" if failed else "")
 
 
 def _sweep_rows(systems: dict[str, dict]) -> str:
@@ -271,7 +284,8 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     paths = [
         bar_chart(plots_dir / "quorum-throughput.png", "Committed records/s, 3 voters on loopback",
                   labels, [_none_if_nan(_headline_rate(s)) for s in systems.values()], "records/s",
-                  subtitle=f"{load.describe()}; {where}", goal=GOAL_RECORDS_PER_S),
+                  subtitle=f"{load.describe()}; {where}", goal=GOAL_RECORDS_PER_S,
+                  colors=["tab:blue" if k.startswith("sparkraft") else "tab:grey" for k in systems]),
         grouped_bar_chart(plots_dir / "quorum-latency.png", "Single-writer commit latency", labels,
                           {p: [s.get("latency_ms", {}).get(p) for s in systems.values()]
                            for p in ("p50", "p99")},
@@ -280,7 +294,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
                   {s["label"]: s.get("latency_samples_ms", []) for s in systems.values()}, "ms",
                   subtitle=where),
     ]
-    failovers = {s["label"]: s["failover_s"] for s in systems.values() if s.get("failover_s")}
+    failovers = {_failover_label(s): s["failover_s"] for s in systems.values() if s.get("failover")}
     if failovers:
         paths.append(points_chart(plots_dir / "quorum-failover.png",
                                   "Failover: SIGKILL the leader → next committed append", failovers,
@@ -291,6 +305,12 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
                                 "Committed records/s by records per append (16 writers)", by_batch,
                                 "records per append", "records/s", subtitle=where))
     return paths
+
+
+def _failover_label(system: dict) -> str:
+    failed = system["failover"].get("failed", 0)
+    return system["label"] + (f"\n({failed} of {failed + len(system['failover_s'])} "
+                              f"> {FAILOVER_TIMEOUT_S:g} s, not shown)" if failed else "")
 
 
 def _batch_series(systems: dict[str, dict]) -> dict[str, list[tuple[float, float]]]:

@@ -18,6 +18,9 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
 
+CLIENT_PROCESSES = 2  # the throughput writers are spread over this many client processes
+
+
 class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
                  overrides: dict[str, str] | None = None) -> None:
@@ -116,9 +119,9 @@ class SparkraftCluster:
             time.sleep(0.05)
 
     # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
-    def throughput(self, load: Load, seconds: float, warmup: float, client_processes: int = 2) -> dict:
-        """Closed-loop appends from ``client_processes`` processes (threads share the writers)."""
-        with sparkraft_load.Writers(self.bootstrap, load, client_processes, warmup, seconds,
+    def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
+        """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers)."""
+        with sparkraft_load.Writers(self.bootstrap, load, CLIENT_PROCESSES, warmup, seconds,
                                     self._dir) as writers:
             pids = {**self.pids(), **writers.pids()}
             start_in = max(0.0, writers.measured_from - time.monotonic())

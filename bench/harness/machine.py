@@ -83,4 +83,14 @@ def machine_info(work_dir: str | None = None) -> dict:
         "sparkraft_revision": _git_revision(),
         "packages": {p: _version(p) for p in ("grpcio", "protobuf", "pysyncobj", "matplotlib")},
         "fsync_4k_ms": fsync_probe_ms(work_dir),
+        "load_average_1m": round(os.getloadavg()[0], 2),  # other work competing for the CPUs
     }
+
+
+def busy_warning(machine: dict) -> str | None:
+    """A warning when other work already loads the machine: figures taken now will be low."""
+    load = machine.get("load_average_1m") or 0.0
+    if load > 0.5 * (machine.get("cpu_usable") or 1):
+        return (f"the machine is busy (load average {load:.2f} on {machine['cpu_usable']} CPUs): "
+                "figures will be lower and noisier than on an idle machine")
+    return None

@@ -1,6 +1,7 @@
 """PNG charts for docs/bench/, drawn the same way for every benchmark (matplotlib, no display)."""
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -41,6 +42,7 @@ def bar_chart(path: Path, title: str, labels: Sequence[str], values: Sequence[fl
         ax.annotate(f"goal {value_format.format(goal)}", (0, goal), xycoords=("axes fraction", "data"),
                     va="bottom", fontsize=8, color="grey")
     ax.set_ylabel(ylabel)
+    ax.yaxis.set_major_formatter(_pyplot().FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.tick_params(axis="x", labelsize=8)
     return _finish(fig, ax, path, title, subtitle)
 
@@ -100,8 +102,7 @@ def points_chart(path: Path, title: str, series: Mapping[str, Sequence[float]], 
         values = series[name]
         ax.scatter([i] * len(values), values, alpha=0.7)
         if values:
-            median = sorted(values)[len(values) // 2]
-            ax.hlines(median, i - 0.25, i + 0.25, color="black", linewidth=1)
+            ax.hlines(statistics.median(values), i - 0.25, i + 0.25, color="black", linewidth=1)
     if goal is not None:
         ax.axhline(goal, linestyle="--", color="grey", linewidth=1)
         ax.annotate(f"goal {goal:g}", (0, goal), xycoords=("axes fraction", "data"), va="bottom",

@@ -14,8 +14,8 @@ from bench.harness.procs import ChildProcess, cpu_during, free_ports, python_mod
 from bench.harness.workload import Load
 
 # SyncObjConf keyword arguments per variant. "default" is the library as shipped. "tuned" keeps
-# batching but ticks and sends AppendEntries every few ms instead of every 50/100 ms, and keeps
-# election timeouts short. "unbatched" sends each command at once (the library's advice for
+# batching but ticks and sends AppendEntries every few ms instead of every 50/100 ms, with bigger
+# batches and socket buffers (election timeouts stay at the defaults). "unbatched" sends each command at once (the library's advice for
 # single-request latency: appendEntriesUseBatch=False).
 VARIANTS: dict[str, dict] = {
     "default": {},
@@ -33,6 +33,7 @@ class PySyncObjCluster:
         self._conf = conf
         self.addresses = [f"127.0.0.1:{port}" for port in free_ports(size)]
         self._nodes: dict[str, ChildProcess] = {}
+        self._leader: str | None = None  # address every live node last agreed leads
 
     def __enter__(self) -> "PySyncObjCluster":
         for address in self.addresses:
@@ -53,8 +54,9 @@ class PySyncObjCluster:
                                             json_control=True).start()
 
     def pids(self) -> dict[str, int]:
-        return {("leader" if a == self._leader else node.name): node.pid
-                for a, node in self._nodes.items() if node.alive()}
+        """By role, numbered in address order as sparkraft's voters are (``follower-2``...)."""
+        return {("leader" if a == self._leader else f"follower-{i}"): node.pid
+                for i, (a, node) in enumerate(self._nodes.items(), start=1) if node.alive()}
 
     def wait_for_leader(self, timeout: float) -> str:
         """Until every live node names the same leader and is ready; returns that leader's address."""

@@ -1,0 +1,234 @@
+"""Metadata records: Kafka's type ids, protobuf payloads, a 4-byte frame, and a JSON form.
+
+One record inside a quorum batch is ``<u16 type id><u16 version><protobuf payload>`` (big endian).
+The type id says which message the payload is (Kafka's ``apiKey``s, so the ids mean what they mean
+in Kafka's tools and docs); the version says which revision of the message the writer used.
+Protobuf gives the compatibility rules for free: a new field is optional and an old reader skips
+it, so a record of any version decodes (its version is kept; unknown fields survive re-encoding).
+A type id this reader does not know decodes to an ``UnknownRecord`` instead of failing: it was
+written by a newer node, and the image ignores it (a newer metadata.version gates such records).
+
+Corruption is caught by the batch CRC one layer down; ``DecodeError`` here means a frame that cannot
+be a record at all (too short, or a payload protobuf cannot parse).
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Union
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError as _ProtobufDecodeError
+from google.protobuf.message import Message
+
+from quorum.log.meta_properties import _check_uuid
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+HEADER = struct.Struct(">HH")  # type id, version
+
+
+class RecordType(IntEnum):
+    """Kafka's metadata record type ids (``apiKey`` in metadata/src/main/resources/common/metadata).
+
+    The protobuf message of each is the name in CamelCase (``TOPIC_RECORD`` -> ``TopicRecord``).
+    Kafka's obsolete FENCE_BROKER_RECORD (7) and UNFENCE_BROKER_RECORD (8) are not used:
+    BROKER_REGISTRATION_CHANGE_RECORD replaced them.
+    """
+
+    REGISTER_BROKER_RECORD = 0
+    UNREGISTER_BROKER_RECORD = 1
+    TOPIC_RECORD = 2
+    PARTITION_RECORD = 3
+    CONFIG_RECORD = 4
+    PARTITION_CHANGE_RECORD = 5
+    REMOVE_TOPIC_RECORD = 9
+    FEATURE_LEVEL_RECORD = 12
+    CLIENT_QUOTA_RECORD = 14
+    PRODUCER_IDS_RECORD = 15
+    BROKER_REGISTRATION_CHANGE_RECORD = 17
+    ACCESS_CONTROL_ENTRY_RECORD = 18
+    REMOVE_ACCESS_CONTROL_ENTRY_RECORD = 19
+    NO_OP_RECORD = 20
+    BEGIN_TRANSACTION_RECORD = 23
+    END_TRANSACTION_RECORD = 24
+    ABORT_TRANSACTION_RECORD = 25
+
+    @property
+    def message_class(self) -> type[Message]:
+        return _MESSAGE_CLASS[self]
+
+
+_MESSAGE_CLASS: dict[RecordType, type[Message]] = {
+    t: getattr(pb, "".join(word.capitalize() for word in t.name.split("_"))) for t in RecordType
+}
+_TYPE_OF: dict[type[Message], RecordType] = {cls: t for t, cls in _MESSAGE_CLASS.items()}
+_BY_ID: dict[int, RecordType] = {int(t): t for t in RecordType}  # faster than RecordType(id)
+
+# The version this code writes. Bump one when a writer starts filling a field added to its message.
+WRITE_VERSION: dict[RecordType, int] = {t: 0 for t in RecordType}
+
+# Fields holding Kafka Uuids (22 base64url characters); checked before a record is written.
+_UUID_FIELDS: dict[RecordType, tuple[str, ...]] = {
+    RecordType.REGISTER_BROKER_RECORD: ("incarnation_id",),
+    RecordType.TOPIC_RECORD: ("topic_id",),
+    RecordType.PARTITION_RECORD: ("topic_id",),
+    RecordType.PARTITION_CHANGE_RECORD: ("topic_id",),
+    RecordType.REMOVE_TOPIC_RECORD: ("topic_id",),
+    RecordType.ACCESS_CONTROL_ENTRY_RECORD: ("id",),
+    RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD: ("id",),
+}
+
+
+class DecodeError(ValueError):
+    """The bytes are not a metadata record frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecord:
+    """A decoded record: which type, which version of it, and the protobuf message (shared, not
+    copied: treat it as read-only)."""
+
+    type: RecordType
+    version: int
+    message: Message
+
+    @property
+    def type_name(self) -> str:
+        return self.type.name
+
+    @property
+    def type_id(self) -> int:
+        return int(self.type)
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownRecord:
+    """A record of a type this reader does not know (a newer writer's); kept as raw bytes."""
+
+    type_id: int
+    version: int
+    payload: bytes
+
+    @property
+    def type_name(self) -> str:
+        return f"UNKNOWN_RECORD_{self.type_id}"
+
+
+AnyRecord = Union[MetadataRecord, UnknownRecord]
+
+
+def record_type(message: Message) -> RecordType:
+    """The type id of a record message; TypeError for a message that is not a metadata record."""
+    try:
+        return _TYPE_OF[type(message)]
+    except KeyError:
+        raise TypeError(f"{type(message).__name__} is not a metadata record message") from None
+
+
+def as_record(record: Message | AnyRecord) -> AnyRecord:
+    """``record`` as a MetadataRecord (a bare message gets this writer's version)."""
+    if isinstance(record, (MetadataRecord, UnknownRecord)):
+        return record
+    t = record_type(record)
+    return MetadataRecord(t, WRITE_VERSION[t], record)
+
+
+def validate(record: MetadataRecord) -> None:
+    """Raise ValueError if a field holding an id is not a Kafka Uuid string."""
+    for name in _UUID_FIELDS.get(record.type, ()):
+        _check_uuid(getattr(record.message, name), f"{record.type_name} {name}")
+
+
+# -- bytes ------------------------------------------------------------------------------------
+def encode_record(record: Message | AnyRecord) -> bytes:
+    """The frame of one record. A bare message is written at this writer's version."""
+    record = as_record(record)
+    if isinstance(record, UnknownRecord):
+        return HEADER.pack(record.type_id, record.version) + record.payload
+    validate(record)
+    return HEADER.pack(record.type, record.version) + record.message.SerializeToString()
+
+
+def decode_record(data: bytes | bytearray | memoryview) -> AnyRecord:
+    """One record from its frame; DecodeError if it cannot be one."""
+    if len(data) < HEADER.size:
+        raise DecodeError(f"a metadata record frame needs at least {HEADER.size} bytes, got {len(data)}")
+    type_id, version = HEADER.unpack_from(data)
+    payload = bytes(data[HEADER.size:])
+    t = _BY_ID.get(type_id)
+    if t is None:
+        return UnknownRecord(type_id, version, payload)
+    message = _MESSAGE_CLASS[t]()
+    try:
+        message.ParseFromString(payload)
+    except _ProtobufDecodeError as e:
+        raise DecodeError(f"cannot parse a {t.name} (version {version}) payload of "
+                          f"{len(payload)} bytes: {e}") from None
+    return MetadataRecord(t, version, message)
+
+
+# -- JSON -------------------------------------------------------------------------------------
+def to_json(record: Message | AnyRecord) -> dict[str, Any]:
+    """``{"type": "TOPIC_RECORD", "version": 0, "data": {...}}`` with proto field names.
+
+    Every field without presence is shown (zeros included), optional fields only when set (an
+    absent PartitionChangeRecord field means "unchanged"), 64-bit ints as JSON numbers, enums by
+    Kafka's names, broker id lists as plain arrays. An unknown record shows its payload in base64.
+    """
+    record = as_record(record)
+    if isinstance(record, UnknownRecord):
+        data: dict[str, Any] = {"payload": base64.b64encode(record.payload).decode()}
+    else:
+        data = _to_plain(json_format.MessageToDict(record.message, preserving_proto_field_name=True,
+                                                   always_print_fields_with_no_presence=True),
+                         record.message.DESCRIPTOR)
+    return {"type": record.type_name, "version": record.version, "data": data}
+
+
+def from_json(obj: dict[str, Any]) -> MetadataRecord:
+    """The inverse of ``to_json`` for known record types (ValueError otherwise)."""
+    try:
+        t = RecordType[obj["type"]]
+    except KeyError:
+        raise ValueError(f"not a known metadata record type: {obj.get('type')!r}") from None
+    data = _from_plain(copy.deepcopy(obj.get("data", {})), t.message_class.DESCRIPTOR)
+    message = json_format.ParseDict(data, t.message_class())
+    return MetadataRecord(t, int(obj.get("version", WRITE_VERSION[t])), message)
+
+
+_INT64_TYPES = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64,
+                FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64}
+
+
+def _to_plain(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    """Protobuf JSON quotes 64-bit ints and nests BrokerIds; undo both, keep the .proto's order."""
+    out: dict[str, Any] = {}
+    for field in descriptor.fields:
+        if field.name not in data:
+            continue
+        value = data[field.name]
+        if field.type in _INT64_TYPES:
+            value = [int(v) for v in value] if field.is_repeated else int(value)
+        elif field.message_type is pb.BrokerIds.DESCRIPTOR:
+            value = value.get("ids", [])
+        elif field.message_type is not None:
+            value = ([_to_plain(v, field.message_type) for v in value] if field.is_repeated
+                     else _to_plain(value, field.message_type))
+        out[field.name] = value
+    return out
+
+
+def _from_plain(data: dict[str, Any], descriptor: Descriptor) -> dict[str, Any]:
+    for field in descriptor.fields:
+        value = data.get(field.name)
+        if field.message_type is pb.BrokerIds.DESCRIPTOR and isinstance(value, list):
+            data[field.name] = {"ids": value}
+        elif field.message_type is not None and value is not None:
+            items = value if field.is_repeated else [value]
+            for item in items:
+                _from_plain(item, field.message_type)
+    return data

@@ -1,0 +1,221 @@
+"""Topics and their partitions: TOPIC, PARTITION, PARTITION_CHANGE and REMOVE_TOPIC records.
+
+Sized for millions of partitions. Topics live in PMaps (by id, and name -> id), each topic's
+partitions in its own PMap, so changing one partition copies a few trie nodes of one topic and of
+the topic map, never the other topics or partitions. A partition is a tuple (``NamedTuple``: about
+100 bytes); replica lists are tuples of ints interned in a bounded table, because a cluster has few
+distinct replica sets and millions of partitions share them.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
+
+from quorum.metadata.errors import ReplayError
+from quorum.metadata.pmap import EMPTY, PMap
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+NO_LEADER = -1
+
+_INTERNED: dict[tuple[int, ...], tuple[int, ...]] = {}
+_INTERN_MAX = 1 << 16  # beyond this many distinct lists, new ones are kept but not shared
+
+
+def broker_list(ids: Iterable[int]) -> tuple[int, ...]:
+    """``ids`` as a tuple, shared with every equal list seen before (while the table has room)."""
+    if not ids:
+        return ()
+    t = tuple(ids)
+    shared = _INTERNED.get(t)
+    if shared is not None:
+        return shared
+    if len(_INTERNED) < _INTERN_MAX:
+        _INTERNED[t] = t
+    return t
+
+
+class PartitionRegistration(NamedTuple):
+    """One partition's state (Kafka's PartitionRegistration, without directories and ELR)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+    @classmethod
+    def from_record(cls, r: pb.PartitionRecord) -> PartitionRegistration:
+        return cls(broker_list(r.replicas), broker_list(r.isr), broker_list(r.removing_replicas),
+                   broker_list(r.adding_replicas), r.leader, r.leader_epoch, r.partition_epoch)
+
+    def to_record(self, topic_id: str, partition_id: int) -> pb.PartitionRecord:
+        return pb.PartitionRecord(
+            partition_id=partition_id, topic_id=topic_id, replicas=self.replicas, isr=self.isr,
+            removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
+            leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch)
+
+    def merge(self, c: pb.PartitionChangeRecord) -> PartitionRegistration:
+        """This partition after ``c`` (Kafka's PartitionRegistration.merge): absent fields are
+        unchanged; a present leader, even the same one, bumps the leader epoch; every change
+        bumps the partition epoch."""
+        has_leader = c.HasField("leader")
+        return PartitionRegistration(
+            _changed_list(c, "replicas", self.replicas),
+            _changed_list(c, "isr", self.isr),
+            _changed_list(c, "removing_replicas", self.removing_replicas),
+            _changed_list(c, "adding_replicas", self.adding_replicas),
+            c.leader if has_leader else self.leader,
+            self.leader_epoch + 1 if has_leader else self.leader_epoch,
+            self.partition_epoch + 1,
+        )
+
+
+def _changed_list(c: pb.PartitionChangeRecord, field: str, current: tuple[int, ...]) -> tuple[int, ...]:
+    return broker_list(getattr(c, field).ids) if c.HasField(field) else current
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    topic_id: str
+    partitions: PMap[int, PartitionRegistration] = EMPTY
+
+    def partition(self, partition_id: int) -> Optional[PartitionRegistration]:
+        return self.partitions.get(partition_id)
+
+    def records(self) -> Iterator[pb.TopicRecord | pb.PartitionRecord]:
+        yield pb.TopicRecord(name=self.name, topic_id=self.topic_id)
+        for partition_id in sorted(self.partitions):
+            yield self.partitions[partition_id].to_record(self.topic_id, partition_id)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsImage:
+    by_id: PMap[str, TopicImage] = EMPTY
+    ids_by_name: PMap[str, str] = EMPTY  # name -> topic id; changes only on create and delete
+
+    def topic(self, topic_id: str) -> Optional[TopicImage]:
+        return self.by_id.get(topic_id)
+
+    def topic_by_name(self, name: str) -> Optional[TopicImage]:
+        topic_id = self.ids_by_name.get(name)
+        return None if topic_id is None else self.by_id[topic_id]
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.ids_by_name)
+
+    def partition_count(self) -> int:
+        """All partitions of all topics (walks the topics: for metrics, not hot paths)."""
+        return sum(len(t.partitions) for t in self.by_id.values())
+
+    def records(self) -> Iterator[pb.TopicRecord | pb.PartitionRecord]:
+        for name in self.topic_names():
+            yield from self.by_id[self.ids_by_name[name]].records()
+
+
+class TopicDelta:
+    """Changes to one topic: its new or changed partitions (a created topic has no base)."""
+
+    __slots__ = ("base", "name", "topic_id", "partitions")
+
+    def __init__(self, base: Optional[TopicImage], name: str, topic_id: str) -> None:
+        self.base = base
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions: dict[int, PartitionRegistration] = {}
+
+    def partition(self, partition_id: int) -> Optional[PartitionRegistration]:
+        p = self.partitions.get(partition_id)
+        if p is None and self.base is not None:
+            p = self.base.partitions.get(partition_id)
+        return p
+
+    def apply(self) -> TopicImage:
+        if self.base is not None and not self.partitions:
+            return self.base
+        ev = (self.base.partitions if self.base is not None else EMPTY).evolver()
+        for partition_id, registration in self.partitions.items():
+            ev[partition_id] = registration
+        return TopicImage(self.name, self.topic_id, ev.finish())
+
+
+class TopicsDelta:
+    def __init__(self, image: TopicsImage) -> None:
+        self.image = image
+        self.changed: dict[str, TopicDelta] = {}  # topic id -> changes (created or changed topics)
+        self.deleted: set[str] = set()  # ids of topics of the image that were removed
+        self.created_names: dict[str, str] = {}  # name -> id of topics created in this delta
+
+    def topic_id_of(self, name: str) -> Optional[str]:
+        """The id of the live topic called ``name`` as of this delta."""
+        topic_id = self.created_names.get(name)
+        if topic_id is None:
+            topic_id = self.image.ids_by_name.get(name)
+            if topic_id in self.deleted:
+                return None
+        return topic_id
+
+    def _live(self, topic_id: str) -> bool:
+        return topic_id in self.changed or (topic_id in self.image.by_id and topic_id not in self.deleted)
+
+    def _topic(self, topic_id: str, what: str) -> TopicDelta:
+        delta = self.changed.get(topic_id)
+        if delta is None:
+            base = self.image.by_id.get(topic_id)
+            if base is None or topic_id in self.deleted:
+                raise ReplayError(f"{what}: no topic with id {topic_id}")
+            delta = self.changed[topic_id] = TopicDelta(base, base.name, topic_id)
+        return delta
+
+    def replay_topic(self, record: pb.TopicRecord) -> None:
+        if self._live(record.topic_id):
+            raise ReplayError(f"cannot create topic {record.name!r}: id {record.topic_id} exists")
+        if self.topic_id_of(record.name) is not None:
+            raise ReplayError(f"cannot create topic {record.name!r} ({record.topic_id}): "
+                              f"the name is taken by {self.topic_id_of(record.name)}")
+        self.changed[record.topic_id] = TopicDelta(None, record.name, record.topic_id)
+        self.created_names[record.name] = record.topic_id
+
+    def replay_partition(self, record: pb.PartitionRecord) -> None:
+        delta = self._topic(record.topic_id, f"cannot add partition {record.partition_id}")
+        delta.partitions[record.partition_id] = PartitionRegistration.from_record(record)
+
+    def replay_partition_change(self, record: pb.PartitionChangeRecord) -> None:
+        what = f"cannot change partition {record.partition_id}"
+        delta = self._topic(record.topic_id, what)
+        current = delta.partition(record.partition_id)
+        if current is None:
+            raise ReplayError(f"{what} of topic {delta.name!r}: no such partition")
+        delta.partitions[record.partition_id] = current.merge(record)
+
+    def replay_remove_topic(self, record: pb.RemoveTopicRecord) -> str:
+        """Remove the topic; return its name (its configs go too, see MetadataDelta)."""
+        delta = self.changed.get(record.topic_id)
+        if delta is None:
+            delta = self._topic(record.topic_id, "cannot remove topic")
+        del self.changed[record.topic_id]
+        if delta.base is None:  # created in this delta: leaves no trace
+            del self.created_names[delta.name]
+        else:
+            self.deleted.add(record.topic_id)
+        return delta.name
+
+    def apply(self) -> TopicsImage:
+        if not self.changed and not self.deleted:
+            return self.image
+        by_id = self.image.by_id.evolver()
+        ids_by_name = self.image.ids_by_name.evolver()
+        for topic_id in self.deleted:
+            ids_by_name.discard(self.image.by_id[topic_id].name)
+            by_id.discard(topic_id)
+        for topic_id, delta in self.changed.items():
+            topic = delta.apply()
+            if topic is not delta.base:
+                by_id[topic_id] = topic
+        for name, topic_id in self.created_names.items():
+            ids_by_name[name] = topic_id
+        renamed = self.deleted or self.created_names
+        return TopicsImage(by_id.finish(), ids_by_name.finish() if renamed else self.image.ids_by_name)

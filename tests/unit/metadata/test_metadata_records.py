@@ -1,0 +1,156 @@
+"""Record framing, type ids, JSON form, and compatibility across record versions."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from metadata_helpers import broker, change, config, partition, topic, uid
+from quorum.metadata import (
+    DecodeError, MetadataDelta, MetadataImage, MetadataRecord, RecordType, UnknownRecord,
+    decode_record, encode_record, from_json, to_json,
+)
+from quorum.metadata.records import HEADER, record_type
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+# Kafka's apiKey of each record, as in apache/kafka metadata/src/main/resources/common/metadata/
+# <Name>.json (checked against trunk, commit 1eb76443).
+KAFKA_API_KEYS = {
+    "RegisterBrokerRecord": 0, "UnregisterBrokerRecord": 1, "TopicRecord": 2, "PartitionRecord": 3,
+    "ConfigRecord": 4, "PartitionChangeRecord": 5, "RemoveTopicRecord": 9, "FeatureLevelRecord": 12,
+    "ClientQuotaRecord": 14, "ProducerIdsRecord": 15, "BrokerRegistrationChangeRecord": 17,
+    "AccessControlEntryRecord": 18, "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
+    "BeginTransactionRecord": 23, "EndTransactionRecord": 24, "AbortTransactionRecord": 25,
+}
+
+SAMPLES = [
+    broker(1, epoch=42, rack="rack-a"),
+    pb.UnregisterBrokerRecord(broker_id=1, broker_epoch=42),
+    topic("orders", 7),
+    partition(7, 0, [1, 2, 3], isr=[1, 2], leader=1, leader_epoch=3, partition_epoch=5),
+    config(pb.ConfigResourceType.TOPIC, "orders", "retention.ms", "1000"),
+    config(pb.ConfigResourceType.TOPIC, "orders", "retention.ms", None),
+    change(7, 0, isr=[1], leader=1),
+    change(7, 0, isr=[]),
+    pb.RemoveTopicRecord(topic_id=uid(7)),
+    pb.FeatureLevelRecord(name="metadata.version", feature_level=7),
+    pb.ClientQuotaRecord(entity=[pb.ClientQuotaRecord.EntityData(entity_type="user", entity_name="alice"),
+                                 pb.ClientQuotaRecord.EntityData(entity_type="client-id")],
+                         key="producer_byte_rate", value=1024.0),
+    pb.ProducerIdsRecord(broker_id=1, broker_epoch=42, next_producer_id=2**62 + 1),
+    pb.BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=42, fenced=False),
+    pb.AccessControlEntryRecord(id=uid(9), resource_type=pb.AclResourceType.TOPIC, resource_name="orders",
+                                pattern_type=pb.PatternType.LITERAL, principal="User:alice", host="*",
+                                operation=pb.AclOperation.READ, permission_type=pb.AclPermissionType.ALLOW),
+    pb.RemoveAccessControlEntryRecord(id=uid(9)),
+    pb.NoOpRecord(),
+    pb.BeginTransactionRecord(name="create 1000 topics"),
+    pb.EndTransactionRecord(),
+    pb.AbortTransactionRecord(reason="controller failover"),
+]
+
+
+def test_type_ids_are_kafkas_and_cover_every_record_message():
+    messages = {name for name in pb.DESCRIPTOR.message_types_by_name if name.endswith("Record")}
+    assert messages == set(KAFKA_API_KEYS)
+    assert {t.message_class.DESCRIPTOR.name: int(t) for t in RecordType} == KAFKA_API_KEYS
+    assert {type(s).DESCRIPTOR.name for s in SAMPLES} == set(KAFKA_API_KEYS)
+
+
+@pytest.mark.parametrize("message", SAMPLES, ids=lambda m: type(m).__name__)
+def test_encode_decode_round_trip(message):
+    frame = encode_record(message)
+    assert HEADER.unpack_from(frame) == (record_type(message), 0)  # u16 type, u16 version, big endian
+    assert frame[HEADER.size:] == message.SerializeToString()
+    record = decode_record(frame)
+    assert record == MetadataRecord(record_type(message), 0, message)
+    assert (record.type_name, record.type_id) == (record_type(message).name, int(record_type(message)))
+    assert encode_record(record) == frame
+
+
+@pytest.mark.parametrize("message", SAMPLES, ids=lambda m: type(m).__name__)
+def test_json_round_trip(message):
+    obj = to_json(message)
+    assert obj["type"] == record_type(message).name and obj["version"] == 0
+    assert json.loads(json.dumps(obj)) == obj
+    assert from_json(obj) == MetadataRecord(record_type(message), 0, message)
+
+
+def test_json_form_is_readable():
+    assert to_json(topic("orders", 7)) == {
+        "type": "TOPIC_RECORD", "version": 0, "data": {"name": "orders", "topic_id": uid(7)}}
+    # 64-bit ints stay numbers, even past 2**53; enums by Kafka's names
+    ids = to_json(pb.ProducerIdsRecord(broker_id=1, broker_epoch=42, next_producer_id=2**62 + 1))
+    assert ids["data"] == {"broker_id": 1, "broker_epoch": 42, "next_producer_id": 2**62 + 1}
+    reg = to_json(broker(3, epoch=5))["data"]
+    assert reg["endpoints"] == [{"name": "PLAINTEXT", "host": "b3", "port": 9092,
+                                 "security_protocol": "PLAINTEXT"}]
+    assert "rack" not in reg and reg["fenced"] is True
+    # a sparse change shows only what changed; broker id lists are plain arrays
+    assert to_json(change(7, 2, isr=[1, 2]))["data"] == {"partition_id": 2, "topic_id": uid(7), "isr": [1, 2]}
+    assert to_json(change(7, 2, leader=-1))["data"] == {"partition_id": 2, "topic_id": uid(7), "leader": -1}
+    deleted = to_json(config(pb.ConfigResourceType.TOPIC, "orders", "retention.ms", None))["data"]
+    assert deleted == {"resource_type": "TOPIC", "resource_name": "orders", "name": "retention.ms"}
+
+
+@pytest.mark.parametrize("frame", [b"", b"\x00", b"\x00\x02\x00"])
+def test_a_frame_shorter_than_the_header_is_a_decode_error(frame):
+    with pytest.raises(DecodeError, match="at least 4 bytes"):
+        decode_record(frame)
+
+
+def test_an_unparsable_payload_is_a_decode_error():
+    with pytest.raises(DecodeError, match="TOPIC_RECORD"):
+        decode_record(HEADER.pack(2, 0) + b"\x0a\xff\xff\xff\xff\x0f")  # a length past the end
+
+
+def test_an_unknown_type_is_kept_and_ignored_by_replay():
+    frame = HEADER.pack(999, 3) + b"\x08\x01"
+    record = decode_record(frame)
+    assert record == UnknownRecord(999, 3, b"\x08\x01")
+    assert encode_record(record) == frame
+    assert to_json(record) == {"type": "UNKNOWN_RECORD_999", "version": 3, "data": {"payload": "CAE="}}
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    delta.replay(record, 0)
+    image = delta.apply()
+    assert image.offset == 0 and image.topics is MetadataImage.EMPTY.topics
+
+
+def test_encode_refuses_an_id_that_is_not_a_uuid():
+    with pytest.raises(ValueError, match="TOPIC_RECORD topic_id"):
+        encode_record(pb.TopicRecord(name="orders", topic_id="not-a-uuid"))
+
+
+def test_from_json_refuses_an_unknown_type():
+    with pytest.raises(ValueError, match="BOGUS_RECORD"):
+        from_json({"type": "BOGUS_RECORD", "version": 0, "data": {}})
+
+
+def _newer_topic_record_class():
+    """A 'version 1' TopicRecord as a newer writer would have it: one more field, number 3."""
+    file = descriptor_pb2.FileDescriptorProto(name="newer_metadata.proto", package="newer", syntax="proto3")
+    pb.TopicRecord.DESCRIPTOR.CopyToProto(file.message_type.add())
+    file.message_type[0].field.add(name="description", number=3,
+                                   type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                                   label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("newer.TopicRecord"))
+
+
+def test_an_old_reader_accepts_a_newer_record_and_keeps_what_it_does_not_know():
+    newer = _newer_topic_record_class()(name="orders", topic_id=uid(7), description="from a newer node")
+    frame = HEADER.pack(RecordType.TOPIC_RECORD, 1) + newer.SerializeToString()
+
+    record = decode_record(frame)
+    assert record.version == 1
+    assert (record.message.name, record.message.topic_id) == ("orders", uid(7))
+    image = MetadataDelta(MetadataImage.EMPTY)
+    image.replay(record, 0)
+    assert image.apply().topics.topic_by_name("orders").topic_id == uid(7)
+
+    # Re-encoding (e.g. a JSON dump tool, or a proxy) loses neither the version nor the new field.
+    again = encode_record(record)
+    assert again == frame
+    assert _newer_topic_record_class().FromString(again[HEADER.size:]).description == "from a newer node"
