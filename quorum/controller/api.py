@@ -1,0 +1,296 @@
+"""The controller's requests and replies, shared by the controller, its gRPC service and clients.
+
+Frozen dataclasses, like the Raft messages: protobuf stays in the gRPC adapter. Every
+reply that can fail per item carries ``error`` (a Kafka error) and ``message``; a
+request that fails as a whole raises :class:`~quorum.errors.SparkraftError` (for
+example NOT_CONTROLLER with the leader's id) instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from quorum.errors import Errors
+
+
+# ---------------------------------------------------------------- brokers
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    name: str  # listener name, e.g. PLAINTEXT
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRequest:
+    broker_id: int
+    cluster_id: str
+    incarnation_id: str  # a fresh Uuid per process start
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: Optional[str] = None
+    # metadata.version levels this broker supports (inclusive)
+    min_metadata_version: int = 1
+    max_metadata_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerReply:
+    broker_epoch: int  # the offset of its RegisterBrokerRecord
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int  # the last offset the broker has applied
+    want_fence: bool = False
+    want_shutdown: bool = False  # controlled shutdown: move my leaderships away
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatReply:
+    is_caught_up: bool
+    is_fenced: bool
+    should_shutdown: bool  # controlled shutdown finished: the broker may stop now
+
+
+# ---------------------------------------------------------------- topics and partitions
+@dataclass(frozen=True, slots=True)
+class CreatableTopic:
+    name: str
+    num_partitions: int = -1  # -1: num.partitions default (1)
+    replication_factor: int = -1  # -1: default.replication.factor (1)
+    # explicit assignment: partition -> replicas (then num_partitions/replication_factor are -1)
+    assignments: tuple[tuple[int, ...], ...] = ()
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicResult:
+    name: str
+    error: Errors = Errors.NONE
+    message: str = ""
+    topic_id: Optional[str] = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    """Per-topic outcome of delete, create-partitions and similar requests."""
+
+    name: str
+    error: Errors = Errors.NONE
+    message: str = ""
+    topic_id: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionCountUpdate:
+    name: str
+    count: int  # the new total number of partitions
+    assignments: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersResult:
+    partition: TopicPartition
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    """The partition leader (a broker) changes the ISR."""
+
+    broker_id: int
+    broker_epoch: int
+    topic_id: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReply:
+    error: Errors = Errors.NONE
+    message: str = ""
+    leader: int = -1
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    isr: tuple[int, ...] = ()
+
+
+# ---------------------------------------------------------------- configs
+@dataclass(frozen=True, slots=True)
+class ConfigResourceKey:
+    type: str  # TOPIC, BROKER or CLUSTER (a BROKER with an empty name is the cluster default)
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterableConfig:
+    name: str
+    op: str  # SET, DELETE, APPEND, SUBTRACT
+    value: Optional[str] = None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResult:
+    resource: ConfigResourceKey
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: Optional[str]
+    source: str  # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG
+    sensitive: bool = False
+
+
+# ---------------------------------------------------------------- reads
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: str
+    partitions: tuple[PartitionDescription, ...]
+    configs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerDescription:
+    broker_id: int
+    fenced: bool
+    in_controlled_shutdown: bool
+    broker_epoch: int
+    rack: Optional[str]
+    endpoints: tuple[BrokerEndpoint, ...]
+    incarnation_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str
+    controller_id: Optional[int]  # the active controller, if known
+    metadata_offset: int  # the committed offset the answer was read at
+    brokers: tuple[BrokerDescription, ...]
+
+
+# ---------------------------------------------------------------- admin requests
+@dataclass(frozen=True, slots=True)
+class CreateTopicsRequest:
+    topics: tuple[CreatableTopic, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicsRequest:
+    names: tuple[str, ...] = ()
+    topic_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartitionsRequest:
+    updates: tuple[PartitionCountUpdate, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ElectLeadersRequest:
+    election_type: str = "PREFERRED"  # PREFERRED or UNCLEAN
+    partitions: Optional[tuple[TopicPartition, ...]] = None  # None: every partition
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalAlterConfigsRequest:
+    resources: tuple[tuple[ConfigResourceKey, tuple[AlterableConfig, ...]], ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConfigsRequest:
+    resources: tuple[ConfigResourceKey, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRequest:
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateFeaturesRequest:
+    updates: tuple[tuple[str, int], ...]  # feature name -> max level (0 deletes)
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaAlteration:
+    entity: tuple[tuple[str, Optional[str]], ...]  # (entity type, name or None for the default)
+    ops: tuple[tuple[str, Optional[float]], ...]  # (key, value or None to remove)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterClientQuotasRequest:
+    alterations: tuple[ClientQuotaAlteration, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AllocateProducerIdsRequest:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsBlock:
+    first_producer_id: int
+    size: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    resource_type: str  # TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER
+    resource_name: str
+    pattern_type: str  # LITERAL or PREFIXED
+    principal: str  # User:alice
+    host: str  # * for any
+    operation: str  # READ, WRITE, ALL, ...
+    permission_type: str  # ALLOW or DENY
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAclsRequest:
+    bindings: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAclsRequest:
+    filters: tuple[AclBinding, ...]  # fields may be "ANY" / "*" as in Kafka's AclBindingFilter
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """Per-item outcome of requests that return nothing else (alter quotas, create ACLs...)."""
+
+    error: Errors = Errors.NONE
+    message: str = ""
