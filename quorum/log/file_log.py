@@ -17,6 +17,7 @@ import logging
 import mmap
 import os
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -25,6 +26,7 @@ from quorum.log import batch as batchcodec
 from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
 from quorum.log.batch import Batch, BatchHeader, CorruptBatchError
 from quorum.log.durable import fsync_directory
+from quorum.log.errors import StorageError
 from quorum.log.index import EpochIndex, batch_holding, batches_below
 
 log = logging.getLogger(__name__)
@@ -98,20 +100,30 @@ class FileLog(ReplicatedLog):
         return sorted(found)
 
     def _recover(self) -> None:
-        """Index every whole, valid, contiguous batch; cut the log at the first that is not."""
+        """Index every whole, valid, contiguous batch. A torn last write is cut (with a warning);
+        damage with records after it refuses to open, leaving the files untouched."""
         files = self._segment_files()
         for i, (base, path) in enumerate(files):
             fd = os.open(path, os.O_RDWR)
             seg = _Segment(base, path, fd, self._vpos[-1])
             file_size = os.fstat(fd).st_size
-            headers, cut, problem = self._scan_segment(seg, file_size)
+            headers, cut, problem, torn = self._scan_segment(seg, file_size)
+            torn = torn and i == len(files) - 1 and self._torn_tail(fd, cut, file_size)
+            if problem is not None and not torn:
+                os.close(fd)
+                self.close()
+                raise StorageError(
+                    f"log segment {path} is corrupt at byte {cut} (offset {self._end}): {problem}; records "
+                    f"follow it, so this is not a torn write and the log was left as it is. Move "
+                    f"{self._dir} aside and re-format it with `sparkraft storage format --rejoin` to "
+                    f"copy the log back from the quorum")
             for h in headers:
                 self._index(h)
             seg.size = cut
             if problem is not None:
                 later = [p for _, p in files[i + 1:]]
-                log.warning("Corrupt log segment %s: %s; cutting the log at offset %d (byte %d of that "
-                            "file)%s", path, problem, self._end, cut,
+                log.warning("Torn write at the end of log segment %s: %s; cutting the log at offset %d "
+                            "(byte %d of that file)%s", path, problem, self._end, cut,
                             f" and deleting {len(later)} later segment(s)" if later else "")
                 if cut < file_size:
                     os.ftruncate(fd, cut)
@@ -131,15 +143,38 @@ class FileLog(ReplicatedLog):
         # that died: fsync it so flushed_offset == end_offset is a promise.
         self.flush()
 
+    @staticmethod
+    def _torn_tail(fd: int, cut: int, file_size: int) -> bool:
+        """Is the bad batch at ``cut`` an unfinished last write rather than damage?
+
+        Damage has intact records after it: a batch whose length fits in the file and
+        is followed by a CRC-valid batch. Anything else at the end of the last segment
+        (a short header, a length past the end, zeros, garbage) is a write the crash cut.
+        """
+        if file_size - cut < batchcodec.HEADER_SIZE:
+            return True
+        (length,) = struct.unpack_from(">I", os.pread(fd, 8, cut), 4)
+        after = cut + 8 + length
+        if length < batchcodec.HEADER_SIZE - 8 or after + batchcodec.HEADER_SIZE > file_size:
+            return True
+        (next_length,) = struct.unpack_from(">I", os.pread(fd, 8, after), 4)
+        candidate = os.pread(fd, min(8 + next_length, file_size - after), after)
+        try:
+            next(batchcodec.scan(candidate))
+        except (CorruptBatchError, StopIteration):
+            return True
+        return False
+
     def _scan_segment(self, seg: _Segment, file_size: int
-                      ) -> tuple[list[BatchHeader], int, str | None]:
-        """The valid batches of one segment, the byte length they cover and what is wrong after them."""
+                      ) -> tuple[list[BatchHeader], int, str | None, bool]:
+        """The valid batches of one segment, the byte length they cover, what is wrong after
+        them, and whether that could be a torn write (a bad batch, not a gap or stray batch)."""
         if seg.base_offset != self._end:
-            return [], 0, f"segment starts at offset {seg.base_offset}, the log before it ends at {self._end}"
+            return [], 0, f"segment starts at offset {seg.base_offset}, the log before it ends at {self._end}", False
         if file_size == 0:
-            return [], 0, None
+            return [], 0, None, False
         headers: list[BatchHeader] = []
-        problem = None
+        problem, torn = None, False
         expect, last_epoch = self._end, self.last_epoch
         with mmap.mmap(seg.fd, file_size, access=mmap.ACCESS_READ) as mm:
             scan = batchcodec.scan(mm)
@@ -154,11 +189,11 @@ class FileLog(ReplicatedLog):
                     headers.append(h)
                     expect, last_epoch = h.end_offset, h.epoch
             except CorruptBatchError as e:
-                problem = str(e)
+                problem, torn = str(e), True  # a torn write, unless _torn_tail finds records after it
             finally:
                 scan.close()  # release its view of the mapping before the mapping closes
         cut = headers[-1].position + headers[-1].size if headers else 0
-        return headers, cut, problem
+        return headers, cut, problem, torn
 
     # -- writes -----------------------------------------------------------------------------
     def append_as_leader(self, records: Sequence[bytes], epoch: int, append_time_ms: int,

@@ -276,3 +276,20 @@ def test_bad_input_is_one_line_and_non_zero(controller_processes):
     assert "node.id 7 is not in controller.quorum.voters" in line
     # a config that does not exist
     assert_one_line_error(run_controller(cp.root / "missing.properties"), "ERROR: ")
+
+
+def test_a_damaged_segment_stops_the_controller_with_one_line_and_changes_nothing(controller_processes):
+    cp = controller_processes()
+    cp.format([1])
+    log = FileLog(cp.partition_dir(1))
+    for k in range(3):
+        log.append_as_leader([f"r{k}".encode()], 1, 0)
+    log.flush()
+    log.close()
+    segment = next(cp.partition_dir(1).glob("*.log"))
+    data = bytearray(segment.read_bytes())
+    data[50] ^= 0xFF  # inside the first batch; two intact batches follow
+    segment.write_bytes(bytes(data))
+    line = assert_one_line_error(run_controller(cp.config(1)), "KAFKA_STORAGE_ERROR: ")
+    assert str(segment) in line and "corrupt" in line
+    assert segment.read_bytes() == bytes(data)

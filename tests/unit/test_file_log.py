@@ -11,6 +11,7 @@ import os
 import pytest
 
 from quorum.log import batch as batchcodec
+from quorum.log.errors import StorageError
 from quorum.log.file_log import FileLog, segment_name
 
 SEGMENT_BYTES = 300
@@ -116,53 +117,67 @@ def test_garbage_after_the_last_batch_is_cut(log_dir, opened, caplog):
     assert f"offset {log.end_offset}" in caplog.text and f"byte {size}" in caplog.text
 
 
-def test_a_flipped_byte_cuts_the_log_from_that_batch_on(log_dir, opened, caplog):
+def _snapshot_files(log_dir):
+    return {p.name: p.read_bytes() for p in sorted(log_dir.iterdir()) if p.is_file()}
+
+
+def test_a_flipped_byte_mid_log_refuses_to_open_and_changes_nothing(log_dir, opened):
     log = opened(log_dir)
-    batches = fill(log, 12)
+    fill(log, 12)
     log.flush()
     names = segments(log_dir)
     assert len(names) >= 4
     victim = log_dir / names[1]
     data = bytearray(victim.read_bytes())
-    in_segment = batchcodec.decode(bytes(data))
-    second_size = len(batchcodec.encode(in_segment[0]))
+    second_size = len(batchcodec.encode(batchcodec.decode(bytes(data))[0]))
     data[second_size + 40] ^= 0x01  # inside the second batch of the second segment
     victim.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
-        log = reopen(log, opened)
-    cut = in_segment[1].base_offset
-    assert log.end_offset == cut
-    assert list(log.batches(0, 100)) == [b for b in batches if b.base_offset < cut]
-    assert segments(log_dir) == names[:2]
-    assert victim.stat().st_size == second_size
-    assert str(victim) in caplog.text and f"offset {cut}" in caplog.text
-    assert f"byte {second_size}" in caplog.text and "CRC" in caplog.text
+    log.close()
+    before = _snapshot_files(log_dir)
+    with pytest.raises(StorageError) as e:
+        opened(log_dir)
+    assert str(victim) in str(e.value) and f"byte {second_size}" in str(e.value) and "CRC" in str(e.value)
+    assert "--rejoin" in str(e.value)
+    assert _snapshot_files(log_dir) == before
 
 
-def test_a_missing_segment_is_a_gap_that_cuts_the_log(log_dir, opened, caplog):
+def test_a_flipped_byte_in_the_last_segment_with_records_after_it_is_damage(log_dir, opened):
+    log = opened(log_dir, segment_bytes=1 << 20)
+    fill(log, 4)
+    log.flush()
+    log.close()
+    path = log_dir / segment_name(0)
+    data = bytearray(path.read_bytes())
+    data[60] ^= 0x10  # inside the first batch; three intact batches follow
+    path.write_bytes(bytes(data))
+    with pytest.raises(StorageError):
+        opened(log_dir)
+    assert path.read_bytes() == bytes(data)
+
+
+def test_a_missing_segment_refuses_to_open(log_dir, opened):
     log = opened(log_dir)
     fill(log, 12)
     log.flush()
     names = segments(log_dir)
     (log_dir / names[2]).unlink()
-    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
-        log = reopen(log, opened)
-    assert log.end_offset == int(names[2][:20])
-    assert segments(log_dir) == names[:2]
-    assert "deleting" in caplog.text
+    log.close()
+    with pytest.raises(StorageError) as e:
+        opened(log_dir)
+    assert "the log before it ends at" in str(e.value)
+    assert segments(log_dir) == [n for i, n in enumerate(names) if i != 2]
 
 
-def test_a_batch_with_the_wrong_offset_is_a_gap(log_dir, opened, caplog):
+def test_a_batch_with_the_wrong_offset_refuses_to_open(log_dir, opened):
     log = opened(log_dir, segment_bytes=1 << 20)
-    batches = fill(log, 3)
+    fill(log, 3)
     log.flush()
     log.close()
     with open(log_dir / segment_name(0), "ab") as f:  # valid CRC, but offset 100 instead of 9
         f.write(batchcodec.encode_batch(100, 1, 0, [b"stray"]))
-    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
-        log = opened(log_dir)
-    assert list(log.batches(0, 200)) == batches
-    assert "expected 9" in caplog.text
+    with pytest.raises(StorageError) as e:
+        opened(log_dir)
+    assert "expected 9" in str(e.value)
 
 
 def test_an_empty_segment_left_by_a_crash_is_dropped_quietly(log_dir, opened, caplog):
