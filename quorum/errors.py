@@ -48,6 +48,7 @@ class Errors(enum.IntEnum):
     DUPLICATE_BROKER_REGISTRATION = 101
     BROKER_ID_NOT_REGISTERED = 102
     INCONSISTENT_CLUSTER_ID = 104
+    INELIGIBLE_REPLICA = 107
 
 class SparkraftError(Exception):
     """An error with a Kafka error name: what the CLI prints as ``NAME: message``."""

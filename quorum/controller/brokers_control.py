@@ -1,0 +1,183 @@
+"""Broker registration, heartbeats, fencing and controlled shutdown (Kafka's ClusterControlManager
+and BrokerHeartbeatManager).
+
+Sessions are the active controller's memory, not the log: the time of each broker's last heartbeat.
+A new active controller gives every registered broker a fresh session. States and transitions, as
+Kafka's BrokerHeartbeatManager computes them on each heartbeat::
+
+    FENCED               want_shutdown -> SHUTDOWN_NOW (nothing to move)
+                         caught up (metadata offset >= its registration offset) and not
+                         want_fence -> UNFENCED (leaderless partitions it is in the ISR of elect it)
+    UNFENCED             want_fence -> FENCED; want_shutdown -> CONTROLLED_SHUTDOWN (leaderships
+                         moved, removed from ISRs), then SHUTDOWN_NOW once it leads nothing
+    CONTROLLED_SHUTDOWN  leads nothing -> SHUTDOWN_NOW (fenced)
+    any unfenced         no heartbeat for session_timeout_ms -> FENCED (tick)
+
+Fencing moves the broker's leaderships and removes it from ISRs (``topics_control.move_off``)
+before the BrokerRegistrationChangeRecord, as Kafka orders them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from quorum.controller import api, topics_control
+from quorum.errors import Errors, SparkraftError
+from quorum.log.meta_properties import _check_uuid
+from quorum.metadata.features import METADATA_VERSION
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+if TYPE_CHECKING:
+    from quorum.controller.core import ControllerCore
+
+_Endpoint = pb.RegisterBrokerRecord.BrokerEndpoint
+_Feature = pb.RegisterBrokerRecord.BrokerFeature
+
+
+class Sessions:
+    """Last heartbeat time per broker (the active controller's memory only)."""
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self.last_contact: dict[int, int] = {}
+
+    def touch(self, broker: int, now_ms: int) -> None:
+        self.last_contact[broker] = now_ms
+
+    def valid(self, broker: int, now_ms: int) -> bool:
+        last = self.last_contact.get(broker)
+        return last is not None and now_ms <= last + self.timeout_ms
+
+    def expiry(self, broker: int) -> Optional[int]:
+        last = self.last_contact.get(broker)
+        return None if last is None else last + self.timeout_ms + 1
+
+
+def _protocol(name: str) -> int:
+    try:
+        return pb.SecurityProtocol.Code.Value(name.upper())
+    except ValueError:
+        raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown security protocol {name}") from None
+
+
+def _check_epoch(ctx: "ControllerCore", broker_id: int, broker_epoch: int):
+    reg = ctx.spec.cluster.broker(broker_id)
+    if reg is None:
+        raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
+    if reg.broker_epoch != broker_epoch:
+        raise SparkraftError(Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {reg.broker_epoch}, but "
+                                                        f"got broker epoch {broker_epoch}")
+    return reg
+
+
+def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int):
+    """(records, reply_fn): the RegisterBrokerRecord comes first so its offset is known."""
+    if req.cluster_id != ctx.cluster_id:
+        raise SparkraftError(Errors.INCONSISTENT_CLUSTER_ID, f"Expected cluster ID {ctx.cluster_id}, but "
+                                                             f"got cluster ID {req.cluster_id}")
+    if req.broker_id < 0:
+        raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid broker id {req.broker_id}")
+    existing = ctx.spec.cluster.broker(req.broker_id)
+    if (existing is not None and existing.incarnation_id != req.incarnation_id and not existing.fenced
+            and ctx.sessions.valid(req.broker_id, now_ms)):
+        raise SparkraftError(Errors.DUPLICATE_BROKER_REGISTRATION,
+                             f"Another broker is registered with that broker id ({req.broker_id}).")
+    mv = ctx.spec.features.metadata_version
+    if mv is not None and not req.min_metadata_version <= mv <= req.max_metadata_version:
+        raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
+                             f"support version {mv} of metadata.version. It wants a version between "
+                             f"{req.min_metadata_version} and {req.max_metadata_version}, inclusive.")
+    names = [e.name for e in req.endpoints]
+    if len(set(names)) != len(names):
+        raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate listener name in the endpoints")
+    try:
+        _check_uuid(req.incarnation_id, "incarnation id")
+    except ValueError as e:
+        raise SparkraftError(Errors.INVALID_REQUEST, str(e)) from None
+    record = pb.RegisterBrokerRecord(
+        broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=0,
+        endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
+                             security_protocol=_protocol(e.security_protocol)) for e in req.endpoints],
+        features=[_Feature(name=METADATA_VERSION, min_supported_version=req.min_metadata_version,
+                           max_supported_version=req.max_metadata_version)],
+        rack=req.rack, fenced=True, in_controlled_shutdown=False)
+    records: list = [record]
+    if existing is not None and not existing.fenced:
+        # The old incarnation still leads and sits in ISRs: take it out, as if fenced.
+        records += topics_control.move_off(ctx, req.broker_id)
+    epoch = ctx.first_record_offset(len(records))
+    record.broker_epoch = epoch
+    reply = api.RegisterBrokerReply(epoch)
+    return records, reply
+
+
+def heartbeat(ctx: "ControllerCore", req: api.BrokerHeartbeatRequest, now_ms: int):
+    reg = _check_epoch(ctx, req.broker_id, req.broker_epoch)
+    ctx.sessions.touch(req.broker_id, now_ms)
+    caught_up = req.current_metadata_offset >= reg.broker_epoch
+    records: list = []
+    fenced, shutdown = reg.fenced, False
+    if reg.fenced:
+        if req.want_shutdown:
+            shutdown = True
+        elif caught_up and not req.want_fence:
+            records.append(_change(reg, fenced=False, in_controlled_shutdown=False))
+            records += topics_control.elect_leaderless(ctx, req.broker_id)
+            fenced = False
+    elif req.want_fence:
+        records += fence_records(ctx, req.broker_id)
+        fenced = True
+    elif req.want_shutdown or reg.in_controlled_shutdown:
+        if not reg.in_controlled_shutdown:
+            records.append(_change(reg, in_controlled_shutdown=True))
+        moves = topics_control.move_off(ctx, req.broker_id)
+        records += moves
+        moved = {(r.topic_id, r.partition_id) for r in moves if r.HasField("leader")}
+        still_leads = any(key not in moved for key in ctx.index.led_partitions(req.broker_id))
+        if not still_leads:
+            records.append(_change(reg, fenced=True))
+            fenced, shutdown = True, True
+    return records, api.BrokerHeartbeatReply(is_caught_up=caught_up, is_fenced=fenced,
+                                             should_shutdown=shutdown)
+
+
+def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional[bool] = None
+            ) -> pb.BrokerRegistrationChangeRecord:
+    r = pb.BrokerRegistrationChangeRecord(broker_id=reg.broker_id, broker_epoch=reg.broker_epoch)
+    if fenced is not None:
+        r.fenced = fenced
+    if in_controlled_shutdown is not None:
+        r.in_controlled_shutdown = in_controlled_shutdown
+    return r
+
+
+def fence_records(ctx: "ControllerCore", broker_id: int) -> list:
+    """Move the broker's partitions off it, then mark it fenced."""
+    reg = ctx.spec.cluster.broker(broker_id)
+    return topics_control.move_off(ctx, broker_id) + [_change(reg, fenced=True)]
+
+
+def unregister(ctx: "ControllerCore", req: api.UnregisterBrokerRequest):
+    reg = ctx.spec.cluster.broker(req.broker_id)
+    if reg is None:
+        raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {req.broker_id} is not registered.")
+    records = topics_control.move_off(ctx, req.broker_id)
+    records.append(pb.UnregisterBrokerRecord(broker_id=req.broker_id, broker_epoch=reg.broker_epoch))
+    return records, None
+
+
+def expired(ctx: "ControllerCore", now_ms: int) -> list[int]:
+    """Unfenced brokers whose session ran out."""
+    out = []
+    for b in ctx.spec.cluster.brokers.values():
+        if not b.fenced and not ctx.sessions.valid(b.broker_id, now_ms):
+            out.append(b.broker_id)
+    return sorted(out)
+
+
+def next_expiry(ctx: "ControllerCore") -> Optional[int]:
+    times = [ctx.sessions.expiry(b.broker_id) for b in ctx.spec.cluster.brokers.values() if not b.fenced]
+    times = [t for t in times if t is not None]
+    return min(times) if times else None
+
+
+__all__ = ["Sessions", "register", "heartbeat", "unregister", "fence_records", "expired", "next_expiry"]

@@ -1,0 +1,445 @@
+"""ControllerCore: the active controller's logic as a sans-I/O state machine.
+
+Inputs: ``replay_committed(batch)`` (every committed batch, in offset order), ``activate`` /
+``deactivate`` (leadership), ``handle(request, now)`` and ``tick(now)``. Outputs: ``Operation``s,
+whose batches the driver proposes to the quorum in the order they were returned, and whose reply
+it gives once the last batch is committed. No threads, sockets, clocks or files.
+
+Two images:
+
+- the **committed image** (``image``), built by a MetadataLoader from committed batches; reads
+  (``describe_*``, ``list_topics``) answer from it, on standbys too;
+- the **speculative image** (``spec``), on the active controller only: the committed image plus
+  every operation handled but not committed yet. Requests are validated against it, so two
+  requests in flight cannot both create topic ``t``. Each operation's records are applied to it
+  with a MetadataDelta as they are generated; ``deactivate()`` drops it.
+
+Offsets. The active controller is the only writer of its epoch, so it knows the offset each record
+will get (Kafka's ``nextWriteOffset``): a broker's epoch is the offset of its RegisterBrokerRecord,
+written into the record itself. When its own batches come back committed, the core does not decode
+and replay them again: it publishes the speculative image it kept for that point (cost O(1), not
+O(records)). Anything else is decoded and replayed.
+
+Large operations (more than ``max_records_per_batch`` records) are wrapped in Begin/End
+transaction markers and split into several proposals; the loader makes them visible all at once.
+A new active controller that finds the log inside a transaction (its predecessor died midway)
+first appends an AbortTransactionRecord, and an empty log gets its metadata.version first.
+
+Indexes (``index.PartitionIndex``) follow the speculative image on the active controller and the
+committed image elsewhere, so fencing a broker walks its own partitions, not the cluster's.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from google.protobuf.message import Message
+
+from quorum.controller import (acls_control, api, brokers_control, configs_control, features_control,
+                               producer_ids_control, quotas_control, topics_control)
+from quorum.controller.index import PartitionIndex
+from quorum.errors import Errors, SparkraftError
+from quorum.log.batch import Batch
+from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.image import MetadataImage, Provenance
+from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.records import MetadataRecord, decode_record, encode_record
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+NO_DEADLINE = 1 << 62
+_RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka's ZERO and ONE
+_MARKERS = (pb.BeginTransactionRecord, pb.EndTransactionRecord, pb.AbortTransactionRecord)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+    idle_interval_ms: int = 500  # a NoOpRecord after this long without a write
+    max_records_per_batch: int = 10000  # larger operations become transactions over several batches
+    default_num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+    bootstrap_metadata_version: int = features_control.MV_BOOTSTRAP
+    seed: Optional[int] = None  # topic/ACL ids and placement; None: derived from cluster and node id
+
+
+@dataclass
+class Operation:
+    """What one request (or timer) turned into.
+
+    ``batches``: encoded records, each inner list one atomic proposal, to propose in order.
+    ``reply``: the answer once the last batch is committed (at once if there are no batches).
+    ``error``: the request was rejected: nothing to propose, answer with this error now.
+    ``reply_fn``: if set, the reply is ``reply_fn(offset of the first record of the first batch)``.
+    """
+
+    batches: list[list[bytes]] = field(default_factory=list)
+    reply: object = None
+    error: Optional[SparkraftError] = None
+    reply_fn: Optional[Callable[[int], object]] = None
+    name: str = ""
+
+    @property
+    def record_count(self) -> int:
+        return sum(len(b) for b in self.batches)
+
+
+@dataclass(slots=True)
+class _Inflight:
+    """One proposed batch, not yet committed: its offsets, and (for the last batch of an
+    operation) the speculative image after it and what the operation touched."""
+
+    base: int
+    end: int
+    snapshot: Optional[MetadataImage] = None
+    touched: Optional[tuple[set, set]] = None
+
+
+class ControllerCore:
+    def __init__(self, node_id: int, cluster_id: str, settings: ControllerSettings = ControllerSettings()):
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.settings = settings
+        self.rng = random.Random(settings.seed if settings.seed is not None else f"{cluster_id}/{node_id}")
+        self.loader = MetadataLoader()
+        self.last_committed_offset = -1
+        self.index = PartitionIndex()
+        self._indexed: MetadataImage = self.loader.image  # the image the index reflects (standby)
+        self._acc_parts: set = set()  # partitions replayed since the index last followed the loader
+        self._acc_topics: set = set()
+        self.sessions = brokers_control.Sessions(settings.session_timeout_ms)
+        self._epoch: Optional[int] = None  # the epoch we are active in
+        self._spec: Optional[MetadataImage] = None
+        self._inflight: deque[_Inflight] = deque()
+        self._next_write_offset = 0
+        self._pending_batches: list[list[bytes]] = []  # activation records not yet handed out
+        self._last_write_ms = 0
+        self._diverged = False
+        self._issued: set[str] = set()
+        self._acceptable_of: Any = None
+        self._acceptable_set: frozenset = frozenset()
+        self.fast_replays = 0  # batches published from the speculative image (for tests/metrics)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def is_active(self) -> bool:
+        return self._epoch is not None
+
+    @property
+    def epoch(self) -> Optional[int]:
+        return self._epoch
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed image (never inside a transaction)."""
+        return self.loader.image
+
+    @property
+    def spec(self) -> MetadataImage:
+        """The speculative image on the active controller; the committed one elsewhere."""
+        return self._spec if self._spec is not None else self.loader.image
+
+    @property
+    def next_write_offset(self) -> int:
+        return self._next_write_offset
+
+    def first_record_offset(self, record_count: int) -> int:
+        """The offset the first record of an operation of ``record_count`` records will get."""
+        wrapped = record_count > self.settings.max_records_per_batch
+        return self._next_write_offset + (1 if wrapped else 0)
+
+    def acceptable(self, broker: int) -> bool:
+        """Registered, unfenced and not shutting down (in the speculative image): may lead."""
+        cluster = self.spec.cluster
+        if self._acceptable_of is not cluster:
+            self._acceptable_of = cluster
+            self._acceptable_set = frozenset(b.broker_id for b in cluster.brokers.values()
+                                             if not b.fenced and not b.in_controlled_shutdown)
+        return broker in self._acceptable_set
+
+    def new_uuid(self) -> str:
+        spec = self.spec
+        while True:
+            s = base64.urlsafe_b64encode(self.rng.getrandbits(128).to_bytes(16, "big")).decode()[:22]
+            if (s[0] != "-" and s not in _RESERVED_UUIDS and s not in self._issued
+                    and s not in spec.topics.by_id and s not in spec.acls.acls):
+                self._issued.add(s)
+                return s
+
+    # ------------------------------------------------------------------ committed log
+    def replay_committed(self, batch: Batch) -> None:
+        """Replay a committed batch (every one, in offset order; control batches are skipped)."""
+        if batch.last_offset <= self.last_committed_offset:
+            return  # seen already
+        if batch.base_offset != self.last_committed_offset + 1 and self.last_committed_offset >= 0:
+            log.warning("controller %d: committed batch at %d after offset %d", self.node_id,
+                        batch.base_offset, self.last_committed_offset)
+        if not batch.control:
+            if not (self.is_active and batch.epoch == self._epoch and self._replay_own(batch)):
+                self._replay_decoded(batch)
+        self.last_committed_offset = batch.last_offset
+
+    def _replay_own(self, batch: Batch) -> bool:
+        """Publish our own batch from the speculative images kept for it; False if it is not
+        exactly the next of our in-flight batches (then it is decoded instead)."""
+        inflight = self._inflight
+        n, off = 0, batch.base_offset
+        while off < batch.end_offset:
+            if n >= len(inflight) or inflight[n].base != off:
+                break
+            off = inflight[n].end
+            n += 1
+        if off != batch.end_offset or n == 0:
+            if inflight:
+                log.error("controller %d: committed batch %d..%d is not what it proposed (next in flight "
+                          "%d); stops taking requests", self.node_id, batch.base_offset, batch.last_offset,
+                          inflight[0].base)
+                self._diverged = True
+            return False
+        entries = [inflight.popleft() for _ in range(n)]
+        start = batch.base_offset
+        for e in reversed(entries):
+            if e.snapshot is not None:
+                self.loader.reset(replace(e.snapshot, provenance=Provenance(e.end - 1, batch.epoch)))
+                start = e.end
+                break
+        for off in range(start, batch.end_offset):
+            self.loader.replay(decode_record(batch.records[off - batch.base_offset]), off, batch.epoch)
+        self.loader.flush()
+        self.fast_replays += 1
+        return True
+
+    def _replay_decoded(self, batch: Batch) -> None:
+        follow = not self.is_active  # the index follows the committed image only on a standby
+        parts, topics = self._acc_parts, self._acc_topics
+        for i, raw in enumerate(batch.records):
+            record = decode_record(raw)
+            if follow and isinstance(record, MetadataRecord):
+                _note(record.message, parts, topics)
+            self.loader.replay(record, batch.base_offset + i, batch.epoch)
+        self.loader.flush()
+        if follow:
+            self._sync_index()
+
+    def _sync_index(self) -> None:
+        image = self.loader.image
+        if image is self._indexed:
+            return
+        self.index.update(self._indexed, image, self._acc_parts, self._acc_topics)
+        self._indexed = image
+        if not self.loader.in_transaction:
+            self._acc_parts, self._acc_topics = set(), set()
+
+    # ------------------------------------------------------------------ leadership
+    def activate(self, epoch: int, now_ms: int, next_write_offset: Optional[int] = None) -> None:
+        """This node is the active controller of ``epoch``; it has replayed everything committed
+        before (its own LeaderChange included), so its next record lands right after that."""
+        if self.is_active:
+            self.deactivate()
+        self._epoch = epoch
+        self._spec = self.loader.image
+        self._next_write_offset = (self.last_committed_offset + 1 if next_write_offset is None
+                                   else next_write_offset)
+        self._diverged = False
+        self._inflight.clear()
+        self.sessions = brokers_control.Sessions(self.settings.session_timeout_ms)
+        for b in self._spec.cluster.brokers:
+            self.sessions.touch(b, now_ms)
+        self._last_write_ms = now_ms
+        records: list[Message] = []
+        if self.loader.in_transaction:
+            records.append(pb.AbortTransactionRecord(reason="the active controller changed during the "
+                                                            "transaction"))
+        records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
+        if records:
+            self._pending_batches = self._emit(records, now_ms).batches
+
+    def deactivate(self) -> None:
+        """Leadership is lost: forget everything not committed."""
+        if not self.is_active:
+            return
+        parts, topics = set(), set()
+        for e in self._inflight:
+            if e.touched is not None:
+                parts |= e.touched[0]
+                topics |= e.touched[1]
+        committed = self.loader.image
+        if self._diverged:
+            self.index = PartitionIndex.build(committed)
+        else:
+            self.index.update(self._spec, committed, parts, topics)
+        self._indexed = committed
+        # our own open transaction may still be completed by the next leader: remember its keys
+        self._acc_parts |= parts
+        self._acc_topics |= topics
+        self._epoch = None
+        self._spec = None
+        self._inflight.clear()
+        self._pending_batches = []
+        self._diverged = False
+        self.sessions = brokers_control.Sessions(self.settings.session_timeout_ms)
+
+    # ------------------------------------------------------------------ requests and timers
+    def handle(self, request: object, now_ms: int) -> Operation:
+        """Validate a write request against the speculative image and turn it into records."""
+        name = type(request).__name__
+        if not self.is_active or self._diverged:
+            return Operation(error=SparkraftError(Errors.NOT_CONTROLLER, f"node {self.node_id} is not the "
+                                                  f"active controller"), name=name)
+        handler = _HANDLERS.get(type(request))
+        if handler is None:
+            return Operation(error=SparkraftError(Errors.INVALID_REQUEST, f"not a controller write "
+                                                  f"request: {name}"), name=name)
+        self._issued = set()
+        try:
+            records, reply = handler(self, request, now_ms)
+        except SparkraftError as e:
+            return Operation(error=e, name=name)
+        return self._emit(records, now_ms, reply, name)
+
+    def tick(self, now_ms: int) -> list[Operation]:
+        """Timers: activation records, fencing brokers whose session expired, the idle NoOp."""
+        if not self.is_active or self._diverged:
+            return []
+        ops = []
+        for broker in brokers_control.expired(self, now_ms):
+            log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
+                     self.settings.session_timeout_ms)
+            ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))
+        if self._pending_batches:
+            ops.insert(0, self._emit([], now_ms, None, "Activation"))
+        if not ops and now_ms >= self._last_write_ms + self.settings.idle_interval_ms:
+            ops.append(self._emit([pb.NoOpRecord()], now_ms, None, "NoOp"))
+        return ops
+
+    def next_deadline_ms(self) -> int:
+        if not self.is_active:
+            return NO_DEADLINE
+        if self._pending_batches:
+            return 0
+        deadline = self._last_write_ms + self.settings.idle_interval_ms
+        expiry = brokers_control.next_expiry(self)
+        return deadline if expiry is None else min(deadline, expiry)
+
+    # ------------------------------------------------------------------ records out
+    def _emit(self, records: list[Message], now_ms: int, reply: object = None, name: str = "") -> Operation:
+        batches, self._pending_batches = self._pending_batches, []
+        if records:
+            snapshot, touched = self._apply(records)
+            encoded = [encode_record(r) for r in records]
+            limit = self.settings.max_records_per_batch
+            if len(encoded) > limit:
+                encoded = ([encode_record(pb.BeginTransactionRecord(name=name or "operation"))] + encoded
+                           + [encode_record(pb.EndTransactionRecord())])
+            chunks = [encoded[i:i + limit] for i in range(0, len(encoded), limit)]
+            for i, chunk in enumerate(chunks):
+                base = self._next_write_offset
+                self._next_write_offset += len(chunk)
+                last = i == len(chunks) - 1
+                self._inflight.append(_Inflight(base, self._next_write_offset,
+                                                snapshot if last else None, touched if last else None))
+            batches.extend(chunks)
+            self._last_write_ms = now_ms
+        return Operation(batches, reply, None, None, name)
+
+    def _apply(self, records: list[Message]) -> tuple[MetadataImage, tuple[set, set]]:
+        """Apply records to the speculative image (and the index); the image after them."""
+        delta = MetadataDelta(self._spec)
+        parts: set = set()
+        topics: set = set()
+        for r in records:
+            if isinstance(r, _MARKERS):
+                continue
+            delta.replay(r)
+            _note(r, parts, topics)
+        new = delta.apply(Provenance(self._next_write_offset, self._epoch))
+        self.index.update(self._spec, new, parts, topics)
+        self._spec = new
+        return new, (parts, topics)
+
+    # ------------------------------------------------------------------ reads (committed image)
+    def list_topics(self) -> list[str]:
+        return self.image.topics.topic_names()
+
+    def describe_topic(self, name: str) -> api.TopicDescription:
+        image = self.image
+        topic = image.topics.topic_by_name(name)
+        if topic is None:
+            raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+        parts = tuple(api.PartitionDescription(pid, p.leader, p.replicas, p.isr, p.leader_epoch,
+                                               p.partition_epoch)
+                      for pid, p in sorted(topic.partitions.items()))
+        configs = dict(image.configs.configs(configs_control.ConfigResource(configs_control.TOPIC, name)))
+        return api.TopicDescription(name, topic.topic_id, parts, configs)
+
+    def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
+        image = self.image
+        brokers = tuple(
+            api.BrokerDescription(b.broker_id, b.fenced, b.in_controlled_shutdown, b.broker_epoch, b.rack,
+                                  tuple(api.BrokerEndpoint(e.name, e.host, e.port, e.security_protocol_name)
+                                        for e in b.endpoints), b.incarnation_id)
+            for b in (image.cluster.brokers[i] for i in image.cluster.broker_ids()))
+        offset = image.offset if self.loader.in_transaction else self.last_committed_offset
+        return api.ClusterDescription(self.cluster_id, controller_id, offset, brokers)
+
+    def describe_configs(self, req: api.DescribeConfigsRequest
+                         ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
+        return [configs_control.describe(self.image, key) for key in req.resources]
+
+    def describe_acls(self, filter: api.AclBinding) -> list[api.AclBinding]:
+        return acls_control.describe(self.image, filter)
+
+
+def _note(message: Message, parts: set, topics: set) -> None:
+    """Remember which partitions / topics a record may change (for the index)."""
+    t = type(message)
+    if t is pb.PartitionChangeRecord:
+        parts.add((message.topic_id, message.partition_id))
+    elif t is pb.PartitionRecord or t is pb.TopicRecord or t is pb.RemoveTopicRecord:
+        topics.add(message.topic_id)
+
+
+# ---------------------------------------------------------------- request dispatch
+def _register(core: ControllerCore, req: api.RegisterBrokerRequest, now: int):
+    records, reply = brokers_control.register(core, req, now)
+    core.sessions.touch(req.broker_id, now)
+    return records, reply
+
+
+def _heartbeat(core: ControllerCore, req, now: int):
+    return brokers_control.heartbeat(core, req, now)
+
+
+def _unregister(core: ControllerCore, req, now: int):
+    records, reply = brokers_control.unregister(core, req)
+    core.sessions.last_contact.pop(req.broker_id, None)
+    return records, reply
+
+
+def _features(core: ControllerCore, req, now: int):
+    return features_control.update(core.spec, req, core.node_id)
+
+
+_HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]] = {
+    api.RegisterBrokerRequest: _register,
+    api.BrokerHeartbeatRequest: _heartbeat,
+    api.UnregisterBrokerRequest: _unregister,
+    api.CreateTopicsRequest: lambda c, r, now: topics_control.create_topics(c, r),
+    api.DeleteTopicsRequest: lambda c, r, now: topics_control.delete_topics(c, r),
+    api.CreatePartitionsRequest: lambda c, r, now: topics_control.create_partitions(c, r),
+    api.ElectLeadersRequest: lambda c, r, now: topics_control.elect_leaders(c, r),
+    api.AlterPartitionRequest: lambda c, r, now: topics_control.alter_partition(c, r),
+    api.IncrementalAlterConfigsRequest: lambda c, r, now: configs_control.incremental_alter(c.spec, r),
+    api.UpdateFeaturesRequest: _features,
+    api.AlterClientQuotasRequest: lambda c, r, now: quotas_control.alter(c.spec, r),
+    api.AllocateProducerIdsRequest: lambda c, r, now: producer_ids_control.allocate(c.spec, r),
+    api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
+    api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
+}

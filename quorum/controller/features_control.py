@@ -1,0 +1,78 @@
+"""UpdateFeatures and the metadata.version bootstrap (Kafka's FeatureControlManager).
+
+metadata.version says how to read the log. The first active controller of an empty log writes
+``FeatureLevel(metadata.version, bootstrap level)``. An upgrade is refused if any registered broker
+does not support the new level, and metadata.version is never downgraded or removed here (a
+downgrade could drop metadata that newer records carry).
+"""
+from __future__ import annotations
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.metadata.features import METADATA_VERSION
+from quorum.metadata.image import MetadataImage
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+MV_MIN = 1
+MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default
+MV_MAX = 3  # the highest metadata.version this controller supports
+
+# feature -> (lowest, highest) finalized level this controller supports; 0 = disabled
+SUPPORTED: dict[str, tuple[int, int]] = {
+    METADATA_VERSION: (MV_MIN, MV_MAX),
+    "kraft.version": (0, 1),
+    "transaction.version": (0, 2),
+    "group.version": (0, 1),
+}
+
+
+def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[pb.FeatureLevelRecord]:
+    if image.features.metadata_version is not None:
+        return []
+    return [pb.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level)]
+
+
+def _check(image: MetadataImage, name: str, level: int, node_id: int) -> None:
+    bad = Errors.INVALID_UPDATE_VERSION
+    if name not in SUPPORTED:
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. The controller "
+                                  f"does not support the given feature.")
+    lo, hi = SUPPORTED[name]
+    if name == METADATA_VERSION:
+        if level < MV_MIN:
+            raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. "
+                                      f"metadata.version cannot be removed.")
+        current = image.features.metadata_version or 0
+        if level < current:
+            raise SparkraftError(bad, f"Invalid metadata.version {level}. Refusing to perform the "
+                                      f"requested downgrade from {current} because it might delete "
+                                      f"metadata information.")
+    if not (level == 0 or lo <= level <= hi):
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Local "
+                                  f"controller {node_id} only supports versions {lo}-{hi}")
+    if name == METADATA_VERSION:
+        for b in image.cluster.brokers.values():
+            for f in b.features:
+                if f.name == name and not f.min_version <= level <= f.max_version:
+                    raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. "
+                                              f"Broker {b.broker_id} only supports versions "
+                                              f"{f.min_version}-{f.max_version}")
+
+
+def update(image: MetadataImage, req: api.UpdateFeaturesRequest, node_id: int
+           ) -> tuple[list[pb.FeatureLevelRecord], tuple[api.ItemResult, ...]]:
+    records, results = [], []
+    seen = set()
+    for name, level in req.updates:
+        try:
+            if name in seen:
+                raise SparkraftError(Errors.INVALID_REQUEST, f"Feature {name} appears more than once")
+            seen.add(name)
+            _check(image, name, level, node_id)
+        except SparkraftError as e:
+            results.append(api.ItemResult(e.error, e.message))
+            continue
+        if image.features.level(name) != level and not req.validate_only:
+            records.append(pb.FeatureLevelRecord(name=name, feature_level=level))
+        results.append(api.ItemResult())
+    return records, tuple(results)

@@ -1,0 +1,83 @@
+"""AlterClientQuotas (Kafka's ClientQuotaControlManager): validated ClientQuotaRecords.
+
+Entities are user, client-id, user + client-id, or ip (alone); a name of None is the default entity
+of its type. Keys are Kafka's quota keys; the byte rates are whole numbers.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.quotas import quota_entity
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+# key -> (whole number?, entity kinds it applies to)
+KEYS = {
+    "producer_byte_rate": (True, "client"),
+    "consumer_byte_rate": (True, "client"),
+    "request_percentage": (False, "client"),
+    "controller_mutation_rate": (False, "client"),
+    "connection_creation_rate": (True, "ip"),
+}
+
+
+def _invalid(message: str) -> SparkraftError:
+    return SparkraftError(Errors.INVALID_REQUEST, message)
+
+
+def _validate(alteration: api.ClientQuotaAlteration) -> None:
+    if not alteration.entity:
+        raise _invalid("Invalid empty client quota entity")
+    types = [t for t, _ in alteration.entity]
+    if len(set(types)) != len(types):
+        raise _invalid("Invalid quota entity: an entity type appears more than once")
+    kinds = set(types)
+    if kinds - {USER, CLIENT_ID, IP}:
+        raise _invalid(f"Unhandled client quota entity type: {sorted(kinds - {USER, CLIENT_ID, IP})[0]}")
+    if IP in kinds and len(kinds) > 1:
+        raise _invalid("Invalid quota entity combination, IP entity should not be combined with "
+                       "User or ClientId")
+    for t, name in alteration.entity:
+        if t == IP and name is not None:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                raise _invalid(f"{name} is not a valid IP or resolvable host.") from None
+    kind = "ip" if IP in kinds else "client"
+    for key, value in alteration.ops:
+        spec = KEYS.get(key)
+        if spec is None or spec[1] != kind:
+            raise _invalid(f"Unknown quota key: {key}" if spec is None else
+                           f"Quota key {key} does not apply to this entity")
+        if value is None:
+            continue
+        if value < 0 or value != value:
+            raise _invalid(f"Illegal value {value} for quota key {key}: must be non-negative")
+        if spec[0] and not float(value).is_integer():
+            raise _invalid(f"Invalid value {value} for configuration {key}: Not a number of type LONG")
+
+
+def alter(image: MetadataImage, req: api.AlterClientQuotasRequest
+          ) -> tuple[list[pb.ClientQuotaRecord], tuple[api.ItemResult, ...]]:
+    records, results = [], []
+    for alteration in req.alterations:
+        try:
+            _validate(alteration)
+        except SparkraftError as e:
+            results.append(api.ItemResult(e.error, e.message))
+            continue
+        entity = quota_entity(dict(alteration.entity))
+        current = image.client_quotas.quotas(entity)
+        data = [pb.ClientQuotaRecord.EntityData(entity_type=t, entity_name=n) for t, n in entity]
+        if not req.validate_only:
+            for key, value in alteration.ops:
+                if value is None:
+                    if key in current:
+                        records.append(pb.ClientQuotaRecord(entity=data, key=key, remove=True))
+                elif current.get(key) != float(value):
+                    records.append(pb.ClientQuotaRecord(entity=data, key=key, value=float(value)))
+        results.append(api.ItemResult())
+    return records, tuple(results)

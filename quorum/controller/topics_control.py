@@ -1,0 +1,337 @@
+"""Topics and partitions (Kafka's ReplicationControlManager): create, delete, add partitions,
+elect leaders, AlterPartition, and moving partitions off a broker that is fenced, shutting down
+or unregistered.
+
+Every function reads the controller's speculative image (``ctx.spec``: committed + handled but
+uncommitted) and returns records plus a reply; none changes anything itself. Per-item problems go
+into the reply; a problem with the whole request raises SparkraftError.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Optional
+
+from quorum.controller import api, configs_control
+from quorum.controller.partition_change import Election, change
+from quorum.controller.placement import UsableBroker, place
+from quorum.errors import Errors, SparkraftError
+from quorum.metadata.configs import TOPIC
+from quorum.metadata.topics import NO_LEADER, PartitionRegistration
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+if TYPE_CHECKING:
+    from quorum.controller.core import ControllerCore
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate, with its messages (INVALID_TOPIC_EXCEPTION)."""
+    bad = Errors.INVALID_TOPIC_EXCEPTION
+    if not name:
+        raise SparkraftError(bad, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise SparkraftError(bad, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SparkraftError(bad, f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} "
+                                  f"characters, topic name: {name}")
+    if not _LEGAL.fullmatch(name):
+        raise SparkraftError(bad, f"Topic name \"{name}\" is illegal, it contains a character other "
+                                  f"than ASCII alphanumerics, '.', '_' and '-'")
+
+
+def usable_brokers(ctx: "ControllerCore") -> list[UsableBroker]:
+    """Registered brokers not in controlled shutdown (fenced ones included, marked)."""
+    return [UsableBroker(b.broker_id, b.rack, b.fenced) for b in ctx.spec.cluster.brokers.values()
+            if not b.in_controlled_shutdown]
+
+
+def _placement(ctx: "ControllerCore", count: int, rf: int, existing: Sequence[Sequence[int]] = ()
+               ) -> list[list[int]]:
+    try:
+        return place(usable_brokers(ctx), count, rf, ctx.rng, existing)
+    except SparkraftError as e:
+        raise SparkraftError(e.error, f"Unable to replicate the partition {rf} time(s): {e.message}") from None
+
+
+def _manual(ctx: "ControllerCore", assignments: Sequence[Sequence[int]], rf: Optional[int],
+            first_id: int) -> list[list[int]]:
+    bad = Errors.INVALID_REPLICA_ASSIGNMENT
+    brokers = ctx.spec.cluster.brokers
+    out = []
+    for i, replicas in enumerate(assignments):
+        if not replicas:
+            raise SparkraftError(bad, "The manual partition assignment includes an empty replica list.")
+        seen = set()
+        for b in replicas:
+            if b in seen:
+                raise SparkraftError(bad, f"The manual partition assignment includes the broker {b} "
+                                          f"more than once.")
+            seen.add(b)
+            if b not in brokers:
+                raise SparkraftError(bad, f"The manual partition assignment includes broker {b}, but "
+                                          f"no such broker is registered.")
+        if rf is None:
+            rf = len(replicas)
+        elif len(replicas) != rf:
+            raise SparkraftError(bad, f"The manual partition assignment includes a partition with "
+                                      f"{len(replicas)} replica(s), but this is not consistent with "
+                                      f"previous partitions, which have {rf} replica(s).")
+        if not any(ctx.acceptable(b) for b in replicas):
+            raise SparkraftError(bad, f"All brokers specified in the manual partition assignment for "
+                                      f"partition {first_id + i} are fenced or in controlled shutdown.")
+        out.append(list(replicas))
+    return out
+
+
+def _partition_record(ctx: "ControllerCore", topic_id: str, pid: int, replicas: Sequence[int]
+                      ) -> pb.PartitionRecord:
+    acceptable = ctx.acceptable
+    isr = [b for b in replicas if acceptable(b)]
+    return pb.PartitionRecord(partition_id=pid, topic_id=topic_id, replicas=replicas, isr=isr,
+                              leader=isr[0] if isr else NO_LEADER, leader_epoch=0, partition_epoch=0)
+
+
+# ---------------------------------------------------------------- create / delete / add partitions
+def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
+                  ) -> tuple[list, tuple[api.CreateTopicResult, ...]]:
+    records: list = []
+    results = []
+    counts: dict[str, int] = {}
+    for t in req.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    names = ctx.spec.topics.ids_by_name
+    for t in req.topics:
+        try:
+            if counts[t.name] > 1:
+                raise SparkraftError(Errors.INVALID_REQUEST, "Found multiple entries for this topic.")
+            validate_topic_name(t.name)
+            if t.name in names:
+                raise SparkraftError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+            topic_id = ctx.new_uuid()
+            if t.assignments:
+                if t.num_partitions != -1:
+                    raise SparkraftError(Errors.INVALID_REQUEST, "A manual partition assignment was "
+                                         "specified, but numPartitions was not set to -1.")
+                if t.replication_factor != -1:
+                    raise SparkraftError(Errors.INVALID_REQUEST, "A manual partition assignment was "
+                                         "specified, but replicationFactor was not set to -1.")
+                assignment = _manual(ctx, t.assignments, None, 0)
+            else:
+                n = ctx.settings.default_num_partitions if t.num_partitions == -1 else t.num_partitions
+                rf = (ctx.settings.default_replication_factor if t.replication_factor == -1
+                      else t.replication_factor)
+                if n <= 0:
+                    raise SparkraftError(Errors.INVALID_PARTITIONS, "Number of partitions was set to an "
+                                                                    "invalid non-positive value.")
+                if rf <= 0:
+                    raise SparkraftError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be "
+                                         "larger than 0, or -1 to use the default value.")
+                assignment = _placement(ctx, n, rf)
+            configs_control.validate_topic_configs(t.configs)
+        except SparkraftError as e:
+            results.append(api.CreateTopicResult(t.name, e.error, e.message))
+            continue
+        results.append(api.CreateTopicResult(t.name, topic_id=topic_id, num_partitions=len(assignment),
+                                             replication_factor=len(assignment[0])))
+        if req.validate_only:
+            continue
+        records.append(pb.TopicRecord(name=t.name, topic_id=topic_id))
+        for name, value in t.configs:
+            records.append(pb.ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=name,
+                                           value=value))
+        records.extend(_partition_record(ctx, topic_id, pid, replicas)
+                       for pid, replicas in enumerate(assignment))
+    return records, tuple(results)
+
+
+def delete_topics(ctx: "ControllerCore", req: api.DeleteTopicsRequest
+                  ) -> tuple[list, tuple[api.TopicResult, ...]]:
+    topics = ctx.spec.topics
+    records, results, removed = [], [], set()
+    wanted: list[tuple[str, Optional[str]]] = [(n, None) for n in req.names]
+    wanted += [("", i) for i in req.topic_ids]
+    for name, topic_id in wanted:
+        if topic_id is None:
+            topic_id = topics.ids_by_name.get(name)
+            if topic_id is None:
+                results.append(api.TopicResult(name, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                               "This server does not host this topic-partition."))
+                continue
+        else:
+            topic = topics.topic(topic_id)
+            if topic is None:
+                results.append(api.TopicResult(name, Errors.UNKNOWN_TOPIC_ID,
+                                               "This server does not host this topic ID.", topic_id))
+                continue
+            name = topic.name
+        if topic_id not in removed:
+            removed.add(topic_id)
+            records.append(pb.RemoveTopicRecord(topic_id=topic_id))
+        results.append(api.TopicResult(name, topic_id=topic_id))
+    return records, tuple(results)
+
+
+def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
+                      ) -> tuple[list, tuple[api.TopicResult, ...]]:
+    records, results, seen = [], [], set()
+    for u in req.updates:
+        try:
+            if u.name in seen:
+                raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate topic in the request")
+            seen.add(u.name)
+            topic = ctx.spec.topics.topic_by_name(u.name)
+            if topic is None:
+                raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                     "This server does not host this topic-partition.")
+            current = len(topic.partitions)
+            if u.count < current:
+                raise SparkraftError(Errors.INVALID_PARTITIONS, f"The topic {u.name} currently has "
+                                     f"{current} partition(s); {u.count} would not be an increase.")
+            if u.count == current:
+                raise SparkraftError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+            added = u.count - current
+            existing = [topic.partitions[pid].replicas for pid in sorted(topic.partitions)]
+            rf = len(existing[0]) if existing else 1
+            if u.assignments:
+                if len(u.assignments) != added:
+                    raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} "
+                                         f"additional partition(s), but only {len(u.assignments)} "
+                                         f"assignment(s) were specified.")
+                assignment = _manual(ctx, u.assignments, rf, current)
+            else:
+                assignment = _placement(ctx, added, rf, existing)
+        except SparkraftError as e:
+            results.append(api.TopicResult(u.name, e.error, e.message))
+            continue
+        results.append(api.TopicResult(u.name, topic_id=topic.topic_id))
+        if not req.validate_only:
+            records.extend(_partition_record(ctx, topic.topic_id, current + i, replicas)
+                           for i, replicas in enumerate(assignment))
+    return records, tuple(results)
+
+
+# ---------------------------------------------------------------- elections and ISR changes
+def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
+                  ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
+    kind = req.election_type.upper()
+    if kind not in ("PREFERRED", "UNCLEAN"):
+        raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown election type {req.election_type}")
+    election = Election.PREFERRED if kind == "PREFERRED" else Election.UNCLEAN
+    topics = ctx.spec.topics
+    every = req.partitions is None
+    if every:
+        wanted = [api.TopicPartition(t.name, pid) for t in topics.by_id.values() for pid in sorted(t.partitions)]
+    else:
+        wanted = list(dict.fromkeys(req.partitions))
+    records, results = [], []
+    for tp in wanted:
+        topic = topics.topic_by_name(tp.topic)
+        p = topic.partition(tp.partition) if topic is not None else None
+        if p is None:
+            results.append(api.ElectLeadersResult(tp, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                                  "This server does not host this topic-partition."))
+            continue
+        error, message, record = _elect_one(ctx, topic.topic_id, tp.partition, p, election)
+        if error is Errors.ELECTION_NOT_NEEDED and every:
+            continue
+        if record is not None:
+            records.append(record)
+        results.append(api.ElectLeadersResult(tp, error, message))
+    return records, tuple(results)
+
+
+def _elect_one(ctx: "ControllerCore", topic_id: str, pid: int, p: PartitionRegistration,
+               election: Election) -> tuple[Errors, str, Optional[pb.PartitionChangeRecord]]:
+    if election is Election.PREFERRED:
+        if p.leader == p.replicas[0]:
+            return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
+        if not (p.replicas[0] in p.isr and ctx.acceptable(p.replicas[0])):
+            return Errors.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.", None
+    elif p.leader != NO_LEADER:
+        return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
+    record = change(topic_id, pid, p, ctx.acceptable, election=election)
+    if record is None or not record.HasField("leader") or record.leader == NO_LEADER:
+        return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Unable to find any eligible leader.", None
+    return Errors.NONE, "", record
+
+
+def alter_partition(ctx: "ControllerCore", req: api.AlterPartitionRequest
+                    ) -> tuple[list, api.AlterPartitionReply]:
+    broker = ctx.spec.cluster.broker(req.broker_id)
+    if broker is None:
+        raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {req.broker_id} is not registered.")
+    if broker.broker_epoch != req.broker_epoch:
+        raise SparkraftError(Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {broker.broker_epoch}, "
+                                                        f"but got broker epoch {req.broker_epoch}")
+    topic = ctx.spec.topics.topic(req.topic_id)
+    if topic is None:
+        return [], api.AlterPartitionReply(Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+    p = topic.partition(req.partition)
+    if p is None:
+        return [], api.AlterPartitionReply(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                           "This server does not host this topic-partition.")
+
+    def reject(error: Errors, message: str) -> tuple[list, api.AlterPartitionReply]:
+        return [], api.AlterPartitionReply(error, message, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
+
+    where = f"{topic.name}-{req.partition}"
+    if req.leader_epoch != p.leader_epoch:
+        return reject(Errors.FENCED_LEADER_EPOCH, f"The leader epoch {req.leader_epoch} of {where} does "
+                                                  f"not match the current leader epoch {p.leader_epoch}.")
+    if req.broker_id != p.leader:
+        return reject(Errors.INVALID_REQUEST, f"Broker {req.broker_id} is not the leader of {where} "
+                                              f"(the leader is {p.leader}).")
+    if req.partition_epoch != p.partition_epoch:
+        return reject(Errors.INVALID_UPDATE_VERSION, f"The partition epoch {req.partition_epoch} of "
+                                                     f"{where} does not match the current partition "
+                                                     f"epoch {p.partition_epoch}.")
+    new_isr = tuple(req.new_isr)
+    if len(set(new_isr)) != len(new_isr) or not set(new_isr) <= set(p.replicas):
+        return reject(Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} has duplicates or "
+                                              f"brokers that are not replicas {list(p.replicas)}.")
+    if p.leader not in new_isr:
+        return reject(Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} does not include "
+                                              f"the leader {p.leader}.")
+    ineligible = [b for b in new_isr if b != p.leader and not ctx.acceptable(b)]
+    if ineligible:
+        return reject(Errors.INELIGIBLE_REPLICA, f"The new ISR {list(new_isr)} of {where} contains "
+                                                 f"ineligible replica(s) {ineligible} (fenced, in "
+                                                 f"controlled shutdown or not registered).")
+    record = change(req.topic_id, req.partition, p, ctx.acceptable, target_isr=new_isr)
+    if record is None:
+        return [], api.AlterPartitionReply(Errors.NONE, "", p.leader, p.leader_epoch, p.partition_epoch, p.isr)
+    q = p.merge(record)
+    return [record], api.AlterPartitionReply(Errors.NONE, "", q.leader, q.leader_epoch, q.partition_epoch, q.isr)
+
+
+def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+    """Take ``broker`` out of every ISR it is in (unless it is the last member) and move its
+    leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration."""
+    def acceptable(b: int) -> bool:
+        return b != broker and ctx.acceptable(b)
+
+    return _changes(ctx, ctx.index.isr_partitions(broker), acceptable,
+                    lambda p: [b for b in p.isr if b != broker])
+
+
+def elect_leaderless(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+    """Leaderless partitions whose ISR holds ``broker``, which just became available: elect."""
+    def acceptable(b: int) -> bool:
+        return b == broker or ctx.acceptable(b)
+
+    return _changes(ctx, ctx.index.leaderless_partitions(broker), acceptable, lambda p: None)
+
+
+def _changes(ctx: "ControllerCore", partitions: Iterable[tuple[str, int]],
+             acceptable: Callable[[int], bool], target_isr: Callable) -> list[pb.PartitionChangeRecord]:
+    by_id = ctx.spec.topics.by_id
+    out = []
+    for tid, pid in sorted(partitions):
+        p = by_id[tid].partitions[pid]
+        record = change(tid, pid, p, acceptable, target_isr=target_isr(p))
+        if record is not None:
+            out.append(record)
+    return out

@@ -1,0 +1,206 @@
+"""The controller on the simulated quorum: failover in the middle of a multi-batch operation, and a
+property test of random request sequences against the metadata invariants."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from quorum.controller import api
+from quorum.controller.core import ControllerSettings
+from quorum.controller.index import PartitionIndex
+from quorum.controller.local import LocalController
+from quorum.errors import Errors
+from quorum.metadata.invariants import violations
+from quorum.raft.settings import RaftSettings
+from quorum.sim.cluster import CLUSTER_ID
+from quorum.sim.controller_sim import ControllerCluster
+
+BIG = 30_000
+
+
+def _register_brokers(c: ControllerCluster, n: int = 3) -> dict[int, int]:
+    epochs = {}
+    for b in range(n):
+        r = c.request(api.RegisterBrokerRequest(b, CLUSTER_ID, f"Inc000xxxxxxxxxxxxx{b:03d}",
+                                                (api.BrokerEndpoint("PLAINTEXT", "h", 9092 + b),)))
+        epochs[b] = r.broker_epoch
+        hb = c.request(api.BrokerHeartbeatRequest(b, r.broker_epoch, 1 << 40))
+        assert not hb.is_fenced
+    return epochs
+
+
+@pytest.mark.parametrize("seed, crash_after", [(1, 0), (2, 1), (3, 2), (4, 3), (5, 1)])
+def test_failover_in_the_middle_of_a_multi_batch_create(seed, crash_after):
+    # one batch per fetch, so followers commit the transaction's batches one at a time
+    raft = RaftSettings(fetch_max_bytes=700_000, max_batch_bytes=700_000)
+    c = ControllerCluster(seed, settings=raft)
+    seen_sizes: set = set()
+
+    def all_or_nothing(node_id, core):
+        t = core.image.topics.topic_by_name("big")
+        size = 0 if t is None else len(t.partitions)
+        seen_sizes.add(size)
+        assert size in (0, BIG), f"node {node_id} sees {size} partitions of 'big'"
+    c.after_replay.append(all_or_nothing)
+
+    leader = c.wait_active()
+    _register_brokers(c)
+    p = c.submit(api.CreateTopicsRequest((api.CreatableTopic("big", BIG, 3),)))
+    assert len(p.op.batches) == 4  # Begin + Topic + 30,000 partitions + End, 10,000 per proposal
+
+    def committed_batches() -> int:
+        core = c.controllers()[leader]
+        return sum(1 for b in c.nodes[leader].log.batches(p.first_offset, core.last_committed_offset + 1)
+                   if b.base_offset >= p.first_offset)
+
+    if crash_after:
+        assert c.run_until(lambda: committed_batches() >= crash_after or p.done, 20_000)
+        assert c.controllers()[leader].loader.in_transaction  # the crash cuts the transaction
+    c.crash(leader)
+    new = c.wait_active()
+    assert new != leader
+    # the new leader serves at once
+    (r,) = c.request(api.CreateTopicsRequest((api.CreatableTopic("small", 2, 2),)))
+    assert r.error is Errors.NONE
+    c.start(leader)
+    target = c.leader().core.high_watermark  # past the transaction's end or its abort
+    assert c.run_until(lambda: len(c.controllers()) == 3 and all(
+        core.last_committed_offset >= target - 1 for core in c.controllers().values()), 30_000)
+    images = {i: core.image for i, core in c.controllers().items()}
+    sizes = {len(img.topics.topic_by_name("big").partitions) if img.topics.topic_by_name("big") else 0
+             for img in images.values()}
+    assert len(sizes) == 1 and sizes <= {0, BIG}
+    for core in c.controllers().values():
+        assert core.list_topics() in (["big", "small"], ["small"])
+        assert violations(core.image) == []
+        assert PartitionIndex.build(core.image).snapshot() == core.index.snapshot()
+
+
+def test_replies_fail_with_not_controller_when_leader_dies_before_commit():
+    c = ControllerCluster(11)
+    leader = c.wait_active()
+    _register_brokers(c)
+    p = c.submit(api.CreateTopicsRequest((api.CreatableTopic("t", 3, 3),)))
+    c.crash(leader)
+    c.wait_active()
+    c.run_until(lambda: p.done, 5000)
+    assert p.done and (p.error is None or p.error.error is Errors.NOT_CONTROLLER)
+    r = c.request(api.CreateTopicsRequest((api.CreatableTopic("t", 3, 3),)))
+    assert r[0].error in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS)
+
+
+def test_brokers_without_heartbeats_get_fenced_on_the_new_controller():
+    c = ControllerCluster(12, controller_settings=ControllerSettings(session_timeout_ms=3000))
+    leader = c.wait_active()
+    _register_brokers(c)
+    c.request(api.CreateTopicsRequest((api.CreatableTopic("t", 3, 3),)))
+    c.crash(leader)
+    c.wait_active()
+    c.run_for(5000)
+    _, core = c.active()
+    assert all(b.fenced for b in core.image.cluster.brokers.values())
+    assert all(p.leader == -1 for p in core.image.topics.topic_by_name("t").partitions.values())
+
+
+# ---------------------------------------------------------------- property test
+NAMES = ["a", "b", "c", "d"]
+BROKERS = [0, 1, 2, 3]
+
+action = st.one_of(
+    st.tuples(st.just("register"), st.sampled_from(BROKERS), st.sampled_from([None, "r1", "r2"]),
+              st.integers(0, 2)),
+    st.tuples(st.just("heartbeat"), st.sampled_from(BROKERS), st.booleans(), st.booleans()),
+    st.tuples(st.just("tick"), st.integers(0, 12_000)),
+    st.tuples(st.just("create"), st.sampled_from(NAMES), st.integers(-1, 5), st.integers(-1, 4)),
+    st.tuples(st.just("delete"), st.sampled_from(NAMES)),
+    st.tuples(st.just("partitions"), st.sampled_from(NAMES), st.integers(1, 8)),
+    st.tuples(st.just("alter"), st.sampled_from(NAMES), st.integers(0, 5), st.lists(st.sampled_from(BROKERS))),
+    st.tuples(st.just("elect"), st.sampled_from(["PREFERRED", "UNCLEAN"])),
+    st.tuples(st.just("unregister"), st.sampled_from(BROKERS)),
+    st.tuples(st.just("configs"), st.sampled_from(NAMES), st.sampled_from(["SET", "DELETE", "APPEND"]),
+              st.sampled_from(["retention.ms", "cleanup.policy", "bogus"]), st.sampled_from(["1", "compact", "-9"])),
+    st.tuples(st.just("hold")),
+    st.tuples(st.just("failover"), st.booleans()),
+)
+
+
+def _epochs(image) -> dict:
+    return {(tid, pid): (p.leader_epoch, p.partition_epoch)
+            for tid, t in image.topics.by_id.items() for pid, p in t.partitions.items()}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(action, max_size=40))
+def test_random_requests_keep_the_image_sound(actions):
+    c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4))
+    epochs: dict[int, int] = {}
+    last_epochs: dict = {}
+    deleted: set = set()
+    epoch = 1
+    for a in actions:
+        kind = a[0]
+        req = None
+        if kind == "register":
+            req = api.RegisterBrokerRequest(a[1], c.cluster_id, f"Inc{a[3]:03d}xxxxxxxxxxxxx{a[1]:03d}", (), a[2])
+        elif kind == "heartbeat" and a[1] in epochs:
+            req = api.BrokerHeartbeatRequest(a[1], epochs[a[1]], c.core.last_committed_offset,
+                                             want_fence=a[2] and a[3], want_shutdown=a[2] and not a[3])
+        elif kind == "tick":
+            c.tick(c.now + a[1])
+        elif kind == "create":
+            req = api.CreateTopicsRequest((api.CreatableTopic(a[1], a[2], a[3]),))
+        elif kind == "delete":
+            req = api.DeleteTopicsRequest((a[1],))
+        elif kind == "partitions":
+            req = api.CreatePartitionsRequest((api.PartitionCountUpdate(a[1], a[2]),))
+        elif kind == "alter":
+            t = c.core.spec.topics.topic_by_name(a[1])
+            p = t.partition(a[2]) if t is not None else None
+            if p is not None and p.leader in epochs:
+                isr = tuple(dict.fromkeys([p.leader] + [b for b in a[3] if b in p.replicas]))
+                req = api.AlterPartitionRequest(p.leader, epochs[p.leader], t.topic_id, a[2], p.leader_epoch,
+                                                p.partition_epoch, isr)
+        elif kind == "elect":
+            req = api.ElectLeadersRequest(a[1], None)
+        elif kind == "unregister":
+            req = api.UnregisterBrokerRequest(a[1])
+        elif kind == "configs":
+            key = api.ConfigResourceKey("TOPIC", a[1])
+            req = api.IncrementalAlterConfigsRequest(((key, (api.AlterableConfig(a[3], a[2], a[4]),)),))
+        elif kind == "hold":
+            c.hold = True
+        elif kind == "failover":
+            if a[1]:
+                c.commit()  # the next leader may have all of it ...
+            else:
+                c.uncommitted = [b for b in c.uncommitted if b.control]  # ... or none of it
+            c.hold = False
+            epoch += 1
+            c.elect(epoch)
+            epochs = {b: r.broker_epoch for b, r in c.core.image.cluster.brokers.items()}
+        if req is not None:
+            before = c.core.spec
+            op = c.core.handle(req, c.now)
+            if op.error is not None:
+                assert c.core.spec is before
+            else:
+                c.propose(op)
+                if kind == "register":
+                    epochs[a[1]] = op.reply.broker_epoch
+                if kind == "unregister":
+                    epochs.pop(a[1], None)
+        for image in (c.core.image, c.core.spec):
+            assert violations(image) == [], (a, violations(image))
+        image = c.core.image
+        now_epochs = _epochs(image)
+        for key, (le, pe) in now_epochs.items():
+            old = last_epochs.get(key)
+            assert old is None or (le >= old[0] and pe >= old[1]), (key, old, le, pe)
+            assert key[0] not in deleted
+        for tid in set(k[0] for k in last_epochs) - set(k[0] for k in now_epochs):
+            deleted.add(tid)
+        last_epochs = now_epochs
+        assert PartitionIndex.build(c.core.spec).snapshot() == c.core.index.snapshot(), a
+    c.commit()
+    assert violations(c.core.image) == []

@@ -1,0 +1,38 @@
+"""A LocalController with registered, unfenced brokers, and small request builders."""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.controller import api
+from quorum.controller.core import ControllerSettings
+from quorum.controller.local import LocalController
+
+
+def incarnation(broker_id: int, gen: int = 0) -> str:
+    return f"Inc{gen:03d}xxxxxxxxxxxxx{broker_id:03d}"
+
+
+def register(c: LocalController, broker_id: int, rack: Optional[str] = None, gen: int = 0,
+             unfence: bool = True, **kw) -> int:
+    reply = c.request(api.RegisterBrokerRequest(broker_id, c.cluster_id, incarnation(broker_id, gen),
+                                                (api.BrokerEndpoint("PLAINTEXT", "localhost", 9092 + broker_id),),
+                                                rack, **kw))
+    if unfence:
+        hb = c.request(api.BrokerHeartbeatRequest(broker_id, reply.broker_epoch, c.core.last_committed_offset))
+        assert not hb.is_fenced
+    return reply.broker_epoch
+
+
+def controller(brokers: int = 3, racks: Optional[list] = None, **settings) -> tuple[LocalController, dict]:
+    c = LocalController(ControllerSettings(seed=7, **settings))
+    epochs = {b: register(c, b, racks[b % len(racks)] if racks else None) for b in range(brokers)}
+    return c, epochs
+
+
+def create(c: LocalController, name: str, partitions: int = 1, rf: int = 1, **kw) -> api.CreateTopicResult:
+    (result,) = c.request(api.CreateTopicsRequest((api.CreatableTopic(name, partitions, rf, **kw),)))
+    return result
+
+
+def heartbeat(c: LocalController, broker: int, epoch: int, **kw) -> api.BrokerHeartbeatReply:
+    return c.request(api.BrokerHeartbeatRequest(broker, epoch, c.core.last_committed_offset, **kw))

@@ -1,0 +1,387 @@
+"""Request-level tests of ControllerCore on a LocalController (its proposals commit at once)."""
+import pytest
+from controller_helpers import controller, create, heartbeat
+
+from quorum.controller import api
+from quorum.controller.core import ControllerCore, ControllerSettings
+from quorum.controller.local import LocalController
+from quorum.errors import Errors, SparkraftError
+from quorum.metadata.invariants import violations
+
+TOPIC = api.ConfigResourceKey("TOPIC", "t")
+CLUSTER = api.ConfigResourceKey("CLUSTER", "")
+
+
+# ---------------------------------------------------------------- topics
+def test_create_topic_with_placement_and_configs():
+    c, _ = controller(3)
+    r = create(c, "t", 4, 3, configs=(("retention.ms", "1000"),))
+    assert (r.error, r.num_partitions, r.replication_factor) == (Errors.NONE, 4, 3)
+    d = c.core.describe_topic("t")
+    assert d.topic_id == r.topic_id and len(d.partitions) == 4 and d.configs == {"retention.ms": "1000"}
+    for p in d.partitions:
+        assert p.leader == p.replicas[0] and set(p.isr) == set(p.replicas) and p.leader_epoch == 0
+    assert c.core.list_topics() == ["t"]
+
+
+@pytest.mark.parametrize("topic, error, message", [
+    (api.CreatableTopic("bad name", 1, 1), Errors.INVALID_TOPIC_EXCEPTION, "contains a character other"),
+    (api.CreatableTopic("..", 1, 1), Errors.INVALID_TOPIC_EXCEPTION, "cannot be"),
+    (api.CreatableTopic("x" * 250, 1, 1), Errors.INVALID_TOPIC_EXCEPTION, "longer than 249"),
+    (api.CreatableTopic("t", 0, 1), Errors.INVALID_PARTITIONS, "non-positive"),
+    (api.CreatableTopic("t", 1, 0), Errors.INVALID_REPLICATION_FACTOR, "larger than 0"),
+    (api.CreatableTopic("t", 1, 3), Errors.INVALID_REPLICATION_FACTOR,
+     "Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached "
+     "because only 2 broker(s) are registered."),
+    (api.CreatableTopic("t", 1, 1, configs=(("retention.ms", "abc"),)), Errors.INVALID_CONFIG, "LONG"),
+    (api.CreatableTopic("t", 1, 1, configs=(("no.such", "1"),)), Errors.INVALID_CONFIG, "Unknown topic config"),
+    (api.CreatableTopic("t", assignments=((0, 0),)), Errors.INVALID_REPLICA_ASSIGNMENT, "more than once"),
+    (api.CreatableTopic("t", assignments=((7,),)), Errors.INVALID_REPLICA_ASSIGNMENT, "no such broker"),
+    (api.CreatableTopic("t", 2, assignments=((0,),)), Errors.INVALID_REQUEST, "numPartitions"),
+])
+def test_create_topic_errors_change_nothing(topic, error, message):
+    c, _ = controller(2)
+    before, end = c.core.image, c.end_offset
+    (r,) = c.request(api.CreateTopicsRequest((topic,)))
+    assert r.error is error and message in r.message
+    assert c.core.image is before and c.end_offset == end
+
+
+def test_existing_topic_and_duplicates_in_one_request():
+    c, _ = controller(1)
+    create(c, "t")
+    rs = c.request(api.CreateTopicsRequest((api.CreatableTopic("t", 1, 1), api.CreatableTopic("u", 1, 1),
+                                            api.CreatableTopic("u", 1, 1))))
+    assert rs[0].error is Errors.TOPIC_ALREADY_EXISTS and rs[0].message == "Topic 't' already exists."
+    assert rs[1].error is rs[2].error is Errors.INVALID_REQUEST
+    assert c.core.list_topics() == ["t"]
+
+
+def test_pending_create_is_seen_by_the_next_request():
+    c, _ = controller(1)
+    c.hold = True
+    first = c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("t", 1, 1),)), 0)
+    c.propose(first)
+    second = c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("t", 1, 1),)), 0)
+    assert second.batches == [] and second.reply[0].error is Errors.TOPIC_ALREADY_EXISTS
+    assert c.core.list_topics() == []  # reads are committed-only
+    c.commit()
+    assert c.core.list_topics() == ["t"]
+
+
+def test_deactivate_drops_uncommitted_state():
+    c, _ = controller(1)
+    c.hold = True
+    c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("t", 3, 1),)), 0))
+    index_before = c.core.index.snapshot()
+    c.core.deactivate()
+    assert c.core.handle(api.CreateTopicsRequest(()), 0).error.error is Errors.NOT_CONTROLLER
+    assert c.core.spec is c.core.image
+    assert c.core.index.snapshot() != index_before
+    c.uncommitted.clear()
+    c.elect(2)
+    assert create(c, "t", 3, 1).error is Errors.NONE
+
+
+def test_validate_only_writes_nothing():
+    c, _ = controller(1)
+    end = c.end_offset
+    (r,) = c.request(api.CreateTopicsRequest((api.CreatableTopic("t", 2, 1),), validate_only=True))
+    assert r.error is Errors.NONE and c.end_offset == end and c.core.list_topics() == []
+
+
+def test_delete_topics_and_its_configs():
+    c, _ = controller(1)
+    tid = create(c, "t", 2, 1, configs=(("cleanup.policy", "compact"),)).topic_id
+    rs = c.request(api.DeleteTopicsRequest(("t", "nope"), ("AAAAAAAAAAAAAAAAAAAAAB",)))
+    assert [r.error for r in rs] == [Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID]
+    assert rs[0].topic_id == tid
+    assert c.core.list_topics() == [] and not c.core.image.configs.resources
+    with pytest.raises(SparkraftError) as e:
+        c.core.describe_topic("t")
+    assert e.value.error is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert violations(c.core.image) == []
+
+
+def test_create_partitions():
+    c, _ = controller(3)
+    create(c, "t", 2, 2)
+    rs = c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("t", 5),
+                                                api.PartitionCountUpdate("nope", 2))))
+    assert [r.error for r in rs] == [Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION]
+    parts = c.core.describe_topic("t").partitions
+    assert len(parts) == 5 and all(len(p.replicas) == 2 for p in parts)
+    for count, msg in ((5, "Topic already has 5 partition(s)."), (3, "would not be an increase")):
+        (r,) = c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("t", count),)))
+        assert r.error is Errors.INVALID_PARTITIONS and msg in r.message
+    (r,) = c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("t", 7, ((0, 1),)),)))
+    assert r.error is Errors.INVALID_REPLICA_ASSIGNMENT
+    (r,) = c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("t", 6, ((2, 1),)),)))
+    assert r.error is Errors.NONE and c.core.describe_topic("t").partitions[5].replicas == (2, 1)
+
+
+def test_not_controller_when_inactive():
+    core = ControllerCore(1, "Ab3dEfGhIjKlMnOpQrStUv", ControllerSettings())
+    op = core.handle(api.CreateTopicsRequest(()), 0)
+    assert op.error.error is Errors.NOT_CONTROLLER and op.batches == []
+    assert core.tick(0) == []
+
+
+# ---------------------------------------------------------------- elections and AlterPartition
+def _partition(c, name="t", pid=0):
+    t = c.core.image.topics.topic_by_name(name)
+    return t.topic_id, t.partitions[pid]
+
+
+def test_alter_partition_epoch_checks_and_isr_shrink():
+    c, epochs = controller(3)
+    create(c, "t", 1, 3)
+    tid, p = _partition(c)
+    leader = p.leader
+    follower = [b for b in p.replicas if b != leader][0]
+    new_isr = tuple(b for b in p.isr if b != follower)
+
+    def req(**kw):
+        base = dict(broker_id=leader, broker_epoch=epochs[leader], topic_id=tid, partition=0,
+                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, new_isr=new_isr)
+        base.update(kw)
+        return api.AlterPartitionRequest(**base)
+
+    before = c.core.image
+    assert c.expect_error(req(broker_epoch=0)).error is Errors.STALE_BROKER_EPOCH
+    assert c.request(req(leader_epoch=5)).error is Errors.FENCED_LEADER_EPOCH
+    assert c.request(req(partition_epoch=3)).error is Errors.INVALID_UPDATE_VERSION
+    assert c.request(req(new_isr=(follower,))).error is Errors.INVALID_REQUEST  # leader missing
+    assert c.request(req(new_isr=(leader, 99))).error is Errors.INVALID_REQUEST
+    assert c.request(req(broker_id=follower, broker_epoch=epochs[follower])).error is Errors.INVALID_REQUEST
+    assert c.request(req(topic_id="AAAAAAAAAAAAAAAAAAAAAB")).error is Errors.UNKNOWN_TOPIC_ID
+    assert c.core.image.topics is before.topics
+    r = c.request(req())
+    assert r.error is Errors.NONE and r.isr == new_isr and r.partition_epoch == p.partition_epoch + 1
+    assert r.leader_epoch == p.leader_epoch
+    _, q = _partition(c)
+    assert (q.isr, q.partition_epoch, q.leader_epoch) == (new_isr, r.partition_epoch, p.leader_epoch)
+    # the old partition epoch is now stale
+    assert c.request(req()).error is Errors.INVALID_UPDATE_VERSION
+    # a fenced broker cannot join the ISR
+    c.now = 9000
+    for b in epochs:
+        if b != follower:
+            heartbeat(c, b, epochs[b])
+    c.tick(9500)
+    r = c.request(req(leader_epoch=q.leader_epoch, partition_epoch=q.partition_epoch, new_isr=p.isr))
+    assert r.error is Errors.INELIGIBLE_REPLICA
+
+
+def test_elect_preferred_and_unclean_leaders():
+    c, epochs = controller(2)
+    create(c, "t", 1, 2)
+    tid, p = _partition(c)
+    preferred, other = p.replicas
+    tp = api.TopicPartition("t", 0)
+    (r,) = c.request(api.ElectLeadersRequest("PREFERRED", (tp,)))
+    assert r.error is Errors.ELECTION_NOT_NEEDED
+    # preferred leader fenced: leadership moves; preferred comes back; preferred election restores it
+    c.now = 9000
+    heartbeat(c, other, epochs[other])
+    c.tick(9500)
+    assert _partition(c)[1].leader == other
+    (r,) = c.request(api.ElectLeadersRequest("PREFERRED", (tp,)))
+    assert r.error is Errors.PREFERRED_LEADER_NOT_AVAILABLE
+    heartbeat(c, preferred, epochs[preferred])
+    _, q = _partition(c)
+    assert q.leader == other and preferred not in q.isr  # not back in the ISR until AlterPartition
+    r = c.request(api.AlterPartitionRequest(other, epochs[other], tid, 0, q.leader_epoch, q.partition_epoch,
+                                            (other, preferred)))
+    assert r.error is Errors.NONE
+    r, missing = c.request(api.ElectLeadersRequest("PREFERRED", (tp, api.TopicPartition("t", 9))))
+    assert r.error is Errors.NONE and missing.error is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert _partition(c)[1].leader == preferred
+    assert c.request(api.ElectLeadersRequest("PREFERRED", None)) == ()  # nothing to do anywhere
+    (r,) = c.request(api.ElectLeadersRequest("UNCLEAN", (tp,)))
+    assert r.error is Errors.ELECTION_NOT_NEEDED
+
+
+def test_unclean_election_picks_a_live_replica_outside_the_isr():
+    c, epochs = controller(2)
+    create(c, "t", 1, 2)
+    tid, p = _partition(c)
+    leader, other = p.leader, [b for b in p.replicas if b != p.leader][0]
+    c.request(api.AlterPartitionRequest(leader, epochs[leader], tid, 0, p.leader_epoch, p.partition_epoch,
+                                        (leader,)))
+    c.now = 9000
+    heartbeat(c, other, epochs[other])
+    c.tick(9500)
+    _, q = _partition(c)
+    assert q.leader == -1 and q.isr == (leader,)
+    tp = api.TopicPartition("t", 0)
+    (r,) = c.request(api.ElectLeadersRequest("UNCLEAN", (tp,)))
+    assert r.error is Errors.NONE
+    _, q = _partition(c)
+    assert q.leader == other and q.isr == (other,)
+    assert violations(c.core.image) == []
+
+
+# ---------------------------------------------------------------- configs
+def alter(c, key, *ops, validate_only=False):
+    (r,) = c.request(api.IncrementalAlterConfigsRequest(((key, tuple(api.AlterableConfig(*o) for o in ops)),),
+                                                        validate_only))
+    return r
+
+
+def test_incremental_alter_configs_ops():
+    c, _ = controller(1)
+    create(c, "t")
+    assert alter(c, TOPIC, ("retention.ms", "SET", "1000"), ("cleanup.policy", "APPEND", "compact")).error \
+        is Errors.NONE
+    configs = c.core.image.configs.configs(c.core.image.configs.resources.__iter__().__next__())
+    assert dict(configs) == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
+    assert alter(c, TOPIC, ("cleanup.policy", "SUBTRACT", "delete")).error is Errors.NONE
+    assert c.core.describe_topic("t").configs["cleanup.policy"] == "compact"
+    assert alter(c, TOPIC, ("retention.ms", "DELETE", None)).error is Errors.NONE
+    assert c.core.describe_topic("t").configs == {"cleanup.policy": "compact"}
+
+
+@pytest.mark.parametrize("ops, error, message", [
+    ((("retention.ms", "SET", "-5"),), Errors.INVALID_CONFIG,
+     "Invalid value -5 for configuration retention.ms: Value must be at least -1"),
+    ((("segment.bytes", "SET", "10"),), Errors.INVALID_CONFIG, "at least 14"),
+    ((("min.insync.replicas", "SET", "0"),), Errors.INVALID_CONFIG, "at least 1"),
+    ((("cleanup.policy", "SET", "zap"),), Errors.INVALID_CONFIG, "String must be one of: compact, delete"),
+    ((("compression.type", "SET", "brotli"),), Errors.INVALID_CONFIG, "String must be one of"),
+    ((("preallocate", "SET", "yes"),), Errors.INVALID_CONFIG, "true or false"),
+    ((("retention.ms", "APPEND", "1"),), Errors.INVALID_CONFIG, "Can't APPEND to key retention.ms"),
+    ((("retention.ms", "SET", "1"), ("bogus.key", "SET", "1")), Errors.INVALID_CONFIG, "Unknown topic config"),
+])
+def test_invalid_alterations_change_nothing(ops, error, message):
+    c, _ = controller(1)
+    create(c, "t")
+    before = c.core.image
+    r = alter(c, TOPIC, *ops)
+    assert r.error is error and message in r.message
+    assert c.core.image is before
+
+
+def test_alter_configs_resource_errors_and_validate_only():
+    c, _ = controller(1)
+    assert alter(c, api.ConfigResourceKey("TOPIC", "nope"), ("retention.ms", "SET", "1")).error \
+        is Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert alter(c, api.ConfigResourceKey("BROKER", "x"), ("num.partitions", "SET", "1")).error \
+        is Errors.INVALID_REQUEST
+    before = c.core.image
+    assert alter(c, CLUSTER, ("log.retention.ms", "SET", "5"), validate_only=True).error is Errors.NONE
+    assert c.core.image is before
+
+
+def test_describe_configs_defaults_and_sources():
+    c, _ = controller(1)
+    create(c, "t")
+    alter(c, TOPIC, ("segment.bytes", "SET", "1000"))
+    alter(c, CLUSTER, ("log.retention.ms", "SET", "5000"))
+    alter(c, api.ConfigResourceKey("BROKER", "0"), ("num.io.threads", "SET", "4"))
+    [(key, err, msg, entries)] = c.core.describe_configs(api.DescribeConfigsRequest((TOPIC,)))
+    by = {e.name: e for e in entries}
+    assert err is Errors.NONE
+    assert (by["segment.bytes"].value, by["segment.bytes"].source) == ("1000", "DYNAMIC_TOPIC_CONFIG")
+    assert (by["retention.ms"].value, by["retention.ms"].source) == ("5000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    assert (by["cleanup.policy"].value, by["cleanup.policy"].source) == ("delete", "DEFAULT_CONFIG")
+    [(_, _, _, entries)] = c.core.describe_configs(api.DescribeConfigsRequest((api.ConfigResourceKey("BROKER", "0"),)))
+    by = {e.name: e for e in entries}
+    assert by["num.io.threads"].source == "DYNAMIC_BROKER_CONFIG"
+    assert (by["log.retention.ms"].value, by["log.retention.ms"].source) == ("5000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    assert by["num.partitions"] == api.ConfigEntry("num.partitions", "1", "DEFAULT_CONFIG")
+    [(_, err, _, _)] = c.core.describe_configs(api.DescribeConfigsRequest((api.ConfigResourceKey("TOPIC", "x"),)))
+    assert err is Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# ---------------------------------------------------------------- features, quotas, producer ids, ACLs
+def test_bootstrap_metadata_version_and_upgrade_checks():
+    c = LocalController(ControllerSettings(seed=1))
+    assert c.core.image.features.metadata_version == 1
+    from controller_helpers import register
+    register(c, 0, max_metadata_version=3)
+    register(c, 1, max_metadata_version=2)
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 3),)))
+    assert r.error is Errors.INVALID_UPDATE_VERSION and "Broker 1 only supports versions 1-2" in r.message
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 2),)))
+    assert r.error is Errors.NONE and c.core.image.features.metadata_version == 2
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 1),)))
+    assert r.error is Errors.INVALID_UPDATE_VERSION and "downgrade" in r.message
+    (r,) = c.request(api.UpdateFeaturesRequest((("no.such.feature", 1),)))
+    assert r.error is Errors.INVALID_UPDATE_VERSION
+    # a broker that cannot read metadata.version 2 cannot register now
+    e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", ()))
+    assert e.error is Errors.UNSUPPORTED_VERSION
+
+
+def test_client_quotas():
+    c, _ = controller(1)
+    user = (("user", "alice"),)
+    rs = c.request(api.AlterClientQuotasRequest((
+        api.ClientQuotaAlteration(user, (("producer_byte_rate", 1024.0),)),
+        api.ClientQuotaAlteration((("ip", "1.2.3.4"), ("user", "x")), (("producer_byte_rate", 1.0),)),
+        api.ClientQuotaAlteration(user, (("bogus", 1.0),)),
+        api.ClientQuotaAlteration(user, (("producer_byte_rate", 1.5),)),
+    )))
+    assert [r.error for r in rs] == [Errors.NONE] + [Errors.INVALID_REQUEST] * 3
+    assert dict(c.core.image.client_quotas.quotas(user)) == {"producer_byte_rate": 1024.0}
+    c.request(api.AlterClientQuotasRequest((api.ClientQuotaAlteration(user, (("producer_byte_rate", None),)),)))
+    assert not c.core.image.client_quotas.entities
+
+
+def test_producer_id_blocks():
+    c, epochs = controller(1)
+    b1 = c.request(api.AllocateProducerIdsRequest(0, epochs[0]))
+    b2 = c.request(api.AllocateProducerIdsRequest(0, epochs[0]))
+    assert (b1.first_producer_id, b1.size, b2.first_producer_id) == (0, 1000, 1000)
+    assert c.core.image.producer_ids.next_producer_id == 2000
+    assert c.expect_error(api.AllocateProducerIdsRequest(0, 1)).error is Errors.STALE_BROKER_EPOCH
+
+
+def test_acls_create_describe_delete():
+    c, _ = controller(1)
+    allow = api.AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+    prefixed = api.AclBinding("TOPIC", "ord", "PREFIXED", "User:bob", "*", "WRITE", "ALLOW")
+    bad = api.AclBinding("TOPIC", "x", "MATCH", "User:bob", "*", "WRITE", "ALLOW")
+    rs = c.request(api.CreateAclsRequest((allow, prefixed, bad, allow)))
+    assert [r.error for r in rs] == [Errors.NONE, Errors.NONE, Errors.INVALID_REQUEST, Errors.NONE]
+    assert len(c.core.image.acls.acls) == 2
+    any_filter = api.AclBinding("ANY", "", "ANY", "", "", "ANY", "ANY")
+    assert set(c.core.describe_acls(any_filter)) == {allow, prefixed}
+    match = api.AclBinding("TOPIC", "orders", "MATCH", "", "", "ANY", "ANY")
+    assert set(c.core.describe_acls(match)) == {allow, prefixed}
+    [(r, deleted)] = c.request(api.DeleteAclsRequest((api.AclBinding("ANY", "", "ANY", "User:bob", "", "ANY", "ANY"),)))
+    assert r.error is Errors.NONE and deleted == (prefixed,)
+    assert c.core.describe_acls(any_filter) == [allow]
+
+
+# ---------------------------------------------------------------- rejected requests change nothing
+def test_every_rejected_request_changes_nothing():
+    c, epochs = controller(2)
+    create(c, "t", 2, 2)
+    tid = c.core.image.topics.ids_by_name["t"]
+    bad = [
+        api.RegisterBrokerRequest(0, "Zz3dEfGhIjKlMnOpQrStUv", "Inc000xxxxxxxxxxxxx000", ()),
+        api.RegisterBrokerRequest(0, c.cluster_id, "Inc001xxxxxxxxxxxxx000", ()),
+        api.BrokerHeartbeatRequest(0, 1, 0),
+        api.BrokerHeartbeatRequest(7, 1, 0),
+        api.UnregisterBrokerRequest(7),
+        api.CreateTopicsRequest((api.CreatableTopic("t", 1, 1), api.CreatableTopic("u", 1, 5))),
+        api.DeleteTopicsRequest(("nope",)),
+        api.CreatePartitionsRequest((api.PartitionCountUpdate("t", 1),)),
+        api.ElectLeadersRequest("PREFERRED", (api.TopicPartition("t", 0), api.TopicPartition("z", 0))),
+        api.AlterPartitionRequest(0, epochs[0], tid, 0, 9, 0, (0,)),
+        api.AlterPartitionRequest(0, 1, tid, 0, 0, 0, (0,)),
+        api.IncrementalAlterConfigsRequest(((TOPIC, (api.AlterableConfig("retention.ms", "SET", "x"),)),)),
+        api.UpdateFeaturesRequest((("metadata.version", 9),)),
+        api.AlterClientQuotasRequest((api.ClientQuotaAlteration((), ()),)),
+        api.AllocateProducerIdsRequest(0, 1),
+        api.CreateAclsRequest((api.AclBinding("ANY", "x", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
+        api.DeleteAclsRequest((api.AclBinding("TOPIC", "x", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
+    ]
+    for request in bad:
+        before, end, index = c.core.spec, c.end_offset, c.core.index.snapshot()
+        op = c.core.handle(request, c.now)
+        assert op.batches == [] or op.error is None, request
+        assert op.batches == [], f"{type(request).__name__} proposed records"
+        assert c.core.spec is before and c.end_offset == end and c.core.index.snapshot() == index
