@@ -28,7 +28,8 @@ wall-clock-like ms that never goes backwards.
 The API (``propose``, ``add_commit_listener``, ``describe_quorum``, ``status``, ``wait_for_leader``,
 ``shutdown``) is thread-safe. Construction checks storage and binds the port (so a bad directory or
 a busy port fails before anything is logged) and already serves RPCs (answering UNAVAILABLE until
-``start``); ``start`` runs Raft.
+``start``); ``start`` runs Raft. ``servicers`` adds more gRPC services to the same server and port
+(each is called with the server before it starts): the controller's, for a ControllerNode.
 """
 from __future__ import annotations
 
@@ -161,8 +162,13 @@ def _check_port_free(host: str, port: int) -> None:
 class RaftNode:
     def __init__(self, node_id: int, voters: Mapping[int, HostPort], listen: HostPort,
                  log_dir: str | os.PathLike, settings: RaftSettings = RaftSettings(),
-                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = 32):
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = 32,
+                 servicers: Sequence[Callable[[grpc.Server], None]] = (), raw_appends: bool = False):
         self.node_id = node_id
+        # The Append RPC writes opaque records. Only a quorum without a metadata controller
+        # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
+        # controller's log they would be records the controller cannot read.
+        self.raw_appends = raw_appends
         self.voters: dict[int, HostPort] = dict(voters)
         self.log_dir = Path(log_dir)
         self.settings = settings
@@ -175,7 +181,7 @@ class RaftNode:
         self._server: Optional[grpc.Server] = None
         self.log: Optional[FileLog] = None
         try:
-            self._server, self.port = self._bind(listen, max_rpc_workers)
+            self._server, self.port = self._bind(listen, max_rpc_workers, servicers)
             partition = metadata_partition_dir(self.log_dir)
             partition.mkdir(exist_ok=True)
             self.store = FileElectionStore(partition / QUORUM_STATE_FILE)
@@ -205,13 +211,13 @@ class RaftNode:
         self._server.start()
 
     @classmethod
-    def from_config(cls, config: NodeConfig) -> "RaftNode":
+    def from_config(cls, config: NodeConfig, raw_appends: bool = False) -> "RaftNode":
         listen = config.controller_listener
         if listen is None or not config.voters:
             raise SparkraftError(Errors.INVALID_REQUEST, "a Raft node needs process.roles=controller, "
                                  "controller.quorum.voters and a controller listener")
         return cls(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
-                   config.log_segment_bytes)
+                   config.log_segment_bytes, raw_appends=raw_appends)
 
     # ------------------------------------------------------------------ construction helpers
     def _lock_directory(self) -> int:
@@ -224,12 +230,15 @@ class RaftNode:
             raise StorageError(f"{self.log_dir} is in use by another sparkraft process") from None
         return fd
 
-    def _bind(self, listen: HostPort, workers: int) -> tuple[grpc.Server, int]:
+    def _bind(self, listen: HostPort, workers: int,
+              servicers: Sequence[Callable[[grpc.Server], None]] = ()) -> tuple[grpc.Server, int]:
         host, port = listen
         _check_port_free(host, port)
         server = grpc.server(concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix=f"raft-{self.node_id}-rpc"), options=SERVER_OPTIONS)
         raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server)
+        for add in servicers:  # more services on the same port (the controller's), before it starts
+            add(server)
         try:
             bound = server.add_insecure_port(convert.format_endpoint(host, port))
         except RuntimeError:

@@ -56,8 +56,9 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 
 class ControllerProcesses:
-    def __init__(self, root: Path, voters=(1, 2, 3), **overrides: str):
+    def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, **overrides: str):
         self.root = root
+        self.raft_only = raft_only  # run `controller start --raft-only` (the tests append raw records)
         self.voters = tuple(voters)
         self.ports = dict(zip(self.voters, free_ports(len(self.voters))))
         self.cluster_id = random_cluster_id()
@@ -97,7 +98,9 @@ class ControllerProcesses:
         for i in ids or self.voters:
             out = open(self.output(i), "ab")
             self._outputs.append(out)
-            self.procs[i] = subprocess.Popen(sparkraft_cmd("controller", "start", "--config", str(self.config(i))),
+            argv = sparkraft_cmd("controller", "start", "--config", str(self.config(i)),
+                                 *(["--raft-only"] if self.raft_only else []))
+            self.procs[i] = subprocess.Popen(argv,
                                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def send(self, i: int, sig: int) -> None:

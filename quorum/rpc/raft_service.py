@@ -91,6 +91,10 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         if request.cluster_id and request.cluster_id != node.cluster_id:
             return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
                                         f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
+        if not node.raw_appends:
+            return convert.append_error(
+                Errors.INVALID_REQUEST, "this node runs the metadata controller, whose log holds only metadata "
+                "records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
         records = list(request.records)
         if not records:
             return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")

@@ -1,4 +1,8 @@
-"""``sparkraft controller start``: run one voter of the metadata quorum in the foreground.
+"""``sparkraft controller start``: run one controller (a voter of the metadata quorum) in the foreground.
+
+The process runs a :class:`~quorum.controller.node.ControllerNode`: the Raft service and the
+Controller service share one gRPC server on the controller listener; when this node leads the
+quorum it is the active controller and answers brokers and admin tools.
 
 SIGTERM or SIGINT stops it cleanly: a leader resigns with EndQuorumEpoch (so a successor is
 elected at once) and the process exits 0. Bad config, an unformatted or foreign log directory, or
@@ -21,11 +25,14 @@ def register(subparsers) -> None:
     start = add_command(commands, "start", "run a controller in the foreground until SIGTERM or SIGINT",
                         run_start, log_default="INFO")
     start.add_argument("-c", "--config", required=True, metavar="FILE", help="the controller's properties file")
+    start.add_argument("--raft-only", action="store_true",
+                       help="run only the Raft quorum, no metadata controller, and accept raw Append RPCs "
+                            "(for benchmarks and tests of the replicated log)")
 
 
 def run_start(args: argparse.Namespace) -> int:
     from quorum.config import ConfigError, load_config
-    from quorum.node import RaftNode
+    from quorum.controller.node import ControllerNode
 
     config = load_config(args.config)
     if not config.is_controller:
@@ -38,7 +45,12 @@ def run_start(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    node = RaftNode.from_config(config)
+    if args.raft_only:
+        from quorum.node import RaftNode
+
+        node = RaftNode.from_config(config, raw_appends=True)
+    else:
+        node = ControllerNode.from_config(config)
     try:
         node.start()
         while not stop.is_set():

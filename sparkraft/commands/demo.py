@@ -1,10 +1,11 @@
 """``sparkraft demo``: the embedded default, everything in one process.
 
-Today: a 3-voter quorum of RaftNodes on 127.0.0.1 ephemeral ports, storage formatted under DIR
-(or a temporary directory), a leader elected, records appended through the leader, and the
-quorum's status printed as ``sparkraft quorum describe`` prints it. Later steps (the controller,
-a broker, the Spark job) are added to ``STEPS``: each step is a function of the shared
-:class:`Demo` state, printed as ``[i/n] title``.
+Today: a 3-controller quorum of ControllerNodes on 127.0.0.1 ephemeral ports, storage formatted
+under DIR (or a temporary directory), an active controller elected, three brokers (101-103, one per
+rack) registered and unfenced through the Controller RPCs, topics created and described as
+``sparkraft topics describe`` and ``sparkraft brokers list`` print them, and the quorum's status
+as ``sparkraft quorum describe`` prints it. Later steps (the Spark job...) are added to ``STEPS``:
+each step is a function of the shared :class:`Demo` state, printed as ``[i/n] title``.
 """
 from __future__ import annotations
 
@@ -20,9 +21,8 @@ from typing import Callable, Optional
 from sparkraft.commands import add_command
 
 VOTERS = (1, 2, 3)
-RECORDS = 1000  # appended by the demo
-RECORDS_PER_PROPOSAL = 10
-PROGRESS_EVERY = 200
+BROKERS = ((101, "rack-a"), (102, "rack-b"), (103, "rack-c"))
+TOPICS = (("orders", 6, 3), ("payments", 3, 2), ("audit-log", 1, 3))  # name, partitions, replication factor
 
 
 def register(subparsers) -> None:
@@ -39,8 +39,9 @@ class Demo:
     root: Path
     out: Callable[[str], None] = print
     cluster_id: str = ""
-    nodes: dict = field(default_factory=dict)  # node id -> RaftNode
+    nodes: dict = field(default_factory=dict)  # node id -> ControllerNode
     leader_id: Optional[int] = None
+    client: Optional[object] = None  # a ControllerClient
 
     @property
     def bootstrap(self) -> str:
@@ -68,58 +69,132 @@ def step_format(demo: Demo) -> None:
 
 
 def step_start(demo: Demo) -> None:
-    from quorum.node import RaftNode
+    from quorum.controller.node import ControllerNode
     from quorum.raft.settings import RaftSettings
 
     settings = RaftSettings(election_timeout_ms=500, fetch_timeout_ms=1000)
     placeholder = {i: ("127.0.0.1", 0) for i in VOTERS}
     for i in VOTERS:
-        demo.nodes[i] = RaftNode(i, placeholder, ("127.0.0.1", 0), demo.node_dir(i), settings)
+        demo.nodes[i] = ControllerNode.create(i, placeholder, ("127.0.0.1", 0), demo.node_dir(i), settings)
     addresses = {i: ("127.0.0.1", n.port) for i, n in demo.nodes.items()}
     for node in demo.nodes.values():
-        node.set_voter_addresses(addresses)
+        node.raft.set_voter_addresses(addresses)
     for node in demo.nodes.values():
         node.start()
     demo.out("      voters " + ",".join(f"{i}@127.0.0.1:{p}" for i, (_, p) in addresses.items()))
 
 
 def step_elect(demo: Demo) -> None:
+    from quorum.rpc.controller_client import ControllerClient
+
     t0 = time.monotonic()
-    demo.leader_id = demo.nodes[VOTERS[0]].wait_for_leader(timeout=15)
-    leader = demo.nodes[demo.leader_id]
-    # Every node agrees before we go on.
-    for node in demo.nodes.values():
-        node.wait_for_leader(timeout=15)
-    demo.out(f"      node {demo.leader_id} leads epoch {leader.status().epoch} "
+    deadline = t0 + 15
+    while time.monotonic() < deadline and not any(n.is_active for n in demo.nodes.values()):
+        time.sleep(0.01)
+    active = [i for i, n in demo.nodes.items() if n.is_active]
+    if not active:
+        raise TimeoutError("no active controller within 15s")
+    demo.leader_id = active[0]
+    for node in demo.nodes.values():  # every node agrees before we go on
+        node.raft.wait_for_leader(timeout=15)
+    demo.client = ControllerClient(demo.bootstrap)
+    demo.out(f"      controller {demo.leader_id} is active in epoch {demo.nodes[demo.leader_id].raft.status().epoch} "
              f"(elected in {time.monotonic() - t0:.2f}s)")
 
 
-def step_append(demo: Demo) -> None:
-    leader = demo.nodes[demo.leader_id]
+def _incarnation_id(cluster_id: str, broker_id: int) -> str:
+    """Stable per demo directory, so a second run re-registers the same incarnation (no duplicate)."""
+    import base64
+    import hashlib
+
+    digest = hashlib.sha256(f"{cluster_id}/{broker_id}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def step_brokers(demo: Demo) -> None:
+    from quorum.controller import api
+    from quorum.errors import Errors, SparkraftError
+
+    client = demo.client
+    epochs = {}
+    for broker_id, rack in BROKERS:
+        endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id - 101)
+        request = api.RegisterBrokerRequest(broker_id, demo.cluster_id, _incarnation_id(demo.cluster_id, broker_id),
+                                            (endpoint,), rack)
+        try:
+            epochs[broker_id] = client.register_broker(request).broker_epoch
+        except SparkraftError as e:
+            if e.error is not Errors.DUPLICATE_BROKER_REGISTRATION:
+                raise
+            known = {b.broker_id: b for b in client.describe_cluster().brokers}
+            epochs[broker_id] = known[broker_id].broker_epoch
+            demo.out(f"      broker {broker_id} ({rack}) is still registered from a previous run")
+            continue
+        demo.out(f"      broker {broker_id} ({rack}) registered: broker epoch {epochs[broker_id]}")
+    # Each heartbeat reports the broker's metadata offset; caught up past its registration -> unfenced.
+    deadline = time.monotonic() + 10
+    fenced = set(epochs)
+    while fenced and time.monotonic() < deadline:
+        offset = client.describe_cluster().metadata_offset
+        for broker_id in sorted(fenced):
+            reply = client.broker_heartbeat(api.BrokerHeartbeatRequest(broker_id, epochs[broker_id], offset))
+            if not reply.is_fenced:
+                fenced.discard(broker_id)
+        if fenced:
+            time.sleep(0.05)
+    demo.out(f"      {len(epochs) - len(fenced)} of {len(epochs)} brokers unfenced after heartbeating")
+
+
+def step_topics(demo: Demo) -> None:
+    from quorum.errors import Errors, SparkraftError
+
     t0 = time.monotonic()
-    pending = []
-    last = -1
-    for n in range(0, RECORDS, RECORDS_PER_PROPOSAL):
-        records = [f"demo-record-{k}".encode() for k in range(n, n + RECORDS_PER_PROPOSAL)]
-        pending.append(leader.propose(records))
-        done = n + RECORDS_PER_PROPOSAL
-        if done % PROGRESS_EVERY == 0:
-            for future in pending:
-                last = future.result(timeout=15)
-            pending.clear()
-            demo.out(f"      committed {done:>4}/{RECORDS} records (last offset {last})")
-    elapsed = time.monotonic() - t0
-    demo.out(f"      {RECORDS} records in {elapsed:.2f}s ({RECORDS / elapsed:,.0f} records/s)")
-    # Let the followers hear the final high watermark, so the status shows them caught up.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(n.status().high_watermark < last + 1 for n in demo.nodes.values()):
-        time.sleep(0.02)
+    for name, partitions, rf in TOPICS:
+        try:
+            demo.client.create_topic(name, partitions, rf)
+        except SparkraftError as e:
+            if e.error is not Errors.TOPIC_ALREADY_EXISTS:
+                raise
+            demo.out(f"      {name} exists from a previous run")
+            continue
+        demo.out(f"      created {name}: {partitions} partitions, replication factor {rf}")
+    demo.client.alter_configs(_topic_key("orders"), [_set("retention.ms", "86400000")])
+    demo.out(f"      set retention.ms=86400000 on orders ({time.monotonic() - t0:.2f}s for all of it)")
+
+
+def _topic_key(name: str):
+    from quorum.controller.api import ConfigResourceKey
+
+    return ConfigResourceKey("TOPIC", name)
+
+
+def _set(key: str, value: str):
+    from quorum.controller.api import AlterableConfig
+
+    return AlterableConfig(key, "SET", value)
+
+
+def step_describe(demo: Demo) -> None:
+    from sparkraft.commands.brokers import format_brokers
+    from sparkraft.commands.topics import format_description
+
+    demo.out("")
+    for name, _, _ in TOPICS:
+        demo.out(format_description(demo.client.describe_topic(name)))
+    demo.out("")
+    demo.out(format_brokers(demo.client.describe_cluster().brokers))
+    demo.out("")
 
 
 def step_status(demo: Demo) -> None:
     from quorum.rpc.raft_client import RaftClient
     from sparkraft.commands.quorum import format_replication, format_status
 
+    # Let the followers fetch the last records and hear the high watermark, so they show caught up.
+    target = demo.nodes[demo.leader_id].raft.status().log_end_offset
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and any(n.raft.status().high_watermark < target for n in demo.nodes.values()):
+        time.sleep(0.02)
     with RaftClient(demo.bootstrap) as client:
         info = client.describe_quorum()
     demo.out("")
@@ -132,8 +207,10 @@ def step_status(demo: Demo) -> None:
 STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     ("Format storage for 3 controllers", step_format),
     ("Start the quorum", step_start),
-    ("Elect a leader", step_elect),
-    (f"Append {RECORDS} records through the leader", step_append),
+    ("Elect the active controller", step_elect),
+    (f"Register {len(BROKERS)} brokers and heartbeat until they are unfenced", step_brokers),
+    (f"Create {len(TOPICS)} topics and alter a topic config", step_topics),
+    ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
 ]
 
@@ -143,6 +220,8 @@ def shutdown(demo: Demo) -> None:
     level = quiet.level
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
         quiet.setLevel(logging.ERROR)  # peers going away one by one is expected here
+    if demo.client is not None:
+        demo.client.close()
     try:
         # The leader first: it resigns and hands over while its followers are still there.
         order = sorted(demo.nodes, key=lambda i: i != demo.leader_id)

@@ -28,7 +28,7 @@ def dead_port() -> int:
 
 @pytest.fixture
 def running_quorum(controller_processes):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format()
     cp.start()
     info = cp.wait_leader()
@@ -117,7 +117,9 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     for key in ("ClusterId:", "LeaderId:", "HighWatermark:", "CurrentVoters:          [1,2,3]"):
         assert key in out, out
     assert "NodeId  LogEndOffset  Lag" in out
-    assert "committed 1000/1000 records" in out
+    assert "3 of 3 brokers unfenced" in out
+    assert "Topic: orders\tTopicId: " in out and "PartitionCount: 6" in out
+    assert "BrokerId  Fenced" in out
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["controller-1", "controller-2", "controller-3"]
     assert took < 20, f"demo took {took:.1f}s"
     # a second run reuses the formatted storage

@@ -125,7 +125,7 @@ def stop_all_and_check_logs(cp, writer, min_epochs):
 
 
 def test_sigkill_of_the_leader_under_write_load_loses_no_acknowledged_write(controller_processes):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format()
     cp.start()
     first = cp.wait_leader().leader_id
@@ -145,7 +145,7 @@ def test_sigkill_of_the_leader_under_write_load_loses_no_acknowledged_write(cont
 
 
 def test_sigkill_restart_then_sigstop_of_the_new_leader_and_it_rejoins_as_follower(controller_processes):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format()
     cp.start()
     first = cp.wait_leader().leader_id
@@ -187,7 +187,7 @@ def test_a_replaced_disk_rejoins_without_voting_and_catches_up(controller_proces
 
     from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format()
     cp.start()
     leader = cp.wait_leader().leader_id
@@ -227,7 +227,7 @@ def run_controller(config, timeout=30):
 
 
 def test_sigterm_on_leader_exits_zero_and_a_foreign_node_is_refused(controller_processes, tmp_path):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format([1, 2])
     cp.start([1, 2])
     cp.wait_leader()
@@ -259,7 +259,7 @@ def test_sigterm_on_leader_exits_zero_and_a_foreign_node_is_refused(controller_p
 
 
 def test_bad_input_is_one_line_and_non_zero(controller_processes):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     # unformatted directory
     assert_one_line_error(run_controller(cp.config(1)), "KAFKA_STORAGE_ERROR: ")
     # port in use
@@ -279,7 +279,7 @@ def test_bad_input_is_one_line_and_non_zero(controller_processes):
 
 
 def test_a_damaged_segment_stops_the_controller_with_one_line_and_changes_nothing(controller_processes):
-    cp = controller_processes()
+    cp = controller_processes(raft_only=True)
     cp.format([1])
     log = FileLog(cp.partition_dir(1))
     for k in range(3):

@@ -1,0 +1,474 @@
+"""ControllerNode: the driver that runs a sans-I/O ControllerCore on top of a RaftNode.
+
+One node of the controller quorum = a :class:`~quorum.node.RaftNode` (the metadata log) plus a
+:class:`~quorum.controller.core.ControllerCore` (requests -> records, committed records -> image),
+wired by ONE controller event thread, the only thread that touches the core. It takes, from one
+inbound queue:
+
+- committed batches from the RaftNode's commit listener -> ``core.replay_committed(batch)``, every
+  batch in log order (control batches included);
+- requests (from the gRPC service or in-process callers) -> ``core.handle(request, now)``; the
+  Operation's batches are proposed in order, one ``RaftNode.propose`` per inner list;
+- proposal outcomes (``propose`` futures' done-callbacks post them back to the queue);
+- read calls, run against the core's replayed state on this thread;
+
+and between items it watches leadership and runs ``core.tick(now)`` when ``core.next_deadline_ms()``
+has come (only while active: the tick fences brokers whose session expired and similar).
+
+Leadership. The RaftNode's status says who leads which epoch. The core is activated for epoch E
+only once this node leads E *and* it has replayed a committed batch written in E: the leader's
+first batch of an epoch is its LeaderChange record, so by then everything committed by earlier
+leaders has been replayed (high watermark > epoch start), as Kafka's QuorumController waits for
+"the leader's own epoch start" before it takes requests. It is deactivated as soon as the status
+shows another epoch or role, or a proposal fails with NotLeaderError; it is never re-activated in
+an epoch it was deactivated in.
+
+Replies. A request's reply is given once its LAST batch is committed *and* replayed here, so a
+read on this node right after a write sees the write. Replies are given in the order requests were
+handled (FIFO), so an Operation without records (a heartbeat that changes nothing, a "topic already
+exists") is answered only after the records of every request handled before it: its answer never
+talks about uncommitted state. ``Operation.reply_fn`` (if set) builds the reply from the committed
+offset of the first record of the first batch (a broker's epoch is its registration's offset).
+``Operation.error`` is answered at once: nothing was proposed. When leadership is lost every
+pending request fails with NOT_CONTROLLER naming the new leader if known (its records may still be
+committed by the new leader: clients retry, as with Kafka).
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.log.batch import Batch
+from quorum.rpc.controller_convert import (DescribeAclsRequest, DescribeClusterRequest, DescribeTopicsRequest,
+                                           ListTopicsRequest)
+
+if TYPE_CHECKING:
+    from quorum.config import NodeConfig
+    from quorum.node import RaftNode
+
+log = logging.getLogger(__name__)
+
+LEADERSHIP_POLL_S = 0.05  # how often the loop looks at the RaftNode's status when nothing arrives
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ControllerNotRunningError(Exception):
+    """The controller's event loop is not running (not started, or stopped)."""
+
+
+def not_controller(node_id: int, leader_id: Optional[int], activating: bool = False) -> SparkraftError:
+    """NOT_CONTROLLER with the active controller's id in ``details['leader_id']`` (None if unknown)."""
+    if activating:
+        why = f"node {node_id} is becoming the active controller; retry shortly"
+    elif leader_id is not None and leader_id != node_id:
+        why = f"node {node_id} is not the active controller; the active controller is node {leader_id}"
+    else:
+        why = f"node {node_id} is not the active controller; no active controller is known"
+    return SparkraftError(Errors.NOT_CONTROLLER, why,
+                          leader_id=leader_id if leader_id != node_id else None)
+
+
+@dataclass(eq=False)
+class _Pending:
+    """A handled request whose records are proposed; answered when they are committed and replayed."""
+
+    op: Any  # the core's Operation
+    future: Optional[concurrent.futures.Future]  # None for operations from tick()
+    epoch: int
+    last_offsets: list = field(default_factory=list)  # per batch, once committed (None until then)
+    first_offset: Optional[int] = None  # offset of the first record of the first batch
+    failed: bool = False
+
+    @property
+    def committed(self) -> bool:
+        return all(o is not None for o in self.last_offsets)
+
+    @property
+    def last_offset(self) -> int:
+        return max(self.last_offsets) if self.last_offsets else -1
+
+
+def controller_settings(config: "NodeConfig"):
+    """The core's ControllerSettings from a node's config (broker.*, metadata.max.idle.interval.ms)."""
+    from quorum.controller.core import ControllerSettings
+
+    idle = config.max_idle_interval_ms or 1 << 40  # 0 = never append a NoOp
+    return ControllerSettings(session_timeout_ms=config.broker_session_timeout_ms,
+                              heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
+                              idle_interval_ms=idle)
+
+
+class ControllerNode:
+    def __init__(self, raft: "RaftNode", core):
+        self.raft = raft
+        self.core = core
+        self.node_id = raft.node_id
+        self._inbox: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+        self._pending: collections.deque[_Pending] = collections.deque()
+        self._active_epoch: Optional[int] = None
+        self._last_deactivated_epoch = -1
+        self._last_replayed_epoch = -1
+        self._thread: Optional[threading.Thread] = None
+        self._running = False
+        self._stopped = threading.Event()
+        self.fatal_error: Optional[BaseException] = None
+        self.replay_errors = 0  # committed batches the core could not replay (logged)
+        self._state_cond = threading.Condition()
+
+    @classmethod
+    def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
+               **raft_kw) -> "ControllerNode":
+        """A RaftNode serving both the Raft and the Controller gRPC services on ``listen``, and its core."""
+        from quorum.controller.core import ControllerCore, ControllerSettings
+        from quorum.controller.service import ControllerService
+        from quorum.node import RaftNode
+        from quorum.raft.settings import RaftSettings
+
+        service = ControllerService()
+        raft = RaftNode(node_id, voters, listen, log_dir, raft_settings or RaftSettings(),
+                        servicers=(service.add_to_server,), **raft_kw)
+        try:
+            core = ControllerCore(node_id, raft.cluster_id, controller_settings_ or ControllerSettings())
+            node = cls(raft, core)
+        except BaseException:
+            raft.shutdown(graceful=False)
+            raise
+        service.attach(node)
+        return node
+
+    @classmethod
+    def from_config(cls, config: "NodeConfig") -> "ControllerNode":
+        listen = config.controller_listener
+        if listen is None or not config.voters:
+            raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
+                                 "controller.quorum.voters and a controller listener")
+        return cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
+                          controller_settings(config), segment_bytes=config.log_segment_bytes)
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def port(self) -> int:
+        return self.raft.port
+
+    def start(self, check_cluster_id: bool = True) -> "ControllerNode":
+        """Start the controller loop, then Raft (the commit listener sees the log from its start)."""
+        if self._thread is not None:
+            raise RuntimeError("a ControllerNode starts once")
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
+        self._thread.start()
+        self.raft.add_commit_listener(self._on_commit)
+        self.raft.start(check_cluster_id)
+        return self
+
+    def shutdown(self, graceful: bool = True) -> None:
+        """Stop the controller loop (pending requests fail with NOT_CONTROLLER), then the RaftNode."""
+        if self._thread is not None and self._running:
+            self._inbox.put(("stop",))
+            self._thread.join(10)
+        self._running = False
+        self.raft.shutdown(graceful=graceful)
+        self._stopped.set()
+
+    def wait_stopped(self, timeout: Optional[float] = None) -> bool:
+        """True once the node stopped: shut down, or its Raft or controller loop died (``fatal_error``)."""
+        if self.raft.wait_stopped(timeout):
+            self.fatal_error = self.fatal_error or self.raft.fatal_error
+            return True
+        return self._stopped.is_set()
+
+    @property
+    def is_active(self) -> bool:
+        """This node is the active controller (as of the controller loop's last round)."""
+        return self._active_epoch is not None
+
+    def wait_active(self, timeout: float) -> bool:
+        """Wait until this node is the active controller; False on timeout."""
+        with self._state_cond:
+            return self._state_cond.wait_for(lambda: self._active_epoch is not None, timeout)
+
+    def leader_id(self) -> Optional[int]:
+        st = self.raft.status()
+        return st.leader_id
+
+    # ------------------------------------------------------------------ the API (any thread)
+    def submit(self, request) -> concurrent.futures.Future:
+        """Hand a write request to the core; the future resolves with its reply once committed, or
+        fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error)."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        if not self._running:
+            future.set_exception(not_controller(self.node_id, self.leader_id()))
+        else:
+            self._inbox.put(("request", request, future))
+        return future
+
+    def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
+        """Run ``fn(core)`` on the controller thread (for reads of the replayed state)."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        if not self._running:
+            future.set_exception(ControllerNotRunningError(f"controller {self.node_id} is not running"))
+        else:
+            self._inbox.put(("call", fn, future))
+        return future
+
+    def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
+        """Answer a read request (controller_convert's read requests, DescribeConfigsRequest) from this
+        node's replayed metadata."""
+        return self.call(lambda core: self._read(core, request)).result(timeout)
+
+    def request(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
+        """Blocking ``submit`` (or ``read`` for a read request)."""
+        from quorum.rpc.controller_convert import READ_REQUESTS
+
+        if isinstance(request, READ_REQUESTS):
+            return self.read(request, timeout)
+        return self.submit(request).result(timeout)
+
+    def _read(self, core, request):
+        if isinstance(request, ListTopicsRequest):
+            topics = core.list_topics()
+            if isinstance(topics, dict):
+                topics = topics.keys()
+            return tuple(sorted(t if isinstance(t, str) else t.name for t in topics))
+        if isinstance(request, DescribeTopicsRequest):
+            out = []
+            for name in request.names:
+                try:
+                    d = core.describe_topic(name)
+                except SparkraftError as e:
+                    out.append(SparkraftError(e.error, e.message, name=name))
+                    continue
+                if d is None:
+                    out.append(SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                              f"topic {name!r} does not exist", name=name))
+                else:
+                    out.append(d)
+            return tuple(out)
+        if isinstance(request, DescribeClusterRequest):
+            return core.describe_cluster(self.leader_id())
+        if isinstance(request, DescribeAclsRequest):
+            return tuple(core.describe_acls(request.filter))
+        from quorum.controller.api import DescribeConfigsRequest
+
+        if isinstance(request, DescribeConfigsRequest):
+            return tuple(core.describe_configs(request))
+        raise TypeError(f"not a read request: {type(request).__name__}")
+
+    # ------------------------------------------------------------------ commit listener (its own thread)
+    def _on_commit(self, batches: list[Batch]) -> None:
+        done = threading.Event()
+        self._inbox.put(("commit", batches, done))
+        # Back-pressure: the RaftNode feeds a listener at most a few chunks ahead.
+        while self._running and not done.wait(0.5):
+            pass
+
+    # ------------------------------------------------------------------ the event loop
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as e:
+            self.fatal_error = e
+            log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=True)
+        finally:
+            self._running = False
+            self._fail_everything()
+            self._stopped.set()
+
+    def _loop(self) -> None:
+        inbox = self._inbox
+        while True:
+            self._check_leadership()
+            wait_s = LEADERSHIP_POLL_S
+            if self._active_epoch is not None:
+                now = self.raft.now_ms()
+                deadline = self.core.next_deadline_ms()
+                if deadline is not None and deadline <= now:
+                    for op in self.core.tick(now):
+                        self._start(op, None)
+                    deadline = self.core.next_deadline_ms()
+                if deadline is not None:
+                    wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
+            try:
+                item = inbox.get(timeout=max(wait_s, 0.001))
+            except queue.Empty:
+                continue
+            while True:
+                if item[0] == "stop":
+                    return
+                self._handle(item)
+                try:
+                    item = inbox.get_nowait()
+                except queue.Empty:
+                    break
+
+    def _handle(self, item: tuple) -> None:
+        kind = item[0]
+        if kind == "commit":
+            _, batches, done = item
+            try:
+                for batch in batches:
+                    self._replay(batch)
+            finally:
+                done.set()
+            self._check_leadership()
+            self._settle()
+        elif kind == "request":
+            _, request, future = item
+            if future.set_running_or_notify_cancel():
+                self._handle_request(request, future)
+        elif kind == "proposed":
+            _, pending, index, proposal = item
+            self._proposed(pending, index, proposal)
+        elif kind == "call":
+            _, fn, future = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(self.core))
+                except BaseException as e:
+                    future.set_exception(e)
+        else:
+            raise AssertionError(f"unknown inbound item {kind!r}")
+
+    def _replay(self, batch: Batch) -> None:
+        try:
+            self.core.replay_committed(batch)
+        except Exception as e:
+            # Not metadata (the Raft Append RPC takes opaque records, for benchmarks and tests) or a
+            # record this version cannot apply: Kafka's controller would stop here; we report it and
+            # go on, so one foreign batch does not take the quorum's controllers down.
+            self.replay_errors += 1
+            if self.replay_errors == 1 or self.replay_errors % 1000 == 0:  # no log flood from a raw-append load
+                log.error("Controller %d cannot replay the batch at offsets %d..%d (epoch %d): %s "
+                          "(%d such batches so far)", self.node_id, batch.base_offset, batch.last_offset,
+                          batch.epoch, e, self.replay_errors)
+        self._last_replayed_epoch = batch.epoch
+
+    def _check_leadership(self) -> None:
+        st = self.raft.status()
+        leading = st.state == "Leader"
+        if self._active_epoch is not None and (not leading or st.epoch != self._active_epoch):
+            self._deactivate(st.leader_id)
+        if (self._active_epoch is None and leading and st.epoch > self._last_deactivated_epoch
+                and self._last_replayed_epoch == st.epoch):
+            self.core.activate(st.epoch, self.raft.now_ms())
+            self._active_epoch = st.epoch
+            log.info("Controller %d is the active controller in epoch %d (metadata offset %d)", self.node_id,
+                     st.epoch, self.core.last_committed_offset)
+            with self._state_cond:
+                self._state_cond.notify_all()
+
+    def _deactivate(self, leader_id: Optional[int]) -> None:
+        epoch, self._active_epoch = self._active_epoch, None
+        self._last_deactivated_epoch = max(self._last_deactivated_epoch, epoch)
+        self.core.deactivate()
+        log.info("Controller %d is no longer the active controller (epoch %d; leader now %s)", self.node_id,
+                 epoch, "unknown" if leader_id is None else leader_id)
+        error = not_controller(self.node_id, leader_id)
+        while self._pending:
+            self._fail(self._pending.popleft(), error)
+        with self._state_cond:
+            self._state_cond.notify_all()
+
+    def _handle_request(self, request, future: concurrent.futures.Future) -> None:
+        if self._active_epoch is None:
+            st = self.raft.status()
+            future.set_exception(not_controller(self.node_id, st.leader_id,
+                                                activating=st.state == "Leader"))
+            return
+        try:
+            op = self.core.handle(request, self.raft.now_ms())
+        except SparkraftError as e:
+            future.set_exception(e)
+            return
+        except Exception as e:
+            log.warning("Controller %d: %s failed", self.node_id, type(request).__name__, exc_info=True)
+            future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
+            return
+        if op.error is not None:
+            future.set_exception(op.error)
+            return
+        self._start(op, future)
+
+    def _start(self, op, future: Optional[concurrent.futures.Future]) -> None:
+        """Propose an Operation's batches in order; its reply waits in FIFO order for their commit."""
+        pending = _Pending(op, future, self._active_epoch, [None] * len(op.batches))
+        self._pending.append(pending)
+        for index, records in enumerate(op.batches):
+            proposal = self.raft.propose(records)
+            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(("proposed", p, i, f)))
+        self._settle()
+
+    def _proposed(self, pending: _Pending, index: int, proposal: concurrent.futures.Future) -> None:
+        if pending.failed:
+            return
+        error = proposal.exception()
+        if error is not None:
+            leader = error.leader_id if isinstance(error, NotLeaderError) else self.leader_id()
+            if self._active_epoch is not None and self._active_epoch == pending.epoch:
+                self._deactivate(leader)  # fails every pending request, this one included
+            else:
+                self._fail(pending, not_controller(self.node_id, leader))
+            return
+        last = proposal.result()
+        pending.last_offsets[index] = last
+        if index == 0:
+            pending.first_offset = last - len(pending.op.batches[0]) + 1
+        self._settle()
+
+    def _settle(self) -> None:
+        """Answer pending requests, in order, whose records are committed and replayed."""
+        replayed = self.core.last_committed_offset
+        while self._pending:
+            p = self._pending[0]
+            if p.failed:
+                self._pending.popleft()
+                continue
+            if not p.committed or p.last_offset > replayed:
+                return
+            self._pending.popleft()
+            if p.future is None:
+                continue
+            try:
+                reply = p.op.reply_fn(p.first_offset) if p.op.reply_fn is not None else p.op.reply
+            except SparkraftError as e:
+                p.future.set_exception(e)
+            except Exception as e:
+                p.future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
+            else:
+                p.future.set_result(reply)
+
+    @staticmethod
+    def _fail(pending: _Pending, error: BaseException) -> None:
+        pending.failed = True
+        if pending.future is not None and not pending.future.done():
+            pending.future.set_exception(error)
+
+    def _fail_everything(self) -> None:
+        error = not_controller(self.node_id, None)
+        if self._active_epoch is not None:
+            self._active_epoch = None
+            try:
+                self.core.deactivate()
+            except Exception:
+                log.debug("deactivate failed during shutdown", exc_info=True)
+        while self._pending:
+            self._fail(self._pending.popleft(), error)
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item[0] == "request" and not item[2].done():
+                item[2].set_exception(error)
+            elif item[0] == "call" and not item[2].done():
+                item[2].set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
+            elif item[0] == "commit":
+                item[2].set()
+        with self._state_cond:
+            self._state_cond.notify_all()

@@ -1,0 +1,107 @@
+"""The ``sparkraft.v1.Controller`` gRPC service: thin, as the servicer of a sans-I/O core should be.
+
+Every RPC does the same three things, so they are made by one function (:func:`_rpc`):
+
+1. convert the protobuf request to its dataclass (quorum/rpc/controller_convert.py);
+2. call the :class:`~quorum.controller.node.ControllerNode`: writes with ``submit`` (answered once
+   their records are committed), reads with ``read`` (answered by any controller from what it has
+   replayed);
+3. convert the reply back, or map a failure to the response's error fields: a
+   :class:`SparkraftError` keeps its Kafka code and message, NOT_CONTROLLER also names the active
+   controller (``leader_id``, ``leader_endpoint``) so the client redirects at once; a call that is
+   not answered before its deadline is REQUEST_TIMED_OUT (the records may still be committed).
+
+Read answers also carry the active controller's id and endpoint (if known), so a client that asked
+a standby can ask the active controller instead when it wants the newest state.
+
+The service is created before its node (it must be on the gRPC server before the server starts,
+and the RaftNode starts its server when it is built): :meth:`ControllerService.attach` hands it the
+node later; until then, and once the node stops, every call is UNAVAILABLE.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from typing import TYPE_CHECKING, Optional
+
+import grpc
+
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc import controller_convert as cc
+from quorum.rpc.gen.sparkraft.v1 import controller_pb2_grpc
+
+if TYPE_CHECKING:
+    from quorum.controller.node import ControllerNode
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WAIT_S = 30.0  # when the caller set no deadline
+
+
+def _wait_s(context: grpc.ServicerContext) -> float:
+    remaining = context.time_remaining()
+    return DEFAULT_WAIT_S if remaining is None else max(0.0, remaining)
+
+
+class ControllerService(controller_pb2_grpc.ControllerServicer):
+    def __init__(self, node: Optional["ControllerNode"] = None):
+        self._node = node
+
+    def attach(self, node: "ControllerNode") -> None:
+        self._node = node
+
+    def add_to_server(self, server: grpc.Server) -> None:
+        controller_pb2_grpc.add_ControllerServicer_to_server(self, server)
+
+    def _serve(self, method: str, request_pb, context: grpc.ServicerContext):
+        from quorum.controller.node import ControllerNotRunningError
+
+        node = self._node
+        if node is None or not node._running:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "the controller is not running")
+        try:
+            request = cc.request_from_proto(request_pb)
+        except (ValueError, TypeError) as e:
+            return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
+        is_read = isinstance(request, cc.READ_REQUESTS)
+        future = None
+        try:
+            if is_read:
+                future = node.call(lambda core: node._read(core, request))
+            else:
+                future = node.submit(request)
+            reply = future.result(timeout=_wait_s(context))
+        except SparkraftError as e:
+            leader = e.details.get("leader_id")
+            return cc.error_response(method, e.error, e.message, leader,
+                                     node.raft.endpoint_of(leader) if leader is not None else "")
+        except concurrent.futures.TimeoutError:
+            if future is not None:
+                future.cancel()
+            return cc.error_response(method, Errors.REQUEST_TIMED_OUT,
+                                     "not answered before the deadline; the change may still be committed")
+        except (ControllerNotRunningError, concurrent.futures.CancelledError) as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "the controller is stopping")
+        except Exception as e:
+            log.warning("controller %s failed", method, exc_info=True)
+            return cc.error_response(method, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+        response = cc.reply_to_proto(method, reply)
+        if is_read:
+            leader = node.leader_id()
+            if leader is not None:
+                response.leader_id = leader
+                response.leader_endpoint = node.raft.endpoint_of(leader)
+        return response
+
+
+def _rpc(method: str):
+    def handler(self, request, context):
+        return self._serve(method, request, context)
+
+    handler.__name__ = method
+    handler.__doc__ = f"{method}: see proto/sparkraft/v1/controller.proto."
+    return handler
+
+
+for _method in cc.METHODS:
+    setattr(ControllerService, _method, _rpc(_method))

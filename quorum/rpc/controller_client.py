@@ -1,0 +1,294 @@
+"""ControllerClient: what the CLI, brokers and tests use to call the controller quorum.
+
+Give it any controllers (``"h:p,h:p"`` or ``[(host, port), ...]``); any of them may be down or a
+standby. Like :class:`~quorum.rpc.raft_client.RaftClient`:
+
+- **writes** (RegisterBroker, CreateTopics, IncrementalAlterConfigs...) try the last known active
+  controller, then every bootstrap server in order; a NOT_CONTROLLER answer that names the active
+  controller's endpoint is followed at once; NOT_CONTROLLER without a name, REQUEST_TIMED_OUT and
+  unreachable servers are retried with a short backoff until the call's deadline;
+- **reads** (ListTopics, DescribeTopics, DescribeCluster, DescribeConfigs, DescribeAcls) may be
+  answered by any controller. A standby's answer names the active controller; the client then asks
+  the active one too (its state is the newest: a write it acknowledged is always visible there)
+  and falls back to the standby's answer if that fails.
+
+Errors are :class:`~quorum.errors.SparkraftError` with one clear line: NETWORK_EXCEPTION when no
+server answered, NOT_CONTROLLER when servers answered but none was active before the deadline, or
+the controller's own error (INVALID_REPLICATION_FACTOR...). Per-item errors (one topic of a
+CreateTopics) are in the reply, not raised; the convenience methods (``create_topic``...) raise them.
+
+Writes are at-least-once across controller changes: a call whose first attempt timed out or lost
+its controller may have been committed and is retried (then e.g. TOPIC_ALREADY_EXISTS).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional, Sequence
+
+import grpc
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc import controller_convert as cc
+from quorum.rpc.gen.sparkraft.v1 import controller_pb2_grpc
+from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+
+_RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
+_RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+
+
+class ControllerClient:
+    def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 5.0,
+                 backoff: float = 0.05):
+        self.servers = parse_bootstrap(bootstrap)
+        self.timeout = timeout  # for a whole call, retries included
+        self.rpc_timeout = rpc_timeout  # for one attempt
+        self.backoff = backoff
+        self._leader: Optional[str] = None  # endpoint of the last known active controller
+        self._stubs: dict[str, tuple[grpc.Channel, controller_pb2_grpc.ControllerStub]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # -- generic ---------------------------------------------------------------------------
+    def call(self, request, timeout: Optional[float] = None):
+        """Send any controller request dataclass; returns the reply (see controller_convert.REPLIES)."""
+        method = cc.method_of(request)
+        pb_request = cc.request_to_proto(request)
+        if isinstance(request, cc.READ_REQUESTS):
+            resp = self._read(method, pb_request, timeout)
+        else:
+            resp = self._write(method, pb_request, timeout)
+        return cc.reply_from_proto(method, resp)
+
+    # -- brokers ---------------------------------------------------------------------------
+    def register_broker(self, request: api.RegisterBrokerRequest) -> api.RegisterBrokerReply:
+        return self.call(request)
+
+    def broker_heartbeat(self, request: api.BrokerHeartbeatRequest, timeout: Optional[float] = None
+                         ) -> api.BrokerHeartbeatReply:
+        return self.call(request, timeout)
+
+    def unregister_broker(self, broker_id: int) -> None:
+        self.call(api.UnregisterBrokerRequest(broker_id))
+
+    # -- topics ----------------------------------------------------------------------------
+    def create_topics(self, topics: Sequence[api.CreatableTopic], validate_only: bool = False
+                      ) -> tuple[api.CreateTopicResult, ...]:
+        return self.call(api.CreateTopicsRequest(tuple(topics), validate_only))
+
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: Sequence[tuple[str, str]] = (), validate_only: bool = False) -> api.CreateTopicResult:
+        """Create one topic; raises its error (TOPIC_ALREADY_EXISTS...)."""
+        (result,) = self.create_topics([api.CreatableTopic(name, partitions, replication_factor,
+                                                           configs=tuple(configs))], validate_only)
+        _raise_item(result.error, result.message)
+        return result
+
+    def delete_topics(self, names: Sequence[str]) -> tuple[api.TopicResult, ...]:
+        return self.call(api.DeleteTopicsRequest(tuple(names)))
+
+    def delete_topic(self, name: str) -> api.TopicResult:
+        (result,) = self.delete_topics([name])
+        _raise_item(result.error, result.message)
+        return result
+
+    def create_partitions(self, name: str, count: int) -> api.TopicResult:
+        (result,) = self.call(api.CreatePartitionsRequest((api.PartitionCountUpdate(name, count),)))
+        _raise_item(result.error, result.message)
+        return result
+
+    def list_topics(self) -> tuple[str, ...]:
+        return self.call(cc.ListTopicsRequest())
+
+    def describe_topics(self, names: Sequence[str]) -> tuple:
+        """One TopicDescription, or SparkraftError (not raised), per name."""
+        return self.call(cc.DescribeTopicsRequest(tuple(names)))
+
+    def describe_topic(self, name: str) -> api.TopicDescription:
+        (d,) = self.describe_topics([name])
+        if isinstance(d, SparkraftError):
+            raise d
+        return d
+
+    def elect_leaders(self, election_type: str = "PREFERRED",
+                      partitions: Optional[Sequence[api.TopicPartition]] = None) -> tuple:
+        return self.call(api.ElectLeadersRequest(election_type, None if partitions is None else tuple(partitions)))
+
+    def alter_partition(self, request: api.AlterPartitionRequest) -> api.AlterPartitionReply:
+        return self.call(request)
+
+    # -- configs ---------------------------------------------------------------------------
+    def incremental_alter_configs(self, resources, validate_only: bool = False) -> tuple[api.AlterConfigsResult, ...]:
+        """``resources``: [(ConfigResourceKey, [AlterableConfig, ...]), ...]."""
+        return self.call(api.IncrementalAlterConfigsRequest(
+            tuple((key, tuple(ops)) for key, ops in resources), validate_only))
+
+    def alter_configs(self, resource: api.ConfigResourceKey, ops: Sequence[api.AlterableConfig]) -> None:
+        """Alter one resource; raises its error (INVALID_CONFIG...)."""
+        (result,) = self.incremental_alter_configs([(resource, ops)])
+        _raise_item(result.error, result.message)
+
+    def describe_configs(self, resource: api.ConfigResourceKey) -> tuple[api.ConfigEntry, ...]:
+        """One resource's config entries; raises its error (UNKNOWN_TOPIC_OR_PARTITION...)."""
+        ((_, error, message, entries),) = self.call(api.DescribeConfigsRequest((resource,)))
+        _raise_item(error, message)
+        return entries
+
+    # -- the rest --------------------------------------------------------------------------
+    def describe_cluster(self, timeout: Optional[float] = None) -> api.ClusterDescription:
+        return self.call(cc.DescribeClusterRequest(), timeout)
+
+    def update_features(self, updates: Sequence[tuple[str, int]]) -> tuple[api.ItemResult, ...]:
+        return self.call(api.UpdateFeaturesRequest(tuple(updates)))
+
+    def alter_client_quotas(self, alterations: Sequence[api.ClientQuotaAlteration]) -> tuple[api.ItemResult, ...]:
+        return self.call(api.AlterClientQuotasRequest(tuple(alterations)))
+
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> api.ProducerIdsBlock:
+        return self.call(api.AllocateProducerIdsRequest(broker_id, broker_epoch))
+
+    def create_acls(self, bindings: Sequence[api.AclBinding]) -> tuple[api.ItemResult, ...]:
+        return self.call(api.CreateAclsRequest(tuple(bindings)))
+
+    def delete_acls(self, filters: Sequence[api.AclBinding]) -> tuple:
+        return self.call(api.DeleteAclsRequest(tuple(filters)))
+
+    def describe_acls(self, filter: api.AclBinding) -> tuple[api.AclBinding, ...]:
+        return self.call(cc.DescribeAclsRequest(filter))
+
+    # -- plumbing --------------------------------------------------------------------------
+    @property
+    def leader_endpoint(self) -> Optional[str]:
+        return self._leader
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            stubs, self._stubs = list(self._stubs.values()), {}
+        for channel, _ in stubs:
+            channel.close()
+
+    def __enter__(self) -> "ControllerClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _stub(self, target: str) -> controller_pb2_grpc.ControllerStub:
+        with self._lock:
+            if self._closed:
+                raise ValueError("the ControllerClient is closed")
+            entry = self._stubs.get(target)
+            if entry is None:
+                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+                entry = self._stubs[target] = (channel, controller_pb2_grpc.ControllerStub(channel))
+            return entry[1]
+
+    def _candidates(self) -> list[str]:
+        first = [self._leader] if self._leader else []
+        return first + [s for s in self.servers if s != self._leader]
+
+    def _attempt(self, target: str, method: str, request, deadline: float):
+        left = deadline - time.monotonic()
+        return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
+
+    def _write(self, method: str, request, timeout: Optional[float]):
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        unreachable: dict[str, str] = {}
+        answered: Optional[str] = None
+        redirects = 0
+        while True:
+            redirected = False
+            for target in self._candidates():
+                if time.monotonic() >= deadline:
+                    break
+                try:
+                    resp = self._attempt(target, method, request, deadline)
+                except grpc.RpcError as e:
+                    if e.code() not in _RETRIABLE_CODES:
+                        raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
+                                             f"{method} failed at {target}: {e.code().name}: {e.details()}")
+                    unreachable[target] = f"{e.code().name}: {e.details()}"
+                    if self._leader == target:
+                        self._leader = None
+                    continue
+                unreachable.pop(target, None)
+                error = cc.response_error(resp)
+                if error is None:
+                    self._leader = target
+                    return resp
+                if error.error not in _RETRIABLE:
+                    raise error
+                answered = f"{target} answered {error}"
+                if self._leader == target:
+                    self._leader = None
+                hint = resp.leader_endpoint
+                if hint and hint != target and redirects < 3:
+                    self._leader = hint
+                    redirects += 1
+                    redirected = True
+                    break
+            if time.monotonic() >= deadline:
+                raise self._give_up(method, unreachable, answered, timeout)
+            if not redirected:
+                redirects = 0
+                time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
+
+    def _read(self, method: str, request, timeout: Optional[float]):
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        unreachable: dict[str, str] = {}
+        while True:
+            for target in self._candidates():
+                if time.monotonic() >= deadline:
+                    break
+                try:
+                    resp = self._attempt(target, method, request, deadline)
+                except grpc.RpcError as e:
+                    if e.code() not in _RETRIABLE_CODES:
+                        raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
+                                             f"{method} failed at {target}: {e.code().name}: {e.details()}")
+                    unreachable[target] = f"{e.code().name}: {e.details()}"
+                    if self._leader == target:
+                        self._leader = None
+                    continue
+                error = cc.response_error(resp)
+                if error is not None and error.error not in _RETRIABLE:
+                    raise error
+                if error is not None:
+                    continue
+                hint = resp.leader_endpoint
+                if hint and hint != target:
+                    # A standby answered: prefer the active controller's (newest) answer.
+                    try:
+                        newer = self._attempt(hint, method, request, deadline)
+                    except grpc.RpcError:
+                        return resp
+                    if cc.response_error(newer) is None:
+                        self._leader = hint
+                        return newer
+                    return resp
+                if hint == target:
+                    self._leader = target
+                return resp
+            if time.monotonic() >= deadline:
+                raise self._give_up(method, unreachable, None, timeout)
+            time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
+
+    def _give_up(self, method: str, unreachable: dict[str, str], answered: Optional[str],
+                 timeout: Optional[float]) -> SparkraftError:
+        servers = ",".join(self.servers)
+        waited = self.timeout if timeout is None else timeout
+        if answered is None:
+            why = "; ".join(f"{t}: {w}" for t, w in unreachable.items()) or "no answer"
+            return SparkraftError(Errors.NETWORK_EXCEPTION,
+                                  f"no controller reachable at {servers} within {waited:g}s ({why})")
+        return SparkraftError(Errors.NOT_CONTROLLER,
+                              f"{method}: no active controller found via {servers} within {waited:g}s "
+                              f"(last: {answered})")
+
+
+def _raise_item(error: Errors, message: str) -> None:
+    if error is not Errors.NONE:
+        raise SparkraftError(error, message)

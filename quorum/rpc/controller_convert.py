@@ -1,0 +1,485 @@
+"""Conversion between the controller's dataclasses (quorum/controller/api.py) and their protobuf form.
+
+The only place that does, as :mod:`quorum.rpc.convert` is for the Raft RPCs. Wire conventions:
+
+- an error is an ``int32`` Kafka code on the wire and an :class:`~quorum.errors.Errors` member in
+  Python; "none" ids are ``-1`` on the wire and ``None`` in Python;
+- every response carries ``error``, ``error_message``, ``leader_id`` and ``leader_endpoint``
+  (filled on NOT_CONTROLLER): :func:`error_response` builds such an answer for any RPC, and
+  :func:`check_response` turns a failed one back into a :class:`SparkraftError` whose details hold
+  ``leader_id`` and ``leader_endpoint``;
+- requests: ``request_to_proto(req)`` / ``request_from_proto(pb)`` for every api request
+  dataclass, plus the read requests defined here (:class:`ListTopicsRequest`...);
+- replies: ``reply_to_proto(method, reply)`` / ``reply_from_proto(method, pb)``, where ``method``
+  is the RPC name and ``reply`` is what the controller answers for it (see :data:`REPLIES`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc.convert import error_from_code
+from quorum.rpc.gen.sparkraft.v1 import controller_pb2 as pb
+
+NONE = -1
+
+
+# -- read requests (no records, answered by any controller) ------------------------------------
+@dataclass(frozen=True, slots=True)
+class ListTopicsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTopicsRequest:
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeClusterRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeAclsRequest:
+    filter: api.AclBinding
+
+
+READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
+                 api.DescribeConfigsRequest)
+
+
+# What each RPC answers with, in Python (the controller's reply, or what the client returns):
+REPLIES = {
+    "RegisterBroker": "api.RegisterBrokerReply",
+    "BrokerHeartbeat": "api.BrokerHeartbeatReply",
+    "UnregisterBroker": "None",
+    "CreateTopics": "tuple[api.CreateTopicResult, ...]",
+    "DeleteTopics": "tuple[api.TopicResult, ...]",
+    "CreatePartitions": "tuple[api.TopicResult, ...]",
+    "ElectLeaders": "tuple[api.ElectLeadersResult, ...]",
+    "AlterPartition": "api.AlterPartitionReply",
+    "IncrementalAlterConfigs": "tuple[api.AlterConfigsResult, ...]",
+    "DescribeConfigs": "tuple[(ConfigResourceKey, Errors, message, tuple[ConfigEntry, ...]), ...]",
+    "ListTopics": "tuple[str, ...] (sorted names)",
+    "DescribeTopics": "tuple[api.TopicDescription | SparkraftError, ...] (one per name)",
+    "DescribeCluster": "api.ClusterDescription",
+    "UpdateFeatures": "tuple[api.ItemResult, ...]",
+    "AlterClientQuotas": "tuple[api.ItemResult, ...]",
+    "AllocateProducerIds": "api.ProducerIdsBlock",
+    "CreateAcls": "tuple[api.ItemResult, ...]",
+    "DeleteAcls": "tuple[(api.ItemResult, tuple[api.AclBinding, ...]), ...]",
+    "DescribeAcls": "tuple[api.AclBinding, ...]",
+}
+
+
+def _opt(value: Optional[int]) -> int:
+    return NONE if value is None else value
+
+
+def _none_if_negative(value: int) -> Optional[int]:
+    return None if value < 0 else value
+
+
+def _opt_str(m, name: str) -> Optional[str]:
+    return getattr(m, name) if m.HasField(name) else None
+
+
+# -- small pieces -------------------------------------------------------------------------------
+def _endpoint_to(e: api.BrokerEndpoint) -> pb.BrokerEndpoint:
+    return pb.BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+
+
+def _endpoint_from(m: pb.BrokerEndpoint) -> api.BrokerEndpoint:
+    return api.BrokerEndpoint(m.name, m.host, m.port, m.security_protocol or "PLAINTEXT")
+
+
+def _lists_to(lists) -> list[pb.ReplicaList]:
+    return [pb.ReplicaList(replicas=list(r)) for r in lists]
+
+
+def _lists_from(ms) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(m.replicas) for m in ms)
+
+
+def _resource_to(r: api.ConfigResourceKey) -> pb.ConfigResource:
+    return pb.ConfigResource(type=r.type, name=r.name)
+
+
+def _resource_from(m: pb.ConfigResource) -> api.ConfigResourceKey:
+    return api.ConfigResourceKey(m.type, m.name)
+
+
+def _tp_to(tp: api.TopicPartition) -> pb.TopicPartition:
+    return pb.TopicPartition(topic=tp.topic, partition=tp.partition)
+
+
+def _tp_from(m: pb.TopicPartition) -> api.TopicPartition:
+    return api.TopicPartition(m.topic, m.partition)
+
+
+def _acl_to(b: api.AclBinding) -> pb.AclBinding:
+    return pb.AclBinding(resource_type=b.resource_type, resource_name=b.resource_name,
+                         pattern_type=b.pattern_type, principal=b.principal, host=b.host,
+                         operation=b.operation, permission_type=b.permission_type)
+
+
+def _acl_from(m: pb.AclBinding) -> api.AclBinding:
+    return api.AclBinding(m.resource_type, m.resource_name, m.pattern_type, m.principal, m.host,
+                          m.operation, m.permission_type)
+
+
+def _item_to(r: api.ItemResult) -> pb.ItemResult:
+    return pb.ItemResult(error=int(r.error), error_message=r.message)
+
+
+def _item_from(m: pb.ItemResult) -> api.ItemResult:
+    return api.ItemResult(error_from_code(m.error), m.error_message)
+
+
+def _config_entry_to(e: api.ConfigEntry) -> pb.ConfigEntry:
+    m = pb.ConfigEntry(name=e.name, source=e.source, sensitive=e.sensitive)
+    if e.value is not None:
+        m.value = e.value
+    return m
+
+
+def _config_entry_from(m: pb.ConfigEntry) -> api.ConfigEntry:
+    return api.ConfigEntry(m.name, _opt_str(m, "value"), m.source, m.sensitive)
+
+
+def _broker_to(b: api.BrokerDescription) -> pb.BrokerDescription:
+    m = pb.BrokerDescription(broker_id=b.broker_id, fenced=b.fenced, in_controlled_shutdown=b.in_controlled_shutdown,
+                             broker_epoch=b.broker_epoch, endpoints=[_endpoint_to(e) for e in b.endpoints],
+                             incarnation_id=b.incarnation_id)
+    if b.rack is not None:
+        m.rack = b.rack
+    return m
+
+
+def _broker_from(m: pb.BrokerDescription) -> api.BrokerDescription:
+    return api.BrokerDescription(m.broker_id, m.fenced, m.in_controlled_shutdown, m.broker_epoch,
+                                 _opt_str(m, "rack"), tuple(_endpoint_from(e) for e in m.endpoints),
+                                 m.incarnation_id)
+
+
+def _topic_description_to(d: api.TopicDescription) -> pb.TopicDescription:
+    return pb.TopicDescription(
+        name=d.name, topic_id=d.topic_id,
+        partitions=[pb.PartitionDescription(partition=p.partition, leader=p.leader, replicas=list(p.replicas),
+                                            isr=list(p.isr), leader_epoch=p.leader_epoch,
+                                            partition_epoch=p.partition_epoch) for p in d.partitions],
+        configs=[pb.ConfigPair(name=k, value=str(v)) for k, v in sorted(d.configs.items())])
+
+
+def _topic_description_from(m: pb.TopicDescription) -> api.TopicDescription:
+    return api.TopicDescription(
+        m.name, m.topic_id,
+        tuple(api.PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr), p.leader_epoch,
+                                       p.partition_epoch) for p in m.partitions),
+        {c.name: c.value for c in m.configs})
+
+
+# -- requests -----------------------------------------------------------------------------------
+def _creatable_to(t: api.CreatableTopic) -> pb.CreatableTopic:
+    return pb.CreatableTopic(name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+                             assignments=_lists_to(t.assignments),
+                             configs=[pb.ConfigPair(name=k, value=v) for k, v in t.configs])
+
+
+def _creatable_from(m: pb.CreatableTopic) -> api.CreatableTopic:
+    return api.CreatableTopic(m.name, m.num_partitions, m.replication_factor, _lists_from(m.assignments),
+                              tuple((c.name, c.value) for c in m.configs))
+
+
+def _register_to(r: api.RegisterBrokerRequest) -> pb.RegisterBrokerRequest:
+    m = pb.RegisterBrokerRequest(broker_id=r.broker_id, cluster_id=r.cluster_id, incarnation_id=r.incarnation_id,
+                                 endpoints=[_endpoint_to(e) for e in r.endpoints],
+                                 min_metadata_version=r.min_metadata_version,
+                                 max_metadata_version=r.max_metadata_version)
+    if r.rack is not None:
+        m.rack = r.rack
+    return m
+
+
+def _alter_configs_to(r: api.IncrementalAlterConfigsRequest) -> pb.IncrementalAlterConfigsRequest:
+    resources = []
+    for key, ops in r.resources:
+        configs = []
+        for c in ops:
+            cm = pb.AlterableConfig(name=c.name, op=c.op)
+            if c.value is not None:
+                cm.value = c.value
+            configs.append(cm)
+        resources.append(pb.AlterConfigsResource(resource=_resource_to(key), configs=configs))
+    return pb.IncrementalAlterConfigsRequest(resources=resources, validate_only=r.validate_only)
+
+
+def _quota_alteration_to(a: api.ClientQuotaAlteration) -> pb.ClientQuotaAlteration:
+    entity = []
+    for kind, name in a.entity:
+        e = pb.QuotaEntity(entity_type=kind)
+        if name is not None:
+            e.name = name
+        entity.append(e)
+    ops = []
+    for key, value in a.ops:
+        o = pb.QuotaOp(key=key)
+        if value is not None:
+            o.value = value
+        ops.append(o)
+    return pb.ClientQuotaAlteration(entity=entity, ops=ops)
+
+
+def _quota_alteration_from(m: pb.ClientQuotaAlteration) -> api.ClientQuotaAlteration:
+    return api.ClientQuotaAlteration(tuple((e.entity_type, _opt_str(e, "name")) for e in m.entity),
+                                     tuple((o.key, o.value if o.HasField("value") else None) for o in m.ops))
+
+
+# (request dataclass, its RPC name, to-proto, from-proto)
+_REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = [
+    (api.RegisterBrokerRequest, "RegisterBroker", _register_to,
+     lambda m: api.RegisterBrokerRequest(m.broker_id, m.cluster_id, m.incarnation_id,
+                                         tuple(_endpoint_from(e) for e in m.endpoints), _opt_str(m, "rack"),
+                                         m.min_metadata_version, m.max_metadata_version)),
+    (api.BrokerHeartbeatRequest, "BrokerHeartbeat",
+     lambda r: pb.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
+                                         current_metadata_offset=r.current_metadata_offset,
+                                         want_fence=r.want_fence, want_shutdown=r.want_shutdown),
+     lambda m: api.BrokerHeartbeatRequest(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence,
+                                          m.want_shutdown)),
+    (api.UnregisterBrokerRequest, "UnregisterBroker",
+     lambda r: pb.UnregisterBrokerRequest(broker_id=r.broker_id),
+     lambda m: api.UnregisterBrokerRequest(m.broker_id)),
+    (api.CreateTopicsRequest, "CreateTopics",
+     lambda r: pb.CreateTopicsRequest(topics=[_creatable_to(t) for t in r.topics], validate_only=r.validate_only),
+     lambda m: api.CreateTopicsRequest(tuple(_creatable_from(t) for t in m.topics), m.validate_only)),
+    (api.DeleteTopicsRequest, "DeleteTopics",
+     lambda r: pb.DeleteTopicsRequest(names=list(r.names), topic_ids=list(r.topic_ids)),
+     lambda m: api.DeleteTopicsRequest(tuple(m.names), tuple(m.topic_ids))),
+    (api.CreatePartitionsRequest, "CreatePartitions",
+     lambda r: pb.CreatePartitionsRequest(
+         updates=[pb.PartitionCountUpdate(name=u.name, count=u.count, assignments=_lists_to(u.assignments))
+                  for u in r.updates], validate_only=r.validate_only),
+     lambda m: api.CreatePartitionsRequest(
+         tuple(api.PartitionCountUpdate(u.name, u.count, _lists_from(u.assignments)) for u in m.updates),
+         m.validate_only)),
+    (api.ElectLeadersRequest, "ElectLeaders",
+     lambda r: pb.ElectLeadersRequest(election_type=r.election_type, all_partitions=r.partitions is None,
+                                      partitions=[_tp_to(tp) for tp in r.partitions or ()]),
+     lambda m: api.ElectLeadersRequest(m.election_type or "PREFERRED",
+                                       None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
+    (api.AlterPartitionRequest, "AlterPartition",
+     lambda r: pb.AlterPartitionRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch, topic_id=r.topic_id,
+                                        partition=r.partition, leader_epoch=r.leader_epoch,
+                                        partition_epoch=r.partition_epoch, new_isr=list(r.new_isr)),
+     lambda m: api.AlterPartitionRequest(m.broker_id, m.broker_epoch, m.topic_id, m.partition, m.leader_epoch,
+                                         m.partition_epoch, tuple(m.new_isr))),
+    (api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", _alter_configs_to,
+     lambda m: api.IncrementalAlterConfigsRequest(
+         tuple((_resource_from(r.resource),
+                tuple(api.AlterableConfig(c.name, c.op, _opt_str(c, "value")) for c in r.configs))
+               for r in m.resources), m.validate_only)),
+    (api.DescribeConfigsRequest, "DescribeConfigs",
+     lambda r: pb.DescribeConfigsRequest(resources=[_resource_to(k) for k in r.resources]),
+     lambda m: api.DescribeConfigsRequest(tuple(_resource_from(k) for k in m.resources))),
+    (ListTopicsRequest, "ListTopics", lambda r: pb.ListTopicsRequest(), lambda m: ListTopicsRequest()),
+    (DescribeTopicsRequest, "DescribeTopics",
+     lambda r: pb.DescribeTopicsRequest(names=list(r.names)), lambda m: DescribeTopicsRequest(tuple(m.names))),
+    (DescribeClusterRequest, "DescribeCluster", lambda r: pb.DescribeClusterRequest(),
+     lambda m: DescribeClusterRequest()),
+    (api.UpdateFeaturesRequest, "UpdateFeatures",
+     lambda r: pb.UpdateFeaturesRequest(updates=[pb.FeatureUpdate(feature=f, max_level=lvl) for f, lvl in r.updates],
+                                        validate_only=r.validate_only),
+     lambda m: api.UpdateFeaturesRequest(tuple((u.feature, u.max_level) for u in m.updates), m.validate_only)),
+    (api.AlterClientQuotasRequest, "AlterClientQuotas",
+     lambda r: pb.AlterClientQuotasRequest(alterations=[_quota_alteration_to(a) for a in r.alterations],
+                                           validate_only=r.validate_only),
+     lambda m: api.AlterClientQuotasRequest(tuple(_quota_alteration_from(a) for a in m.alterations),
+                                            m.validate_only)),
+    (api.AllocateProducerIdsRequest, "AllocateProducerIds",
+     lambda r: pb.AllocateProducerIdsRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch),
+     lambda m: api.AllocateProducerIdsRequest(m.broker_id, m.broker_epoch)),
+    (api.CreateAclsRequest, "CreateAcls",
+     lambda r: pb.CreateAclsRequest(bindings=[_acl_to(b) for b in r.bindings]),
+     lambda m: api.CreateAclsRequest(tuple(_acl_from(b) for b in m.bindings))),
+    (api.DeleteAclsRequest, "DeleteAcls",
+     lambda r: pb.DeleteAclsRequest(filters=[_acl_to(b) for b in r.filters]),
+     lambda m: api.DeleteAclsRequest(tuple(_acl_from(b) for b in m.filters))),
+    (DescribeAclsRequest, "DescribeAcls",
+     lambda r: pb.DescribeAclsRequest(filter=_acl_to(r.filter)),
+     lambda m: DescribeAclsRequest(_acl_from(m.filter))),
+]
+_BY_TYPE = {t: (name, to, frm) for t, name, to, frm in _REQUESTS}
+_BY_PB = {getattr(pb, f"{name}Request"): frm for _, name, _, frm in _REQUESTS}
+METHODS: tuple[str, ...] = tuple(name for _, name, _, _ in _REQUESTS)
+
+
+def method_of(request) -> str:
+    """The RPC name for a request dataclass."""
+    try:
+        return _BY_TYPE[type(request)][0]
+    except KeyError:
+        raise TypeError(f"not a controller request: {type(request).__name__}") from None
+
+
+def request_to_proto(request):
+    return _BY_TYPE[type(request)][1](request)
+
+
+def request_from_proto(m):
+    try:
+        return _BY_PB[type(m)](m)
+    except KeyError:
+        raise TypeError(f"not a controller protobuf request: {type(m).__name__}") from None
+
+
+# -- replies ------------------------------------------------------------------------------------
+def _response(method: str, **fields):
+    return getattr(pb, f"{method}Response")(error=int(Errors.NONE), leader_id=NONE, **fields)
+
+
+def _as_tuple(reply) -> tuple:
+    if reply is None:
+        return ()
+    return tuple(reply) if isinstance(reply, (list, tuple)) else (reply,)
+
+
+def _reply_fields(method: str, reply) -> dict:
+    if method == "RegisterBroker":
+        epoch = reply.broker_epoch if isinstance(reply, api.RegisterBrokerReply) else int(reply)
+        return {"broker_epoch": epoch}
+    if method == "BrokerHeartbeat":
+        return {"is_caught_up": reply.is_caught_up, "is_fenced": reply.is_fenced,
+                "should_shutdown": reply.should_shutdown}
+    if method == "UnregisterBroker":
+        return {}
+    if method == "CreateTopics":
+        out = []
+        for r in _as_tuple(reply):
+            m = pb.CreateTopicResult(name=r.name, error=int(r.error), error_message=r.message,
+                                     num_partitions=r.num_partitions, replication_factor=r.replication_factor)
+            if r.topic_id is not None:
+                m.topic_id = r.topic_id
+            out.append(m)
+        return {"topics": out}
+    if method in ("DeleteTopics", "CreatePartitions"):
+        out = []
+        for r in _as_tuple(reply):
+            m = pb.TopicResult(name=r.name, error=int(r.error), error_message=r.message)
+            if r.topic_id is not None:
+                m.topic_id = r.topic_id
+            out.append(m)
+        return {"topics": out}
+    if method == "ElectLeaders":
+        return {"results": [pb.ElectLeadersResult(partition=_tp_to(r.partition), error=int(r.error),
+                                                  error_message=r.message) for r in _as_tuple(reply)]}
+    if method == "AlterPartition":
+        return {"partition_error": int(reply.error), "partition_error_message": reply.message,
+                "leader": reply.leader, "leader_epoch": reply.leader_epoch,
+                "partition_epoch": reply.partition_epoch, "isr": list(reply.isr)}
+    if method == "IncrementalAlterConfigs":
+        return {"results": [pb.AlterConfigsResult(resource=_resource_to(r.resource), error=int(r.error),
+                                                  error_message=r.message) for r in _as_tuple(reply)]}
+    if method == "DescribeConfigs":
+        return {"results": [pb.DescribeConfigsResult(resource=_resource_to(key), error=int(error),
+                                                     error_message=message or "",
+                                                     entries=[_config_entry_to(e) for e in entries])
+                            for key, error, message, entries in reply]}
+    if method == "ListTopics":
+        return {"names": sorted(reply)}
+    if method == "DescribeTopics":
+        out = []
+        for d in reply:
+            if isinstance(d, SparkraftError):
+                out.append(pb.TopicDescription(name=d.details.get("name", ""), error=int(d.error),
+                                               error_message=d.message))
+            else:
+                out.append(_topic_description_to(d))
+        return {"topics": out}
+    if method == "DescribeCluster":
+        return {"cluster_id": reply.cluster_id, "controller_id": _opt(reply.controller_id),
+                "metadata_offset": reply.metadata_offset, "brokers": [_broker_to(b) for b in reply.brokers]}
+    if method in ("UpdateFeatures", "AlterClientQuotas", "CreateAcls"):
+        return {"results": [_item_to(r) for r in _as_tuple(reply)]}
+    if method == "AllocateProducerIds":
+        return {"first_producer_id": reply.first_producer_id, "size": reply.size}
+    if method == "DeleteAcls":
+        return {"results": [pb.DeleteAclsFilterResult(error=int(r.error), error_message=r.message,
+                                                      matching=[_acl_to(b) for b in matching])
+                            for r, matching in reply]}
+    if method == "DescribeAcls":
+        return {"bindings": [_acl_to(b) for b in reply]}
+    raise TypeError(f"unknown controller RPC {method!r}")
+
+
+def reply_to_proto(method: str, reply):
+    """The successful response of RPC ``method`` for the controller's ``reply``."""
+    return _response(method, **_reply_fields(method, reply))
+
+
+def reply_from_proto(method: str, m):
+    """The Python reply in a successful response (see :data:`REPLIES`)."""
+    if method == "RegisterBroker":
+        return api.RegisterBrokerReply(m.broker_epoch)
+    if method == "BrokerHeartbeat":
+        return api.BrokerHeartbeatReply(m.is_caught_up, m.is_fenced, m.should_shutdown)
+    if method == "UnregisterBroker":
+        return None
+    if method == "CreateTopics":
+        return tuple(api.CreateTopicResult(r.name, error_from_code(r.error), r.error_message,
+                                           _opt_str(r, "topic_id"), r.num_partitions, r.replication_factor)
+                     for r in m.topics)
+    if method in ("DeleteTopics", "CreatePartitions"):
+        return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
+                     for r in m.topics)
+    if method == "ElectLeaders":
+        return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
+                     for r in m.results)
+    if method == "AlterPartition":
+        return api.AlterPartitionReply(error_from_code(m.partition_error), m.partition_error_message, m.leader,
+                                       m.leader_epoch, m.partition_epoch, tuple(m.isr))
+    if method == "IncrementalAlterConfigs":
+        return tuple(api.AlterConfigsResult(_resource_from(r.resource), error_from_code(r.error), r.error_message)
+                     for r in m.results)
+    if method == "DescribeConfigs":
+        return tuple((_resource_from(r.resource), error_from_code(r.error), r.error_message,
+                      tuple(_config_entry_from(e) for e in r.entries)) for r in m.results)
+    if method == "ListTopics":
+        return tuple(m.names)
+    if method == "DescribeTopics":
+        return tuple(_topic_description_from(d) if d.error == 0
+                     else SparkraftError(error_from_code(d.error), d.error_message, name=d.name)
+                     for d in m.topics)
+    if method == "DescribeCluster":
+        return api.ClusterDescription(m.cluster_id, _none_if_negative(m.controller_id), m.metadata_offset,
+                                      tuple(_broker_from(b) for b in m.brokers))
+    if method in ("UpdateFeatures", "AlterClientQuotas", "CreateAcls"):
+        return tuple(_item_from(r) for r in m.results)
+    if method == "AllocateProducerIds":
+        return api.ProducerIdsBlock(m.first_producer_id, m.size)
+    if method == "DeleteAcls":
+        return tuple((api.ItemResult(error_from_code(r.error), r.error_message),
+                      tuple(_acl_from(b) for b in r.matching)) for r in m.results)
+    if method == "DescribeAcls":
+        return tuple(_acl_from(b) for b in m.bindings)
+    raise TypeError(f"unknown controller RPC {method!r}")
+
+
+# -- errors -------------------------------------------------------------------------------------
+def error_response(method: str, error: Errors, message: str, leader_id: Optional[int] = None,
+                   leader_endpoint: str = ""):
+    """A failed response of RPC ``method`` (whole-request error: NOT_CONTROLLER, INVALID_REQUEST...)."""
+    return getattr(pb, f"{method}Response")(error=int(error), error_message=message, leader_id=_opt(leader_id),
+                                            leader_endpoint=leader_endpoint)
+
+
+def response_error(m) -> Optional[SparkraftError]:
+    """The whole-request error of a response, if any, with ``leader_id``/``leader_endpoint`` details."""
+    error = error_from_code(m.error)
+    if error is Errors.NONE:
+        return None
+    return SparkraftError(error, m.error_message, leader_id=_none_if_negative(m.leader_id),
+                          leader_endpoint=m.leader_endpoint)

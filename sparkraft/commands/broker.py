@@ -1,0 +1,108 @@
+"""``sparkraft broker start``: run a broker's cluster membership in the foreground.
+
+The broker (``process.roles=broker``) finds the controllers through ``controller.quorum.voters``
+or ``controller.quorum.bootstrap.servers``, registers its ``listeners`` as endpoints with its
+``broker.rack`` and a fresh incarnation id, heartbeats every ``broker.heartbeat.interval.ms`` and
+stays registered (see :mod:`quorum.broker.lifecycle` for what it reports as its metadata offset).
+SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to other brokers
+first, bounded by ``broker.session.timeout.ms``) and exits 0.
+
+The cluster id comes from ``metadata.log.dir/meta.properties`` if the directory was formatted
+(``sparkraft storage format``), else from the controllers. ``--warehouse`` (where the broker will
+bootstrap its metadata from Delta, DESIGN §7) is accepted for the coming metadata client; today
+the broker serves no data and holds no metadata image of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+
+from sparkraft.commands import add_command, add_group
+
+log = logging.getLogger("sparkraft.broker")
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def register(subparsers) -> None:
+    commands = add_group(subparsers, "broker", "run a broker: registers and heartbeats with the controllers")
+    start = add_command(commands, "start", "run a broker in the foreground until SIGTERM or SIGINT",
+                        run_start, log_default="INFO")
+    start.add_argument("-c", "--config", required=True, metavar="FILE", help="the broker's properties file")
+    start.add_argument("--warehouse", metavar="URI", help="Delta warehouse to bootstrap metadata from (reserved)")
+
+
+def broker_endpoints(config) -> tuple:
+    from quorum.controller.api import BrokerEndpoint
+
+    skip = set(config.controller_listener_names or ())
+    return tuple(BrokerEndpoint(name, host, port, name if name in PROTOCOLS else "PLAINTEXT")
+                 for name, (host, port) in (config.listeners or {}).items() if name not in skip)
+
+
+def controllers_of(config) -> str:
+    from quorum.rpc.convert import format_endpoint
+
+    addresses = list(config.voters.values()) if config.voters else list(config.bootstrap_servers or ())
+    return ",".join(format_endpoint(h, p) for h, p in addresses)
+
+
+def run_start(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from quorum.broker.lifecycle import BrokerLifecycle
+    from quorum.config import ConfigError, load_config
+    from quorum.log.meta_properties import META_PROPERTIES_FILE, check_storage, random_uuid
+    from quorum.rpc.controller_client import ControllerClient
+
+    config = load_config(args.config)
+    if not config.is_broker:
+        raise ConfigError(f"{args.config}: process.roles must include 'broker' to start a broker")
+    if config.is_controller:
+        raise ConfigError(f"{args.config}: combined mode (process.roles=broker,controller) is not supported yet")
+    endpoints = broker_endpoints(config)
+    if not endpoints:
+        raise ConfigError(f"{args.config}: listeners has no broker listener to register")
+    cluster_id = ""
+    if (Path(config.log_dir) / META_PROPERTIES_FILE).exists():
+        cluster_id = check_storage(config.log_dir, config.node_id).cluster_id
+    stop = threading.Event()
+    received: list[str] = []
+
+    client = ControllerClient(controllers_of(config), timeout=max(2.0, config.broker_heartbeat_interval_ms / 1000),
+                              rpc_timeout=2.0)
+    lifecycle: "BrokerLifecycle | None" = None
+
+    def on_signal(signum, _frame) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+        if lifecycle is not None:
+            lifecycle.stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not cluster_id and not stop.is_set():
+            try:
+                cluster_id = client.describe_cluster().cluster_id
+            except Exception as e:  # controllers not up yet
+                log.info("Broker %d: no controller answers yet (%s)", config.node_id, e)
+                stop.wait(1.0)
+        lifecycle = BrokerLifecycle(client, config.node_id, cluster_id, random_uuid(), endpoints,
+                                    config.broker_rack, config.broker_heartbeat_interval_ms)
+        if stop.is_set():
+            lifecycle.stop()
+        log.info("Broker %d starting: cluster %s, endpoints %s, rack %s, controllers %s%s", config.node_id,
+                 cluster_id, ",".join(f"{e.name}://{e.host}:{e.port}" for e in endpoints),
+                 config.broker_rack or "none", controllers_of(config),
+                 f", warehouse {args.warehouse}" if args.warehouse else "")
+        lifecycle.run()
+        log.info("Broker %d stopping (%s)", config.node_id, received[0] if received else "stopped")
+        lifecycle.controlled_shutdown(timeout=max(5.0, config.broker_session_timeout_ms / 1000))
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        client.close()
+    log.info("Broker %d stopped", config.node_id)
+    return 0

@@ -1,0 +1,50 @@
+"""``sparkraft brokers list``: the registered brokers as the controller sees them.
+
+``--json`` prints a list of ``{"broker_id", "fenced", "in_controlled_shutdown", "broker_epoch",
+"rack", "endpoints"}`` (DESIGN §10), ``endpoints`` being ``[{"name", "host", "port",
+"security_protocol"}]`` as in the ``brokers`` Delta table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Sequence
+
+from sparkraft.commands import add_command, add_group
+from sparkraft.commands.topics import add_bootstrap, client
+
+if TYPE_CHECKING:
+    from quorum.controller.api import BrokerDescription
+
+COLUMNS = ("BrokerId", "Fenced", "InControlledShutdown", "BrokerEpoch", "Rack", "Endpoints")
+
+
+def register(subparsers) -> None:
+    commands = add_group(subparsers, "brokers", "inspect registered brokers")
+    list_ = add_command(commands, "list", "list registered brokers: fenced, epoch, rack, endpoints", run_list)
+    list_.add_argument("--json", action="store_true", help="print JSON")
+    add_bootstrap(list_)
+
+
+def broker_json(b: "BrokerDescription") -> dict:
+    return {"broker_id": b.broker_id, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
+            "broker_epoch": b.broker_epoch, "rack": b.rack,
+            "endpoints": [{"name": e.name, "host": e.host, "port": e.port, "security_protocol": e.security_protocol}
+                          for e in b.endpoints]}
+
+
+def format_brokers(brokers: Sequence["BrokerDescription"]) -> str:
+    rows = [list(COLUMNS)]
+    for b in sorted(brokers, key=lambda b: b.broker_id):
+        endpoints = ",".join(f"{e.name}://{e.host}:{e.port}" for e in b.endpoints)
+        rows.append([str(b.broker_id), str(b.fenced).lower(), str(b.in_controlled_shutdown).lower(),
+                     str(b.broker_epoch), b.rack or "-", endpoints])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def run_list(args: argparse.Namespace) -> None:
+    with client(args) as c:
+        cluster = c.describe_cluster()
+    brokers = sorted(cluster.brokers, key=lambda b: b.broker_id)
+    print(json.dumps([broker_json(b) for b in brokers]) if args.json else format_brokers(brokers))

@@ -1,0 +1,126 @@
+"""``sparkraft topics create|delete|describe|list``: topics through the active controller (kafka-topics).
+
+Writes go to the active controller wherever ``--bootstrap-controller`` points; reads may be answered
+by any controller (the newest answer is preferred). ``describe --json`` prints
+``{"name", "topic_id", "partitions": [{"partition", "leader", "replicas", "isr", "leader_epoch"}],
+"configs": {...}}`` and ``list --json`` a list of names (DESIGN §10). A rejected request (invalid
+name, no partitions, replication factor above the number of brokers, unknown config) prints one
+line starting with Kafka's error name, exits 1 and changes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from sparkraft.commands import add_command, add_group
+
+if TYPE_CHECKING:
+    from quorum.controller.api import TopicDescription
+
+
+def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap-controller`` and ``--timeout``, as every controller-facing command takes them."""
+    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                        help="any controllers of the quorum (down or standby ones are fine)")
+    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="how long to look for the active controller (default 15)")
+
+
+def client(args: argparse.Namespace):
+    from quorum.rpc.controller_client import ControllerClient
+
+    return ControllerClient(args.bootstrap_controller, timeout=args.timeout)
+
+
+def register(subparsers) -> None:
+    commands = add_group(subparsers, "topics", "create, delete, describe and list topics")
+
+    create = add_command(commands, "create", "create a topic", run_create)
+    create.add_argument("--topic", required=True, metavar="T", help="the topic's name")
+    create.add_argument("--partitions", type=int, required=True, metavar="N", help="number of partitions")
+    create.add_argument("--replication-factor", type=int, required=True, metavar="R",
+                        help="replicas per partition (at most the number of registered brokers)")
+    create.add_argument("--config", action="append", default=[], metavar="K=V",
+                        help="a topic config; repeat for several")
+    add_bootstrap(create)
+
+    delete = add_command(commands, "delete", "delete a topic", run_delete)
+    delete.add_argument("--topic", required=True, metavar="T")
+    add_bootstrap(delete)
+
+    describe = add_command(commands, "describe", "describe a topic: partitions, leaders, ISR, configs",
+                           run_describe)
+    describe.add_argument("--topic", required=True, metavar="T")
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    add_bootstrap(describe)
+
+    list_ = add_command(commands, "list", "list topic names", run_list)
+    list_.add_argument("--json", action="store_true", help="print JSON")
+    add_bootstrap(list_)
+
+
+def parse_config_pairs(items: list[str]) -> list[tuple[str, str]]:
+    """``K=V`` strings as pairs; INVALID_CONFIG for one without ``=`` or with an empty key."""
+    from quorum.errors import Errors, SparkraftError
+
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SparkraftError(Errors.INVALID_CONFIG, f"invalid config {item!r}: expected KEY=VALUE")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def run_create(args: argparse.Namespace) -> None:
+    configs = parse_config_pairs(args.config)
+    with client(args) as c:
+        c.create_topic(args.topic, args.partitions, args.replication_factor, configs)
+    print(f"Created topic {args.topic}.")
+
+
+def run_delete(args: argparse.Namespace) -> None:
+    with client(args) as c:
+        c.delete_topic(args.topic)
+    print(f"Deleted topic {args.topic}.")
+
+
+def description_json(d: "TopicDescription") -> dict:
+    """The contract's JSON form of a topic (DESIGN §10)."""
+    return {
+        "name": d.name,
+        "topic_id": d.topic_id,
+        "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
+                        "isr": list(p.isr), "leader_epoch": p.leader_epoch}
+                       for p in sorted(d.partitions, key=lambda p: p.partition)],
+        "configs": dict(sorted(d.configs.items())),
+    }
+
+
+def format_description(d: "TopicDescription") -> str:
+    """As kafka-topics --describe prints it."""
+    rf = len(d.partitions[0].replicas) if d.partitions else 0
+    configs = ",".join(f"{k}={v}" for k, v in sorted(d.configs.items()))
+    lines = [f"Topic: {d.name}\tTopicId: {d.topic_id}\tPartitionCount: {len(d.partitions)}\t"
+             f"ReplicationFactor: {rf}\tConfigs: {configs}"]
+    for p in sorted(d.partitions, key=lambda p: p.partition):
+        lines.append(f"\tTopic: {d.name}\tPartition: {p.partition}\tLeader: {p.leader if p.leader >= 0 else 'none'}\t"
+                     f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
+                     f"LeaderEpoch: {p.leader_epoch}")
+    return "\n".join(lines)
+
+
+def run_describe(args: argparse.Namespace) -> None:
+    with client(args) as c:
+        d = c.describe_topic(args.topic)
+    print(json.dumps(description_json(d)) if args.json else format_description(d))
+
+
+def run_list(args: argparse.Namespace) -> None:
+    with client(args) as c:
+        names = list(c.list_topics())
+    if args.json:
+        print(json.dumps(names))
+    elif names:
+        print("\n".join(names))

@@ -1,0 +1,178 @@
+"""``sparkraft topics|configs|brokers`` against three real controller processes.
+
+Brokers are registered from the test (a long broker.session.timeout.ms keeps them unfenced without a
+heartbeat thread). Checks the exact JSON shapes of DESIGN §10, and that bad input prints one line
+starting with Kafka's error name, exits non-zero and changes nothing.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import sparkraft_cmd, wait_for
+from quorum.controller import api
+from quorum.errors import SparkraftError
+from quorum.log.meta_properties import random_uuid
+
+pytestmark = pytest.mark.slow
+
+pytest.importorskip("quorum.controller.core")
+
+BROKER_KEYS = {"broker_id", "fenced", "in_controlled_shutdown", "broker_epoch", "rack", "endpoints"}
+
+
+def sparkraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from conftest import ControllerProcesses
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = ControllerProcesses(tmp_path_factory.mktemp("topics-cli"), **{"broker.session.timeout.ms": "120000"})
+    try:
+        cp.format()
+        cp.start()
+        cp.wait_leader()
+        with ControllerClient(cp.bootstrap(), timeout=20) as c:
+            epochs = {}
+            for broker_id, rack in ((101, "rack-a"), (102, "rack-b"), (103, "rack-c")):
+                ep = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19000 + broker_id)
+                epochs[broker_id] = c.register_broker(api.RegisterBrokerRequest(
+                    broker_id, cp.cluster_id, random_uuid(), (ep,), rack)).broker_epoch
+
+            def unfenced():
+                offset = c.describe_cluster().metadata_offset
+                return all(not c.broker_heartbeat(api.BrokerHeartbeatRequest(b, e, offset)).is_fenced
+                           for b, e in epochs.items())
+
+            wait_for(unfenced, 10, "brokers unfenced", interval=0.05)
+        yield cp
+    except SparkraftError:
+        print(cp.dump_outputs())
+        raise
+    finally:
+        cp.close()
+
+
+def ok(*args: str) -> str:
+    result = sparkraft(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_create_describe_list_json_shapes(cluster):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    out = ok("topics", "create", "--topic", "orders", "--partitions", "3", "--replication-factor", "2",
+             "--config", "retention.ms=60000", *boot)
+    assert out.strip() == "Created topic orders."
+
+    d = json.loads(ok("topics", "describe", "--topic", "orders", "--json", *boot))
+    assert set(d) == {"name", "topic_id", "partitions", "configs"}
+    assert d["name"] == "orders" and isinstance(d["topic_id"], str) and len(d["topic_id"]) == 22
+    assert [p["partition"] for p in d["partitions"]] == [0, 1, 2]
+    for p in d["partitions"]:
+        assert set(p) == {"partition", "leader", "replicas", "isr", "leader_epoch"}
+        assert len(p["replicas"]) == 2 and p["leader"] in p["replicas"] and isinstance(p["leader_epoch"], int)
+    assert d["configs"] == {"retention.ms": "60000"}
+
+    text = ok("topics", "describe", "--topic", "orders", *boot)
+    assert text.startswith("Topic: orders\tTopicId: ") and "PartitionCount: 3" in text
+
+    assert "orders" in json.loads(ok("topics", "list", "--json", *boot))
+
+    brokers = json.loads(ok("brokers", "list", "--json", *boot))
+    assert [b["broker_id"] for b in brokers] == [101, 102, 103]
+    for b in brokers:
+        assert set(b) == BROKER_KEYS
+        assert b["fenced"] is False and b["in_controlled_shutdown"] is False
+        assert b["endpoints"] == [{"name": "PLAINTEXT", "host": "127.0.0.1", "port": 19000 + b["broker_id"],
+                                   "security_protocol": "PLAINTEXT"}]
+    assert [b["rack"] for b in brokers] == ["rack-a", "rack-b", "rack-c"]
+
+    ok("configs", "alter", "--entity-type", "topics", "--entity-name", "orders",
+       "--add-config", "cleanup.policy=compact", "--delete-config", "retention.ms", *boot)
+    rows = json.loads(ok("configs", "describe", "--entity-type", "topics", "--entity-name", "orders", "--json", *boot))
+    assert all(set(r) == {"name", "value", "source"} for r in rows)
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["cleanup.policy"] == {"name": "cleanup.policy", "value": "compact", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert by_name.get("retention.ms", {}).get("source") != "DYNAMIC_TOPIC_CONFIG"
+
+    ok("topics", "delete", "--topic", "orders", *boot)
+    assert "orders" not in json.loads(ok("topics", "list", "--json", *boot))
+
+
+def test_broker_and_cluster_configs(cluster):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("configs", "alter", "--entity-type", "cluster", "--add-config", "log.retention.ms=2000", *boot)
+    ok("configs", "alter", "--entity-type", "brokers", "--entity-name", "101",
+       "--add-config", "log.retention.ms=1000,log.cleanup.policy=[delete,compact]", *boot)
+    rows = json.loads(ok("configs", "describe", "--entity-type", "cluster", "--json", *boot))
+    assert {"name": "log.retention.ms", "value": "2000", "source": "DYNAMIC_DEFAULT_BROKER_CONFIG"} in rows
+    assert all(r["source"] != "DEFAULT_CONFIG" for r in rows)
+    rows = json.loads(ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "101", "--json", *boot))
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["log.retention.ms"] == {"name": "log.retention.ms", "value": "1000",
+                                           "source": "DYNAMIC_BROKER_CONFIG"}
+    assert by_name["log.cleanup.policy"]["value"] == "delete,compact"
+    everything = json.loads(ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "101", "--all",
+                               "--json", *boot))
+    assert any(r["source"] == "DEFAULT_CONFIG" for r in everything) and len(everything) > len(rows)
+
+
+@pytest.mark.parametrize("args,error", [
+    (("--topic", "bad/name", "--partitions", "1", "--replication-factor", "1"), "INVALID_TOPIC_EXCEPTION"),
+    (("--topic", "..", "--partitions", "1", "--replication-factor", "1"), "INVALID_TOPIC_EXCEPTION"),
+    (("--topic", "zero", "--partitions", "0", "--replication-factor", "1"), "INVALID_PARTITIONS"),
+    (("--topic", "rf-too-high", "--partitions", "1", "--replication-factor", "4"), "INVALID_REPLICATION_FACTOR"),
+    (("--topic", "bad-config", "--partitions", "1", "--replication-factor", "1", "--config", "no.such.key=1"),
+     "INVALID_CONFIG"),
+    (("--topic", "bad-config2", "--partitions", "1", "--replication-factor", "1", "--config", "noequals"),
+     "INVALID_CONFIG"),
+])
+def test_bad_create_prints_one_line_and_changes_nothing(cluster, args, error):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    before = ok("topics", "list", "--json", *boot)
+    result = sparkraft("topics", "create", *args, *boot)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{error}: "), result.stderr
+    assert ok("topics", "list", "--json", *boot) == before
+
+
+def test_other_errors_are_one_line(cluster):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    for args, error in [
+        (("topics", "describe", "--topic", "nope"), "UNKNOWN_TOPIC_OR_PARTITION"),
+        (("topics", "delete", "--topic", "nope"), "UNKNOWN_TOPIC_OR_PARTITION"),
+        (("configs", "alter", "--entity-type", "topics", "--entity-name", "nope", "--add-config", "retention.ms=1"),
+         "UNKNOWN_TOPIC_OR_PARTITION"),
+        (("configs", "alter", "--entity-type", "topics"), "INVALID_REQUEST"),
+    ]:
+        result = sparkraft(*args, *boot)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith(f"{error}: "), (args, result.stderr)
+
+
+def test_help():
+    for args in (["topics", "create"], ["topics", "describe"], ["configs", "alter"], ["brokers", "list"],
+                 ["broker", "start"]):
+        result = sparkraft(*args, "--help")
+        assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result
+
+
+def test_a_metadata_controller_refuses_raw_appends_and_keeps_working(cluster):
+    from quorum.rpc.raft_client import RaftClient
+
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    before = json.loads(ok("topics", "list", "--json", *boot))
+    with RaftClient(cluster.bootstrap(), timeout=5) as c:
+        with pytest.raises(SparkraftError) as e:
+            c.append([b"not a metadata record"])
+    assert e.value.error.name == "INVALID_REQUEST" and "--raft-only" in e.value.message
+    ok("topics", "create", "--topic", "after-raw-append", "--partitions", "1", "--replication-factor", "1", *boot)
+    assert sorted(json.loads(ok("topics", "list", "--json", *boot))) == sorted(before + ["after-raw-append"])

@@ -1,0 +1,154 @@
+"""Three ControllerNodes in one process, on 127.0.0.1 ephemeral ports, driven through ControllerClient:
+brokers register and are unfenced, topics and configs are created, and a failover of the active
+controller keeps every committed topic and config while the new active controller serves at once."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import wait_for
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.log.meta_properties import format_storage, random_cluster_id, random_uuid
+from quorum.raft.settings import RaftSettings
+
+pytest.importorskip("quorum.controller.core")
+
+from quorum.controller.node import ControllerNode  # noqa: E402
+from quorum.rpc.controller_client import ControllerClient  # noqa: E402
+
+VOTERS = (1, 2, 3)
+FAST = RaftSettings(election_timeout_ms=300, fetch_timeout_ms=1000, request_timeout_ms=1000)
+BROKERS = ((101, "rack-a"), (102, "rack-b"), (103, "rack-c"))
+
+
+class Cluster:
+    def __init__(self, root):
+        self.cluster_id = random_cluster_id()
+        placeholder = {i: ("127.0.0.1", 0) for i in VOTERS}
+        self.nodes: dict[int, ControllerNode] = {}
+        for i in VOTERS:
+            format_storage(root / f"c{i}", self.cluster_id, i)
+            self.nodes[i] = ControllerNode.create(i, placeholder, ("127.0.0.1", 0), root / f"c{i}", FAST)
+        addresses = {i: ("127.0.0.1", n.port) for i, n in self.nodes.items()}
+        for n in self.nodes.values():
+            n.raft.set_voter_addresses(addresses)
+        for n in self.nodes.values():
+            n.start()
+        self.client = ControllerClient(",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values()),
+                                       timeout=15, rpc_timeout=2)
+        self.epochs: dict[int, int] = {}
+
+    def active(self, exclude=()) -> int:
+        return wait_for(lambda: next((i for i, n in self.nodes.items() if n.is_active and i not in exclude), None),
+                        15, "an active controller")
+
+    def register_brokers(self) -> None:
+        for broker_id, rack in BROKERS:
+            endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19000 + broker_id)
+            reply = self.client.register_broker(api.RegisterBrokerRequest(
+                broker_id, self.cluster_id, random_uuid(), (endpoint,), rack))
+            self.epochs[broker_id] = reply.broker_epoch
+        self.heartbeat_until_unfenced()
+
+    def heartbeat_until_unfenced(self) -> None:
+        def all_unfenced():
+            offset = self.client.describe_cluster().metadata_offset
+            replies = [self.client.broker_heartbeat(api.BrokerHeartbeatRequest(b, e, offset))
+                       for b, e in self.epochs.items()]
+            return all(not r.is_fenced for r in replies)
+
+        wait_for(all_unfenced, 10, "every broker unfenced", interval=0.05)
+
+    def close(self) -> None:
+        self.client.close()
+        for n in self.nodes.values():
+            n.shutdown(graceful=False)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_brokers_register_unfence_and_topics_and_configs_are_served(cluster):
+    cluster.active()
+    cluster.register_brokers()
+    brokers = cluster.client.describe_cluster().brokers
+    assert [(b.broker_id, b.fenced, b.rack) for b in brokers] == [(101, False, "rack-a"), (102, False, "rack-b"),
+                                                                  (103, False, "rack-c")]
+    assert [b.broker_epoch for b in brokers] == [cluster.epochs[b] for b in (101, 102, 103)]
+
+    result = cluster.client.create_topic("orders", 6, 3, [("retention.ms", "1000")])
+    assert result.topic_id
+    d = cluster.client.describe_topic("orders")
+    assert d.topic_id == result.topic_id and len(d.partitions) == 6
+    for p in d.partitions:
+        assert sorted(p.replicas) == [101, 102, 103] and p.leader == p.replicas[0] and sorted(p.isr) == [101, 102, 103]
+    assert len({p.replicas[0] for p in d.partitions}) == 3, "leaders are striped across brokers"
+    assert d.configs.get("retention.ms") == "1000"
+
+    with pytest.raises(SparkraftError) as e:
+        cluster.client.create_topic("orders", 1, 1)
+    assert e.value.error is Errors.TOPIC_ALREADY_EXISTS
+    with pytest.raises(SparkraftError) as e:
+        cluster.client.create_topic("too-many", 1, 4)
+    assert e.value.error is Errors.INVALID_REPLICATION_FACTOR
+
+    key = api.ConfigResourceKey("TOPIC", "orders")
+    cluster.client.alter_configs(key, [api.AlterableConfig("cleanup.policy", "SET", "compact"),
+                                       api.AlterableConfig("retention.ms", "DELETE")])
+    entries = {e.name: e for e in cluster.client.describe_configs(key)}
+    assert entries["cleanup.policy"].value == "compact"
+    assert entries["cleanup.policy"].source == "DYNAMIC_TOPIC_CONFIG"
+    assert "retention.ms" not in entries or entries["retention.ms"].source != "DYNAMIC_TOPIC_CONFIG"
+    assert cluster.client.list_topics() == ("orders",)
+
+
+def test_failover_keeps_every_committed_topic_and_config_and_the_new_controller_serves_at_once(cluster):
+    first = cluster.active()
+    cluster.register_brokers()
+    for k in range(5):
+        cluster.client.create_topic(f"t{k}", 2, 2)
+    cluster.client.alter_configs(api.ConfigResourceKey("TOPIC", "t0"),
+                                 [api.AlterableConfig("retention.ms", "SET", "5000")])
+    before = {name: cluster.client.describe_topic(name) for name in cluster.client.list_topics()}
+
+    cluster.nodes[first].shutdown(graceful=False)  # the active controller is gone, no resignation
+    t0 = time.monotonic()
+    second = cluster.active(exclude=(first,))
+    # the new active controller takes writes at once, from the same client (it follows the redirect)
+    cluster.client.create_topic("after-failover", 1, 2)
+    took = time.monotonic() - t0
+    assert took < 10, f"failover took {took:.1f}s"
+
+    assert second != first
+    names = cluster.client.list_topics()
+    assert set(names) == set(before) | {"after-failover"}
+    for name, d in before.items():
+        assert cluster.client.describe_topic(name).topic_id == d.topic_id
+    entries = {e.name: e.value for e in cluster.client.describe_configs(api.ConfigResourceKey("TOPIC", "t0"))}
+    assert entries["retention.ms"] == "5000"
+    # the brokers' registrations survived too
+    assert {b.broker_id for b in cluster.client.describe_cluster().brokers} == {101, 102, 103}
+
+
+def test_a_standby_refuses_writes_with_not_controller_naming_the_active_one(cluster):
+    active = cluster.active()
+    cluster.register_brokers()
+    standby = next(i for i in VOTERS if i != active)
+    node = cluster.nodes[standby]
+    wait_for(lambda: node.leader_id() == active, 5, "the standby to know the leader")
+    with pytest.raises(SparkraftError) as e:
+        node.submit(api.CreateTopicsRequest((api.CreatableTopic("x", 1, 1),))).result(5)
+    assert e.value.error is Errors.NOT_CONTROLLER
+    assert e.value.details["leader_id"] == active
+    # but it answers reads from what it replayed
+    cluster.client.create_topic("seen-everywhere", 1, 1)
+    from quorum.rpc.controller_convert import ListTopicsRequest
+    wait_for(lambda: "seen-everywhere" in node.read(ListTopicsRequest()), 5, "the standby to replay the topic")

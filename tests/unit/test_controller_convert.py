@@ -1,0 +1,126 @@
+"""Controller requests and replies survive dataclass -> protobuf -> dataclass unchanged, and every RPC of
+the service has a request and a reply in the table."""
+from __future__ import annotations
+
+import pytest
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc import controller_convert as cc
+from quorum.rpc.gen.sparkraft.v1 import controller_pb2 as pb
+
+EP = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092)
+ACL = api.AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+TP = api.TopicPartition("orders", 2)
+KEY = api.ConfigResourceKey("TOPIC", "orders")
+
+REQUESTS = [
+    api.RegisterBrokerRequest(101, "c1", "inc", (EP, api.BrokerEndpoint("SSL", "::1", 9093, "SSL")), "rack-a", 1, 3),
+    api.RegisterBrokerRequest(102, "c1", "inc", (EP,)),  # no rack
+    api.BrokerHeartbeatRequest(101, 17, 42, want_fence=True, want_shutdown=True),
+    api.UnregisterBrokerRequest(101),
+    api.CreateTopicsRequest((api.CreatableTopic("a", 3, 2, configs=(("cleanup.policy", "compact"),)),
+                             api.CreatableTopic("b", assignments=((1, 2), (2, 3)))), validate_only=True),
+    api.DeleteTopicsRequest(("a", "b"), ("id1",)),
+    api.CreatePartitionsRequest((api.PartitionCountUpdate("a", 5), api.PartitionCountUpdate("b", 3, ((1,),)))),
+    api.ElectLeadersRequest("UNCLEAN", (TP,)),
+    api.ElectLeadersRequest(),  # every partition
+    api.ElectLeadersRequest("PREFERRED", ()),  # no partition at all
+    api.AlterPartitionRequest(101, 17, "tid", 0, 3, 4, (101, 102)),
+    api.IncrementalAlterConfigsRequest(((KEY, (api.AlterableConfig("retention.ms", "SET", "1000"),
+                                               api.AlterableConfig("cleanup.policy", "DELETE"))),
+                                        (api.ConfigResourceKey("BROKER", ""), ())), validate_only=True),
+    api.DescribeConfigsRequest((KEY, api.ConfigResourceKey("CLUSTER", ""))),
+    cc.ListTopicsRequest(),
+    cc.DescribeTopicsRequest(("a", "b")),
+    cc.DescribeClusterRequest(),
+    api.UpdateFeaturesRequest((("metadata.version", 3),), validate_only=True),
+    api.AlterClientQuotasRequest((api.ClientQuotaAlteration(
+        (("user", "alice"), ("client-id", None)), (("producer_byte_rate", 1024.0), ("consumer_byte_rate", None))),)),
+    api.AllocateProducerIdsRequest(101, 17),
+    api.CreateAclsRequest((ACL,)),
+    api.DeleteAclsRequest((ACL,)),
+    cc.DescribeAclsRequest(ACL),
+]
+
+REPLIES = [
+    ("RegisterBroker", api.RegisterBrokerReply(17)),
+    ("BrokerHeartbeat", api.BrokerHeartbeatReply(True, False, True)),
+    ("UnregisterBroker", None),
+    ("CreateTopics", (api.CreateTopicResult("a", topic_id="tid", num_partitions=3, replication_factor=2),
+                      api.CreateTopicResult("b", Errors.TOPIC_ALREADY_EXISTS, "topic b exists"))),
+    ("DeleteTopics", (api.TopicResult("a", topic_id="tid"),
+                      api.TopicResult("x", Errors.UNKNOWN_TOPIC_OR_PARTITION, "no"))),
+    ("CreatePartitions", (api.TopicResult("a", Errors.INVALID_PARTITIONS, "fewer"),)),
+    ("ElectLeaders", (api.ElectLeadersResult(TP, Errors.ELECTION_NOT_NEEDED, "already"),)),
+    ("AlterPartition", api.AlterPartitionReply(Errors.NONE, "", 101, 3, 5, (101, 102))),
+    ("AlterPartition", api.AlterPartitionReply(Errors.FENCED_LEADER_EPOCH, "stale", -1, -1, -1, ())),
+    ("IncrementalAlterConfigs", (api.AlterConfigsResult(KEY),
+                                 api.AlterConfigsResult(KEY, Errors.INVALID_CONFIG, "bad"))),
+    ("DescribeConfigs", ((KEY, Errors.NONE, "", (api.ConfigEntry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),
+                                                 api.ConfigEntry("x", None, "DEFAULT_CONFIG", True))),
+                         (api.ConfigResourceKey("TOPIC", "zz"), Errors.UNKNOWN_TOPIC_OR_PARTITION, "no", ()))),
+    ("ListTopics", ("a", "b")),
+    ("DescribeTopics", (api.TopicDescription("a", "tid", (api.PartitionDescription(0, 101, (101, 102), (101,), 2, 3),),
+                                             {"retention.ms": "1000"}),)),
+    ("DescribeCluster", api.ClusterDescription("c1", 2, 40, (
+        api.BrokerDescription(101, False, True, 17, "rack-a", (EP,), "inc"),
+        api.BrokerDescription(102, True, False, 19, None, (), "")))),
+    ("DescribeCluster", api.ClusterDescription("c1", None, -1, ())),
+    ("UpdateFeatures", (api.ItemResult(), api.ItemResult(Errors.INVALID_UPDATE_VERSION, "no"))),
+    ("AlterClientQuotas", (api.ItemResult(),)),
+    ("AllocateProducerIds", api.ProducerIdsBlock(2000, 1000)),
+    ("CreateAcls", (api.ItemResult(),)),
+    ("DeleteAcls", ((api.ItemResult(), (ACL,)), (api.ItemResult(Errors.INVALID_REQUEST, "bad filter"), ()))),
+    ("DescribeAcls", (ACL,)),
+]
+
+
+@pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: type(r).__name__)
+def test_requests_round_trip(request_):
+    m = cc.request_to_proto(request_)
+    assert type(m).__name__ == f"{cc.method_of(request_)}Request"
+    again = cc.request_from_proto(type(m).FromString(m.SerializeToString()))
+    assert again == request_
+
+
+@pytest.mark.parametrize("method,reply", REPLIES, ids=[m for m, _ in REPLIES])
+def test_replies_round_trip(method, reply):
+    m = cc.reply_to_proto(method, reply)
+    assert cc.response_error(m) is None
+    again = cc.reply_from_proto(method, type(m).FromString(m.SerializeToString()))
+    assert again == reply
+
+
+def test_describe_topics_carries_a_per_topic_error():
+    m = cc.reply_to_proto("DescribeTopics", (SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, "no such topic",
+                                                            name="zz"),))
+    (err,) = cc.reply_from_proto("DescribeTopics", m)
+    assert isinstance(err, SparkraftError)
+    assert (err.error, err.message, err.details["name"]) == (Errors.UNKNOWN_TOPIC_OR_PARTITION, "no such topic", "zz")
+
+
+def test_whole_request_errors_name_the_active_controller():
+    for method in cc.METHODS:
+        m = cc.error_response(method, Errors.NOT_CONTROLLER, "not me", 2, "127.0.0.1:9094")
+        e = cc.response_error(m)
+        assert (e.error, e.message) == (Errors.NOT_CONTROLLER, "not me")
+        assert e.details == {"leader_id": 2, "leader_endpoint": "127.0.0.1:9094"}
+    e = cc.response_error(cc.error_response("CreateTopics", Errors.NOT_CONTROLLER, "nobody"))
+    assert e.details["leader_id"] is None and e.details["leader_endpoint"] == ""
+
+
+def test_every_rpc_of_the_service_is_covered():
+    service = pb.DESCRIPTOR.services_by_name["Controller"]
+    assert sorted(m.name for m in service.methods) == sorted(cc.METHODS)
+    for method in service.methods:
+        for field in ("error", "error_message", "leader_id", "leader_endpoint"):
+            assert field in method.output_type.fields_by_name, f"{method.name} response lacks {field}"
+    covered = {cc.method_of(r) for r in REQUESTS}
+    assert covered == set(cc.METHODS)
+    assert {m for m, _ in REPLIES} == set(cc.METHODS)
+
+
+def test_unknown_error_codes_become_unknown_server_error():
+    m = pb.CreateTopicsResponse(error=12345, error_message="?")
+    assert cc.response_error(m).error is Errors.UNKNOWN_SERVER_ERROR
