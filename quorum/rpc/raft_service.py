@@ -93,8 +93,8 @@ class RaftService(raft_pb2_grpc.RaftServicer):
                                         f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
         if not node.raw_appends:
             return convert.append_error(
-                Errors.INVALID_REQUEST, "this node runs the metadata controller, whose log holds only metadata "
-                "records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
+                Errors.INVALID_REQUEST, "this node takes no raw Append: a metadata controller's log holds only "
+                "metadata records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
         records = list(request.records)
         if not records:
             return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
