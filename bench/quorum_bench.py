@@ -218,8 +218,8 @@ def report(document: dict) -> str:
         f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
         f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')}, PySyncObj "
         f"{machine['packages'].get('pysyncobj')}; fsync of 4 KiB here: p50 "
-        f"{machine['fsync_4k_ms']['p50']:.2f} ms; load average at start "
-        f"{machine.get('load_average_1m', '?')} ({document['mode']} mode).",
+        f"{machine['fsync_4k_ms']['p50']:.2f} ms; CPUs busy before the start: "
+        f"{_busy_text(machine)} ({document['mode']} mode).",
         "",
         table,
         "",
@@ -252,6 +252,11 @@ def _failover_text(fo: dict) -> str | None:
     reps = fo.get("count", 0) + failed
     text = f"{fo['median']:.2f} / {fo['max']:.2f}" if fo.get("count") else "–"
     return text + (f" ({failed} of {reps} > {FAILOVER_TIMEOUT_S:g} s)" if failed else "")
+
+
+def _busy_text(machine: dict) -> str:
+    busy = machine.get("cpu_busy_percent_at_start")
+    return "not measured" if busy is None else f"{busy:.0f} %"
 
 
 def _sweep_rows(systems: dict[str, dict]) -> str:

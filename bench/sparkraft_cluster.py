@@ -1,4 +1,5 @@
-"""A 3-voter sparkraft quorum on loopback, one ``sparkraft controller start`` process per voter.
+"""A 3-voter sparkraft quorum on loopback, one ``sparkraft controller start --raft-only`` process
+per voter: the replicated log alone (no metadata controller replaying it), taking raw Append RPCs.
 
 Storage lives under the benchmark's work directory and is formatted with ``sparkraft storage
 format``, exactly as an operator would. ``fsync=False`` starts the voters through
@@ -10,15 +11,14 @@ import time
 from pathlib import Path
 
 from bench import sparkraft_load
-from bench.harness.procs import ChildProcess, cpu_during, free_ports, python_module_command, wait_for_port
+from bench.harness.procs import ChildProcess, cpu_during, free_ports, python_module_command
 from bench.harness.workload import Load
+
+CLIENT_PROCESSES = 2  # the throughput writers are spread over this many client processes
 
 
 def _write_properties(path: Path, props: dict[str, str]) -> None:
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
-
-CLIENT_PROCESSES = 2  # the throughput writers are spread over this many client processes
 
 
 class SparkraftCluster:
@@ -31,7 +31,7 @@ class SparkraftCluster:
         self.ports = dict(zip(range(1, size + 1), free_ports(size)))
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self._voters: dict[int, ChildProcess] = {}
-        self._client = None  # a RaftClient for describe/latency/failover, made on first use
+        self._client = None  # the benchmark's own RaftClient (describe, latency), made on first use
 
     # -- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "SparkraftCluster":
@@ -40,17 +40,18 @@ class SparkraftCluster:
         cluster_id = random_cluster_id()
         for node_id in self.ports:
             config = self._write_config(node_id)
-            ChildProcess(f"format-{node_id}", python_module_command(
+            fmt = ChildProcess(f"format-{node_id}", python_module_command(
                 "sparkraft", "storage", "format", "--config", str(config), "--cluster-id", cluster_id),
-                self._dir / f"format-{node_id}.log").start().popen.wait()
+                self._dir / f"format-{node_id}.log").start()
+            if fmt.popen.wait() != 0:
+                raise RuntimeError(f"sparkraft storage format failed for node {node_id}: {fmt.log_tail(3)}")
         for node_id in self.ports:
             self._start(node_id)
         try:
-            for port in self.ports.values():
-                wait_for_port("127.0.0.1", port, timeout=30)
+            for node_id in self.ports:
+                self._wait_listening(node_id)
             self.wait_until_caught_up(timeout=60)
         except BaseException:
-            self._report_logs()
             self.__exit__()
             raise
         return self
@@ -78,13 +79,12 @@ class SparkraftCluster:
     def _start(self, node_id: int) -> None:
         module = "sparkraft" if self._fsync else "bench.fsync_off"
         config = self._dir / f"controller-{node_id}.properties"
-        argv = python_module_command(module, "controller", "start", "--config", str(config))
+        argv = python_module_command(module, "controller", "start", "--raft-only", "--config", str(config))
         self._voters[node_id] = ChildProcess(f"controller-{node_id}", argv,
                                              self._dir / f"controller-{node_id}.log").start()
 
-    def _report_logs(self) -> None:
-        for voter in self._voters.values():
-            print(f"--- {voter.log_path} (last lines)\n{voter.log_tail()}")
+    def _wait_listening(self, node_id: int) -> None:
+        self._voters[node_id].wait_for_port("127.0.0.1", self.ports[node_id], timeout=30)
 
     # -- state --------------------------------------------------------------------------------
     @property
@@ -106,7 +106,7 @@ class SparkraftCluster:
     def wait_until_caught_up(self, timeout: float) -> None:
         """Until a leader has committed an append and every live voter holds the whole log."""
         deadline = time.monotonic() + timeout
-        self.client.append([b"warm-up"])
+        self.client.append([sparkraft_load.bench_record(100)])
         live = {n for n, v in self._voters.items() if v.alive()}
         while True:
             info = self.client.describe_quorum()
@@ -137,17 +137,19 @@ class SparkraftCluster:
 
         leader = self.leader_id()
         with RaftClient(self.bootstrap, timeout=timeout) as client:
-            client.append([b"before the kill"])  # the client knows the leader: no discovery below
+            # Find the leader first, so that no discovery is timed below.
+            client.append([sparkraft_load.bench_record(record_bytes)])
             killed_at = time.monotonic()
             self._voters[leader].kill()
             try:
-                client.append([b"x" * record_bytes])  # RaftClient retries until a leader commits it
+                # RaftClient retries (next server, leader hint, 50 ms backoff) until a leader commits.
+                client.append([sparkraft_load.bench_record(record_bytes)])
             except Exception as e:
                 raise TimeoutError(f"no append committed within {timeout:.0f}s of killing leader "
                                    f"{leader}: {e}") from None
             finally:
                 elapsed = time.monotonic() - killed_at
                 self._start(leader)
-                wait_for_port("127.0.0.1", self.ports[leader], timeout=30)
+                self._wait_listening(leader)
                 self.wait_until_caught_up(timeout=60)
         return elapsed

@@ -25,7 +25,8 @@ from bench.harness.workload import Load
 _READY_TIMEOUT_S = 60  # a client process imports grpc and finds the leader within this
 
 
-def _record(size: int) -> bytes:
+def bench_record(size: int) -> bytes:
+    """An opaque record: the voters run ``--raft-only``, so nothing decodes it."""
     return os.urandom(size)
 
 
@@ -84,7 +85,7 @@ def single_writer_latencies(client, count: int, warmup: int, record_bytes: int,
                             max_seconds: float) -> list[float]:
     """Seconds per ``append`` of one record, sequential, after ``warmup`` unmeasured appends;
     stops after ``count`` measured appends or ``max_seconds``."""
-    record = [_record(record_bytes)]
+    record = [bench_record(record_bytes)]
     samples = []
     stop_at = time.monotonic() + max_seconds
     for i in range(warmup + count):
@@ -133,7 +134,7 @@ def main() -> None:
     clients = [RaftClient(args.bootstrap, timeout=30.0) for _ in range(args.threads)]
     for client in clients:
         client.describe_quorum()  # connect and find the leader before the clock starts
-    records = [_record(args.record_bytes) for _ in range(args.records)]
+    records = [bench_record(args.record_bytes) for _ in range(args.records)]
     print(json.dumps({"ok": True, "ready": True}), flush=True)
 
     command = json.loads(sys.stdin.readline())

@@ -66,6 +66,23 @@ def fsync_probe_ms(directory: str | None = None, writes: int = 50) -> dict[str, 
     return {"p50": percentile(times, 50), "p99": percentile(times, 99)}
 
 
+def cpu_busy_percent(seconds: float = 1.0) -> float | None:
+    """How busy all CPUs are right now (Linux /proc/stat, sampled over ``seconds``): other work."""
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total1 - total0
+    return round(100 * (1 - (idle1 - idle0) / total), 1) if total else None
+
+
 def machine_info(work_dir: str | None = None) -> dict:
     try:
         usable = len(os.sched_getaffinity(0))
@@ -83,14 +100,15 @@ def machine_info(work_dir: str | None = None) -> dict:
         "sparkraft_revision": _git_revision(),
         "packages": {p: _version(p) for p in ("grpcio", "protobuf", "pysyncobj", "matplotlib")},
         "fsync_4k_ms": fsync_probe_ms(work_dir),
-        "load_average_1m": round(os.getloadavg()[0], 2),  # other work competing for the CPUs
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "cpu_busy_percent_at_start": cpu_busy_percent(),  # other work competing for the CPUs
     }
 
 
 def busy_warning(machine: dict) -> str | None:
     """A warning when other work already loads the machine: figures taken now will be low."""
-    load = machine.get("load_average_1m") or 0.0
-    if load > 0.5 * (machine.get("cpu_usable") or 1):
-        return (f"the machine is busy (load average {load:.2f} on {machine['cpu_usable']} CPUs): "
-                "figures will be lower and noisier than on an idle machine")
+    busy = machine.get("cpu_busy_percent_at_start")
+    if busy is not None and busy > 15:
+        return (f"the machine is busy ({busy:.0f} % of its {machine['cpu_usable']} CPUs in use before "
+                "the benchmark started): figures will be lower and noisier than on an idle machine")
     return None

@@ -31,18 +31,6 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def wait_for_port(host: str, port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=0.2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"nothing listens on {host}:{port} after {timeout:.0f}s") from None
-            time.sleep(0.05)
-
-
 def python_module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
@@ -140,6 +128,22 @@ class ChildProcess:
             self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
+
+    def wait_for_port(self, host: str, port: int, timeout: float) -> None:
+        """Until the child listens on ``host:port``; fails at once, with its log, if it exits."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection((host, port), timeout=0.2):
+                    return
+            except OSError:
+                pass
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited (code {self.popen.returncode}) before listening "
+                                   f"on {host}:{port}; its log ends:\n{self.log_tail(5)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} does not listen on {host}:{port} after {timeout:.0f}s")
+            time.sleep(0.05)
 
     def log_tail(self, lines: int = 20) -> str:
         try:

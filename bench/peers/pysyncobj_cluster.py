@@ -15,8 +15,8 @@ from bench.harness.workload import Load
 
 # SyncObjConf keyword arguments per variant. "default" is the library as shipped. "tuned" keeps
 # batching but ticks and sends AppendEntries every few ms instead of every 50/100 ms, with bigger
-# batches and socket buffers (election timeouts stay at the defaults). "unbatched" sends each command at once (the library's advice for
-# single-request latency: appendEntriesUseBatch=False).
+# batches and socket buffers (election timeouts stay at the defaults). "unbatched" sends each
+# command at once (the library's advice for single-request latency: appendEntriesUseBatch=False).
 VARIANTS: dict[str, dict] = {
     "default": {},
     "tuned": {"autoTickPeriod": 0.002, "appendEntriesPeriod": 0.005, "raftMinTimeout": 0.4,

@@ -122,7 +122,8 @@ def main() -> None:
     node = Counter(args.self_address, args.partners.split(","), SyncObjConf(**json.loads(args.conf)))
     commands = {
         "status": lambda _: status(node),
-        "throughput": lambda c: throughput(node, c["seconds"], c["warmup"], c["inflight"], c["payload_bytes"]),
+        "throughput": lambda c: throughput(node, c["seconds"], c["warmup"], c["inflight"],
+                                           c["payload_bytes"]),
         "latency": lambda c: latency(node, c["count"], c["warmup"], c["payload_bytes"], c["max_seconds"]),
         "await_commit": lambda c: await_commit(node, c["timeout"], c["interval"], c["payload_bytes"]),
     }
