@@ -22,7 +22,6 @@ its controller may have been committed and is retried (then e.g. TOPIC_ALREADY_E
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Optional, Sequence
 
@@ -32,24 +31,26 @@ from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc import controller_convert as cc
 from quorum.rpc.gen.sparkraft.v1 import controller_pb2_grpc
-from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
-class ControllerClient:
+class ControllerClient(LeaderFollowingClient):
+    stub_class = controller_pb2_grpc.ControllerStub
+    leader_noun = "active controller"
+    no_leader_error = Errors.NOT_CONTROLLER
+    retriable = frozenset(_RETRIABLE)
+    retriable_codes = frozenset(_RETRIABLE_CODES)
+
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 5.0,
                  backoff: float = 0.05):
-        self.servers = parse_bootstrap(bootstrap)
-        self.timeout = timeout  # for a whole call, retries included
-        self.rpc_timeout = rpc_timeout  # for one attempt
-        self.backoff = backoff
-        self._leader: Optional[str] = None  # endpoint of the last known active controller
-        self._stubs: dict[str, tuple[grpc.Channel, controller_pb2_grpc.ControllerStub]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
+
+    def response_error(self, resp) -> Optional[SparkraftError]:
+        return cc.response_error(resp)
 
     # -- generic ---------------------------------------------------------------------------
     def call(self, request, timeout: Optional[float] = None):
@@ -59,7 +60,7 @@ class ControllerClient:
         if isinstance(request, cc.READ_REQUESTS):
             resp = self._read(method, pb_request, timeout)
         else:
-            resp = self._write(method, pb_request, timeout)
+            resp = self._call_leader(method, pb_request, timeout)
         return cc.reply_from_proto(method, resp)
 
     # -- brokers ---------------------------------------------------------------------------
@@ -158,84 +159,7 @@ class ControllerClient:
     def describe_acls(self, filter: api.AclBinding) -> tuple[api.AclBinding, ...]:
         return self.call(cc.DescribeAclsRequest(filter))
 
-    # -- plumbing --------------------------------------------------------------------------
-    @property
-    def leader_endpoint(self) -> Optional[str]:
-        return self._leader
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            stubs, self._stubs = list(self._stubs.values()), {}
-        for channel, _ in stubs:
-            channel.close()
-
-    def __enter__(self) -> "ControllerClient":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def _stub(self, target: str) -> controller_pb2_grpc.ControllerStub:
-        with self._lock:
-            if self._closed:
-                raise ValueError("the ControllerClient is closed")
-            entry = self._stubs.get(target)
-            if entry is None:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-                entry = self._stubs[target] = (channel, controller_pb2_grpc.ControllerStub(channel))
-            return entry[1]
-
-    def _candidates(self) -> list[str]:
-        first = [self._leader] if self._leader else []
-        return first + [s for s in self.servers if s != self._leader]
-
-    def _attempt(self, target: str, method: str, request, deadline: float):
-        left = deadline - time.monotonic()
-        return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
-
-    def _write(self, method: str, request, timeout: Optional[float]):
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        unreachable: dict[str, str] = {}
-        answered: Optional[str] = None
-        redirects = 0
-        while True:
-            redirected = False
-            for target in self._candidates():
-                if time.monotonic() >= deadline:
-                    break
-                try:
-                    resp = self._attempt(target, method, request, deadline)
-                except grpc.RpcError as e:
-                    if e.code() not in _RETRIABLE_CODES:
-                        raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
-                                             f"{method} failed at {target}: {e.code().name}: {e.details()}")
-                    unreachable[target] = f"{e.code().name}: {e.details()}"
-                    if self._leader == target:
-                        self._leader = None
-                    continue
-                unreachable.pop(target, None)
-                error = cc.response_error(resp)
-                if error is None:
-                    self._leader = target
-                    return resp
-                if error.error not in _RETRIABLE:
-                    raise error
-                answered = f"{target} answered {error}"
-                if self._leader == target:
-                    self._leader = None
-                hint = resp.leader_endpoint
-                if hint and hint != target and redirects < 3:
-                    self._leader = hint
-                    redirects += 1
-                    redirected = True
-                    break
-            if time.monotonic() >= deadline:
-                raise self._give_up(method, unreachable, answered, timeout)
-            if not redirected:
-                redirects = 0
-                time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
-
+    # -- reads -----------------------------------------------------------------------------
     def _read(self, method: str, request, timeout: Optional[float]):
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         unreachable: dict[str, str] = {}
@@ -246,12 +170,7 @@ class ControllerClient:
                 try:
                     resp = self._attempt(target, method, request, deadline)
                 except grpc.RpcError as e:
-                    if e.code() not in _RETRIABLE_CODES:
-                        raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
-                                             f"{method} failed at {target}: {e.code().name}: {e.details()}")
-                    unreachable[target] = f"{e.code().name}: {e.details()}"
-                    if self._leader == target:
-                        self._leader = None
+                    unreachable[target] = self._unreachable(target, method, e)
                     continue
                 error = cc.response_error(resp)
                 if error is not None and error.error not in _RETRIABLE:
@@ -273,20 +192,8 @@ class ControllerClient:
                     self._leader = target
                 return resp
             if time.monotonic() >= deadline:
-                raise self._give_up(method, unreachable, None, timeout)
+                raise self._give_up(method, unreachable, None, self.timeout if timeout is None else timeout)
             time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
-
-    def _give_up(self, method: str, unreachable: dict[str, str], answered: Optional[str],
-                 timeout: Optional[float]) -> SparkraftError:
-        servers = ",".join(self.servers)
-        waited = self.timeout if timeout is None else timeout
-        if answered is None:
-            why = "; ".join(f"{t}: {w}" for t, w in unreachable.items()) or "no answer"
-            return SparkraftError(Errors.NETWORK_EXCEPTION,
-                                  f"no controller reachable at {servers} within {waited:g}s ({why})")
-        return SparkraftError(Errors.NOT_CONTROLLER,
-                              f"{method}: no active controller found via {servers} within {waited:g}s "
-                              f"(last: {answered})")
 
 
 def _raise_item(error: Errors, message: str) -> None:

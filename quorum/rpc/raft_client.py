@@ -13,8 +13,6 @@ The offsets it returns are always where the acknowledged copy was committed.
 """
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Union
 
@@ -25,7 +23,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.raft.messages import ReplicaDescription
 from quorum.rpc import convert
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.leader_client import LeaderFollowingClient
 
 Bootstrap = Union[str, Sequence[Union[HostPort, str]]]
 
@@ -66,18 +64,20 @@ def parse_bootstrap(bootstrap: Bootstrap) -> list[str]:
     return targets
 
 
-class RaftClient:
+class RaftClient(LeaderFollowingClient):
+    stub_class = raft_pb2_grpc.RaftStub
+    retriable = frozenset(_RETRIABLE)
+
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 2.0,
                  cluster_id: str = "", backoff: float = 0.05):
-        self.servers = parse_bootstrap(bootstrap)
-        self.timeout = timeout  # for a whole call, retries included
-        self.rpc_timeout = rpc_timeout  # for one attempt
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
         self.cluster_id = cluster_id  # "" = accept whatever cluster the servers are in
-        self.backoff = backoff
-        self._leader: Optional[str] = None  # endpoint that last answered as leader
-        self._stubs: dict[str, tuple[grpc.Channel, raft_pb2_grpc.RaftStub]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+
+    def response_error(self, resp) -> Optional[SparkraftError]:
+        error = convert.error_from_code(resp.error)
+        if error is Errors.NONE:
+            return None
+        return SparkraftError(error, resp.error_message or error.name)
 
     # -- the calls -------------------------------------------------------------------------
     def describe_quorum(self) -> QuorumInfo:
@@ -92,85 +92,3 @@ class RaftClient:
         resp = self._call_leader("Append", raft_pb2.AppendRequest(cluster_id=self.cluster_id,
                                                                   records=list(records)))
         return resp.base_offset, resp.last_offset
-
-    @property
-    def leader_endpoint(self) -> Optional[str]:
-        return self._leader
-
-    def close(self) -> None:
-        """Close the channels; a call still running fails, later calls raise ValueError."""
-        with self._lock:
-            self._closed = True
-            stubs, self._stubs = list(self._stubs.values()), {}
-        for channel, _ in stubs:
-            channel.close()
-
-    def __enter__(self) -> "RaftClient":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    # -- leader discovery and retries ------------------------------------------------------
-    def _stub(self, target: str) -> raft_pb2_grpc.RaftStub:
-        with self._lock:
-            if self._closed:
-                raise ValueError("the RaftClient is closed")
-            entry = self._stubs.get(target)
-            if entry is None:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
-                entry = self._stubs[target] = (channel, raft_pb2_grpc.RaftStub(channel))
-            return entry[1]
-
-    def _candidates(self) -> list[str]:
-        first = [self._leader] if self._leader else []
-        return first + [s for s in self.servers if s != self._leader]
-
-    def _call_leader(self, method: str, request):
-        deadline = time.monotonic() + self.timeout
-        unreachable: dict[str, str] = {}  # target -> why, for the final error
-        answered: Optional[str] = None  # the last refusal, if any server answered
-        redirects = 0
-        while True:
-            redirected = False
-            for target in self._candidates():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    resp = getattr(self._stub(target), method)(request, timeout=min(self.rpc_timeout, left))
-                except grpc.RpcError as e:
-                    unreachable[target] = f"{e.code().name}: {e.details()}" if e.code() else str(e)
-                    if self._leader == target:
-                        self._leader = None
-                    continue
-                unreachable.pop(target, None)
-                error = convert.error_from_code(resp.error)
-                if error is Errors.NONE:
-                    self._leader = target
-                    return resp
-                if error not in _RETRIABLE:
-                    raise SparkraftError(error, resp.error_message or f"{method} failed at {target}")
-                answered = f"{target} answered {error.name}: {resp.error_message}"
-                hint = getattr(resp, "leader_endpoint", "")
-                if self._leader == target:
-                    self._leader = None
-                if hint and hint != target and redirects < 3:
-                    self._leader = hint  # ask the named leader next, at once
-                    redirects += 1
-                    redirected = True
-                    break
-            if time.monotonic() >= deadline:
-                raise self._give_up(method, unreachable, answered)
-            if not redirected:
-                redirects = 0
-                time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
-
-    def _give_up(self, method: str, unreachable: dict[str, str], answered: Optional[str]) -> SparkraftError:
-        servers = ",".join(self.servers)
-        if answered is None:
-            why = "; ".join(f"{t}: {w}" for t, w in unreachable.items())
-            return SparkraftError(Errors.NETWORK_EXCEPTION,
-                                  f"no controller reachable at {servers} within {self.timeout:g}s ({why})")
-        return SparkraftError(Errors.NOT_LEADER_OR_FOLLOWER,
-                              f"{method}: no leader found via {servers} within {self.timeout:g}s (last: {answered})")

@@ -1,0 +1,136 @@
+"""The part every quorum client shares: channels to the bootstrap servers, and the call loop
+that finds the server that leads.
+
+A call tries the last known leader, then every bootstrap server in order; an answer that names
+the leader's endpoint (``leader_endpoint``) is followed at once; a retriable refusal or an
+unreachable server is retried with a short backoff until the call's deadline. The final error
+says which: NETWORK_EXCEPTION when nobody answered, else ``no_leader_error`` with the last answer.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Optional
+
+import grpc
+
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc.peer_client import CHANNEL_OPTIONS
+
+
+class LeaderFollowingClient:
+    stub_class: type  # the generated gRPC stub
+    leader_noun = "leader"  # what the error messages call the server that answers
+    no_leader_error = Errors.NOT_LEADER_OR_FOLLOWER
+    retriable: frozenset[Errors] = frozenset()  # refusals that mean "ask again, here or elsewhere"
+    retriable_codes: Optional[frozenset[grpc.StatusCode]] = None  # None: every transport error
+
+    def __init__(self, servers: list[str], timeout: float, rpc_timeout: float, backoff: float):
+        self.servers = servers
+        self.timeout = timeout  # for a whole call, retries included
+        self.rpc_timeout = rpc_timeout  # for one attempt
+        self.backoff = backoff
+        self._leader: Optional[str] = None  # endpoint that last answered as leader
+        self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def response_error(self, resp) -> Optional[SparkraftError]:
+        """The refusal a response carries, or None for success."""
+        raise NotImplementedError
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def leader_endpoint(self) -> Optional[str]:
+        return self._leader
+
+    def close(self) -> None:
+        """Close the channels; a call still running fails, later calls raise ValueError."""
+        with self._lock:
+            self._closed = True
+            stubs, self._stubs = list(self._stubs.values()), {}
+        for channel, _ in stubs:
+            channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- attempts ----------------------------------------------------------------------------
+    def _stub(self, target: str):
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"the {type(self).__name__} is closed")
+            entry = self._stubs.get(target)
+            if entry is None:
+                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+                entry = self._stubs[target] = (channel, self.stub_class(channel))
+            return entry[1]
+
+    def _candidates(self) -> list[str]:
+        first = [self._leader] if self._leader else []
+        return first + [s for s in self.servers if s != self._leader]
+
+    def _attempt(self, target: str, method: str, request, deadline: float):
+        left = deadline - time.monotonic()
+        return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
+
+    def _unreachable(self, target: str, method: str, e: grpc.RpcError) -> str:
+        """Why ``target`` did not answer; raises if the transport error is not worth a retry."""
+        code = e.code()
+        if self.retriable_codes is not None and code not in self.retriable_codes:
+            raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
+                                 f"{method} failed at {target}: {code.name}: {e.details()}")
+        if self._leader == target:
+            self._leader = None
+        return f"{code.name}: {e.details()}" if code else str(e)
+
+    def _call_leader(self, method: str, request, timeout: Optional[float] = None):
+        waited = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + waited
+        unreachable: dict[str, str] = {}  # target -> why, for the final error
+        answered: Optional[str] = None  # the last refusal, if any server answered
+        redirects = 0
+        while True:
+            redirected = False
+            for target in self._candidates():
+                if time.monotonic() >= deadline:
+                    break
+                try:
+                    resp = self._attempt(target, method, request, deadline)
+                except grpc.RpcError as e:
+                    unreachable[target] = self._unreachable(target, method, e)
+                    continue
+                unreachable.pop(target, None)
+                error = self.response_error(resp)
+                if error is None:
+                    self._leader = target
+                    return resp
+                if error.error not in self.retriable:
+                    raise error
+                answered = f"{target} answered {error}"
+                if self._leader == target:
+                    self._leader = None
+                hint = getattr(resp, "leader_endpoint", "")
+                if hint and hint != target and redirects < 3:
+                    self._leader = hint  # ask the named leader next, at once
+                    redirects += 1
+                    redirected = True
+                    break
+            if time.monotonic() >= deadline:
+                raise self._give_up(method, unreachable, answered, waited)
+            if not redirected:
+                redirects = 0
+                time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
+
+    def _give_up(self, method: str, unreachable: dict[str, str], answered: Optional[str],
+                 waited: float) -> SparkraftError:
+        servers = ",".join(self.servers)
+        if answered is None:
+            why = "; ".join(f"{t}: {w}" for t, w in unreachable.items()) or "no answer"
+            return SparkraftError(Errors.NETWORK_EXCEPTION,
+                                  f"no controller reachable at {servers} within {waited:g}s ({why})")
+        return SparkraftError(self.no_leader_error, f"{method}: no {self.leader_noun} found via {servers} "
+                                                    f"within {waited:g}s (last: {answered})")
