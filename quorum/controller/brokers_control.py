@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, topics_control
 from quorum.errors import Errors, SparkraftError
-from quorum.log.meta_properties import _check_uuid
+from quorum.log.meta_properties import validate_uuid
 from quorum.metadata.features import METADATA_VERSION
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
@@ -90,7 +90,7 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
     if len(set(names)) != len(names):
         raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate listener name in the endpoints")
     try:
-        _check_uuid(req.incarnation_id, "incarnation id")
+        validate_uuid(req.incarnation_id, "incarnation id")
     except ValueError as e:
         raise SparkraftError(Errors.INVALID_REQUEST, str(e)) from None
     record = pb.RegisterBrokerRecord(

@@ -17,6 +17,7 @@ from quorum.errors import Errors
 from quorum.log.durable import fsync_directory, write_atomically
 from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 from quorum.log.errors import StorageError
+from quorum.properties import parse_properties
 from quorum.raft.election_state import ElectionState
 
 META_PROPERTIES_FILE = "meta.properties"
@@ -55,10 +56,10 @@ def random_cluster_id() -> str:
 
 def validate_cluster_id(cluster_id: str) -> str:
     """Return ``cluster_id`` if it is a UUID string (22 base64url characters, 16 bytes), else raise ValueError."""
-    return _check_uuid(cluster_id, "cluster id")
+    return validate_uuid(cluster_id, "cluster id")
 
 
-def _check_uuid(s: str, what: str) -> str:
+def validate_uuid(s: str, what: str) -> str:
     # 22 base64url characters always decode to 16 bytes (the last one carries 4 unused bits).
     if not isinstance(s, str) or not _UUID_STRING.fullmatch(s):
         raise ValueError(f"invalid {what} {s!r}: expected 22 base64url characters "
@@ -71,7 +72,7 @@ def write_meta_properties(log_dir: str | os.PathLike, cluster_id: str, node_id: 
                           directory_id: Optional[str] = None) -> MetaProperties:
     """Write ``meta.properties`` into ``log_dir`` atomically."""
     if directory_id is not None:
-        _check_uuid(directory_id, "directory id")
+        validate_uuid(directory_id, "directory id")
     meta = MetaProperties(validate_cluster_id(cluster_id), _check_node_id(node_id), directory_id)
     lines = ["#sparkraft meta.properties: written by `sparkraft storage format`",
              f"version={meta.version}", f"cluster.id={meta.cluster_id}", f"node.id={meta.node_id}"]
@@ -102,20 +103,6 @@ def read_meta_properties(log_dir: str | os.PathLike) -> MetaProperties:
         raise StorageError(f"{path} is corrupt: {e}") from e
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Java properties, the subset Kafka's files use: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
-    props = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"([^=:\s]+)\s*(?:[=:]\s*)?(.*)$", line)
-        if not m:
-            raise ValueError(f"cannot parse line {line!r}")
-        props[m.group(1)] = m.group(2)
-    return props
-
-
 def _required(props: dict[str, str], key: str) -> str:
     if key not in props:
         raise ValueError(f"missing {key}")
@@ -130,7 +117,7 @@ def _int(props: dict[str, str], key: str) -> int:
 
 
 def _optional_uuid(props: dict[str, str], key: str) -> Optional[str]:
-    return _check_uuid(props[key], key) if key in props else None
+    return validate_uuid(props[key], key) if key in props else None
 
 
 def _check_node_id(node_id: int) -> int:

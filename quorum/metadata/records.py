@@ -25,7 +25,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from google.protobuf.message import Message
 
-from quorum.log.meta_properties import _check_uuid
+from quorum.log.meta_properties import validate_uuid
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 HEADER = struct.Struct(">HH")  # type id, version
@@ -140,7 +140,7 @@ def as_record(record: Message | AnyRecord) -> AnyRecord:
 def validate(record: MetadataRecord) -> None:
     """Raise ValueError if a field holding an id is not a Kafka Uuid string."""
     for name in _UUID_FIELDS.get(record.type, ()):
-        _check_uuid(getattr(record.message, name), f"{record.type_name} {name}")
+        validate_uuid(getattr(record.message, name), f"{record.type_name} {name}")
 
 
 # -- bytes ------------------------------------------------------------------------------------
