@@ -1,0 +1,215 @@
+"""MetadataLogReader: read the quorum's COMMITTED log from outside, as an observer over Fetch.
+
+The streaming source, the metadata shell and the broker metadata client need the same thing: the
+records at offsets ``[offset, high watermark)``, in order, from whichever controller leads now.
+This is a Fetch client with no id (replica_id -1: the leader answers it but never counts it).
+
+Why it only returns committed records: the leader sends a fetcher everything it has, including
+records a new leader may still truncate. A reader outside the quorum cannot take records back from
+its users, so it keeps the uncommitted tail to itself and re-fetches it once the high watermark
+covers it. Committed records never diverge, which also makes seeking cheap: to fetch from offset N
+the request names the leader's *current* epoch as the last fetched epoch (the leader's log ends in
+that epoch, at or past N), which is valid for every N at or below the high watermark.
+
+Errors: a fetch below the log start offset raises :class:`SnapshotRequired` with the snapshot to
+load first; a different cluster raises INCONSISTENT_CLUSTER_ID; no reachable leader before the
+reader's timeout raises NETWORK_EXCEPTION or NOT_LEADER_OR_FOLLOWER (see LeaderFollowingClient).
+Leader changes in between are followed silently.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from quorum.errors import Errors, SparkraftError
+from quorum.log.api import OffsetAndEpoch
+from quorum.log.batch import decode
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.records import decode_record
+from quorum.rpc import convert
+from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.rpc.leader_client import LeaderFollowingClient
+from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+
+FETCH_MAX_BYTES = 8 << 20
+_EPOCH_ERRORS = {Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
+UNCOMMITTED_RETRY_S = 0.002  # pause when the leader only had records that are not committed yet
+
+
+class SnapshotRequired(SparkraftError):
+    """The offset asked for is below the log start: load ``snapshot_id`` first, then read from its
+    end offset."""
+
+    def __init__(self, offset: int, snapshot_id: Optional[OffsetAndEpoch], log_start_offset: int):
+        super().__init__(Errors.OFFSET_OUT_OF_RANGE,
+                         f"offset {offset} is below the log start offset {log_start_offset}: "
+                         f"load snapshot {snapshot_id} first")
+        self.offset = offset
+        self.snapshot_id = snapshot_id
+        self.log_start_offset = log_start_offset
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One committed record: ``data`` is the record frame (a metadata record, or a control record
+    when ``control``)."""
+
+    offset: int
+    epoch: int
+    append_time_ms: int
+    data: bytes
+    control: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Committed records from the offset asked for; ``next_offset`` is where to read next."""
+
+    records: list[LogRecord] = field(default_factory=list)
+    high_watermark: int = 0
+    next_offset: int = 0
+    log_start_offset: int = 0
+
+
+class MetadataLogReader(LeaderFollowingClient):
+    """Not thread-safe: one reader per thread (each holds its own channels)."""
+
+    stub_class = raft_pb2_grpc.RaftStub
+    retriable = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT})
+
+    def __init__(self, bootstrap: Bootstrap, cluster_id: str = "", timeout: float = 15.0,
+                 rpc_timeout: float = 2.0, backoff: float = 0.05, max_bytes: int = FETCH_MAX_BYTES):
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
+        self.cluster_id = cluster_id  # "": learnt from the quorum (DescribeQuorum) on first use
+        self.max_bytes = max_bytes
+        self._epoch = 0  # the newest leader epoch any answer named
+
+    def response_error(self, resp) -> Optional[SparkraftError]:
+        epoch = resp.leader_epoch if isinstance(resp, raft_pb2.DescribeQuorumResponse) else resp.epoch
+        if epoch > self._epoch:
+            self._epoch = epoch
+        error = convert.error_from_code(resp.error)
+        if error is Errors.NONE:
+            return None
+        return SparkraftError(error, getattr(resp, "error_message", "") or error.name)
+
+    # -- fetching ------------------------------------------------------------------------------
+    def _discover(self, deadline: float) -> None:
+        """Learn the cluster id (Raft requests must name it) and the leader's epoch."""
+        resp = self._call_leader("DescribeQuorum", raft_pb2.DescribeQuorumRequest(cluster_id=self.cluster_id),
+                                 timeout=max(0.05, deadline - time.monotonic()))
+        self.cluster_id = self.cluster_id or resp.cluster_id
+
+    def _fetch(self, offset: int, wait_ms: int, deadline: float) -> raft_pb2.FetchResponse:
+        """One Fetch answered by the leader (following it and its epoch), raw."""
+        if not self.cluster_id or self._epoch == 0:
+            self._discover(deadline)
+        while True:
+            left = deadline - time.monotonic()
+            epoch = self._epoch
+            request = raft_pb2.FetchRequest(
+                cluster_id=self.cluster_id, epoch=epoch, replica_id=-1, fetch_offset=offset,
+                last_fetched_epoch=epoch, max_wait_ms=max(0, wait_ms), max_bytes=self.max_bytes)
+            saved_rpc_timeout = self.rpc_timeout
+            self.rpc_timeout = saved_rpc_timeout + wait_ms / 1000.0  # a long poll is not a dead server
+            try:
+                return self._call_leader("Fetch", request, timeout=max(0.05, left))
+            except SparkraftError as e:
+                if e.error in _EPOCH_ERRORS and time.monotonic() < deadline:
+                    if self._epoch == epoch:  # nobody knows a newer one yet: an election is running
+                        time.sleep(self.backoff)
+                    continue  # response_error adopted the newer epoch; ask again with it
+                raise
+            finally:
+                self.rpc_timeout = saved_rpc_timeout
+
+    def read(self, offset: int, max_records: Optional[int] = None, wait_ms: int = 0,
+             timeout: Optional[float] = None) -> LogChunk:
+        """Committed records from ``offset`` (up to ``max_records``); waits up to ``wait_ms`` for
+        new ones when there are none. An empty chunk means nothing new was committed in time."""
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout) + wait_ms / 1000.0
+        poll_until = time.monotonic() + wait_ms / 1000.0
+        while True:
+            remaining_wait = int(max(0.0, poll_until - time.monotonic()) * 1000)
+            resp = self._fetch(offset, remaining_wait, deadline)
+            if resp.HasField("snapshot_id") or offset < resp.log_start_offset:
+                snap = (OffsetAndEpoch(resp.snapshot_id.offset, resp.snapshot_id.epoch)
+                        if resp.HasField("snapshot_id") else None)
+                raise SnapshotRequired(offset, snap, resp.log_start_offset)
+            hw = resp.high_watermark
+            if resp.HasField("diverging"):
+                # Only possible if the named epoch does not hold `offset`: that offset is not
+                # committed (a reader ahead of the high watermark). Wait for it.
+                chunk = LogChunk([], hw, offset, resp.log_start_offset)
+            else:
+                chunk = self._committed(resp.records, offset, hw, max_records, resp.log_start_offset)
+            if chunk.records or time.monotonic() >= poll_until:
+                return chunk
+            if resp.records:
+                time.sleep(UNCOMMITTED_RETRY_S)  # records exist, the high watermark is catching up
+
+    @staticmethod
+    def _committed(data: bytes, offset: int, hw: int, max_records: Optional[int],
+                   log_start: int) -> LogChunk:
+        out: list[LogRecord] = []
+        for batch in decode(data):
+            for i, raw in enumerate(batch.records):
+                o = batch.base_offset + i
+                if o < offset:
+                    continue
+                if o >= hw or (max_records is not None and len(out) >= max_records):
+                    return LogChunk(out, hw, offset + len(out), log_start)
+                out.append(LogRecord(o, batch.epoch, batch.append_time_ms, raw, batch.control))
+        return LogChunk(out, hw, offset + len(out), log_start)
+
+    def high_watermark(self, timeout: Optional[float] = None) -> int:
+        """The leader's high watermark now: the first offset that is not committed."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        # Fetching at the log start asks for nothing we need; max_bytes 1 keeps the answer small.
+        saved, self.max_bytes = self.max_bytes, 1
+        try:
+            while True:
+                resp = self._fetch(0, 0, deadline)
+                if resp.high_watermark >= 0 or time.monotonic() >= deadline:
+                    return resp.high_watermark  # -1: a new leader has not committed in its epoch yet
+                time.sleep(self.backoff)
+        finally:
+            self.max_bytes = saved
+
+    def follow(self, offset: int, until: Optional[int] = None, wait_ms: int = 500,
+               progress: Optional[Callable[[int, int], None]] = None):
+        """Yield committed records from ``offset`` forever, or until the record before ``until``."""
+        while until is None or offset < until:
+            chunk = self.read(offset, wait_ms=wait_ms)
+            for record in chunk.records:
+                if until is not None and record.offset >= until:
+                    return
+                yield record
+            offset = chunk.next_offset
+            if progress is not None:
+                progress(offset, chunk.high_watermark)
+
+
+def replay(loader: MetadataLoader, records) -> MetadataImage:
+    """Replay committed LogRecords (control records skipped) into ``loader``; its latest image."""
+    for record in records:
+        if not record.control:
+            loader.replay(decode_record(record.data), record.offset, record.epoch)
+    return loader.flush()
+
+
+def read_image(bootstrap: Bootstrap, timeout: float = 30.0, cluster_id: str = "",
+               progress: Optional[Callable[[int, int], None]] = None) -> MetadataImage:
+    """The committed metadata image as of the high watermark at the time of the call.
+
+    Replays the log from offset 0; a log that starts with a snapshot raises SnapshotRequired.
+    """
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
+        hw = reader.high_watermark()
+        loader = MetadataLoader()
+        replay(loader, reader.follow(0, until=hw, wait_ms=0, progress=progress))
+        return loader.flush()
