@@ -1,5 +1,8 @@
-"""A 3-voter sparkraft quorum on loopback, one ``sparkraft controller start --raft-only`` process
-per voter: the replicated log alone (no metadata controller replaying it), taking raw Append RPCs.
+"""A 3-voter sparkraft quorum on loopback, one ``sparkraft controller start`` process per voter.
+
+By default each runs ``--raft-only``: the replicated log alone (no metadata controller replaying
+it), taking raw Append RPCs, for the quorum benchmark. ``raft_only=False`` runs full metadata
+controllers (the controller benchmark), which refuse raw appends.
 
 Storage lives under the benchmark's work directory and is formatted with ``sparkraft storage
 format``, exactly as an operator would. ``fsync=False`` starts the voters through
@@ -23,8 +26,9 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
 
 class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, raft_only: bool = True) -> None:
         self._dir = work_dir
+        self.raft_only = raft_only
         self._dir.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         self._overrides = dict(overrides or {})
@@ -50,7 +54,10 @@ class SparkraftCluster:
         try:
             for node_id in self.ports:
                 self._wait_listening(node_id)
-            self.wait_until_caught_up(timeout=60)
+            if self.raft_only:
+                self.wait_until_caught_up(timeout=60)
+            else:
+                self.client.describe_quorum()  # a leader is elected
         except BaseException:
             self.__exit__()
             raise
@@ -79,7 +86,8 @@ class SparkraftCluster:
     def _start(self, node_id: int) -> None:
         module = "sparkraft" if self._fsync else "bench.fsync_off"
         config = self._dir / f"controller-{node_id}.properties"
-        argv = python_module_command(module, "controller", "start", "--raft-only", "--config", str(config))
+        mode = ("--raft-only",) if self.raft_only else ()
+        argv = python_module_command(module, "controller", "start", *mode, "--config", str(config))
         self._voters[node_id] = ChildProcess(f"controller-{node_id}", argv,
                                              self._dir / f"controller-{node_id}.log").start()
 
@@ -97,6 +105,9 @@ class SparkraftCluster:
 
     def leader_id(self) -> int:
         return self.client.describe_quorum().leader_id
+
+    def voter(self, node_id: int) -> ChildProcess:
+        return self._voters[node_id]
 
     def pids(self) -> dict[str, int]:
         leader = self.leader_id()

@@ -18,6 +18,7 @@ from bench.harness.progress import Progress
 # name -> module; ``python -m bench all`` runs them in this order.
 BENCHMARKS: dict[str, str] = {
     "quorum": "bench.quorum_bench",
+    "controller": "bench.controller_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

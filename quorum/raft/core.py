@@ -50,6 +50,7 @@ from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned
 from quorum.raft.settings import RaftSettings
 
 NO_DEADLINE = 1 << 62
+LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
 
 
 class RaftSafetyError(AssertionError):
@@ -116,6 +117,8 @@ class RaftCore:
         entry = self._inflight.pop(corr, None)
         if entry is not None:
             self._backoff[(type(entry[1]), dest)] = now_ms + self.settings.retry_backoff_ms
+            if isinstance(entry[1], FetchRequest):
+                self._leader_fetch_failed(dest, now_ms)
         self._poll(now_ms)
 
     def propose(self, records: Sequence[bytes], now_ms: int) -> int:
@@ -477,6 +480,22 @@ class RaftCore:
         t = self.settings.election_timeout_ms
         return now + t + self.rng.randrange(t)
 
+    def _leader_fetch_failed(self, dest: int, now: int) -> None:
+        """A dead leader's process refuses connections at once; waiting out the whole fetch
+        timeout after that only delays the failover. After LEADER_UNREACHABLE_FAILURES failed
+        Fetches in a row the follower stops vouching for the leader (it grants pre-votes) and
+        gives up on it after a jittered pause of at most half an election timeout, so one
+        follower usually wins before the other starts. Safe: it only moves a timeout, and the
+        pre-vote still needs a majority that cannot reach the leader either."""
+        r = self.role
+        if not isinstance(r, Follower) or r.leader_id != dest:
+            return
+        r.fetch_failures += 1
+        if r.fetch_failures == LEADER_UNREACHABLE_FAILURES:
+            r.last_fetch_ok_ms = None
+            pause = self.rng.randrange(max(1, self.settings.election_timeout_ms // 2))
+            r.fetch_deadline = min(r.fetch_deadline, now + pause)
+
     def _fetch_deadline(self, now: int) -> int:
         """When a follower gives up on its leader. The jitter spreads the followers of a dead
         leader apart, so one usually wins its pre-vote and election before the others
@@ -636,6 +655,7 @@ class RaftCore:
         r = self.role
         if not isinstance(r, Follower) or r.leader_id != src:
             return
+        r.fetch_failures = 0  # it answered: alive
         if resp.error is not Errors.NONE:
             self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
             return

@@ -83,6 +83,7 @@ class Follower:
     voted_id: Optional[int]
     fetch_deadline: int
     last_fetch_ok_ms: Optional[int] = None  # a live leader rejects pre-votes for others
+    fetch_failures: int = 0  # Fetches to the leader the transport failed in a row (see core)
     name = "Follower"
 
 

@@ -112,6 +112,47 @@ def test_follower_with_a_live_leader_refuses_pre_votes():
     assert reply_to(drain(core, 3)[1], 99)[0].granted is False
 
 
+def test_a_leader_that_refuses_connections_is_given_up_well_before_the_fetch_timeout():
+    """A SIGKILLed leader's port refuses at once: after three failed Fetches in a row the follower
+    grants pre-votes and campaigns within half an election timeout, not after the fetch timeout."""
+    core = make(ElectionState(1, 2, None))
+    _, sent = drain(core)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 1, 2, 0, 0), 2)
+    now = 2
+    for failure in range(3):
+        _, sent = drain(core, now)
+        fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+        core.receive(3, 90 + failure, vote(2, 3, pre=True), now)
+        granted = reply_to(drain(core, now)[1], 90 + failure)[0].granted
+        assert granted is False, f"pre-vote granted after only {failure} failures"
+        core.request_failed(2, fetch.corr, now)
+        now += S.retry_backoff_ms
+        core.tick(now)
+    assert core.state_name == "Follower"
+    core.receive(3, 99, vote(2, 3, pre=True), now)
+    assert reply_to(drain(core, now)[1], 99)[0].granted is True
+    core.tick(now + S.election_timeout_ms // 2)
+    assert core.state_name == "Prospective", "campaigns within half an election timeout"
+    assert now + S.election_timeout_ms // 2 < S.fetch_timeout_ms
+
+
+def test_an_answering_leader_resets_the_failure_count():
+    core = make(ElectionState(1, 2, None))
+    now = 0
+    for round_ in range(4):  # two failures, an answer, two failures...: never three in a row
+        _, sent = drain(core, now)
+        fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+        if round_ == 2:
+            core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 1, 2, 0, 0), now)
+        else:
+            core.request_failed(2, fetch.corr, now)
+        now += S.retry_backoff_ms
+        core.tick(now)
+    core.tick(now + S.election_timeout_ms)
+    assert core.state_name == "Follower"
+
+
 def test_a_request_from_another_cluster_is_refused_and_changes_nothing():
     core = make(ElectionState(1, None, None))
     drain(core)

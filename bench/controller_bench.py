@@ -1,0 +1,335 @@
+"""The active controller at scale: create, controlled shutdown, broker-failure recovery, controller
+failover and memory, at 20,000 / 200,000 / 2,000,000 partitions (topics of 100 partitions, RF 3).
+
+Everything runs for real on loopback: three ``sparkraft controller start`` processes (metadata
+controllers, fsync on, default timeouts), 28 brokers heartbeating through the broker lifecycle code
+(threads of this process, one ControllerClient) and two ``sparkraft broker start`` processes.
+
+- **create**: CreateTopics requests of 100 topics each, two in flight, until every partition is
+  committed; partitions/s.
+- **controlled shutdown**: SIGTERM one broker process; it heartbeats ``want_shutdown`` until the
+  controller has moved all its leaderships (committed) and exits. Time from SIGTERM to exit.
+- **recovery**: SIGKILL the other broker process; the controller fences it after
+  ``broker.session.timeout.ms`` (9 s) and moves its leaderships in the same atomic operation.
+  Time from SIGKILL until the committed image shows it fenced (detection included).
+- **controller failover**: SIGKILL the active controller; time until a CreateTopics request is
+  answered by the new one (its client follows NOT_CONTROLLER from a cold start).
+- **memory**: resident set size of each controller process once the partitions exist.
+
+Kafka's published KRaft figures at 2,000,000 partitions (32 s controlled shutdown, 37 s recovery from
+an uncontrolled shutdown) are the reference line. Goals: <= 10 s, <= 15 s with the 9 s detection,
+failover < 2 s at every size, < 2 GiB.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.harness.plots import line_chart
+from bench.harness.procs import ChildProcess, free_ports, python_module_command
+from bench.harness.results import fmt_number, markdown_table
+from bench.sparkraft_cluster import SparkraftCluster
+from bench.suite import Context
+
+NAME = "controller"
+TITLE = "The active controller at 20k / 200k / 2M partitions (3 controllers, 30 brokers, loopback)"
+REQUIRES: tuple[str, ...] = ()
+
+PARTITIONS_PER_TOPIC = 100
+REPLICATION_FACTOR = 3
+TOPICS_PER_REQUEST = 100
+REQUESTS_IN_FLIGHT = 2
+SIMULATED_BROKERS = 28  # BrokerLifecycle threads; plus the two broker processes below
+PROCESS_BROKERS = (129, 130)  # 129: controlled shutdown (SIGTERM), 130: SIGKILL
+RACKS = ("rack-a", "rack-b", "rack-c")
+SESSION_TIMEOUT_MS = 9000
+KAFKA_CONTROLLED_SHUTDOWN_S = 32.0
+KAFKA_RECOVERY_S = 37.0
+GOAL_CONTROLLED_SHUTDOWN_S = 10.0
+GOAL_RECOVERY_S = 15.0
+GOAL_FAILOVER_S = 2.0
+GOAL_RSS_GIB = 2.0
+
+QUICK_SIZES = (20_000,)
+FULL_SIZES = (20_000, 200_000, 2_000_000)
+
+
+def rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+class BrokerFleet:
+    """Brokers 101..128 as BrokerLifecycle threads sharing one ControllerClient: they register,
+    get unfenced and heartbeat every 2 s, as broker processes would."""
+
+    def __init__(self, bootstrap: str, cluster_id: str):
+        from quorum.broker.lifecycle import BrokerLifecycle
+        from quorum.controller import api
+        from quorum.log.meta_properties import random_uuid
+        from quorum.rpc.controller_client import ControllerClient
+
+        self.client = ControllerClient(bootstrap, timeout=10, rpc_timeout=5)
+        self.brokers = [
+            BrokerLifecycle(self.client, b, cluster_id, random_uuid(),
+                            (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 20000 + b),), RACKS[b % 3])
+            for b in range(101, 101 + SIMULATED_BROKERS)]
+        self.threads = [threading.Thread(target=b.run, name=f"broker-{b.broker_id}", daemon=True)
+                        for b in self.brokers]
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def unfenced(self) -> bool:
+        return all(b.state.broker_epoch >= 0 and not b.state.fenced for b in self.brokers)
+
+    def stop(self) -> None:
+        for b in self.brokers:
+            b.stop()
+        for t in self.threads:
+            t.join(5)
+        self.client.close()
+
+
+@dataclass
+class Rig:
+    """One cluster for one size: controllers, the fleet, the two broker processes."""
+
+    cluster: SparkraftCluster
+    fleet: BrokerFleet
+    broker_procs: dict[int, ChildProcess]
+    admin: object  # ControllerClient for the benchmark's own requests
+
+
+def _broker_config(work: Path, broker_id: int, voters: str) -> Path:
+    port = free_ports(1)[0]
+    path = work / f"broker-{broker_id}.properties"
+    path.write_text("\n".join([
+        "process.roles=broker", f"node.id={broker_id}", f"controller.quorum.voters={voters}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port}", f"broker.rack={RACKS[broker_id % 3]}",
+        f"metadata.log.dir={work / f'b{broker_id}'}", f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
+        ""]))
+    return path
+
+
+def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f}s")
+        time.sleep(interval)
+
+
+def _start_rig(work: Path, ctx: Context) -> Rig:
+    from quorum.rpc.controller_client import ControllerClient
+
+    cluster = SparkraftCluster(work / "controllers", raft_only=False,
+                               overrides={"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)}).__enter__()
+    try:
+        info = cluster.client.describe_quorum()
+        fleet = BrokerFleet(cluster.bootstrap, info.cluster_id)
+        fleet.start()
+        voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in cluster.ports.items())
+        procs = {}
+        for b in PROCESS_BROKERS:
+            config = _broker_config(work, b, voters)
+            procs[b] = ChildProcess(f"broker-{b}", python_module_command(
+                "sparkraft", "broker", "start", "--config", str(config)), work / f"broker-{b}.log").start()
+        admin = ControllerClient(cluster.bootstrap, timeout=120, rpc_timeout=120)
+        expected = set(range(101, 101 + SIMULATED_BROKERS)) | set(PROCESS_BROKERS)
+        _wait(lambda: {b.broker_id for b in admin.describe_cluster().brokers if not b.fenced} >= expected,
+              60, "30 brokers registered and unfenced", interval=0.2)
+        return Rig(cluster, fleet, procs, admin)
+    except BaseException:
+        cluster.__exit__()
+        raise
+
+
+def _stop_rig(rig: Rig) -> None:
+    for p in rig.broker_procs.values():
+        p.stop(timeout=5)
+    rig.fleet.stop()
+    rig.admin.close()
+    rig.cluster.__exit__()
+
+
+def _create(rig: Rig, partitions: int, ctx: Context) -> float:
+    from quorum.controller import api
+    from quorum.errors import Errors
+
+    topics = partitions // PARTITIONS_PER_TOPIC
+    requests = [[api.CreatableTopic(f"t{i:06d}", PARTITIONS_PER_TOPIC, REPLICATION_FACTOR)
+                 for i in range(start, min(topics, start + TOPICS_PER_REQUEST))]
+                for start in range(0, topics, TOPICS_PER_REQUEST)]
+    done = [0]
+    lock = threading.Lock()
+    last_report = [time.monotonic()]
+
+    def send(batch):
+        results = rig.admin.create_topics(batch)
+        bad = [r for r in results if r.error is not Errors.NONE]
+        if bad:
+            raise RuntimeError(f"create failed: {bad[0].name}: {bad[0].error.name}: {bad[0].message}")
+        with lock:
+            done[0] += len(batch) * PARTITIONS_PER_TOPIC
+            if time.monotonic() - last_report[0] > 5:
+                last_report[0] = time.monotonic()
+                ctx.progress.line(f"  {done[0]:,} / {partitions:,} partitions committed")
+
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(REQUESTS_IN_FLIGHT) as pool:
+        for f in [pool.submit(send, b) for b in requests]:
+            f.result()
+    return time.monotonic() - started
+
+
+def _leaders(rig: Rig, broker_id: int, sample_topics: list[str]) -> int:
+    return sum(1 for d in rig.admin.describe_topics(sample_topics) if not isinstance(d, Exception)
+               for p in d.partitions if p.leader == broker_id)
+
+
+def _controlled_shutdown(rig: Rig, sample: list[str]) -> dict:
+    broker = PROCESS_BROKERS[0]
+    led_before = _leaders(rig, broker, sample)
+    proc = rig.broker_procs[broker]
+    started = time.monotonic()
+    proc.popen.terminate()
+    code = proc.popen.wait(120)
+    elapsed = time.monotonic() - started
+    if code != 0:
+        raise RuntimeError(f"broker {broker} exited {code} after SIGTERM:\n{proc.log_tail(5)}")
+    return {"seconds": elapsed, "sample_led_before": led_before, "sample_led_after": _leaders(rig, broker, sample)}
+
+
+def _recovery(rig: Rig, sample: list[str]) -> dict:
+    broker = PROCESS_BROKERS[1]
+    led_before = _leaders(rig, broker, sample)
+    killed = time.monotonic()
+    rig.broker_procs[broker].kill()
+
+    def fenced():
+        return any(b.broker_id == broker and b.fenced for b in rig.admin.describe_cluster().brokers)
+
+    _wait(fenced, 120, f"broker {broker} fenced", interval=0.05)
+    elapsed = time.monotonic() - killed
+    return {"seconds": elapsed, "detection_s": SESSION_TIMEOUT_MS / 1000, "sample_led_before": led_before,
+            "sample_led_after": _leaders(rig, broker, sample)}
+
+
+def _failover(rig: Rig) -> dict:
+    from quorum.rpc.controller_client import ControllerClient
+
+    leader = rig.cluster.leader_id()
+    with ControllerClient(rig.cluster.bootstrap, timeout=60, rpc_timeout=2) as client:
+        killed = time.monotonic()
+        rig.cluster.voter(leader).kill()
+        client.create_topic("after-failover", 1, REPLICATION_FACTOR)
+        elapsed = time.monotonic() - killed
+    return {"seconds": elapsed, "killed": leader}
+
+
+def _one_size(partitions: int, ctx: Context) -> dict:
+    work = ctx.work_dir / f"p{partitions}"
+    work.mkdir()
+    with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
+        rig = _start_rig(work, ctx)
+    try:
+        out: dict = {"partitions": partitions}
+        with ctx.progress.phase(f"create {partitions:,} partitions"):
+            out["create_s"] = _create(rig, partitions, ctx)
+        out["create_partitions_per_s"] = partitions / out["create_s"]
+        pids = {n: rig.cluster.voter(n).pid for n in rig.cluster.ports}
+        out["rss_mib"] = {str(n): rss_mib(pid) for n, pid in pids.items()}
+        sample = [f"t{i:06d}" for i in range(0, partitions // PARTITIONS_PER_TOPIC,
+                                             max(1, partitions // PARTITIONS_PER_TOPIC // 50))]
+        with ctx.progress.phase("controlled shutdown of broker 129 (SIGTERM)"):
+            out["controlled_shutdown"] = _controlled_shutdown(rig, sample)
+        with ctx.progress.phase("SIGKILL of broker 130 until fenced, leaderships moved"):
+            out["recovery"] = _recovery(rig, sample)
+        with ctx.progress.phase("SIGKILL of the active controller until a create is answered"):
+            out["failover"] = _failover(rig)
+        ctx.progress.line(f"  create {out['create_s']:.1f}s, controlled shutdown "
+                          f"{out['controlled_shutdown']['seconds']:.2f}s, recovery {out['recovery']['seconds']:.2f}s, "
+                          f"failover {out['failover']['seconds']:.2f}s, RSS {out['rss_mib']} MiB")
+        return out
+    finally:
+        _stop_rig(rig)
+
+
+def run(ctx: Context) -> dict:
+    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
+                            "brokers": SIMULATED_BROKERS + len(PROCESS_BROKERS),
+                            "session_timeout_ms": SESSION_TIMEOUT_MS},
+               "sizes": [], "systems": {"sparkraft": {"errors": []}}}
+    for partitions in sizes:
+        try:
+            results["sizes"].append(_one_size(partitions, ctx))
+        except Exception as e:  # keep the sizes that worked; report the failure
+            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
+            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
+    return results
+
+
+def _max_rss_gib(size: dict) -> float | None:
+    values = [v for v in size["rss_mib"].values() if v is not None]
+    return max(values) / 1024 if values else None
+
+
+def report(document: dict) -> str:
+    results, machine = document["results"], document["machine"]
+    rows = []
+    for s in results["sizes"]:
+        rows.append([f"{s['partitions']:,}", fmt_number(s["create_s"], 1), fmt_number(s["create_partitions_per_s"]),
+                     fmt_number(s["controlled_shutdown"]["seconds"], 2), fmt_number(s["recovery"]["seconds"], 2),
+                     fmt_number(s["failover"]["seconds"], 2), fmt_number(_max_rss_gib(s), 2)])
+    table = markdown_table(["partitions", "create s", "partitions/s", "controlled shutdown s",
+                            "recovery s (9 s detection incl.)", "controller failover s", "max controller RSS GiB"],
+                           rows)
+    errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
+    return "\n".join([
+        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
+        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode): "
+        f"3 controller processes (fsync on), 30 brokers, topics of {PARTITIONS_PER_TOPIC} partitions, RF "
+        f"{REPLICATION_FACTOR}.",
+        "",
+        table,
+        "",
+        f"Kafka's published KRaft figures at 2,000,000 partitions: {KAFKA_CONTROLLED_SHUTDOWN_S:g} s controlled "
+        f"shutdown, {KAFKA_RECOVERY_S:g} s recovery. Goals: ≤ {GOAL_CONTROLLED_SHUTDOWN_S:g} s, ≤ "
+        f"{GOAL_RECOVERY_S:g} s, failover < {GOAL_FAILOVER_S:g} s, < {GOAL_RSS_GIB:g} GiB.",
+        *([""] + [f"Errors: {e}" for e in errors] if errors else []),
+    ])
+
+
+def plot(document: dict, plots_dir: Path) -> list[Path]:
+    sizes = document["results"]["sizes"]
+    if not sizes:
+        return []
+    machine = document["machine"]
+    where = f"{machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
+    series = {
+        "create": [(s["partitions"], s["create_s"]) for s in sizes],
+        "controlled shutdown": [(s["partitions"], s["controlled_shutdown"]["seconds"]) for s in sizes],
+        "recovery (incl. 9 s detection)": [(s["partitions"], s["recovery"]["seconds"]) for s in sizes],
+        "controller failover": [(s["partitions"], s["failover"]["seconds"]) for s in sizes],
+    }
+    paths = [line_chart(plots_dir / "controller-growth.png", "Controller operations by partition count",
+                        series, "partitions", "seconds", subtitle=f"Kafka at 2M: 32 s shutdown, 37 s recovery; {where}")]
+    rss = {"max controller RSS": [(s["partitions"], _max_rss_gib(s) * 1024) for s in sizes if _max_rss_gib(s)]}
+    if rss["max controller RSS"]:
+        paths.append(line_chart(plots_dir / "controller-memory.png", "Controller resident memory", rss,
+                                "partitions", "MiB", subtitle=where))
+    return paths
