@@ -12,8 +12,9 @@ controllers, fsync on, default timeouts), 28 brokers heartbeating through the br
 - **recovery**: SIGKILL the other broker process; the controller fences it after
   ``broker.session.timeout.ms`` (9 s) and moves its leaderships in the same atomic operation.
   Time from SIGKILL until the committed image shows it fenced (detection included).
-- **controller failover**: SIGKILL the active controller; time until a CreateTopics request is
-  answered by the new one (its client follows NOT_CONTROLLER from a cold start).
+- **controller failover**: in steady state (every voter caught up, then 3 s), SIGKILL the active
+  controller; time until a CreateTopics request is answered by the new one (its client follows
+  NOT_CONTROLLER from a cold start).
 - **memory**: resident set size of each controller process once the partitions exist.
 
 Kafka's published KRaft figures at 2,000,000 partitions (32 s controlled shutdown, 37 s recovery from
@@ -52,6 +53,7 @@ GOAL_CONTROLLED_SHUTDOWN_S = 10.0
 GOAL_RECOVERY_S = 15.0
 GOAL_FAILOVER_S = 2.0
 GOAL_RSS_GIB = 2.0
+SETTLE_S = 3.0  # quiet time before the controller failover (see _settle)
 
 QUICK_SIZES = (20_000,)
 FULL_SIZES = (20_000, 200_000, 2_000_000)
@@ -228,9 +230,21 @@ def _recovery(rig: Rig, sample: list[str]) -> dict:
             "sample_led_after": _leaders(rig, broker, sample)}
 
 
+def _settle(rig: Rig, seconds: float = SETTLE_S) -> None:
+    """Steady state before the failover: every voter holds the log, and standbys have had time to
+    replay the fencing just committed (a standby that is still replaying answers only after it)."""
+    def caught_up():
+        info = rig.cluster.client.describe_quorum()
+        return all(v.log_end_offset >= info.high_watermark for v in info.voters)
+
+    _wait(caught_up, 60, "every voter holds the whole log", interval=0.1)
+    time.sleep(seconds)
+
+
 def _failover(rig: Rig) -> dict:
     from quorum.rpc.controller_client import ControllerClient
 
+    _settle(rig)
     leader = rig.cluster.leader_id()
     with ControllerClient(rig.cluster.bootstrap, timeout=60, rpc_timeout=2) as client:
         killed = time.monotonic()

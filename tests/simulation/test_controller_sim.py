@@ -56,7 +56,7 @@ def test_failover_in_the_middle_of_a_multi_batch_create(seed, crash_after):
 
     if crash_after:
         assert c.run_until(lambda: committed_batches() >= crash_after or p.done, 20_000)
-        assert c.controllers()[leader].loader.in_transaction  # the crash cuts the transaction
+        assert c.controllers()[leader].in_transaction  # the crash cuts the transaction
     c.crash(leader)
     new = c.wait_active()
     assert new != leader

@@ -5,6 +5,8 @@ the controller work; this keeps a small version of it in the test suite.
 """
 import time
 
+import pytest
+
 from controller_helpers import controller, heartbeat
 
 from quorum.controller import api
@@ -32,3 +34,40 @@ def test_fencing_one_broker_writes_one_change_per_partition_it_is_in():
     assert image.cluster.broker(7).fenced and violations(image) == []
     assert PartitionIndex.build(image).snapshot() == c.core.index.snapshot()
     assert elapsed < 5, elapsed
+
+
+
+def _reference_image(c, batches):
+    """The image a standby builds by decoding every batch."""
+    from quorum.controller.core import ControllerCore
+
+    ref = ControllerCore(2, c.cluster_id, c.core.settings)
+    for b in batches:
+        ref.replay_committed(b)
+    return ref.image
+
+
+@pytest.mark.parametrize("lose_leadership", [False, True])
+def test_own_multi_batch_operation_is_published_from_its_image_even_across_a_leadership_loss(lose_leadership):
+    """The active controller does not decode the first batches of its own multi-batch operation
+    (its last batch brings the image after all of it). If it loses leadership in between, the
+    batches it kept aside are replayed first, so the next leader's End completes the operation
+    exactly. Either way the image equals a standby's that decoded every batch."""
+
+    c, _ = controller(brokers=3, max_records_per_batch=100)
+    c.hold = True
+    op = c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("big", 250, 3),)), c.now)
+    c.propose(op)
+    assert len(c.uncommitted) == 3  # Begin + Topic + 250 partitions + End, 100 per batch
+    first, last = c.uncommitted[:2], c.uncommitted[2]
+    for b in first:
+        c.log.append(b)
+        c.core.replay_committed(b)
+    assert c.core.in_transaction and c.core.image.topics.topic_by_name("big") is None
+    if lose_leadership:
+        c.core.deactivate()
+    c.log.append(last)
+    c.core.replay_committed(last)
+    assert not c.core.in_transaction
+    assert len(c.core.image.topics.topic_by_name("big").partitions) == 250
+    assert c.core.image == _reference_image(c, c.log)
