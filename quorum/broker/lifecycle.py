@@ -12,11 +12,10 @@ Kafka's BrokerLifecycleManager, reduced to what sparkraft's brokers need today:
 3. **Controlled shutdown**: heartbeats with ``want_shutdown`` until the controller answers
    ``should_shutdown`` (its leaderships have moved away), bounded by a timeout.
 
-The metadata offset. The full broker metadata client (bootstrap from a Delta cut, then Fetch the log
-as an observer, DESIGN §7) comes later. Until then the broker reports the controller's committed
-metadata offset as it learns it from DescribeCluster just before each heartbeat: honest in the sense
-that the broker has "seen" the controller's state at that offset, but it does not hold a metadata
-image of its own yet, so "caught up" means only "the controller has committed my registration".
+The metadata offset a heartbeat reports comes from ``offset_source``: a broker process passes its
+:class:`~quorum.broker.metadata_client.BrokerMetadataClient`'s applied offset, so it is unfenced only
+once its own image has caught up with its registration. Without one (simulated brokers in the
+benchmarks) it reports the controller's committed offset from DescribeCluster instead.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
@@ -45,7 +44,7 @@ class BrokerState:
 class BrokerLifecycle:
     def __init__(self, client, broker_id: int, cluster_id: str, incarnation_id: str,
                  endpoints: tuple[api.BrokerEndpoint, ...], rack: Optional[str],
-                 heartbeat_interval_ms: int = 2000):
+                 heartbeat_interval_ms: int = 2000, offset_source: Optional[Callable[[], int]] = None):
         self.client = client  # a ControllerClient
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -53,6 +52,7 @@ class BrokerLifecycle:
         self.endpoints = endpoints
         self.rack = rack
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.offset_source = offset_source
         self.state = BrokerState(-1, True, False, -1)
         self._stop = threading.Event()
 
@@ -84,7 +84,9 @@ class BrokerLifecycle:
 
     # -- heartbeats ------------------------------------------------------------------------
     def metadata_offset(self) -> int:
-        """The committed metadata offset as the controller reports it (see the module docstring)."""
+        """The broker's applied metadata offset (see the module docstring)."""
+        if self.offset_source is not None:
+            return self.offset_source()
         try:
             return self.client.describe_cluster(timeout=self.heartbeat_interval_s).metadata_offset
         except SparkraftError:

@@ -1,16 +1,16 @@
 """``sparkraft broker start``: run a broker's cluster membership in the foreground.
 
 The broker (``process.roles=broker``) finds the controllers through ``controller.quorum.voters``
-or ``controller.quorum.bootstrap.servers``, registers its ``listeners`` as endpoints with its
-``broker.rack`` and a fresh incarnation id, heartbeats every ``broker.heartbeat.interval.ms`` and
-stays registered (see :mod:`quorum.broker.lifecycle` for what it reports as its metadata offset).
-SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to other brokers
-first, bounded by ``broker.session.timeout.ms``) and exits 0.
+or ``controller.quorum.bootstrap.servers``. It first loads its metadata image (its cache in
+``metadata.log.dir`` from the last run, else the log from offset 0) and follows the committed log
+as an observer (:mod:`quorum.broker.metadata_client`); then it registers its ``listeners`` as
+endpoints with its ``broker.rack`` and a fresh incarnation id, and heartbeats every
+``broker.heartbeat.interval.ms`` with the offset its image has reached, so it is unfenced once it
+has caught up. SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to
+other brokers first, bounded by ``broker.session.timeout.ms``), writes the cache and exits 0.
 
 The cluster id comes from ``metadata.log.dir/meta.properties`` if the directory was formatted
-(``sparkraft storage format``), else from the controllers. ``--warehouse`` (where the broker will
-bootstrap its metadata from Delta, DESIGN §7) is accepted for the coming metadata client; today
-the broker serves no data and holds no metadata image of its own.
+(``sparkraft storage format``), else from the controllers. The broker serves no data yet.
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def run_start(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from quorum.broker.lifecycle import BrokerLifecycle
+    from quorum.broker.metadata_client import BrokerMetadataClient
     from quorum.config import ConfigError, load_config
     from quorum.log.meta_properties import META_PROPERTIES_FILE, check_storage, random_uuid
     from quorum.rpc.controller_client import ControllerClient
@@ -74,6 +75,7 @@ def run_start(args: argparse.Namespace) -> int:
     client = ControllerClient(controllers_of(config), timeout=max(2.0, config.broker_heartbeat_interval_ms / 1000),
                               rpc_timeout=2.0)
     lifecycle: "BrokerLifecycle | None" = None
+    metadata: "BrokerMetadataClient | None" = None
 
     def on_signal(signum, _frame) -> None:
         received.append(signal.Signals(signum).name)
@@ -89,8 +91,14 @@ def run_start(args: argparse.Namespace) -> int:
             except Exception as e:  # controllers not up yet
                 log.info("Broker %d: no controller answers yet (%s)", config.node_id, e)
                 stop.wait(1.0)
+        metadata = BrokerMetadataClient(controllers_of(config), cluster_id, cache_dir=config.log_dir)
+        metadata.start()
+        log.info("Broker %d: metadata bootstrapped from %s at offset %d in %.2fs; following the log",
+                 config.node_id, metadata.stats.bootstrap_source, metadata.stats.bootstrap_offset,
+                 metadata.stats.bootstrap_seconds)
         lifecycle = BrokerLifecycle(client, config.node_id, cluster_id, random_uuid(), endpoints,
-                                    config.broker_rack, config.broker_heartbeat_interval_ms)
+                                    config.broker_rack, config.broker_heartbeat_interval_ms,
+                                    offset_source=lambda: metadata.applied_offset)
         if stop.is_set():
             lifecycle.stop()
         log.info("Broker %d starting: cluster %s, endpoints %s, rack %s, controllers %s%s", config.node_id,
@@ -103,6 +111,11 @@ def run_start(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if metadata is not None:
+            metadata.stop(save=True)  # the cache: a restart fetches only what it missed
+            log.info("Broker %d: metadata at offset %d; %d records fetched since it started from %s",
+                     config.node_id, metadata.applied_offset, metadata.stats.records_fetched,
+                     metadata.stats.bootstrap_source)
         client.close()
     log.info("Broker %d stopped", config.node_id)
     return 0

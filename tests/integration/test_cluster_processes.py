@@ -8,6 +8,7 @@ shutdown that moves its leaderships before the process exits 0.
 """
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 
@@ -71,6 +72,14 @@ def leaders(client, topic: str) -> list[int]:
     return [p.leader for p in client.describe_topic(topic).partitions]
 
 
+def _metadata_summary(log_path) -> list[dict]:
+    """The broker's last words about its metadata: offset reached, records fetched, where from."""
+    pattern = re.compile(r"metadata at offset (-?\d+); (\d+) records fetched since it started from (\w+)")
+    found = [m.groups() for m in pattern.finditer(log_path.read_text())]
+    assert found, f"no metadata summary in {log_path}"
+    return [{"offset": int(o), "fetched": int(f), "source": s} for o, f, s in found]
+
+
 def test_cluster_of_processes_survives_controller_and_broker_failures(controller_processes, tmp_path):
     cp = controller_processes(**SESSION)
     cp.format()
@@ -125,6 +134,18 @@ def test_cluster_of_processes_survives_controller_and_broker_failures(controller
         assert all(p.leader == 103 for p in client.describe_topic("orders").partitions)
         b102 = brokers_by_id(client)[102]
         assert b102.fenced or b102.in_controlled_shutdown
+        stopped = _metadata_summary(tmp_path / "broker-102.log")[-1]
+
+        # Restart it: it starts from its cache, fetches only what came after, and is unfenced
+        client.create_topic("while-102-was-down", 50, 1)
+        brokers.start(102)
+        wait_for(lambda: (b := brokers_by_id(client).get(102)) and not b.fenced, 20, "broker 102 unfenced again")
+        brokers.procs[102].send_signal(signal.SIGTERM)
+        assert brokers.procs[102].wait(15) == 0
+        restarted = _metadata_summary(tmp_path / "broker-102.log")[-1]
+        assert restarted["source"] == "cache"
+        assert restarted["fetched"] == restarted["offset"] - stopped["offset"], "fetched only what it missed"
+        assert restarted["fetched"] >= 51  # the topic created while it was down, at least
     except BaseException:
         print(cp.dump_outputs())
         print(brokers.dump())

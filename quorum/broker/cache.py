@@ -1,0 +1,92 @@
+"""MetadataCache: a broker's metadata image on its own disk, so a restart fetches only what it missed.
+
+One file, ``<dir>/metadata-cache``, in the checkpoint format (batches of quorum/log/batch.py with a
+CRC each; a SNAPSHOT_HEADER control record first, a SNAPSHOT_FOOTER last, the image's records in
+between), so ``sparkraft dump-log`` reads it. The header names the cluster, the offset the image
+reaches (its provenance) and the next log offset to fetch. It is replaced atomically (temp file,
+fsync, rename), so a crash leaves the old cache or the new one.
+
+A cache of another cluster, or one that fails its CRCs or misses its footer, raises CacheError:
+the broker discards it and bootstraps another way; it is never half-loaded.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Optional
+
+from quorum.log.batch import CorruptBatchError, decode, encode_batch
+from quorum.log.durable import write_atomically
+from quorum.metadata.image import MetadataImage, Provenance
+from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.records import decode_record, encode_record
+from quorum.raft import control_records
+
+CACHE_FILE = "metadata-cache"
+RECORDS_PER_BATCH = 2000
+FORMAT_VERSION = 0
+
+
+class CacheError(Exception):
+    """The cache cannot be used (another cluster, damaged, unknown format)."""
+
+
+class MetadataCache:
+    def __init__(self, directory: str | os.PathLike, cluster_id: str):
+        self.path = Path(directory) / CACHE_FILE
+        self.cluster_id = cluster_id
+
+    def save(self, image: MetadataImage, next_offset: int) -> None:
+        header = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
+            "version": FORMAT_VERSION, "cluster_id": self.cluster_id, "next_offset": next_offset,
+            "image_offset": image.provenance.offset, "image_epoch": image.provenance.epoch})
+        parts = [encode_batch(0, 0, 0, [header], control=True)]
+        records = [encode_record(r) for r in image.records()]
+        for i in range(0, len(records), RECORDS_PER_BATCH):
+            chunk = records[i:i + RECORDS_PER_BATCH]
+            parts.append(encode_batch(1 + i, 0, 0, chunk))
+        footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
+        parts.append(encode_batch(1 + len(records), 0, 0, [footer], control=True))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.path, b"".join(parts))
+
+    def load(self) -> Optional[tuple[MetadataImage, int]]:
+        """(image, next offset), None if there is no cache; CacheError if it is unusable."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            batches = decode(data)
+        except CorruptBatchError as e:
+            raise CacheError(f"{self.path} is damaged: {e}") from None
+        if len(batches) < 2 or not batches[0].control or not batches[-1].control:
+            raise CacheError(f"{self.path} is incomplete (no header or footer)")
+        header = control_records.decode_control(batches[0].records[0])
+        footer = control_records.decode_control(batches[-1].records[0])
+        if header.type != control_records.SNAPSHOT_HEADER or footer.type != control_records.SNAPSHOT_FOOTER:
+            raise CacheError(f"{self.path} is not a metadata cache")
+        if header.data.get("version") != FORMAT_VERSION:
+            raise CacheError(f"{self.path} has format version {header.data.get('version')}, "
+                             f"this broker reads {FORMAT_VERSION}")
+        if header.data.get("cluster_id") != self.cluster_id:
+            raise CacheError(f"{self.path} belongs to cluster {header.data.get('cluster_id')}, "
+                             f"not {self.cluster_id}")
+        loader = MetadataLoader()
+        count = 0
+        for batch in batches[1:-1]:
+            for raw in batch.records:
+                loader.replay(decode_record(raw), count, 0)
+                count += 1
+        if count != footer.data.get("records"):
+            raise CacheError(f"{self.path} holds {count} records, its footer says {footer.data.get('records')}")
+        image = dataclasses.replace(loader.flush(), provenance=Provenance(header.data["image_offset"],
+                                                                          header.data["image_epoch"]))
+        return image, int(header.data["next_offset"])
+
+    def discard(self) -> None:
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,238 @@
+"""BrokerMetadataClient: the metadata image a broker holds, kept current by following the log.
+
+A broker never has the whole metadata pushed to it (DESIGN §7). It starts from an image at some
+offset, then fetches the committed log from the next offset as an observer
+(:class:`~quorum.rpc.log_reader.MetadataLogReader`), applies each record to its image through the
+same :class:`~quorum.metadata.loader.MetadataLoader` the controllers use, and publishes each
+applied chunk to listeners in offset order.
+
+Where the first image comes from (``bootstrap_source``), newest first:
+
+- ``cache``: the broker's own cache from its last run (``<metadata.log.dir>/metadata-cache``), if it
+  belongs to this cluster and is intact (else it is discarded with a warning);
+- a **bootstrap source** given by the caller (the Delta cut reader plugs in here): a callable that
+  returns an image and the offset to read next, or None;
+- ``log``: an empty image, replaying the log from offset 0.
+
+Whichever it is, the client then reads only what comes after it. It persists the cache every
+``cache_interval_s`` and on a clean stop, so a restart fetches only what it missed.
+
+Offsets. ``next_offset`` is the first log offset not yet applied, counting control records (which
+occupy offsets but change no metadata); ``applied_offset`` = ``next_offset - 1`` is what the broker
+reports in its heartbeats.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from quorum.broker.cache import CacheError, MetadataCache
+from quorum.errors import SparkraftError
+from quorum.metadata.errors import ReplayError
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.records import AnyRecord, decode_record
+from quorum.rpc.log_reader import LogRecord, MetadataLogReader, SnapshotRequired
+
+log = logging.getLogger(__name__)
+
+BootstrapSource = Callable[[], Optional[tuple[MetadataImage, int]]]  # -> (image, next offset) or None
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataUpdate:
+    """What one applied chunk of the log changed: its records in offset order, and the image after
+    them (``image.offset`` may be below ``last_offset`` inside a transaction: the image publishes
+    a transaction only at its end)."""
+
+    first_offset: int
+    last_offset: int
+    records: tuple[tuple[int, AnyRecord], ...]  # (offset, record); control records left out
+    image: MetadataImage
+
+
+@dataclass
+class MetadataClientStats:
+    """What the broker's status line and metrics report."""
+
+    bootstrap_source: str = ""
+    bootstrap_offset: int = -1
+    bootstrap_seconds: float = 0.0
+    records_fetched: int = 0  # records read from the quorum by this process (control ones included)
+    high_watermark: int = -1  # the quorum's, as last seen
+    cache_writes: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class BrokerMetadataClient:
+    def __init__(self, bootstrap: str, cluster_id: str, cache_dir: Optional[str | Path] = None,
+                 bootstrap_source: Optional[BootstrapSource] = None, cache_interval_s: float = 30.0,
+                 fetch_wait_ms: int = 500, retry_backoff_s: tuple[float, float] = (0.1, 5.0)):
+        self.cluster_id = cluster_id
+        self.cache = MetadataCache(cache_dir, cluster_id) if cache_dir is not None else None
+        self.bootstrap_source = bootstrap_source
+        self.cache_interval_s = cache_interval_s
+        self.fetch_wait_ms = fetch_wait_ms
+        self.retry_backoff_s = retry_backoff_s
+        self.stats = MetadataClientStats()
+        self._reader = MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=10.0)
+        self._loader = MetadataLoader()
+        self._next_offset = 0
+        self._listeners: list[Callable[[MetadataUpdate], None]] = []
+        self._lock = threading.Lock()
+        self._applied = threading.Condition(self._lock)
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._last_cache_write = time.monotonic()
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        """The latest published image (never half a transaction)."""
+        return self._loader.image
+
+    @property
+    def next_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def applied_offset(self) -> int:
+        """The last log offset applied: what the broker reports in heartbeats."""
+        return self._next_offset - 1
+
+    @property
+    def lag(self) -> int:
+        """Committed records not applied yet, as of the last answer from the quorum."""
+        return max(0, self.stats.high_watermark - self._next_offset)
+
+    def add_listener(self, listener: Callable[[MetadataUpdate], None]) -> None:
+        """Called on the client's thread with every applied chunk, in offset order."""
+        self._listeners.append(listener)
+
+    # -- bootstrap -----------------------------------------------------------------------------
+    def bootstrap(self) -> None:
+        """Load the newest starting image (cache, the bootstrap source, or nothing); no fetching."""
+        started = time.monotonic()
+        candidates: list[tuple[str, MetadataImage, int]] = []
+        if self.cache is not None:
+            try:
+                cached = self.cache.load()
+            except CacheError as e:
+                log.warning("Discarding the metadata cache: %s", e)
+                self.cache.discard()
+                cached = None
+            if cached is not None:
+                candidates.append(("cache", *cached))
+        if self.bootstrap_source is not None:
+            try:
+                found = self.bootstrap_source()
+            except Exception as e:  # an unreachable or broken source: fall back, say why
+                log.warning("Bootstrap source failed (%s); using the cache or the log instead", e)
+                self.stats.errors.append(f"bootstrap source: {e}")
+                found = None
+            if found is not None:
+                candidates.append(("delta", *found))
+        source, image, next_offset = max(candidates, key=lambda c: c[2], default=("log", MetadataImage.EMPTY, 0))
+        self._install(image, next_offset)
+        self.stats.bootstrap_source = source
+        self.stats.bootstrap_offset = next_offset - 1
+        self.stats.bootstrap_seconds = time.monotonic() - started
+        log.info("Metadata bootstrapped from %s at offset %d in %.2fs", source, next_offset - 1,
+                 self.stats.bootstrap_seconds)
+
+    def _install(self, image: MetadataImage, next_offset: int) -> None:
+        with self._lock:
+            self._loader.reset(image)
+            self._next_offset = next_offset
+            self._applied.notify_all()
+
+    # -- following -----------------------------------------------------------------------------
+    def poll(self, wait_ms: int = 0) -> int:
+        """Fetch and apply what is committed after ``next_offset`` (waiting up to ``wait_ms`` for
+        something new); the number of records applied."""
+        try:
+            chunk = self._reader.read(self._next_offset, wait_ms=wait_ms)
+        except SnapshotRequired as e:
+            raise SparkraftError(e.error, f"the broker's metadata is at offset {self.applied_offset} "
+                                          f"but the quorum's log now starts at {e.log_start_offset}; "
+                                          f"it needs snapshot {e.snapshot_id}") from None
+        self.stats.high_watermark = chunk.high_watermark
+        if chunk.records:
+            self._apply(chunk.records)
+        return len(chunk.records)
+
+    def _apply(self, records: list[LogRecord]) -> None:
+        applied: list[tuple[int, AnyRecord]] = []
+        with self._lock:
+            for r in records:
+                if r.offset != self._next_offset:
+                    raise ReplayError(f"record at offset {r.offset} after {self._next_offset - 1}")
+                if not r.control:
+                    record = decode_record(r.data)
+                    self._loader.replay(record, r.offset, r.epoch)
+                    applied.append((r.offset, record))
+                self._next_offset = r.offset + 1
+            image = self._loader.flush()
+            self.stats.records_fetched += len(records)
+            self._applied.notify_all()
+        update = MetadataUpdate(records[0].offset, records[-1].offset, tuple(applied), image)
+        for listener in self._listeners:
+            try:
+                listener(update)
+            except Exception:  # a broken listener must not stop metadata
+                log.exception("Metadata listener %r failed at offsets %d..%d", listener,
+                              update.first_offset, update.last_offset)
+
+    def wait_for(self, offset: int, timeout: float) -> bool:
+        """Until ``applied_offset >= offset`` (True) or ``timeout`` seconds pass (False)."""
+        with self._applied:
+            return self._applied.wait_for(lambda: self._next_offset > offset, timeout)
+
+    def run(self) -> None:
+        """Follow the log until ``stop``; retries with backoff when the quorum is unreachable."""
+        backoff = self.retry_backoff_s[0]
+        while not self._stop.is_set():
+            try:
+                self.poll(self.fetch_wait_ms)
+                backoff = self.retry_backoff_s[0]
+            except SparkraftError as e:
+                log.warning("Metadata fetch at offset %d failed: %s; retrying in %.1fs", self._next_offset, e,
+                            backoff)
+                self._stop.wait(backoff)
+                backoff = min(self.retry_backoff_s[1], backoff * 2)
+            if self.cache is not None and time.monotonic() - self._last_cache_write >= self.cache_interval_s:
+                self.save_cache()
+
+    def save_cache(self) -> None:
+        """Persist the image and the offset it reaches (atomically)."""
+        if self.cache is None:
+            return
+        with self._lock:
+            image, next_offset, in_txn = self._loader.image, self._next_offset, self._loader.in_transaction
+        if in_txn:
+            return  # the image is behind next_offset until the transaction ends: try again later
+        self.cache.save(image, next_offset)
+        self.stats.cache_writes += 1
+        self._last_cache_write = time.monotonic()
+
+    def start(self) -> "BrokerMetadataClient":
+        """Bootstrap, then follow the log on a background thread."""
+        self.bootstrap()
+        self._thread = threading.Thread(target=self.run, name="broker-metadata", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, save: bool = True) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        if save:
+            try:
+                self.save_cache()
+            except OSError as e:
+                log.warning("Could not write the metadata cache: %s", e)
+        self._reader.close()

@@ -1,0 +1,116 @@
+"""BrokerMetadataClient against three in-process controllers: it holds exactly the controller's
+image, tells listeners every change in offset order, and a restart from its cache fetches only
+what it missed."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from conftest import wait_for
+from quorum.broker.cache import CACHE_FILE, MetadataCache
+from quorum.broker.metadata_client import BrokerMetadataClient
+from test_controller_node import cluster  # noqa: F401  (fixture: 3 in-process ControllerNodes)
+
+pytestmark = pytest.mark.slow
+
+
+def bootstrap_of(cluster) -> str:
+    return ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+
+
+def same_as_controller(client, node) -> bool:
+    """True once the client and controller ``node`` have applied the same offset and hold equal
+    images there (NoOps keep both moving, so this is polled)."""
+    def check(core):
+        return client.applied_offset == core.last_committed_offset and client.image == core.image
+
+    return node.call(check).result(5)
+
+
+def test_follows_the_log_holds_the_controllers_image_and_publishes_in_order(cluster):
+    cluster.active()
+    cluster.register_brokers()
+    updates = []
+    client = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, fetch_wait_ms=100)
+    client.add_listener(updates.append)
+    client.start()
+    try:
+        assert client.stats.bootstrap_source == "log"
+        cluster.client.create_topic("orders", 6, 3)
+        cluster.client.create_topic("payments", 2, 2, [("retention.ms", "1000")])
+        cluster.client.delete_topic("orders")
+        wait_for(lambda: same_as_controller(client, cluster.nodes[2]), 15, "the broker to match controller 2")
+        image = client.image
+        assert image.topics.topic_by_name("orders") is None
+        assert len(image.topics.topic_by_name("payments").partitions) == 2
+    finally:
+        client.stop(save=False)
+    # every update follows the previous one, and records inside are in offset order
+    for before, after in zip(updates, updates[1:]):
+        assert after.first_offset == before.last_offset + 1
+    offsets = [o for u in updates for o, _ in u.records]
+    assert offsets == sorted(offsets) and len(offsets) == len(set(offsets))
+    assert updates[0].first_offset == 0 and updates[-1].last_offset == client.applied_offset
+    names = [r.message.name for u in updates for _, r in u.records if type(r.message).__name__ == "TopicRecord"]
+    assert names == ["orders", "payments"]
+
+
+def test_a_restart_from_the_cache_fetches_only_what_it_missed(cluster, tmp_path):
+    cluster.active()
+    cluster.register_brokers()
+    cache_dir = tmp_path / "broker-101"
+    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    first.start()
+    cluster.client.create_topic("before", 3, 3)
+    wait_for(lambda: first.image.topics.topic_by_name("before") is not None, 10, "the first topic")
+    first.stop()  # a clean stop writes the cache
+    stopped_at = first.next_offset
+    assert (cache_dir / CACHE_FILE).exists()
+
+    for i in range(10):  # 10 x (1 TopicRecord + 1,000 PartitionRecords) while the broker is down
+        cluster.client.create_topic(f"missed-{i}", 1000, 1)
+
+    second = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    second.start()
+    try:
+        assert second.stats.bootstrap_source == "cache" and second.stats.bootstrap_offset == stopped_at - 1
+        wait_for(lambda: same_as_controller(second, cluster.nodes[1]), 20, "the restarted broker to catch up")
+        fetched = second.stats.records_fetched
+        missed = second.next_offset - stopped_at
+        assert 10_010 <= missed == fetched, "it fetched exactly what came after its cache"
+        assert fetched < second.next_offset  # ...not the log from offset 0
+        assert len(second.image.topics.topic_names()) == 11
+    finally:
+        second.stop(save=False)
+
+
+def test_a_foreign_or_damaged_cache_is_discarded_with_a_warning(cluster, tmp_path, caplog):
+    cluster.active()
+    cache_dir = tmp_path / "b"
+    client = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir)
+    client.bootstrap()
+    client.poll(wait_ms=100)
+    client.stop()
+    good = (cache_dir / CACHE_FILE).read_bytes()
+
+    MetadataCache(cache_dir, "Some0ther0Cluster0Idxx").save(client.image, 10**6)  # a foreign cache
+    (cache_dir / CACHE_FILE).write_bytes(good[:len(good) // 2])  # ...and then a torn one
+    for damaged in (good[:len(good) // 2], good[:-3] + b"xyz"):
+        (cache_dir / CACHE_FILE).write_bytes(damaged)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            again = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir)
+            again.bootstrap()
+            again.stop(save=False)
+        assert again.stats.bootstrap_source == "log" and again.next_offset == 0
+        assert "Discarding the metadata cache" in caplog.text
+        assert not (cache_dir / CACHE_FILE).exists()
+
+    MetadataCache(cache_dir, "Some0ther0Cluster0Idxx").save(client.image, 10**6)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        foreign = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir)
+        foreign.bootstrap()
+        foreign.stop(save=False)
+    assert foreign.stats.bootstrap_source == "log" and "belongs to cluster" in caplog.text
