@@ -12,7 +12,8 @@ controllers, fsync on, default timeouts), 28 brokers heartbeating through the br
 - **recovery**: SIGKILL the other broker process; the controller fences it after
   ``broker.session.timeout.ms`` (9 s) and moves its leaderships in the same atomic operation.
   Time from SIGKILL until the committed image shows it fenced (detection included).
-- **controller failover**: in steady state (every voter caught up, then 3 s), SIGKILL the active
+- **controller failover**: in steady state (every voter caught up, then 4 s per million partitions
+  for standbys to finish replaying the fencing just before), SIGKILL the active
   controller; time until a CreateTopics request is answered by the new one (its client follows
   NOT_CONTROLLER from a cold start).
 - **memory**: resident set size of each controller process once the partitions exist.
@@ -53,7 +54,7 @@ GOAL_CONTROLLED_SHUTDOWN_S = 10.0
 GOAL_RECOVERY_S = 15.0
 GOAL_FAILOVER_S = 2.0
 GOAL_RSS_GIB = 2.0
-SETTLE_S = 3.0  # quiet time before the controller failover (see _settle)
+SETTLE_S_PER_MILLION = 4.0  # quiet time before the controller failover, per million partitions (_settle)
 
 QUICK_SIZES = (20_000,)
 FULL_SIZES = (20_000, 200_000, 2_000_000)
@@ -230,21 +231,22 @@ def _recovery(rig: Rig, sample: list[str]) -> dict:
             "sample_led_after": _leaders(rig, broker, sample)}
 
 
-def _settle(rig: Rig, seconds: float = SETTLE_S) -> None:
+def _settle(rig: Rig, partitions: int) -> None:
     """Steady state before the failover: every voter holds the log, and standbys have had time to
-    replay the fencing just committed (a standby that is still replaying answers only after it)."""
+    replay the fencing just committed (at 2M partitions, 200,000 records: a standby that is still
+    replaying them when it becomes active answers only after it)."""
     def caught_up():
         info = rig.cluster.client.describe_quorum()
         return all(v.log_end_offset >= info.high_watermark for v in info.voters)
 
     _wait(caught_up, 60, "every voter holds the whole log", interval=0.1)
-    time.sleep(seconds)
+    time.sleep(max(1.0, SETTLE_S_PER_MILLION * partitions / 1e6))
 
 
-def _failover(rig: Rig) -> dict:
+def _failover(rig: Rig, partitions: int) -> dict:
     from quorum.rpc.controller_client import ControllerClient
 
-    _settle(rig)
+    _settle(rig, partitions)
     leader = rig.cluster.leader_id()
     with ControllerClient(rig.cluster.bootstrap, timeout=60, rpc_timeout=2) as client:
         killed = time.monotonic()
@@ -273,7 +275,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         with ctx.progress.phase("SIGKILL of broker 130 until fenced, leaderships moved"):
             out["recovery"] = _recovery(rig, sample)
         with ctx.progress.phase("SIGKILL of the active controller until a create is answered"):
-            out["failover"] = _failover(rig)
+            out["failover"] = _failover(rig, partitions)
         ctx.progress.line(f"  create {out['create_s']:.1f}s, controlled shutdown "
                           f"{out['controlled_shutdown']['seconds']:.2f}s, recovery {out['recovery']['seconds']:.2f}s, "
                           f"failover {out['failover']['seconds']:.2f}s, RSS {out['rss_mib']} MiB")

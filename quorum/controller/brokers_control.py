@@ -166,12 +166,12 @@ def unregister(ctx: "ControllerCore", req: api.UnregisterBrokerRequest):
 
 
 def expired(ctx: "ControllerCore", now_ms: int) -> list[int]:
-    """Unfenced brokers whose session ran out."""
+    """Unfenced brokers whose session ran out, the longest expired first."""
     out = []
     for b in ctx.spec.cluster.brokers.values():
         if not b.fenced and not ctx.sessions.valid(b.broker_id, now_ms):
             out.append(b.broker_id)
-    return sorted(out)
+    return sorted(out, key=lambda b: (ctx.sessions.expiry(b) or 0, b))
 
 
 def next_expiry(ctx: "ControllerCore") -> Optional[int]:

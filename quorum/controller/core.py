@@ -333,7 +333,11 @@ class ControllerCore:
         if not self.is_active or self._diverged:
             return []
         ops = []
-        for broker in brokers_control.expired(self, now_ms):
+        expired = brokers_control.expired(self, now_ms)
+        if expired:
+            # One per tick (Kafka's maybeFenceOneStaleBroker): fencing a big broker takes seconds,
+            # and the driver handles the heartbeats that arrived meanwhile before the next tick.
+            broker = expired[0]
             log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
                      self.settings.session_timeout_ms)
             ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))

@@ -205,7 +205,9 @@ class ControllerNode:
         if not self._running:
             future.set_exception(not_controller(self.node_id, self.leader_id()))
         else:
-            self._inbox.put(("request", request, future))
+            # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
+            # when the broker sent it, so the wait cannot expire its session.
+            self._inbox.put(("request", request, future, self.raft.now_ms()))
         return future
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
@@ -281,8 +283,21 @@ class ControllerNode:
             self._stopped.set()
 
     def _loop(self) -> None:
+        """Inbound items first, then timers, then wait. Handling everything queued before a timer
+        fires matters at scale: fencing one broker of a 2M-partition cluster takes seconds, and
+        the heartbeats queued meanwhile must reach their sessions before the next expiry check
+        (the core fences at most one broker per tick for the same reason)."""
         inbox = self._inbox
         while True:
+            self._check_leadership()
+            while True:
+                try:
+                    item = inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item[0] == "stop":
+                    return
+                self._handle(item)
             self._check_leadership()
             wait_s = LEADERSHIP_POLL_S
             if self._active_epoch is not None:
@@ -298,14 +313,9 @@ class ControllerNode:
                 item = inbox.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
                 continue
-            while True:
-                if item[0] == "stop":
-                    return
-                self._handle(item)
-                try:
-                    item = inbox.get_nowait()
-                except queue.Empty:
-                    break
+            if item[0] == "stop":
+                return
+            self._handle(item)
 
     def _handle(self, item: tuple) -> None:
         kind = item[0]
@@ -319,9 +329,9 @@ class ControllerNode:
             self._check_leadership()
             self._settle()
         elif kind == "request":
-            _, request, future = item
+            _, request, future, arrived_ms = item
             if future.set_running_or_notify_cancel():
-                self._handle_request(request, future)
+                self._handle_request(request, future, arrived_ms)
         elif kind == "proposed":
             _, pending, index, proposal = item
             self._proposed(pending, index, proposal)
@@ -375,14 +385,14 @@ class ControllerNode:
         with self._state_cond:
             self._state_cond.notify_all()
 
-    def _handle_request(self, request, future: concurrent.futures.Future) -> None:
+    def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int) -> None:
         if self._active_epoch is None:
             st = self.raft.status()
             future.set_exception(not_controller(self.node_id, st.leader_id,
                                                 activating=st.state == "Leader"))
             return
         try:
-            op = self.core.handle(request, self.raft.now_ms())
+            op = self.core.handle(request, arrived_ms)
         except SparkraftError as e:
             future.set_exception(e)
             return

@@ -71,6 +71,26 @@ def test_session_timeout_fences_and_moves_leaderships():
     assert not c.core.index.leads_any(0) and not c.core.index.isr_partitions(0)
 
 
+def test_expired_brokers_are_fenced_one_per_tick_and_a_heartbeat_in_between_saves_one():
+    """Fencing a big broker takes seconds; the driver handles queued heartbeats between ticks, so a
+    tick fences only the broker that expired first, and one whose heartbeat arrives meanwhile
+    (stamped with its arrival time) is not fenced at all."""
+    c, epochs = controller(4)
+    create(c, "t", 8, 3)
+    for b, at in ((3, 3000), (0, 400), (1, 200), (2, 0)):  # expiry order: 2, then 1, then 0
+        c.core.sessions.touch(b, at)
+    ops = c.tick(9900)
+    assert [op.name for op in ops] == ["FenceBroker"]
+    assert [b for b in range(4) if c.core.image.cluster.broker(b).fenced] == [2]
+    # broker 0's heartbeat arrived at 9,900 and is handled (with that time) before the next tick
+    c.request(api.BrokerHeartbeatRequest(0, epochs[0], c.core.last_committed_offset), now_ms=9900)
+    ops = c.tick(9950)
+    assert [op.name for op in ops] == ["FenceBroker"]
+    assert [b for b in range(4) if c.core.image.cluster.broker(b).fenced] == [1, 2]
+    assert [op.name for op in c.tick(9960)] in ([], ["NoOp"])
+    assert violations(c.core.image) == []
+
+
 def test_last_isr_member_is_kept_and_partition_goes_leaderless_then_comes_back():
     c, epochs = controller(2)
     create(c, "solo", 1, 1, )
