@@ -14,8 +14,9 @@ Where the first image comes from (``bootstrap_source``), newest first:
   returns an image and the offset to read next, or None;
 - ``log``: an empty image, replaying the log from offset 0.
 
-Whichever it is, the client then reads only what comes after it. It persists the cache every
-``cache_interval_s`` and on a clean stop, so a restart fetches only what it missed.
+Whichever it is, the client then reads only what comes after it. It persists the cache
+after every ``cache_every_records`` records (or ``cache_interval_s``), off its fetching thread,
+and on a clean stop, so a restart fetches only what it missed.
 
 Offsets. ``next_offset`` is the first log offset not yet applied, counting control records (which
 occupy offsets but change no metadata); ``applied_offset`` = ``next_offset - 1`` is what the broker
@@ -70,12 +71,14 @@ class MetadataClientStats:
 
 class BrokerMetadataClient:
     def __init__(self, bootstrap: str, cluster_id: str, cache_dir: Optional[str | Path] = None,
-                 bootstrap_source: Optional[BootstrapSource] = None, cache_interval_s: float = 30.0,
-                 fetch_wait_ms: int = 500, retry_backoff_s: tuple[float, float] = (0.1, 5.0)):
+                 bootstrap_source: Optional[BootstrapSource] = None, cache_interval_s: float = 300.0,
+                 cache_every_records: int = 100_000, fetch_wait_ms: int = 500,
+                 retry_backoff_s: tuple[float, float] = (0.1, 5.0)):
         self.cluster_id = cluster_id
         self.cache = MetadataCache(cache_dir, cluster_id) if cache_dir is not None else None
         self.bootstrap_source = bootstrap_source
-        self.cache_interval_s = cache_interval_s
+        self.cache_interval_s = cache_interval_s  # write the cache at least this often if anything changed
+        self.cache_every_records = cache_every_records  # ...and after this many records
         self.fetch_wait_ms = fetch_wait_ms
         self.retry_backoff_s = retry_backoff_s
         self.stats = MetadataClientStats()
@@ -88,6 +91,8 @@ class BrokerMetadataClient:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._last_cache_write = time.monotonic()
+        self._cached_offset = -1  # next_offset of the last cache written
+        self._cache_writer: Optional[threading.Thread] = None
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -204,8 +209,20 @@ class BrokerMetadataClient:
                             backoff)
                 self._stop.wait(backoff)
                 backoff = min(self.retry_backoff_s[1], backoff * 2)
-            if self.cache is not None and time.monotonic() - self._last_cache_write >= self.cache_interval_s:
-                self.save_cache()
+            self._maybe_save_cache()
+
+    def _maybe_save_cache(self) -> None:
+        """Every ``cache_every_records`` records or ``cache_interval_s``, on a background thread:
+        the image is immutable, so it is serialised while the client goes on fetching (at 2M
+        partitions a cache takes seconds to write)."""
+        if self.cache is None or (self._cache_writer is not None and self._cache_writer.is_alive()):
+            return
+        pending = self._next_offset - self._cached_offset
+        due = time.monotonic() - self._last_cache_write >= self.cache_interval_s
+        if pending >= self.cache_every_records or (due and pending > 0):
+            self._cache_writer = threading.Thread(target=self.save_cache, name="broker-metadata-cache",
+                                                  daemon=True)
+            self._cache_writer.start()
 
     def save_cache(self) -> None:
         """Persist the image and the offset it reaches (atomically)."""
@@ -213,11 +230,16 @@ class BrokerMetadataClient:
             return
         with self._lock:
             image, next_offset, in_txn = self._loader.image, self._next_offset, self._loader.in_transaction
-        if in_txn:
-            return  # the image is behind next_offset until the transaction ends: try again later
-        self.cache.save(image, next_offset)
-        self.stats.cache_writes += 1
         self._last_cache_write = time.monotonic()
+        if in_txn or next_offset == self._cached_offset:
+            return  # mid-transaction the image is behind next_offset: next time
+        try:
+            self.cache.save(image, next_offset)
+        except OSError as e:
+            log.warning("Could not write the metadata cache: %s", e)
+            return
+        self._cached_offset = next_offset
+        self.stats.cache_writes += 1
 
     def start(self) -> "BrokerMetadataClient":
         """Bootstrap, then follow the log on a background thread."""
@@ -230,9 +252,8 @@ class BrokerMetadataClient:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+        if self._cache_writer is not None:
+            self._cache_writer.join()
         if save:
-            try:
-                self.save_cache()
-            except OSError as e:
-                log.warning("Could not write the metadata cache: %s", e)
+            self.save_cache()
         self._reader.close()

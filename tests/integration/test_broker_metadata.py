@@ -114,3 +114,28 @@ def test_a_foreign_or_damaged_cache_is_discarded_with_a_warning(cluster, tmp_pat
         foreign.bootstrap()
         foreign.stop(save=False)
     assert foreign.stats.bootstrap_source == "log" and "belongs to cluster" in caplog.text
+
+
+def test_the_cache_is_written_in_the_background_while_following(cluster, tmp_path):
+    cluster.active()
+    cluster.register_brokers()
+    client = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, tmp_path / "b",
+                                  cache_every_records=50, fetch_wait_ms=100)
+    client.start()
+    try:
+        cluster.client.create_topic("big", 200, 1)
+        wait_for(lambda: client.stats.cache_writes >= 1 and client.image.topics.topic_by_name("big"), 15,
+                 "a cache write after 50 records")
+        image, next_offset = MetadataCache(tmp_path / "b", cluster.cluster_id).load()
+        assert next_offset > 50 and image.offset < next_offset
+        # the cached image is the image the client held at that offset: replaying the rest of the
+        # log from there reaches the client's current image
+        from quorum.metadata.loader import MetadataLoader
+        from quorum.rpc.log_reader import MetadataLogReader, replay
+
+        with MetadataLogReader(bootstrap_of(cluster)) as reader:
+            until = client.next_offset
+            rest = replay(MetadataLoader(image), reader.follow(next_offset, until=until, wait_ms=100))
+        assert rest.topics == client.image.topics
+    finally:
+        client.stop(save=False)
