@@ -1,7 +1,8 @@
 """The active controller at scale: create, controlled shutdown, broker-failure recovery, controller
 failover and memory, at 20,000 / 200,000 / 2,000,000 partitions (topics of 100 partitions, RF 3).
 
-Everything runs for real on loopback: three ``sparkraft controller start`` processes (metadata
+Each step starts from steady state (every voter holds the log, no process busy replaying), as
+between events in a real cluster. Everything runs for real on loopback: three ``sparkraft controller start`` processes (metadata
 controllers, fsync on, default timeouts), 28 brokers heartbeating through the broker lifecycle code
 (threads of this process, one ControllerClient) and two ``sparkraft broker start`` processes.
 
@@ -13,8 +14,7 @@ controllers, fsync on, default timeouts), 28 brokers heartbeating through the br
 - **recovery**: SIGKILL the other broker process; the controller fences it after
   ``broker.session.timeout.ms`` (9 s) and moves its leaderships in the same atomic operation.
   Time from SIGKILL until the committed image shows it fenced (detection included).
-- **controller failover**: in steady state (every voter caught up, then 4 s per million partitions
-  for standbys to finish replaying the fencing just before), SIGKILL the active
+- **controller failover**: SIGKILL the active
   controller; time until a CreateTopics request is answered by the new one (its client follows
   NOT_CONTROLLER from a cold start).
 - **memory**: resident set size of each controller process once the partitions exist.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness.plots import line_chart
-from bench.harness.procs import ChildProcess, free_ports, python_module_command
+from bench.harness.procs import ChildProcess, free_ports, python_module_command, wait_quiet
 from bench.harness.results import fmt_number, markdown_table
 from bench.sparkraft_cluster import SparkraftCluster
 from bench.suite import Context
@@ -55,7 +55,7 @@ GOAL_CONTROLLED_SHUTDOWN_S = 10.0
 GOAL_RECOVERY_S = 15.0
 GOAL_FAILOVER_S = 2.0
 GOAL_RSS_GIB = 2.0
-SETTLE_S_PER_MILLION = 4.0  # quiet time before the controller failover, per million partitions (_settle)
+QUIET_TIMEOUT_S = 600  # how long steady state may take to reach after a step (brokers replaying 2M)
 
 QUICK_SIZES = (20_000,)
 FULL_SIZES = (20_000, 200_000, 2_000_000)
@@ -125,7 +125,7 @@ def _broker_config(work: Path, broker_id: int, voters: str) -> Path:
     return path
 
 
-def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -136,7 +136,7 @@ def _wait(predicate, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
-def _start_rig(work: Path, ctx: Context) -> Rig:
+def start_rig(work: Path, ctx: Context, process_brokers: tuple[int, ...] = PROCESS_BROKERS) -> Rig:
     from quorum.rpc.controller_client import ControllerClient
 
     cluster = SparkraftCluster(work / "controllers", raft_only=False,
@@ -147,21 +147,21 @@ def _start_rig(work: Path, ctx: Context) -> Rig:
         fleet.start()
         voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in cluster.ports.items())
         procs = {}
-        for b in PROCESS_BROKERS:
+        for b in process_brokers:
             config = _broker_config(work, b, voters)
             procs[b] = ChildProcess(f"broker-{b}", python_module_command(
                 "sparkraft", "broker", "start", "--config", str(config)), work / f"broker-{b}.log").start()
         admin = ControllerClient(cluster.bootstrap, timeout=120, rpc_timeout=120)
-        expected = set(range(101, 101 + SIMULATED_BROKERS)) | set(PROCESS_BROKERS)
-        _wait(lambda: {b.broker_id for b in admin.describe_cluster().brokers if not b.fenced} >= expected,
-              60, "30 brokers registered and unfenced", interval=0.2)
+        expected = set(range(101, 101 + SIMULATED_BROKERS)) | set(process_brokers)
+        wait_until(lambda: {b.broker_id for b in admin.describe_cluster().brokers if not b.fenced} >= expected,
+              60, f"{len(expected)} brokers registered and unfenced", interval=0.2)
         return Rig(cluster, fleet, procs, admin)
     except BaseException:
         cluster.__exit__()
         raise
 
 
-def _stop_rig(rig: Rig) -> None:
+def stop_rig(rig: Rig) -> None:
     for p in rig.broker_procs.values():
         p.stop(timeout=5)
     rig.fleet.stop()
@@ -169,14 +169,15 @@ def _stop_rig(rig: Rig) -> None:
     rig.cluster.__exit__()
 
 
-def _create(rig: Rig, partitions: int, ctx: Context) -> float:
+def create_partitions(rig: Rig, partitions: int, ctx: Context, first_topic: int = 0) -> float:
     from quorum.controller import api
     from quorum.errors import Errors
 
-    topics = partitions // PARTITIONS_PER_TOPIC
+    """Topics t<first_topic>... of 100 partitions each, RF 3, until ``partitions`` more exist."""
+    topics = first_topic + partitions // PARTITIONS_PER_TOPIC
     requests = [[api.CreatableTopic(f"t{i:06d}", PARTITIONS_PER_TOPIC, REPLICATION_FACTOR)
                  for i in range(start, min(topics, start + TOPICS_PER_REQUEST))]
-                for start in range(0, topics, TOPICS_PER_REQUEST)]
+                for start in range(first_topic, topics, TOPICS_PER_REQUEST)]
     done = [0]
     lock = threading.Lock()
     last_report = [time.monotonic()]
@@ -217,7 +218,7 @@ def _controlled_shutdown(rig: Rig, sample: list[str]) -> dict:
     def moved():
         return any(b.broker_id == broker and b.fenced for b in rig.admin.describe_cluster().brokers)
 
-    _wait(moved, 120, f"broker {broker}'s leaderships moved", interval=0.05)
+    wait_until(moved, 120, f"broker {broker}'s leaderships moved", interval=0.05)
     elapsed = time.monotonic() - started
     code = proc.popen.wait(120)
     exited = time.monotonic() - started
@@ -236,28 +237,31 @@ def _recovery(rig: Rig, sample: list[str]) -> dict:
     def fenced():
         return any(b.broker_id == broker and b.fenced for b in rig.admin.describe_cluster().brokers)
 
-    _wait(fenced, 120, f"broker {broker} fenced", interval=0.05)
+    wait_until(fenced, 120, f"broker {broker} fenced", interval=0.05)
     elapsed = time.monotonic() - killed
     return {"seconds": elapsed, "detection_s": SESSION_TIMEOUT_MS / 1000, "sample_led_before": led_before,
             "sample_led_after": _leaders(rig, broker, sample)}
 
 
-def _settle(rig: Rig, partitions: int) -> None:
-    """Steady state before the failover: every voter holds the log, and standbys have had time to
-    replay the fencing just committed (at 2M partitions, 200,000 records: a standby that is still
-    replaying them when it becomes active answers only after it)."""
+def settle(rig: Rig, ctx: Context) -> None:
+    """Steady state before each measurement, as in a real cluster between events: every voter
+    holds the whole log and no process is still busy (standbys and broker processes replaying
+    what was just committed: on 2 cores they would otherwise compete with the step measured)."""
     def caught_up():
         info = rig.cluster.client.describe_quorum()
         return all(v.log_end_offset >= info.high_watermark for v in info.voters)
 
-    _wait(caught_up, 60, "every voter holds the whole log", interval=0.1)
-    time.sleep(max(1.0, SETTLE_S_PER_MILLION * partitions / 1e6))
+    wait_until(caught_up, 60, "every voter holds the whole log", interval=0.1)
+    pids = {f"controller-{n}": rig.cluster.voter(n).pid for n in rig.cluster.ports if rig.cluster.voter(n).alive()}
+    pids.update({f"broker-{b}": p.pid for b, p in rig.broker_procs.items() if p.alive()})
+    waited = wait_quiet(pids, QUIET_TIMEOUT_S)
+    if waited > 2:
+        ctx.progress.line(f"  steady state after {waited:.0f}s")
 
 
-def _failover(rig: Rig, partitions: int) -> dict:
+def _failover(rig: Rig) -> dict:
     from quorum.rpc.controller_client import ControllerClient
 
-    _settle(rig, partitions)
     leader = rig.cluster.leader_id()
     with ControllerClient(rig.cluster.bootstrap, timeout=60, rpc_timeout=2) as client:
         killed = time.monotonic()
@@ -271,28 +275,31 @@ def _one_size(partitions: int, ctx: Context) -> dict:
     work = ctx.work_dir / f"p{partitions}"
     work.mkdir()
     with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
-        rig = _start_rig(work, ctx)
+        rig = start_rig(work, ctx)
     try:
         out: dict = {"partitions": partitions}
         with ctx.progress.phase(f"create {partitions:,} partitions"):
-            out["create_s"] = _create(rig, partitions, ctx)
+            out["create_s"] = create_partitions(rig, partitions, ctx)
         out["create_partitions_per_s"] = partitions / out["create_s"]
         pids = {n: rig.cluster.voter(n).pid for n in rig.cluster.ports}
         out["rss_mib"] = {str(n): rss_mib(pid) for n, pid in pids.items()}
         sample = [f"t{i:06d}" for i in range(0, partitions // PARTITIONS_PER_TOPIC,
                                              max(1, partitions // PARTITIONS_PER_TOPIC // 50))]
+        settle(rig, ctx)
         with ctx.progress.phase("controlled shutdown of broker 129 (SIGTERM)"):
             out["controlled_shutdown"] = _controlled_shutdown(rig, sample)
+        settle(rig, ctx)
         with ctx.progress.phase("SIGKILL of broker 130 until fenced, leaderships moved"):
             out["recovery"] = _recovery(rig, sample)
+        settle(rig, ctx)
         with ctx.progress.phase("SIGKILL of the active controller until a create is answered"):
-            out["failover"] = _failover(rig, partitions)
+            out["failover"] = _failover(rig)
         ctx.progress.line(f"  create {out['create_s']:.1f}s, controlled shutdown "
                           f"{out['controlled_shutdown']['seconds']:.2f}s, recovery {out['recovery']['seconds']:.2f}s, "
                           f"failover {out['failover']['seconds']:.2f}s, RSS {out['rss_mib']} MiB")
         return out
     finally:
-        _stop_rig(rig)
+        stop_rig(rig)
 
 
 def run(ctx: Context) -> dict:
@@ -320,10 +327,12 @@ def report(document: dict) -> str:
     rows = []
     for s in results["sizes"]:
         rows.append([f"{s['partitions']:,}", fmt_number(s["create_s"], 1), fmt_number(s["create_partitions_per_s"]),
-                     fmt_number(s["controlled_shutdown"]["seconds"], 2), fmt_number(s["recovery"]["seconds"], 2),
+                     fmt_number(s["controlled_shutdown"]["seconds"], 2),
+                     fmt_number(s["controlled_shutdown"].get("process_exit_s"), 1),
+                     fmt_number(s["recovery"]["seconds"], 2),
                      fmt_number(s["failover"]["seconds"], 2), fmt_number(_max_rss_gib(s), 2)])
     table = markdown_table(["partitions", "create s", "partitions/s", "controlled shutdown s",
-                            "recovery s (9 s detection incl.)", "controller failover s", "max controller RSS GiB"],
+                            "broker process exit s", "recovery s (9 s detection incl.)", "controller failover s", "max controller RSS GiB"],
                            rows)
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([

@@ -19,6 +19,7 @@ from bench.harness.progress import Progress
 BENCHMARKS: dict[str, str] = {
     "quorum": "bench.quorum_bench",
     "controller": "bench.controller_bench",
+    "broker": "bench.broker_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

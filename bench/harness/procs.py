@@ -175,6 +175,21 @@ class CpuMeter:
                 for name, pid in self._pids.items()}
 
 
+def wait_quiet(pids: dict[str, int], timeout: float, busy_percent: float = 15.0, window: float = 1.0) -> float:
+    """Until every process in ``pids`` uses less than ``busy_percent`` of a core over ``window``
+    seconds (steady state: nothing is still replaying); the seconds waited. TimeoutError after
+    ``timeout`` naming the busy ones."""
+    started = time.monotonic()
+    while True:
+        meter = CpuMeter(pids)
+        time.sleep(window)
+        busy = {name: p for name, p in meter.percent().items() if p >= busy_percent}
+        if not busy:
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"still busy after {timeout:.0f}s: {busy} (% of a core)")
+
+
 def cpu_during(pids: dict[str, int], start_in: float, seconds: float, run) -> tuple[object, dict[str, float]]:
     """Call ``run()`` (blocking) and measure the CPU of ``pids`` from ``start_in`` s after the call
     begins, for ``seconds``: the measured window of a benchmark that warms up first.

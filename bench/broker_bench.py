@@ -1,0 +1,125 @@
+"""A broker reaching the current metadata: how long, and how many bytes, by each bootstrap path,
+at 200,000 and 2,000,000 partitions (20,000 in --quick).
+
+The cluster is the controller benchmark's (3 controller processes, 28 simulated brokers, topics
+of 100 partitions, RF 3). The broker under test is a BrokerMetadataClient in this process, timed
+from construction until its image has applied everything committed when it started:
+
+- **replay**: no cache, the whole log from offset 0;
+- **restart after missing 1%**: stopped cleanly (its cache written), 1% more partitions created
+  while it is down, restarted from its cache: it should move ~1% of the bytes.
+
+The Delta-cut and FetchSnapshot paths join this table when those bootstrap sources exist. Goals
+(issue "Brokers"): <= 10 s at 2M from the Delta cut, >= 5x faster than replay, and a restart's
+transfer proportional to what it missed.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench.controller_bench import PARTITIONS_PER_TOPIC, create_partitions, start_rig, stop_rig
+from bench.harness.plots import line_chart
+from bench.harness.results import fmt_number, markdown_table
+from bench.suite import Context
+
+NAME = "broker"
+TITLE = "Broker bootstrap: time and bytes to reach the current metadata, by path"
+REQUIRES: tuple[str, ...] = ()
+
+QUICK_SIZES = (20_000,)
+FULL_SIZES = (200_000, 2_000_000)
+MISSED_FRACTION = 0.01
+
+
+def _catch_up(rig, cluster_id: str, cache_dir: Path) -> dict:
+    """Start a client, wait until it applied everything committed at its start; its figures."""
+    from quorum.broker.metadata_client import BrokerMetadataClient
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    with MetadataLogReader(rig.cluster.bootstrap) as probe:
+        target = probe.high_watermark()
+    started = time.monotonic()
+    client = BrokerMetadataClient(rig.cluster.bootstrap, cluster_id, cache_dir)
+    client.bootstrap()
+    loaded = time.monotonic() - started
+    while client.next_offset < target:
+        client.poll(wait_ms=100)
+    elapsed = time.monotonic() - started
+    result = {"seconds": elapsed, "bootstrap_s": loaded, "source": client.stats.bootstrap_source,
+              "bytes": client.bytes_fetched, "records": client.stats.records_fetched, "offset": target - 1,
+              "partitions": client.image.topics.partition_count()}
+    save_started = time.monotonic()
+    client.stop(save=True)
+    result["cache_write_s"] = time.monotonic() - save_started
+    return result
+
+
+def _one_size(partitions: int, ctx: Context) -> dict:
+    work = ctx.work_dir / f"p{partitions}"
+    work.mkdir()
+    with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 28 brokers"):
+        rig = start_rig(work, ctx, process_brokers=())
+    try:
+        cluster_id = rig.cluster.client.describe_quorum().cluster_id
+        with ctx.progress.phase(f"create {partitions:,} partitions"):
+            create_partitions(rig, partitions, ctx)
+        out: dict = {"partitions": partitions}
+        with ctx.progress.phase("new broker: replay the log from offset 0"):
+            out["replay"] = _catch_up(rig, cluster_id, work / "broker")
+        missed = max(PARTITIONS_PER_TOPIC, int(partitions * MISSED_FRACTION))
+        with ctx.progress.phase(f"create {missed:,} partitions while it is down"):
+            create_partitions(rig, missed, ctx, first_topic=partitions // PARTITIONS_PER_TOPIC)
+        with ctx.progress.phase("restart from its cache"):
+            out["restart"] = _catch_up(rig, cluster_id, work / "broker")
+        r, s = out["replay"], out["restart"]
+        ctx.progress.line(f"  replay {r['seconds']:.1f}s {r['bytes'] / 2**20:.1f} MiB; restart {s['seconds']:.2f}s "
+                          f"{s['bytes'] / 2**20:.2f} MiB ({s['bytes'] / max(1, r['bytes']):.1%} of the bytes)")
+        return out
+    finally:
+        stop_rig(rig)
+
+
+def run(ctx: Context) -> dict:
+    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    results: dict = {"settings": {"missed_fraction": MISSED_FRACTION}, "sizes": [],
+                     "systems": {"sparkraft": {"errors": []}}}
+    for partitions in sizes:
+        try:
+            results["sizes"].append(_one_size(partitions, ctx))
+        except Exception as e:
+            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
+            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
+    return results
+
+
+def report(document: dict) -> str:
+    results, machine = document["results"], document["machine"]
+    rows = []
+    for s in results["sizes"]:
+        r, t = s["replay"], s["restart"]
+        rows.append([f"{s['partitions']:,}", fmt_number(r["seconds"], 2), fmt_number(r["bytes"] / 2**20, 1),
+                     fmt_number(t["seconds"], 2), fmt_number(t["bytes"] / 2**20, 2),
+                     f"{t['bytes'] / max(1, r['bytes']):.1%}", fmt_number(t["bootstrap_s"], 2),
+                     fmt_number(r["cache_write_s"], 2)])
+    errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
+    return "\n".join([
+        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
+        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode).",
+        "",
+        markdown_table(["partitions", "replay from 0: s", "MiB", "restart after 1% missed: s", "MiB",
+                        "restart bytes ÷ replay bytes", "cache load s", "cache write s"], rows),
+        *([""] + [f"Errors: {e}" for e in errors] if errors else []),
+    ])
+
+
+def plot(document: dict, plots_dir: Path) -> list[Path]:
+    sizes = document["results"]["sizes"]
+    if not sizes:
+        return []
+    machine = document["machine"]
+    where = f"{machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
+    series = {"replay from offset 0": [(s["partitions"], s["replay"]["seconds"]) for s in sizes],
+              "restart after missing 1%": [(s["partitions"], s["restart"]["seconds"]) for s in sizes]}
+    return [line_chart(plots_dir / "broker-bootstrap.png", "Broker: time to reach the current metadata",
+                       series, "partitions", "seconds", subtitle=where)]
