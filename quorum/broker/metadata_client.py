@@ -110,6 +110,11 @@ class BrokerMetadataClient:
         return self._next_offset - 1
 
     @property
+    def bytes_fetched(self) -> int:
+        """Record batch bytes read from the quorum by this process."""
+        return self._reader.bytes_fetched
+
+    @property
     def lag(self) -> int:
         """Committed records not applied yet, as of the last answer from the quorum."""
         return max(0, self.stats.high_watermark - self._next_offset)

@@ -84,6 +84,7 @@ class MetadataLogReader(LeaderFollowingClient):
         super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
         self.cluster_id = cluster_id  # "": learnt from the quorum (DescribeQuorum) on first use
         self.max_bytes = max_bytes
+        self.bytes_fetched = 0  # record batch bytes received (what a benchmark compares)
         self._epoch = 0  # the newest leader epoch any answer named
 
     def response_error(self, resp) -> Optional[SparkraftError]:
@@ -136,6 +137,7 @@ class MetadataLogReader(LeaderFollowingClient):
         while True:
             remaining_wait = int(max(0.0, poll_until - time.monotonic()) * 1000)
             resp = self._fetch(offset, remaining_wait, deadline)
+            self.bytes_fetched += len(resp.records)
             if resp.HasField("snapshot_id") or offset < resp.log_start_offset:
                 snap = (OffsetAndEpoch(resp.snapshot_id.offset, resp.snapshot_id.epoch)
                         if resp.HasField("snapshot_id") else None)
