@@ -2,7 +2,8 @@
 
 Today: a 3-controller quorum of ControllerNodes on 127.0.0.1 ephemeral ports, storage formatted
 under DIR (or a temporary directory), an active controller elected, three brokers (101-103, one per
-rack) registered and unfenced through the Controller RPCs, topics created and described as
+rack) each loading its own metadata image (from its cache, else the log) and following the log,
+registered and unfenced once caught up, topics created and described as
 ``sparkraft topics describe`` and ``sparkraft brokers list`` print them, and the quorum's status
 as ``sparkraft quorum describe`` prints it. Later steps (the Spark job...) are added to ``STEPS``:
 each step is a function of the shared :class:`Demo` state, printed as ``[i/n] title``.
@@ -42,6 +43,7 @@ class Demo:
     nodes: dict = field(default_factory=dict)  # node id -> ControllerNode
     leader_id: Optional[int] = None
     client: Optional[object] = None  # a ControllerClient
+    brokers: dict = field(default_factory=dict)  # broker id -> DemoBroker
 
     @property
     def bootstrap(self) -> str:
@@ -111,38 +113,67 @@ def _incarnation_id(cluster_id: str, broker_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def step_brokers(demo: Demo) -> None:
-    from quorum.controller import api
-    from quorum.errors import Errors, SparkraftError
+class DemoBroker:
+    """One broker as ``sparkraft broker start`` runs it, on threads of this process: its own
+    metadata image (from its cache in DIR/broker-<id>, else the log) following the log, and the
+    lifecycle (register, heartbeat with the image's offset, controlled shutdown at the end)."""
 
-    client = demo.client
-    epochs = {}
-    for broker_id, rack in BROKERS:
+    def __init__(self, demo: Demo, broker_id: int, rack: str):
+        import threading
+
+        from quorum.broker.lifecycle import BrokerLifecycle
+        from quorum.broker.metadata_client import BrokerMetadataClient
+        from quorum.controller import api
+
+        self.broker_id = broker_id
+        self.metadata = BrokerMetadataClient(demo.bootstrap, demo.cluster_id, demo.root / f"broker-{broker_id}",
+                                             fetch_wait_ms=200)
         endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id - 101)
-        request = api.RegisterBrokerRequest(broker_id, demo.cluster_id, _incarnation_id(demo.cluster_id, broker_id),
-                                            (endpoint,), rack)
-        try:
-            epochs[broker_id] = client.register_broker(request).broker_epoch
-        except SparkraftError as e:
-            if e.error is not Errors.DUPLICATE_BROKER_REGISTRATION:
-                raise
-            known = {b.broker_id: b for b in client.describe_cluster().brokers}
-            epochs[broker_id] = known[broker_id].broker_epoch
-            demo.out(f"      broker {broker_id} ({rack}) is still registered from a previous run")
-            continue
-        demo.out(f"      broker {broker_id} ({rack}) registered: broker epoch {epochs[broker_id]}")
-    # Each heartbeat reports the broker's metadata offset; caught up past its registration -> unfenced.
-    deadline = time.monotonic() + 10
-    fenced = set(epochs)
-    while fenced and time.monotonic() < deadline:
-        offset = client.describe_cluster().metadata_offset
-        for broker_id in sorted(fenced):
-            reply = client.broker_heartbeat(api.BrokerHeartbeatRequest(broker_id, epochs[broker_id], offset))
-            if not reply.is_fenced:
-                fenced.discard(broker_id)
-        if fenced:
-            time.sleep(0.05)
-    demo.out(f"      {len(epochs) - len(fenced)} of {len(epochs)} brokers unfenced after heartbeating")
+        self.lifecycle = BrokerLifecycle(demo.client, broker_id, demo.cluster_id,
+                                         _incarnation_id(demo.cluster_id, broker_id), (endpoint,), rack,
+                                         heartbeat_interval_ms=500,
+                                         offset_source=lambda: self.metadata.applied_offset)
+        self.thread = threading.Thread(target=self.lifecycle.run, name=f"broker-{broker_id}", daemon=True)
+
+    def start(self) -> None:
+        self.metadata.start()
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.lifecycle.stop()
+        self.thread.join(5)
+        self.lifecycle.controlled_shutdown(timeout=5)
+        self.metadata.stop(save=True)
+
+
+def step_brokers(demo: Demo) -> None:
+    for broker_id, rack in BROKERS:
+        broker = demo.brokers[broker_id] = DemoBroker(demo, broker_id, rack)
+        broker.start()
+        stats = broker.metadata.stats
+        demo.out(f"      broker {broker_id} ({rack}): metadata from {stats.bootstrap_source} at offset "
+                 f"{stats.bootstrap_offset} in {stats.bootstrap_seconds * 1000:.0f} ms, now following the log")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(b.lifecycle.state.fenced for b in demo.brokers.values()):
+        time.sleep(0.05)
+    unfenced = [b for b in demo.brokers.values() if not b.lifecycle.state.fenced]
+    demo.out(f"      {len(unfenced)} of {len(BROKERS)} brokers registered and unfenced (each once its own "
+             f"image reached its registration record)")
+
+
+def step_broker_images(demo: Demo) -> None:
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    with MetadataLogReader(demo.bootstrap) as reader:
+        hw = reader.high_watermark()
+    for b in demo.brokers.values():
+        b.metadata.wait_for(hw - 1, timeout=10)
+    for b in demo.brokers.values():
+        m = b.metadata
+        image = m.image
+        demo.out(f"      broker {b.broker_id}: applied offset {m.applied_offset} (quorum high watermark {hw}), "
+                 f"{len(image.topics.topic_names())} topics, {image.topics.partition_count()} partitions, "
+                 f"{m.stats.records_fetched} records fetched since it started from {m.stats.bootstrap_source}")
 
 
 def step_topics(demo: Demo) -> None:
@@ -208,8 +239,9 @@ STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     ("Format storage for 3 controllers", step_format),
     ("Start the quorum", step_start),
     ("Elect the active controller", step_elect),
-    (f"Register {len(BROKERS)} brokers and heartbeat until they are unfenced", step_brokers),
+    (f"Start {len(BROKERS)} brokers: load metadata, register, heartbeat until unfenced", step_brokers),
     (f"Create {len(TOPICS)} topics and alter a topic config", step_topics),
+    ("Each broker's own metadata image, by offset", step_broker_images),
     ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
 ]
@@ -220,8 +252,12 @@ def shutdown(demo: Demo) -> None:
     level = quiet.level
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
         quiet.setLevel(logging.ERROR)  # peers going away one by one is expected here
-    if demo.client is not None:
-        demo.client.close()
+    try:
+        for broker in demo.brokers.values():
+            broker.stop()
+    finally:
+        if demo.client is not None:
+            demo.client.close()
     try:
         # The leader first: it resigns and hands over while its followers are still there.
         order = sorted(demo.nodes, key=lambda i: i != demo.leader_id)
