@@ -13,6 +13,7 @@ import traceback
 
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
+from quorum.gc_tuning import tune_gc
 from sparkraft.commands import common_options
 from sparkraft.logging_setup import setup_logging
 
@@ -46,6 +47,7 @@ def error_line(error: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
+    tune_gc()
     try:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
         return args.run(args) or 0

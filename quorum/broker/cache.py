@@ -11,7 +11,6 @@ the broker discards it and bootstraps another way; it is never half-loaded.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Optional
@@ -19,7 +18,7 @@ from typing import Optional
 from quorum.log.batch import CorruptBatchError, decode, encode_batch
 from quorum.log.durable import write_atomically
 from quorum.metadata.image import MetadataImage, Provenance
-from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.loader import image_from_records
 from quorum.metadata.records import decode_record, encode_record
 from quorum.raft import control_records
 
@@ -73,16 +72,11 @@ class MetadataCache:
         if header.data.get("cluster_id") != self.cluster_id:
             raise CacheError(f"{self.path} belongs to cluster {header.data.get('cluster_id')}, "
                              f"not {self.cluster_id}")
-        loader = MetadataLoader()
-        count = 0
-        for batch in batches[1:-1]:
-            for raw in batch.records:
-                loader.replay(decode_record(raw), count, 0)
-                count += 1
+        count = sum(len(b.records) for b in batches[1:-1])
         if count != footer.data.get("records"):
             raise CacheError(f"{self.path} holds {count} records, its footer says {footer.data.get('records')}")
-        image = dataclasses.replace(loader.flush(), provenance=Provenance(header.data["image_offset"],
-                                                                          header.data["image_epoch"]))
+        image = image_from_records((decode_record(raw) for b in batches[1:-1] for raw in b.records),
+                                   Provenance(header.data["image_offset"], header.data["image_epoch"]))
         return image, int(header.data["next_offset"])
 
     def discard(self) -> None:

@@ -21,10 +21,11 @@ from typing import Optional
 
 from google.protobuf.message import Message
 
-from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.delta import TRANSACTION_MARKERS, MetadataDelta
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
+from quorum.metadata.topics import PartitionRegistration
 
 
 class MetadataLoader:
@@ -87,3 +88,30 @@ class MetadataLoader:
         if self._last != self.image.provenance:
             self.image = self._delta.apply(self._last)
             self._delta = MetadataDelta(self.image)
+
+
+def image_from_records(records: Iterable[Message | AnyRecord], provenance: Provenance) -> MetadataImage:
+    """The image a snapshot body (``MetadataImage.records()`` of some image: no offsets, no
+    transactions) rebuilds, ending at ``provenance``.
+
+    The same as replaying the records onto an empty image through a MetadataDelta, but partition
+    records, nearly all of a large image, go straight into their topic's delta: loading a
+    2,000,000-partition snapshot or cache spends its time decoding, not dispatching.
+    """
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    topics = delta.sub("topics")
+    topic_id, partitions = None, None  # the topic the last partition record went to
+    for record in records:
+        record = as_record(record)
+        if isinstance(record, MetadataRecord) and record.type is RecordType.PARTITION_RECORD:
+            message = record.message
+            if message.topic_id != topic_id:
+                topic_id = message.topic_id
+                partitions = topics.topic_delta(topic_id).partitions
+            partitions[message.partition_id] = PartitionRegistration.from_record(message)
+        else:
+            if isinstance(record, MetadataRecord) and record.type in TRANSACTION_MARKERS:
+                raise ReplayError(f"{record.type_name} in a snapshot body")
+            delta.replay(record)
+            topic_id = None  # a record between partitions may have removed or replaced the topic
+    return delta.apply(provenance)

@@ -52,6 +52,20 @@ def test_replaying_records_from_empty_rebuilds_the_image():
     assert next(iter(IMAGE1.records())) == pb.FeatureLevelRecord(name="metadata.version", feature_level=7)
 
 
+def test_image_from_records_builds_the_same_image_as_replaying():
+    from quorum.metadata.loader import image_from_records
+
+    assert image_from_records(IMAGE1.records(), IMAGE1.provenance) == IMAGE1
+    # partitions of two topics interleaved, a topic removed and re-created between its partitions
+    records = [topic("a", 1), topic("b", 2), partition(1, 0, [1]), partition(2, 0, [2]), partition(1, 1, [1]),
+               pb.RemoveTopicRecord(topic_id=uid(2)), topic("b", 3), partition(3, 0, [3])]
+    assert image_from_records(records, Provenance(7, 1)) == replay(MetadataImage.EMPTY, records, Provenance(7, 1))
+    with pytest.raises(ReplayError):
+        image_from_records([topic("a", 1), partition(9, 0, [1])], Provenance(1, 1))  # no topic 9
+    with pytest.raises(ReplayError):
+        image_from_records([pb.BeginTransactionRecord(name="x")], Provenance(1, 1))
+
+
 def test_an_empty_delta_shares_everything():
     image2 = MetadataDelta(IMAGE1).apply(Provenance(12, 2))
     same_except(IMAGE1, image2)
