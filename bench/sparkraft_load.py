@@ -1,6 +1,8 @@
-"""Client-side load on a sparkraft quorum: closed-loop writers in client processes, and one
-sequential writer for latency. Everything goes through :class:`quorum.rpc.raft_client.RaftClient`,
-as an application would.
+"""Client-side load on a replicated log: closed-loop writers in client processes, and one
+sequential writer for latency. A sparkraft quorum is written through
+:class:`quorum.rpc.raft_client.RaftClient`, as an application would; an etcd cluster (``--target
+etcd``) through etcd's own gRPC ``KV.Put`` at its leader, one Put per record, so both systems get
+the same load from the same generator.
 
 Writers run in separate client processes (``python -m bench.sparkraft_load``, driven by JSON lines
 like the PySyncObj nodes) so the benchmark process's own GIL does not cap the load; each process
@@ -38,13 +40,13 @@ class Writers:
     """
 
     def __init__(self, bootstrap: str, load: Load, processes: int, warmup: float, seconds: float,
-                 log_dir: Path) -> None:
+                 log_dir: Path, target: str = "sparkraft") -> None:
         self._warmup, self._seconds = warmup, seconds
         n = max(1, min(processes, load.writers))
         shares = [load.writers // n + (1 if i < load.writers % n else 0) for i in range(n)]
         self._clients = [
             ChildProcess(f"client-{i}", python_module_command(
-                "bench.sparkraft_load", "--bootstrap", bootstrap, "--threads", str(share),
+                "bench.sparkraft_load", "--target", target, "--bootstrap", bootstrap, "--threads", str(share),
                 "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes)),
                 log_dir / f"client-{i}.log", json_control=True)
             for i, share in enumerate(shares)]
@@ -122,18 +124,50 @@ def _write_until(client, records: list[bytes], begin: float, end: float, totals:
         totals["latencies_s"].extend(latencies)
 
 
+class EtcdAppender:
+    """``append(records)`` for an etcd cluster: one ``KV.Put`` per record to ``endpoint`` (its
+    leader), each Put acknowledged once etcd has committed and applied it (fsynced on a majority)."""
+
+    def __init__(self, endpoint: str, key: bytes, timeout: float = 10.0):
+        import grpc
+
+        from quorum.rpc.gen.etcdserverpb import etcd_kv_pb2, etcd_kv_pb2_grpc
+
+        self._pb = etcd_kv_pb2
+        self._channel = grpc.insecure_channel(endpoint)
+        self._kv = etcd_kv_pb2_grpc.KVStub(self._channel)
+        self._key = key
+        self._timeout = timeout
+
+    def append(self, records: list[bytes]) -> None:
+        for record in records:
+            self._kv.Put(self._pb.PutRequest(key=self._key, value=record), timeout=self._timeout)
+
+    def connect(self) -> None:
+        self.append([b"hello"])
+
+    def close(self) -> None:
+        self._channel.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="a benchmark client process (run by bench)")
-    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--target", choices=("sparkraft", "etcd"), default="sparkraft")
+    parser.add_argument("--bootstrap", required=True, help="controllers, or the etcd leader's HOST:PORT")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--records", type=int, required=True, help="records per append")
     parser.add_argument("--record-bytes", type=int, required=True)
     args = parser.parse_args()
-    from quorum.rpc.raft_client import RaftClient
+    if args.target == "etcd":
+        clients = [EtcdAppender(args.bootstrap, f"bench-{os.getpid()}-{i}".encode()) for i in range(args.threads)]
+        for client in clients:
+            client.connect()
+    else:
+        from quorum.rpc.raft_client import RaftClient
 
-    clients = [RaftClient(args.bootstrap, timeout=30.0) for _ in range(args.threads)]
-    for client in clients:
-        client.describe_quorum()  # connect and find the leader before the clock starts
+        clients = [RaftClient(args.bootstrap, timeout=30.0) for _ in range(args.threads)]
+        for client in clients:
+            client.describe_quorum()  # connect and find the leader before the clock starts
     records = [bench_record(args.record_bytes) for _ in range(args.records)]
     print(json.dumps({"ok": True, "ready": True}), flush=True)
 

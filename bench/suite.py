@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, str] = {
     "quorum": "bench.quorum_bench",
     "controller": "bench.controller_bench",
     "broker": "bench.broker_bench",
+    "writes": "bench.writes_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -74,6 +74,8 @@ MAX_ITEMS_PER_ROUND = 512  # inbound items handled before the core's outputs are
 LISTENER_CHUNK_BYTES = 4 << 20  # committed bytes handed to a listener per delivery
 LISTENER_MAX_PENDING = 4  # deliveries queued per listener before the loop stops reading for it
 MAX_IDLE_WAIT_MS = 1000
+DEFAULT_RPC_WORKERS = 256  # threads of the gRPC server (each RPC in flight holds one)
+RAFT_RESERVED_WORKERS = 32  # of which client writes may never take these (Fetch, Vote, reads)
 
 SERVER_OPTIONS = (
     ("grpc.so_reuseport", 0),  # a second server on the same port must fail, not share it
@@ -159,16 +161,38 @@ def _check_port_free(host: str, port: int) -> None:
         s.close()
 
 
+class ClientSlots:
+    """How many client writes (Append, controller writes and heartbeats) may wait for their commit
+    at once. ``with slots:`` takes one or raises REQUEST_TIMED_OUT, which clients retry."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._free = threading.BoundedSemaphore(limit)
+
+    def __enter__(self) -> None:
+        if not self._free.acquire(blocking=False):
+            raise SparkraftError(Errors.REQUEST_TIMED_OUT, f"{self.limit} client requests are already waiting "
+                                 f"for their commit here; retry")
+
+    def __exit__(self, *exc) -> None:
+        self._free.release()
+
+
 class RaftNode:
     def __init__(self, node_id: int, voters: Mapping[int, HostPort], listen: HostPort,
                  log_dir: str | os.PathLike, settings: RaftSettings = RaftSettings(),
-                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = 32,
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
                  servicers: Sequence[Callable[[grpc.Server], None]] = (), raw_appends: bool = False):
         self.node_id = node_id
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
         # controller's log they would be records the controller cannot read.
         self.raw_appends = raw_appends
+        # A synchronous gRPC server gives every RPC in flight a worker thread, and a client write
+        # holds its thread until its records are committed, which needs the followers' Fetches,
+        # which need threads too. So client writes get at most all but RAFT_RESERVED_WORKERS of
+        # them; past that they are refused at once (retriable), never queued in front of Raft.
+        self.client_slots = ClientSlots(max(1, max_rpc_workers - RAFT_RESERVED_WORKERS))
         self.voters: dict[int, HostPort] = dict(voters)
         self.log_dir = Path(log_dir)
         self.settings = settings

@@ -68,9 +68,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         try:
             if is_read:
                 future = node.call(lambda core: node._read(core, request))
+                reply = future.result(timeout=_wait_s(context))
             else:
-                future = node.submit(request)
-            reply = future.result(timeout=_wait_s(context))
+                with node.raft.client_slots:  # a write holds its thread until committed (see RaftNode)
+                    future = node.submit(request)
+                    reply = future.result(timeout=_wait_s(context))
         except SparkraftError as e:
             leader = e.details.get("leader_id")
             return cc.error_response(method, e.error, e.message, leader,

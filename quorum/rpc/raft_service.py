@@ -99,8 +99,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         if not records:
             return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
         try:
-            future = node.propose(records)
-            last = future.result(timeout=_wait_s(context))
+            with node.client_slots:
+                future = node.propose(records)
+                last = future.result(timeout=_wait_s(context))
         except NotLeaderError as e:
             return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
         except SparkraftError as e:

@@ -275,6 +275,36 @@ def test_raft_client_through_a_follower_and_past_a_dead_server(quorum):
     assert [rec.records()[o] for o in range(base, last + 1)] == [b"c1", b"c2", b"c3"]
 
 
+def test_client_writes_never_take_the_threads_raft_needs(quorum):
+    """Each client write holds an RPC thread until it commits, and committing needs the followers'
+    Fetches, which need threads too. With every client slot taken, one more write is refused at
+    once (REQUEST_TIMED_OUT, which clients retry) instead of queueing in front of Raft, and the
+    quorum goes on committing; freed, the slots take writes again."""
+    import grpc
+
+    from quorum.node import DEFAULT_RPC_WORKERS, RAFT_RESERVED_WORKERS
+    from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+
+    leader = quorum.leader()
+    slots = leader.client_slots
+    assert slots.limit == DEFAULT_RPC_WORKERS - RAFT_RESERVED_WORKERS
+    held = 0
+    while slots._free.acquire(blocking=False):  # every waiting-write slot taken
+        held += 1
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{leader.port}") as channel:
+            resp = raft_pb2_grpc.RaftStub(channel).Append(raft_pb2.AppendRequest(records=[b"one more"]), timeout=5)
+        assert resp.error == Errors.REQUEST_TIMED_OUT and "already waiting" in resp.error_message
+        hw = leader.status().high_watermark
+        leader.propose([b"raft itself still commits"]).result(timeout=5)
+        assert leader.status().high_watermark > hw
+    finally:
+        for _ in range(held):
+            slots._free.release()
+    with RaftClient(quorum.bootstrap(), timeout=10) as client:
+        client.append([b"and clients again"])
+
+
 def test_raft_client_errors(quorum):
     with RaftClient(quorum.bootstrap(), cluster_id=random_cluster_id(), timeout=3) as client:
         with pytest.raises(SparkraftError) as e:
