@@ -5,13 +5,15 @@ under DIR (or a temporary directory), an active controller elected, three broker
 rack) each loading its own metadata image (from its cache, else the log) and following the log,
 registered and unfenced once caught up, topics created and described as
 ``sparkraft topics describe`` and ``sparkraft brokers list`` print them, and the quorum's status
-as ``sparkraft quorum describe`` prints it. Later steps (the Spark job...) are added to ``STEPS``:
-each step is a function of the shared :class:`Demo` state, printed as ``[i/n] title``.
+as ``sparkraft quorum describe`` prints it; then the Spark streaming job materialises the log into
+the Delta tables under DIR/warehouse and SQL queries run over them. Each step is a function of the
+shared :class:`Demo` state in ``STEPS``, printed as ``[i/n] title``.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import shutil
 import tempfile
 import time
@@ -44,6 +46,11 @@ class Demo:
     leader_id: Optional[int] = None
     client: Optional[object] = None  # a ControllerClient
     brokers: dict = field(default_factory=dict)  # broker id -> DemoBroker
+    spark: Optional[object] = None  # the SparkSession of the streaming step
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
 
     @property
     def bootstrap(self) -> str:
@@ -205,6 +212,44 @@ def _set(key: str, value: str):
     return AlterableConfig(key, "SET", value)
 
 
+def step_materialize(demo: Demo) -> None:
+    from delta_tables.cut import latest_cut
+    from streaming import job
+
+    t0 = time.monotonic()
+    demo.spark = job.spark_session("sparkraft-demo")
+    demo.out(f"      Spark session up in {time.monotonic() - t0:.1f}s")
+    t1 = time.monotonic()
+    job.run(demo.bootstrap, str(demo.warehouse), str(demo.root / "checkpoint"), available_now=True,
+            spark=demo.spark)
+    cut = latest_cut(str(demo.warehouse))
+    demo.out(f"      tables in {demo.warehouse} at consistent cut offset {cut.offset} "
+             f"({time.monotonic() - t1:.1f}s): " + ", ".join(f"{t} v{v}" for t, v in cut.versions.items()))
+
+
+DEMO_QUERIES = (
+    ("Leaders per broker", "SELECT leader AS broker_id, count(*) AS partitions_led FROM partitions "
+                           "GROUP BY leader ORDER BY leader"),
+    ("Under-replicated partitions", "SELECT topic_name, \"partition\", replicas, isr FROM partitions "
+                                    "WHERE cardinality(isr) < cardinality(replicas) ORDER BY 1, 2"),
+    ("Topic configs", "SELECT resource_name AS topic, name, value, last_offset FROM configs "
+                      "WHERE resource_type = 'TOPIC' ORDER BY 1, 2"),
+    ("Records by type", "SELECT type, count(*) AS n FROM records GROUP BY type ORDER BY n DESC, type"),
+)
+
+
+def step_sql(demo: Demo) -> None:
+    from delta_tables.sql import query_datafusion
+    from sparkraft.commands.sql import format_rows
+
+    for title, query in DEMO_QUERIES:
+        table = query_datafusion(str(demo.warehouse), query)
+        demo.out(f"      -- {title}: sparkraft sql {shlex.quote(query)} --warehouse {demo.warehouse}")
+        for line in format_rows(table.column_names, table.to_pylist()).splitlines():
+            demo.out(f"      {line}")
+        demo.out("")
+
+
 def step_describe(demo: Demo) -> None:
     from sparkraft.commands.brokers import format_brokers
     from sparkraft.commands.topics import format_description
@@ -244,6 +289,9 @@ STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     ("Each broker's own metadata image, by offset", step_broker_images),
     ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
+    ("Materialise the metadata log into Delta tables (Spark Structured Streaming, available-now)",
+     step_materialize),
+    ("SQL over the cluster's metadata (DataFusion over the Delta tables)", step_sql),
 ]
 
 
@@ -252,6 +300,8 @@ def shutdown(demo: Demo) -> None:
     level = quiet.level
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
         quiet.setLevel(logging.ERROR)  # peers going away one by one is expected here
+    if demo.spark is not None:
+        demo.spark.stop()
     try:
         for broker in demo.brokers.values():
             broker.stop()

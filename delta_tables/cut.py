@@ -1,0 +1,68 @@
+"""Consistent cuts: the tables as they were at a metadata offset, for SQL and bootstrapping brokers.
+
+A ``snapshots`` row is written only after the four state tables and ``records`` hold every record
+through its offset, and it names the version of each table at that moment. Reading every table at
+the versions of one row gives a consistent view of the cluster's metadata at that offset, however
+far the tables have moved on since.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from delta_tables.schemas import ALL_TABLES, RECORDS, SNAPSHOTS, STATE_TABLES
+
+
+class CutError(ValueError):
+    """No cut can be read (no warehouse, no cut at or below the offset asked for)."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    offset: int
+    epoch: int
+    versions: dict[str, int]  # table -> Delta version holding the cut
+
+
+def _open(warehouse: str, table: str, version: Optional[int] = None) -> DeltaTable:
+    path = f"{warehouse.rstrip('/')}/{table}"
+    try:
+        return DeltaTable(path) if version is None else DeltaTable(path, version=version)
+    except TableNotFoundError:
+        raise CutError(f"{path} is not a Delta table (is {warehouse} a sparkraft warehouse? "
+                       f"`sparkraft materialize` creates it)") from None
+
+
+def read_table(dt: DeltaTable) -> pa.Table:
+    """A whole table as Arrow (single-threaded: see DESIGN §9 on delta-rs reads at exit)."""
+    return dt.to_pyarrow_dataset().to_table(use_threads=False)
+
+
+def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
+    """The newest cut (at or below ``at_or_below`` if given)."""
+    rows = read_table(_open(warehouse, SNAPSHOTS))
+    if at_or_below is not None:
+        rows = rows.filter(pc.field("offset") <= at_or_below)
+    if rows.num_rows == 0:
+        first = read_table(_open(warehouse, SNAPSHOTS))
+        where = "" if at_or_below is None else f" at or below offset {at_or_below}"
+        oldest = (f"; the oldest is at offset {pc.min(first.column('offset')).as_py()}"
+                  if first.num_rows else "; the materialiser has not written one yet")
+        raise CutError(f"no consistent cut{where} in {warehouse}{oldest}")
+    best = rows.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
+    return Cut(best["offset"], best["epoch"],
+               {t: best[f"{t}_version"] for t in (*STATE_TABLES, RECORDS)})
+
+
+def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:
+    """Every table at the cut's versions (the newest versions without a cut)."""
+    out = {}
+    for table in ALL_TABLES:
+        version = None if cut is None or table == SNAPSHOTS else cut.versions[table]
+        out[table] = _open(warehouse, table, version)
+    return out

@@ -1,0 +1,115 @@
+"""From metadata records to table rows: which keys a record touches, and each key's row in an image.
+
+The materialiser replays records into a MetadataImage (the same loader the controllers and brokers
+use) and notes the keys each record touches. When it writes, every touched key is looked up in
+the image: present, its row is upserted; absent (a deleted topic, an unregistered broker, a
+deleted config), its row is deleted. So a PartitionChangeRecord, sparse by design, becomes the
+partition's whole new row, and a table always equals the image at the offset it was written at.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Optional
+
+from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, TOPICS, partition_bucket
+from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import MetadataRecord, RecordType
+
+Key = tuple
+
+
+class TouchedKeys:
+    """Keys of each state table touched since the last write, with the offset that touched them last."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, dict[Key, int]] = defaultdict(dict)
+
+    def __bool__(self) -> bool:
+        return any(self.keys.values())
+
+    def clear(self) -> None:
+        self.keys.clear()
+
+    def note(self, record: MetadataRecord, offset: int, before: MetadataImage) -> None:
+        """Note what ``record`` at ``offset`` touches; ``before`` is the image it applies to (a
+        removed topic's partitions and configs are found there)."""
+        m, t = record.message, record.type
+        if t is RecordType.TOPIC_RECORD:
+            self.keys[TOPICS][(m.topic_id,)] = offset
+        elif t is RecordType.PARTITION_RECORD:
+            self.keys[PARTITIONS][(m.topic_id, m.partition_id)] = offset
+            self.keys[TOPICS][(m.topic_id,)] = offset  # its partition count
+        elif t is RecordType.PARTITION_CHANGE_RECORD:
+            self.keys[PARTITIONS][(m.topic_id, m.partition_id)] = offset
+        elif t is RecordType.REMOVE_TOPIC_RECORD:
+            self.keys[TOPICS][(m.topic_id,)] = offset
+            topic = before.topics.topic(m.topic_id)
+            if topic is not None:
+                for pid in topic.partitions:
+                    self.keys[PARTITIONS][(m.topic_id, pid)] = offset
+                for name in before.configs.configs(ConfigResource(TOPIC, topic.name)):
+                    self.keys[CONFIGS][("TOPIC", topic.name, name)] = offset
+            for key in [k for k in self.keys[PARTITIONS] if k[0] == m.topic_id]:
+                self.keys[PARTITIONS][key] = offset  # created earlier in this unpublished stretch
+        elif t is RecordType.CONFIG_RECORD:
+            resource = ConfigResource(m.resource_type, m.resource_name)
+            self.keys[CONFIGS][(resource.kind, m.resource_name, m.name)] = offset
+        elif t in (RecordType.REGISTER_BROKER_RECORD, RecordType.UNREGISTER_BROKER_RECORD,
+                   RecordType.BROKER_REGISTRATION_CHANGE_RECORD):
+            self.keys[BROKERS][(m.broker_id,)] = offset
+
+
+def row(table: str, key: Key, image: MetadataImage, last_offset: int) -> Optional[dict[str, Any]]:
+    """The row of ``key`` in ``table`` as of ``image``, or None if it does not exist there."""
+    if table == TOPICS:
+        topic = image.topics.topic(key[0])
+        if topic is None:
+            return None
+        return {"topic_id": topic.topic_id, "name": topic.name, "partition_count": len(topic.partitions),
+                "last_offset": last_offset}
+    if table == PARTITIONS:
+        topic = image.topics.topic(key[0])
+        p = None if topic is None else topic.partitions.get(key[1])
+        if p is None:
+            return None
+        return {"topic_id": topic.topic_id, "topic_name": topic.name, "partition": key[1],
+                "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
+                "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+                "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas),
+                "last_offset": last_offset, "bucket": partition_bucket(topic.topic_id)}
+    if table == BROKERS:
+        b = image.cluster.broker(key[0])
+        if b is None:
+            return None
+        return {"broker_id": b.broker_id, "incarnation_id": b.incarnation_id, "broker_epoch": b.broker_epoch,
+                "endpoints": [{"name": e.name, "host": e.host, "port": e.port,
+                               "security_protocol": e.security_protocol_name} for e in b.endpoints],
+                "rack": b.rack, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
+                "last_offset": last_offset}
+    if table == CONFIGS:
+        kind, name, config = key
+        resource = ConfigResource(TOPIC if kind == "TOPIC" else BROKER, name)
+        value = image.configs.value(resource, config)
+        if value is None:
+            return None
+        return {"resource_type": kind, "resource_name": name, "name": config, "value": value,
+                "last_offset": last_offset}
+    raise ValueError(f"not a state table: {table}")
+
+
+def image_rows(table: str, image: MetadataImage) -> list[dict[str, Any]]:
+    """Every row of ``table`` in ``image`` (last_offset -1: unknown), for comparing a table with an
+    image in tests and tools."""
+    keys: list[Key]
+    if table == TOPICS:
+        keys = [(t,) for t in image.topics.by_id]
+    elif table == PARTITIONS:
+        keys = [(t.topic_id, p) for t in image.topics.by_id.values() for p in t.partitions]
+    elif table == BROKERS:
+        keys = [(b,) for b in image.cluster.brokers]
+    elif table == CONFIGS:
+        keys = [(r.kind, r.name, n) for r, values in image.configs.resources.items() for n in values]
+    else:
+        raise ValueError(f"not a state table: {table}")
+    return [row(table, k, image, -1) for k in keys]

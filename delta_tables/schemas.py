@@ -1,0 +1,58 @@
+"""The six Delta tables (DESIGN §5, contract): names, Arrow schemas, keys and layout.
+
+Columns beyond the contract: ``partitions.bucket`` (the table is partitioned by it, so a micro-batch
+that changes a few partitions of a 2,000,000-row table rewrites a few small files, not the table)
+and ``records.raw`` (the record's binary frame, so the materialiser can rebuild its image exactly
+on restart).
+"""
+from __future__ import annotations
+
+import zlib
+
+import pyarrow as pa
+
+TOPICS, PARTITIONS, BROKERS, CONFIGS, RECORDS, SNAPSHOTS = (
+    "topics", "partitions", "brokers", "configs", "records", "snapshots")
+STATE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS)  # current state, merged by key
+ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS)
+
+PARTITION_BUCKETS = 128
+
+_ENDPOINT = pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32()),
+                       ("security_protocol", pa.string())])
+_INTS = pa.list_(pa.int32())
+
+SCHEMAS: dict[str, pa.Schema] = {
+    TOPICS: pa.schema([("topic_id", pa.string()), ("name", pa.string()), ("partition_count", pa.int32()),
+                       ("last_offset", pa.int64())]),
+    PARTITIONS: pa.schema([("topic_id", pa.string()), ("topic_name", pa.string()), ("partition", pa.int32()),
+                           ("replicas", _INTS), ("isr", _INTS), ("leader", pa.int32()), ("leader_epoch", pa.int32()),
+                           ("partition_epoch", pa.int32()), ("adding_replicas", _INTS),
+                           ("removing_replicas", _INTS), ("last_offset", pa.int64()), ("bucket", pa.int32())]),
+    BROKERS: pa.schema([("broker_id", pa.int32()), ("incarnation_id", pa.string()), ("broker_epoch", pa.int64()),
+                        ("endpoints", pa.list_(_ENDPOINT)), ("rack", pa.string()), ("fenced", pa.bool_()),
+                        ("in_controlled_shutdown", pa.bool_()), ("last_offset", pa.int64())]),
+    CONFIGS: pa.schema([("resource_type", pa.string()), ("resource_name", pa.string()), ("name", pa.string()),
+                        ("value", pa.string()), ("last_offset", pa.int64())]),
+    RECORDS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("append_time", pa.timestamp("ms", "UTC")),
+                        ("type", pa.string()), ("version", pa.int32()), ("data", pa.string()),
+                        ("raw", pa.binary())]),
+    SNAPSHOTS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("created_at", pa.timestamp("ms", "UTC")),
+                          ("topics_version", pa.int64()), ("partitions_version", pa.int64()),
+                          ("brokers_version", pa.int64()), ("configs_version", pa.int64()),
+                          ("records_version", pa.int64())]),
+}
+
+KEYS: dict[str, tuple[str, ...]] = {
+    TOPICS: ("topic_id",),
+    PARTITIONS: ("topic_id", "partition"),
+    BROKERS: ("broker_id",),
+    CONFIGS: ("resource_type", "resource_name", "name"),
+}
+
+PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"]}
+
+
+def partition_bucket(topic_id: str) -> int:
+    """The ``partitions`` table's bucket of a topic: all of a topic's partitions share one."""
+    return zlib.crc32(topic_id.encode()) % PARTITION_BUCKETS

@@ -1,0 +1,143 @@
+"""DeltaRsWriter: the materialiser's writes, with delta-rs (``deltalake``; no JVM needed).
+
+Exactly once. Every commit carries the application transaction ``sparkraft-materializer`` whose
+version is the last log offset the commit covers; before committing to a table the writer reads
+that table's version and skips what the table already holds. A micro-batch replayed after a crash
+(between two table commits, say) therefore completes the tables it had not reached and changes
+nothing in the others. One writer per table at a time (the materialiser), as delta-rs needs.
+
+Layout. ``partitions`` is partitioned by ``bucket`` (a hash of the topic id; schemas.py): a merge
+names the buckets its rows fall in, so delta-rs reads and rewrites only those files.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from delta_tables.schemas import (KEYS, PARTITION_BY, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES,
+                                  partition_bucket)
+
+APP_ID = "sparkraft-materializer"
+TARGET_FILE_SIZE = 32 << 20
+
+
+class WarehouseError(ValueError):
+    """The warehouse cannot be used (not a directory, or a table there is not a Delta table)."""
+
+
+def _quote(column: str) -> str:
+    return f'"{column}"'
+
+
+def _txn(version: int) -> CommitProperties:
+    return CommitProperties(app_transactions=[Transaction(APP_ID, version)])
+
+
+class DeltaRsWriter:
+    def __init__(self, warehouse: str | Path):
+        self.warehouse = str(warehouse).rstrip("/")
+        self._tables: dict[str, DeltaTable] = {}
+
+    def path(self, table: str) -> str:
+        return f"{self.warehouse}/{table}"
+
+    # -- tables --------------------------------------------------------------------------------
+    def ensure_tables(self) -> None:
+        """Create the six tables that do not exist yet; refuse a path that is not a warehouse."""
+        root = Path(self.warehouse)
+        if "://" not in self.warehouse:
+            if root.exists() and not root.is_dir():
+                raise WarehouseError(f"warehouse {self.warehouse} is not a directory")
+            root.mkdir(parents=True, exist_ok=True)
+        for name, schema in SCHEMAS.items():
+            path = self.path(name)
+            try:
+                self._tables[name] = DeltaTable(path)
+                continue
+            except TableNotFoundError:
+                pass
+            if "://" not in path and Path(path).exists() and any(Path(path).iterdir()):
+                raise WarehouseError(f"{path} exists but is not a Delta table")
+            self._tables[name] = DeltaTable.create(path, schema, partition_by=PARTITION_BY.get(name),
+                                                   name=name, mode="ignore")
+
+    def table(self, name: str) -> DeltaTable:
+        dt = self._tables.get(name)
+        if dt is None:
+            dt = self._tables[name] = DeltaTable(self.path(name))
+        else:
+            dt.update_incremental()
+        return dt
+
+    def applied(self, name: str) -> int:
+        """The last log offset ``name`` holds (its application transaction), -1 for none."""
+        version = self.table(name).transaction_version(APP_ID)
+        return -1 if version is None else version
+
+    def versions(self) -> dict[str, int]:
+        return {name: self.table(name).version() for name in (*STATE_TABLES, RECORDS)}
+
+    # -- writes --------------------------------------------------------------------------------
+    def append_records(self, rows: list[dict[str, Any]], last_offset: int) -> bool:
+        """Append log records through ``last_offset`` (those past what the table holds); False if
+        the table already holds them all."""
+        applied = self.applied(RECORDS)
+        if applied >= last_offset:
+            return False
+        fresh = [r for r in rows if r["offset"] > applied]
+        data = pa.Table.from_pylist(fresh, schema=SCHEMAS[RECORDS])
+        write_deltalake(self.table(RECORDS), data, mode="append", commit_properties=_txn(last_offset),
+                        target_file_size=TARGET_FILE_SIZE)
+        return True
+
+    def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
+                    last_offset: int) -> dict:
+        """Upsert and delete rows of state table ``name`` by key, as one commit covering the log
+        through ``last_offset``; skipped (``{"skipped": True}``) if the table is already there."""
+        if self.applied(name) >= last_offset:
+            return {"skipped": True}
+        keys = KEYS[name]
+        schema = SCHEMAS[name]
+        delete_rows = [dict(zip(keys, key)) for key in deletes]
+        if not upserts and not delete_rows:
+            # Nothing changed in this table, but it now covers last_offset: an empty commit says so.
+            write_deltalake(self.table(name), pa.Table.from_pylist([], schema=schema), mode="append",
+                            commit_properties=_txn(last_offset))
+            return {"rows": 0}
+        predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+        if name == PARTITIONS:  # name the buckets, so only their files are read and rewritten
+            for r in delete_rows:
+                r["bucket"] = partition_bucket(r["topic_id"])
+            buckets = sorted({r["bucket"] for r in upserts + delete_rows})
+            predicate = f"t.bucket IN ({', '.join(map(str, buckets))}) AND t.bucket = s.bucket AND {predicate}"
+        source = pa.Table.from_pylist([{**r, "_delete": False} for r in upserts]
+                                      + [{**r, "_delete": True} for r in delete_rows],
+                                      schema=schema.append(pa.field("_delete", pa.bool_())))
+        columns = {_quote(c): f"s.{_quote(c)}" for c in schema.names}
+        metrics = (self.table(name).merge(source, predicate, source_alias="s", target_alias="t",
+                                          commit_properties=_txn(last_offset))
+                   .when_matched_delete(predicate="s._delete = true")
+                   .when_matched_update(updates=columns, predicate="s._delete = false")
+                   .when_not_matched_insert(updates=columns, predicate="s._delete = false")
+                   .execute())
+        return metrics
+
+    def add_snapshot(self, offset: int, epoch: int, versions: dict[str, int]) -> None:
+        """Record the consistent cut at ``offset``: the version of each table that holds it."""
+        if self.applied(SNAPSHOTS) >= offset:
+            return
+        row = {"offset": offset, "epoch": epoch, "created_at": int(time.time() * 1000),
+               **{f"{name}_version": v for name, v in versions.items()}}
+        write_deltalake(self.table(SNAPSHOTS), pa.Table.from_pylist([row], schema=SCHEMAS[SNAPSHOTS]),
+                        mode="append", commit_properties=_txn(offset))
+
+
+def latest_applied(writer: DeltaRsWriter) -> Optional[int]:
+    """The offset of the newest cut (None: no cut yet)."""
+    v = writer.applied(SNAPSHOTS)
+    return None if v < 0 else v

@@ -1,0 +1,44 @@
+"""``sparkraft sql "SELECT ..." --warehouse URI [--as-of-offset N] [--engine datafusion|spark] [--json]``.
+
+The six tables are registered under their names; ``--as-of-offset N`` reads them at the newest
+consistent cut at or below N. DataFusion (through deltalake, no JVM) is the default engine.
+``--json`` prints a list of row objects (DESIGN §10).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from sparkraft.commands import add_command
+
+
+def register(subparsers) -> None:
+    parser = add_command(subparsers, "sql", "query the cluster's metadata tables with SQL", run_sql)
+    parser.add_argument("query", metavar="SQL", help='e.g. "SELECT name, partition_count FROM topics"')
+    parser.add_argument("--warehouse", required=True, metavar="URI")
+    parser.add_argument("--as-of-offset", type=int, metavar="N", help="read the tables at the newest cut <= N")
+    parser.add_argument("--engine", choices=("datafusion", "spark"), default="datafusion")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
+
+
+def run_sql(args: argparse.Namespace) -> int:
+    from delta_tables import sql
+
+    if args.engine == "spark":
+        table = sql.query_spark(args.warehouse, args.query, args.as_of_offset)
+    else:
+        table = sql.query_datafusion(args.warehouse, args.query, args.as_of_offset)
+    rows = table.to_pylist()
+    if args.json:
+        print(json.dumps(rows, default=str))
+    else:
+        print(format_rows(table.column_names, rows))
+    return 0
+
+
+def format_rows(columns: list[str], rows: list[dict]) -> str:
+    """A plain text table, columns padded to their widest value."""
+    cells = [[str(c) for c in columns]] + [["" if r[c] is None else str(r[c]) for c in columns] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines + [f"({len(rows)} row{'s' if len(rows) != 1 else ''})"])

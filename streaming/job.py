@@ -1,0 +1,112 @@
+"""The materialisation job: the ``sparkraft`` stream into the Delta tables, one micro-batch at a time.
+
+Used by ``jobs/materialize.py`` (spark-submit or plain python), ``sparkraft materialize`` and the
+demo. Spark owns the stream's progress (its checkpoint holds the offsets of each micro-batch); the
+Delta tables own what has been applied (writer.py): the two together give exactly-once.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+log = logging.getLogger(__name__)
+
+CLUSTER_MARKER = "sparkraft-cluster-id"
+
+
+class CheckpointError(ValueError):
+    """The checkpoint belongs to another cluster."""
+
+
+def spark_session(app_name: str = "sparkraft-materializer"):
+    """A local Spark session (or the one spark-submit made), with the Python workers pointed at
+    this interpreter (else the Python data source cannot connect back)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.appName(app_name)
+             .master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    from streaming.source import SparkraftDataSource
+
+    spark.dataSource.register(SparkraftDataSource)
+    return spark
+
+
+def check_checkpoint(checkpoint: str, cluster_id: str) -> None:
+    """Bind a local checkpoint directory to a cluster: a checkpoint of another cluster's log would
+    resume at offsets that mean nothing here."""
+    if "://" in checkpoint and not checkpoint.startswith("file://"):
+        return  # object stores: Spark's own checkpoint checks only
+    root = Path(checkpoint.removeprefix("file://"))
+    marker = root / CLUSTER_MARKER
+    if marker.exists():
+        found = marker.read_text().strip()
+        if found != cluster_id:
+            raise CheckpointError(f"checkpoint {checkpoint} belongs to cluster {found}, not {cluster_id}")
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    marker.write_text(cluster_id + "\n")
+
+
+def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
+        available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
+        timeout: float = 15.0) -> None:
+    """Run the job until stopped (or, with ``available_now``, until it has caught up)."""
+    from delta_tables.writer import DeltaRsWriter
+    from quorum.rpc.raft_client import RaftClient
+    from streaming.materializer import Materializer
+
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    with RaftClient(bootstrap, timeout=timeout) as client:
+        cluster_id = client.describe_quorum().cluster_id
+    check_checkpoint(checkpoint, cluster_id)
+    materializer = Materializer(DeltaRsWriter(warehouse))
+    spark = spark or spark_session()
+    if not available_now:
+        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s)
+        return
+    # Available-now: up to what is committed now. Spark first re-runs a micro-batch that a killed
+    # run had planned but not committed, and for a Python source that may be all it runs, so
+    # repeat until the tables reach the high watermark seen at the start.
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
+        target = reader.high_watermark()
+    for _ in range(100):
+        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None)
+        if materializer.next_offset >= target:
+            return
+    raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
+
+
+def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
+               max_records_per_trigger: Optional[int], trigger_s: Optional[float]) -> None:
+    """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
+    reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
+              .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))
+    if max_records_per_trigger:
+        reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
+    writer = (reader.load().writeStream.foreachBatch(materializer.foreach_batch)
+              .option("checkpointLocation", checkpoint))
+    writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
+        processingTime=f"{trigger_s} seconds")
+    query = writer.start()
+    log.info("Materializing %s into %s (checkpoint %s)", bootstrap, materializer.writer.warehouse, checkpoint)
+    try:
+        query.awaitTermination()
+    finally:
+        if query.isActive:
+            query.stop()
+    if query.exception() is not None:
+        raise RuntimeError(f"the streaming query failed: {query.exception()}")

@@ -1,0 +1,145 @@
+"""Materializer: committed metadata records in (one micro-batch at a time), Delta tables out.
+
+It keeps the metadata image in memory, built by the same MetadataLoader the controllers and
+brokers use, and for each micro-batch:
+
+1. replays the records it has not applied yet (a replayed micro-batch is skipped record by record,
+   by offset) and notes the keys they touch (delta_tables/rows.py);
+2. appends them to ``records``;
+3. unless the log is inside a transaction (then the state tables wait for its end, so a cut never
+   shows half an operation), merges the touched keys' rows, as the image has them, into
+   ``topics``, ``partitions``, ``brokers`` and ``configs`` (deletes included);
+4. writes the ``snapshots`` row naming the cut: the offset and each table's version.
+
+Exactly once: each commit carries the writer's application transaction (see writer.py), and on
+start the image is rebuilt from ``records`` (its ``raw`` column) with the keys touched since the
+state tables' last commit, so a crash anywhere between two commits is repaired by the next batch.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_tables.rows import TouchedKeys, row
+from delta_tables.schemas import RECORDS, STATE_TABLES
+from delta_tables.writer import DeltaRsWriter
+from quorum.metadata.loader import MetadataLoader
+from quorum.metadata.records import MetadataRecord, decode_record
+from quorum.raft.control_records import NAMES as CONTROL_NAMES
+
+log = logging.getLogger(__name__)
+
+_CONTROL_TYPES = frozenset(CONTROL_NAMES.values())
+
+
+class GapError(Exception):
+    """A micro-batch starts after the next offset to apply: records would be missing."""
+
+
+class Materializer:
+    def __init__(self, writer: DeltaRsWriter):
+        self.writer = writer
+        writer.ensure_tables()
+        self.loader = MetadataLoader()
+        self.touched = TouchedKeys()
+        self.next_offset = 0
+        self.last_epoch = -1
+        self._rebuild()
+
+    # -- restart -------------------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """The image as of the last offset ``records`` holds, and the keys the state tables have
+        not caught up with."""
+        applied = self.writer.applied(RECORDS)
+        if applied < 0:
+            return
+        state_applied = min(self.writer.applied(t) for t in STATE_TABLES)
+        dataset = self.writer.table(RECORDS).to_pyarrow_dataset()
+        table = dataset.to_table(columns=["offset", "epoch", "type", "raw"],
+                                 filter=pc.field("offset") <= applied, use_threads=False)
+        table = table.sort_by("offset")
+        for offset, epoch, kind, raw in zip(*(table.column(c).to_pylist() for c in ("offset", "epoch", "type", "raw"))):
+            self._apply(offset, epoch, kind, raw, note=offset > state_applied)
+        self.loader.flush()
+        self.next_offset = applied + 1
+        log.info("Materializer resumes after offset %d (state tables at %d, %d keys to write)", applied,
+                 state_applied, sum(len(k) for k in self.touched.keys.values()))
+
+    def _apply(self, offset: int, epoch: int, kind: str, raw: bytes, note: bool = True) -> None:
+        self.last_epoch = epoch
+        if kind in _CONTROL_TYPES:
+            return
+        record = decode_record(raw)
+        if note and isinstance(record, MetadataRecord):
+            self.touched.note(record, offset, self.loader.image)
+        self.loader.replay(record, offset, epoch)
+
+    # -- a micro-batch -------------------------------------------------------------------------
+    def process(self, batch: pa.Table) -> dict[str, Any]:
+        """Apply one micro-batch (the streaming source's columns); what it wrote."""
+        batch = batch.sort_by("offset") if batch.num_rows else batch
+        offsets = batch.column("offset").to_pylist() if batch.num_rows else []
+        fresh = [i for i, o in enumerate(offsets) if o >= self.next_offset]
+        if fresh and offsets[fresh[0]] != self.next_offset:
+            raise GapError(f"the micro-batch starts at offset {offsets[fresh[0]]} but the tables end at "
+                           f"{self.next_offset - 1}")
+        records: list[dict[str, Any]] = []
+        if fresh:
+            cols = {c: batch.column(c).to_pylist() for c in ("offset", "epoch", "append_time", "type", "version",
+                                                             "json", "data")}
+            for i in fresh:
+                offset, epoch, kind, raw = cols["offset"][i], cols["epoch"][i], cols["type"][i], cols["data"][i]
+                self._apply(offset, epoch, kind, raw)
+                records.append({"offset": offset, "epoch": epoch, "append_time": cols["append_time"][i],
+                                "type": kind, "version": cols["version"][i], "data": _data_of(cols["json"][i]),
+                                "raw": raw})
+            self.loader.flush()
+            self.next_offset = records[-1]["offset"] + 1
+        last = self.next_offset - 1
+        out: dict[str, Any] = {"records": len(records), "last_offset": last}
+        if last < 0:
+            return out
+        if records:
+            self.writer.append_records(records, last)
+        if self.loader.in_transaction:
+            out["waiting_for_transaction"] = True
+            return out
+        if self.touched or any(self.writer.applied(t) < last for t in STATE_TABLES):
+            out["rows"] = self._write_state(last)
+            self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
+            out["cut"] = last
+        return out
+
+    def _write_state(self, last: int) -> dict[str, int]:
+        image = self.loader.image
+        written = {}
+        for table in STATE_TABLES:
+            upserts, deletes = [], []
+            for key, offset in self.touched.keys.get(table, {}).items():
+                r = row(table, key, image, offset)
+                if r is None:
+                    deletes.append(key)
+                else:
+                    upserts.append(r)
+            self.writer.merge_state(table, upserts, deletes, last)
+            written[table] = len(upserts) + len(deletes)
+        self.touched.clear()
+        return written
+
+    def foreach_batch(self, df, batch_id: int) -> None:
+        """``writeStream.foreachBatch`` target."""
+        table = df.toArrow()
+        result = self.process(table)
+        log.info("Micro-batch %d: %s", batch_id, result)
+
+
+def _data_of(json_text: Optional[str]) -> Optional[str]:
+    """The ``data`` part of a record's JSON form (the ``records.data`` column)."""
+    import json
+
+    if json_text is None:
+        return None
+    return json.dumps(json.loads(json_text).get("data"), separators=(",", ":"), sort_keys=True)

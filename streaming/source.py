@@ -1,0 +1,169 @@
+"""The ``sparkraft`` streaming data source: the committed metadata log as a Spark stream.
+
+    spark.dataSource.register(SparkraftDataSource)
+    spark.readStream.format("sparkraft").option("bootstrap.controllers", "h:9093,h:9094").load()
+
+Offsets are log offsets, ``{"offset": N}`` meaning "everything before N" (N is the next offset to
+read). Options: ``bootstrap.controllers`` (required), ``startingOffsets`` (``earliest``, ``latest``
+or a number; default ``earliest``), ``maxRecordsPerTrigger`` (through Spark's read-limit API).
+
+The driver side (initialOffset, latestOffset, partitions, commit) asks the quorum for its high
+watermark, retrying with backoff while there is no leader (a controller failover does not stop
+the job). ``read`` runs in Python workers: it is stateless, opens its own MetadataLogReader and
+yields pyarrow RecordBatches of the records in its range (control records included: they occupy
+offsets, and the ``records`` table holds every offset).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+log = logging.getLogger(__name__)
+
+SCHEMA_DDL = ("offset long, epoch int, append_time timestamp, type string, version int, json string, "
+              "data binary")
+ARROW_SCHEMA = pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("append_time", pa.timestamp("us", "UTC")),
+                          ("type", pa.string()), ("version", pa.int32()), ("json", pa.string()),
+                          ("data", pa.binary())])
+ROWS_PER_ARROW_BATCH = 10_000
+RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
+RETRY_FOR_S = 120.0  # then the query fails with the last error
+
+
+@dataclass(frozen=True)
+class LogRange(InputPartition):
+    start: int  # first offset
+    end: int  # one past the last
+
+
+def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool) -> tuple:
+    """One record as the source's columns (type and version from its JSON form)."""
+    if control:
+        from quorum.raft.control_records import decode_control
+
+        c = decode_control(data)
+        form = {"type": c.type_name, "version": c.data.get("version", 0), "data": c.data}
+    else:
+        from quorum.metadata.records import decode_record, to_json
+
+        form = to_json(decode_record(data))
+    return (offset, epoch, append_time_ms * 1000, form["type"], form["version"],
+            json.dumps(form, separators=(",", ":"), sort_keys=True), data)
+
+
+def _with_retry(what: str, fn):
+    """``fn()``, retried with backoff while the quorum cannot answer (no leader, unreachable)."""
+    from quorum.errors import Errors, SparkraftError
+
+    pause, deadline = RETRY_BACKOFF_S[0], time.monotonic() + RETRY_FOR_S
+    while True:
+        try:
+            return fn()
+        except SparkraftError as e:
+            if e.error is Errors.INCONSISTENT_CLUSTER_ID or time.monotonic() + pause > deadline:
+                raise
+            log.warning("%s failed (%s); retrying in %.1fs", what, e, pause)
+            time.sleep(pause)
+            pause = min(RETRY_BACKOFF_S[1], pause * 2)
+
+
+class SparkraftStreamReader(DataSourceStreamReader):
+    def __init__(self, options: dict):
+        self.bootstrap = options.get("bootstrap.controllers") or options.get("bootstrap.controller")
+        if not self.bootstrap:
+            raise ValueError("the sparkraft source needs option bootstrap.controllers=HOST:PORT[,HOST:PORT...]")
+        self.starting = str(options.get("startingOffsets", "earliest"))
+        max_records = options.get("maxRecordsPerTrigger")
+        self.max_records = int(max_records) if max_records else None
+        if self.max_records is not None and self.max_records <= 0:
+            raise ValueError(f"maxRecordsPerTrigger must be positive, got {max_records}")
+        self.cluster_id = options.get("cluster.id", "")
+        self._reader = None
+
+    def _high_watermark(self) -> int:
+        from quorum.rpc.log_reader import MetadataLogReader
+
+        if self._reader is None:
+            self._reader = MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=10)
+        return max(0, _with_retry("high watermark", self._reader.high_watermark))
+
+    def initialOffset(self) -> dict:
+        if self.starting == "earliest":
+            return {"offset": 0}
+        if self.starting == "latest":
+            return {"offset": self._high_watermark()}
+        try:
+            return {"offset": int(self.starting)}
+        except ValueError:
+            raise ValueError(f"startingOffsets must be earliest, latest or an offset, got {self.starting!r}") from None
+
+    def getDefaultReadLimit(self):
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        hw = self._high_watermark()
+        if start is None:  # Spark before 4.2 calls latestOffset() without arguments
+            return {"offset": hw}
+        end = max(start["offset"], hw)
+        if isinstance(limit, ReadMaxRows):
+            end = min(end, start["offset"] + limit.max_rows)
+        return {"offset": end}
+
+    def partitions(self, start: dict, end: dict):
+        return [LogRange(start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
+
+    def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
+        from quorum.rpc.log_reader import MetadataLogReader
+
+        rows: list[tuple] = []
+        with MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=30) as reader:
+            offset = partition.start
+            while offset < partition.end:
+                chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
+                for r in chunk.records:
+                    if r.offset >= partition.end:
+                        break
+                    rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
+                    if len(rows) >= ROWS_PER_ARROW_BATCH:
+                        yield _batch(rows)
+                        rows = []
+                offset = min(chunk.next_offset, partition.end) if chunk.records else offset
+        if rows:
+            yield _batch(rows)
+
+    def commit(self, end: dict) -> None:
+        pass  # the log is the source of truth; nothing to release
+
+    def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+
+def _batch(rows: list[tuple]) -> pa.RecordBatch:
+    columns = list(zip(*rows))
+    return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, ARROW_SCHEMA)],
+                                      schema=ARROW_SCHEMA)
+
+
+class SparkraftDataSource(DataSource):
+    """``format("sparkraft")``: see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "sparkraft"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def streamReader(self, schema) -> SparkraftStreamReader:
+        return SparkraftStreamReader(self.options)

@@ -1,0 +1,183 @@
+"""The materialiser without Spark: records in, Delta tables out, read back with a second reader
+(pyarrow datasets over the Delta files, not the writer's code), and crashes between commits."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.rows import image_rows
+from delta_tables.schemas import PARTITIONS, RECORDS, SNAPSHOTS, STATE_TABLES
+from delta_tables.writer import DeltaRsWriter, WarehouseError
+from quorum.controller import api
+from quorum.controller.local import LocalController
+from quorum.metadata.records import HEADER
+from streaming.materializer import GapError, Materializer
+from streaming.source import ARROW_SCHEMA, record_row
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "unit" / "controller"))
+from controller_helpers import controller, create, heartbeat  # noqa: E402
+
+
+def log_rows(c: LocalController, start: int = 0, end: int | None = None) -> list[tuple]:
+    """The controller's committed log as the streaming source's rows."""
+    out = []
+    for b in c.log:
+        for i, raw in enumerate(b.records):
+            o = b.base_offset + i
+            if o >= start and (end is None or o < end):
+                out.append(record_row(o, b.epoch, b.append_time_ms, raw, b.control))
+    return out
+
+
+def as_batch(rows: list[tuple]) -> pa.Table:
+    columns = list(zip(*rows)) if rows else [[] for _ in ARROW_SCHEMA]
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, ARROW_SCHEMA)],
+                                schema=ARROW_SCHEMA)
+
+
+def table_rows(warehouse, table: str, cut=None) -> list[dict]:
+    """A table's rows through pyarrow (a reader independent of the writer), keys sorted."""
+    rows = read_table(tables_at(str(warehouse), cut)[table]).to_pylist()
+    for r in rows:
+        r.pop("last_offset", None)
+        r.pop("bucket", None)
+    return sorted(rows, key=lambda r: sorted((k, str(v)) for k, v in r.items()))
+
+
+def image_table(image, table: str) -> list[dict]:
+    rows = image_rows(table, image)
+    for r in rows:
+        r.pop("last_offset", None)
+        r.pop("bucket", None)
+    return sorted(rows, key=lambda r: sorted((k, str(v)) for k, v in r.items()))
+
+
+def assert_tables_equal_image(warehouse, image, cut=None):
+    for table in STATE_TABLES:
+        assert table_rows(warehouse, table, cut) == image_table(image, table), table
+
+
+def busy_controller() -> LocalController:
+    c, epochs = controller(brokers=4, racks=["a", "b"])
+    create(c, "orders", 6, 3, configs=(("retention.ms", "1000"),))
+    create(c, "payments", 3, 2)
+    create(c, "gone", 2, 2)
+    c.request(api.DeleteTopicsRequest(("gone",)))
+    c.request(api.IncrementalAlterConfigsRequest(((
+        api.ConfigResourceKey("TOPIC", "orders"), (api.AlterableConfig("cleanup.policy", "SET", "compact"),
+                                                   api.AlterableConfig("retention.ms", "DELETE"))),)))
+    heartbeat(c, 0, epochs[0], want_shutdown=True)  # leaderships move: sparse PartitionChangeRecords
+    return c
+
+
+def test_tables_equal_the_image_at_each_cut_and_records_hold_every_offset_once(tmp_path):
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    half = len(rows) // 2
+    m.process(as_batch(rows[:half]))
+    m.process(as_batch(rows[half - 5:]))  # overlapping: the replayed part is skipped
+    cut = latest_cut(str(tmp_path))
+    assert cut.offset == c.end_offset - 1
+    assert_tables_equal_image(tmp_path, c.core.image, cut)
+    offsets = read_table(tables_at(str(tmp_path), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(c.end_offset))
+    topics = {r["name"] for r in table_rows(tmp_path, "topics")}
+    assert topics == {"orders", "payments"}
+    configs = {(r["resource_name"], r["name"]): r["value"] for r in table_rows(tmp_path, "configs")}
+    assert configs == {("orders", "cleanup.policy"): "compact"}
+
+    # the earlier cut still reads as it was
+    first = latest_cut(str(tmp_path), half - 1)
+    assert first.offset < cut.offset
+
+
+def test_a_crash_between_table_commits_is_repaired_by_the_replayed_batch(tmp_path, monkeypatch):
+    c = busy_controller()
+    rows = log_rows(c)
+    writer = DeltaRsWriter(tmp_path)
+    m = Materializer(writer)
+    real_merge = writer.merge_state
+
+    def crash_on_partitions(table, *a, **kw):
+        if table == PARTITIONS:
+            raise RuntimeError("SIGKILL")
+        return real_merge(table, *a, **kw)
+
+    monkeypatch.setattr(writer, "merge_state", crash_on_partitions)
+    with pytest.raises(RuntimeError, match="SIGKILL"):
+        m.process(as_batch(rows))
+    monkeypatch.undo()
+    assert writer.applied(RECORDS) == c.end_offset - 1 and writer.applied("topics") == c.end_offset - 1
+    assert writer.applied(PARTITIONS) == -1 and writer.applied(SNAPSHOTS) == -1
+
+    restarted = Materializer(DeltaRsWriter(tmp_path))  # a new process: the image comes from `records`
+    assert restarted.loader.image.topics == c.core.image.topics
+    restarted.process(as_batch(rows))  # Spark replays the batch it never committed
+    cut = latest_cut(str(tmp_path))
+    assert cut.offset == c.end_offset - 1
+    assert_tables_equal_image(tmp_path, c.core.image, cut)
+    offsets = read_table(tables_at(str(tmp_path), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(c.end_offset)), "every offset exactly once"
+
+
+def test_a_transaction_is_never_half_visible(tmp_path):
+    c, _ = controller(brokers=3, max_records_per_batch=50)
+    create(c, "big", 120, 3)  # Begin + Topic + 120 partitions + End, over 3 batches
+    rows = log_rows(c)
+    begin = next(i for i, r in enumerate(rows) if r[3] == "BEGIN_TRANSACTION_RECORD")
+    m = Materializer(DeltaRsWriter(tmp_path))
+    result = m.process(as_batch(rows[:begin + 60]))  # ends inside the transaction
+    assert result.get("waiting_for_transaction")
+    cuts = read_table(tables_at(str(tmp_path), None)[SNAPSHOTS]).column("offset").to_pylist()
+    assert all(o < rows[begin][0] for o in cuts)  # no cut inside the transaction
+    assert all(r["name"] != "big" for r in table_rows(tmp_path, "topics"))
+    m.process(as_batch(rows[begin + 60:]))
+    assert len([r for r in table_rows(tmp_path, PARTITIONS) if r["topic_name"] == "big"]) == 120
+
+
+def test_unknown_records_are_kept_and_do_not_stop_it_and_gaps_are_refused(tmp_path):
+    c = busy_controller()
+    rows = log_rows(c)
+    future = HEADER.pack(999, 3) + b"\x08\x01"  # a record type from a newer writer
+    unknown = record_row(len(rows), 1, 0, future, False)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    m.process(as_batch(rows + [unknown]))
+    records = read_table(tables_at(str(tmp_path), None)[RECORDS]).to_pylist()
+    assert [r["type"] for r in records if r["offset"] == len(rows)] == ["UNKNOWN_RECORD_999"]
+    assert latest_cut(str(tmp_path)).offset == len(rows)
+    with pytest.raises(GapError):
+        m.process(as_batch([record_row(len(rows) + 5, 1, 0, future, False)]))
+
+
+def test_a_warehouse_that_is_not_one_is_refused(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(WarehouseError, match="not a directory"):
+        DeltaRsWriter(tmp_path / "file").ensure_tables()
+    (tmp_path / "wh" / "topics").mkdir(parents=True)
+    (tmp_path / "wh" / "topics" / "data.csv").write_text("a,b")
+    with pytest.raises(WarehouseError, match="not a Delta table"):
+        DeltaRsWriter(tmp_path / "wh").ensure_tables()
+
+
+def test_maintenance_compacts_small_files_and_changes_no_row(tmp_path):
+    from deltalake import DeltaTable
+
+    from jobs.maintenance import maintain
+
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    for i in range(0, len(rows), 8):  # many small micro-batches: many small files
+        m.process(as_batch(rows[i:i + 8]))
+    before = len(DeltaTable(str(tmp_path / RECORDS)).file_uris())
+    report = maintain(str(tmp_path), retention_hours=0)
+    after = len(DeltaTable(str(tmp_path / RECORDS)).file_uris())
+    assert before > 3 and after == 1 and report[RECORDS]["files_removed"] == before
+    assert_tables_equal_image(tmp_path, c.core.image)
+    offsets = read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(c.end_offset))

@@ -1,0 +1,170 @@
+"""The whole pipeline for real: a quorum, a Spark Structured Streaming query over the ``sparkraft``
+source, Delta tables written by delta-rs and read back with pyarrow and DataFusion; a SIGKILLed
+``sparkraft materialize`` restarted; and the commands' bad input."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import sparkraft_cmd, wait_for
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.schemas import RECORDS, SNAPSHOTS
+from quorum.metadata.loader import MetadataLoader
+from quorum.rpc.log_reader import MetadataLogReader, replay
+from test_materializer import assert_tables_equal_image
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-process ControllerNodes)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from streaming.job import spark_session
+
+    session = spark_session("sparkraft-tests")
+    yield session
+    session.stop()
+
+
+def bootstrap_of(cluster) -> str:
+    return ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+
+
+def image_at(bootstrap: str, offset: int):
+    """The committed image at ``offset``, replayed from the quorum's log."""
+    with MetadataLogReader(bootstrap) as reader:
+        return replay(MetadataLoader(), reader.follow(0, until=offset + 1, wait_ms=200))
+
+
+def test_the_stream_materialises_the_controllers_image_exactly(cluster, spark, tmp_path):
+    from quorum.controller import api
+    from streaming import job
+
+    cluster.active()
+    cluster.register_brokers()
+    cluster.client.create_topic("orders", 6, 3, [("retention.ms", "1000")])
+    cluster.client.create_topic("payments", 3, 2)
+    bootstrap = bootstrap_of(cluster)
+    wh, ck = str(tmp_path / "wh"), str(tmp_path / "ck")
+    job.run(bootstrap, wh, ck, available_now=True, spark=spark)
+    first = latest_cut(wh)
+    assert_tables_equal_image(wh, image_at(bootstrap, first.offset), first)
+
+    # more changes, and the same query (same checkpoint) picks up from where it stopped
+    cluster.client.delete_topic("payments")
+    cluster.client.alter_configs(api.ConfigResourceKey("TOPIC", "orders"),
+                                 [api.AlterableConfig("retention.ms", "DELETE"),
+                                  api.AlterableConfig("cleanup.policy", "SET", "compact")])
+    cluster.client.create_partitions("orders", 8)
+    job.run(bootstrap, wh, ck, available_now=True, spark=spark)
+    second = latest_cut(wh)
+    assert second.offset > first.offset
+    assert_tables_equal_image(wh, image_at(bootstrap, second.offset), second)
+    assert_tables_equal_image(wh, image_at(bootstrap, first.offset), first)  # time travel by cut
+    offsets = read_table(tables_at(wh, second)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(second.offset + 1))
+
+    # SQL through DataFusion, at the newest cut and at the first one
+    from delta_tables.sql import query_datafusion
+
+    now = query_datafusion(wh, "SELECT name, partition_count FROM topics ORDER BY name").to_pylist()
+    assert now == [{"name": "orders", "partition_count": 8}]
+    then = query_datafusion(wh, "SELECT name FROM topics ORDER BY name", as_of_offset=first.offset).to_pylist()
+    assert then == [{"name": "orders"}, {"name": "payments"}]
+
+
+def test_sigkill_of_the_job_loses_and_duplicates_nothing(controller_processes, tmp_path):
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    cp.wait_leader()
+    import threading
+
+    from quorum.broker.lifecycle import BrokerLifecycle
+    from quorum.controller import api
+    from quorum.log.meta_properties import random_uuid
+    from quorum.rpc.controller_client import ControllerClient
+
+    with ControllerClient(cp.bootstrap(), timeout=20) as admin:
+        cluster_id = admin.describe_cluster().cluster_id
+        brokers = [BrokerLifecycle(admin, b, cluster_id, random_uuid(),
+                                   (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9000 + b),), None,
+                                   heartbeat_interval_ms=500) for b in (101, 102, 103)]
+        for b in brokers:
+            threading.Thread(target=b.run, daemon=True).start()
+        wait_for(lambda: all(b.state.broker_epoch >= 0 and not b.state.fenced for b in brokers), 20,
+                 "three brokers unfenced")
+        wh, ck = tmp_path / "wh", tmp_path / "ck"
+        args = ["materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse", str(wh),
+                "--checkpoint", str(ck), "--trigger", "0.2", "--max-records-per-trigger", "40"]
+        log = open(tmp_path / "job.log", "wb")
+        job = subprocess.Popen(sparkraft_cmd(*args), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            for i in range(12):
+                admin.create_topic(f"t{i}", 10, 2)
+            wait_for(lambda: (wh / SNAPSHOTS / "_delta_log").exists() and _cuts(wh) >= 2, 120,
+                     "the job to write a few cuts")
+            job.send_signal(signal.SIGKILL)
+            job.wait(10)
+            for i in range(12, 16):
+                admin.create_topic(f"t{i}", 10, 2)
+        finally:
+            if job.poll() is None:
+                job.kill()
+            log.close()
+            for b in brokers:
+                b.stop()
+        again = subprocess.run(sparkraft_cmd(*args[:-4], "--available-now"), capture_output=True, text=True,
+                               timeout=300)
+        assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    cut = latest_cut(str(wh))
+    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
+    image = image_at(cp.bootstrap(), cut.offset)
+    assert len(image.topics.topic_names()) == 16
+    assert_tables_equal_image(str(wh), image, cut)
+
+
+def _cuts(wh: Path) -> int:
+    try:
+        return read_table(tables_at(str(wh), None)[SNAPSHOTS]).num_rows
+    except Exception:
+        return 0
+
+
+def test_bad_input_is_one_line_and_non_zero(controller_processes, tmp_path):
+    def run(*args):
+        r = subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=120)
+        return r.returncode, r.stderr.strip()
+
+    code, err = run("sql", "SELECT * FROM topics", "--warehouse", str(tmp_path / "nowhere"))
+    assert code == 1 and err.startswith("ERROR:") and "not a Delta table" in err and "\n" not in err
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    cp.wait_leader()
+    wh = tmp_path / "wh"
+    code, err = run("materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse", str(wh),
+                    "--checkpoint", str(tmp_path / "ck"), "--available-now")
+    assert code == 0, err
+    code, err = run("sql", "SELEC oops", "--warehouse", str(wh))
+    assert code == 1 and err.startswith("ERROR:") and "SELEC" in err
+    code, err = run("sql", "SELECT * FROM topics", "--warehouse", str(wh), "--as-of-offset", "-1")
+    assert code == 1 and "no consistent cut at or below offset -1" in err
+    (tmp_path / "ck" / "sparkraft-cluster-id").write_text("Some0ther0Cluster0Idxx\n")
+    code, err = run("materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse", str(wh),
+                    "--checkpoint", str(tmp_path / "ck"), "--available-now")
+    assert code == 1 and "belongs to cluster Some0ther0Cluster0Idxx" in err
+    code, err = run("materialize", "--bootstrap-controller", "127.0.0.1:1", "--warehouse", str(wh),
+                    "--checkpoint", str(tmp_path / "ck2"), "--timeout", "1")
+    assert code == 1 and err.startswith("NETWORK_EXCEPTION")
+    rows = json.loads(subprocess.run(sparkraft_cmd("sql", "SELECT count(*) AS n FROM records", "--warehouse",
+                                                   str(wh), "--json"), capture_output=True, text=True).stdout)
+    assert rows[0]["n"] > 0
