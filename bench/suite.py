@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "controller": "bench.controller_bench",
     "broker": "bench.broker_bench",
     "writes": "bench.writes_bench",
+    "materialize": "bench.materialize_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

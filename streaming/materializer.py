@@ -8,7 +8,8 @@ brokers use, and for each micro-batch:
 2. appends them to ``records``;
 3. unless the log is inside a transaction (then the state tables wait for its end, so a cut never
    shows half an operation), merges the touched keys' rows, as the image has them, into
-   ``topics``, ``partitions``, ``brokers`` and ``configs`` (deletes included);
+   ``topics``, ``partitions``, ``brokers`` and ``configs`` (deletes included); a table no record
+   touched is left alone (its current version already holds the cut);
 4. writes the ``snapshots`` row naming the cut: the offset and each table's version.
 
 Exactly once: each commit carries the writer's application transaction (see writer.py), and on
@@ -107,8 +108,10 @@ class Materializer:
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True
             return out
-        if self.touched or any(self.writer.applied(t) < last for t in STATE_TABLES):
+        changed = bool(self.touched)
+        if changed:
             out["rows"] = self._write_state(last)
+        if records or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
             out["cut"] = last
         return out
@@ -124,16 +127,22 @@ class Materializer:
                     deletes.append(key)
                 else:
                     upserts.append(r)
-            self.writer.merge_state(table, upserts, deletes, last)
+            if upserts or deletes:  # a table nothing touched keeps its version: it holds the cut already
+                self.writer.merge_state(table, upserts, deletes, last)
             written[table] = len(upserts) + len(deletes)
         self.touched.clear()
         return written
 
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target."""
+        import time
+
+        started = time.monotonic()
         table = df.toArrow()
+        fetched = time.monotonic()
         result = self.process(table)
-        log.info("Micro-batch %d: %s", batch_id, result)
+        log.info("Micro-batch %d: %s (source %.2fs, Delta %.2fs)", batch_id, result, fetched - started,
+                 time.monotonic() - fetched)
 
 
 def _data_of(json_text: Optional[str]) -> Optional[str]:

@@ -1,0 +1,195 @@
+"""The Spark pipeline: freshness, sustained records/s, and what a small micro-batch costs as the
+``partitions`` table grows.
+
+- **micro-batch cost**: a ``partitions`` table of 20,000 / 200,000 (/ 2,000,000 in full mode)
+  rows, laid out as the materialiser lays it out (bucketed by topic); 10 rows change: the
+  materialiser's MERGE (time, files rewritten) beside a naive full rewrite of the table.
+- **freshness**: 3 controller processes; topics of 9 partitions created at ~1,000 records/s while
+  ``sparkraft materialize``'s job runs in this process (0.2 s trigger); for each create, the time
+  from its acknowledgement to its row being visible in ``topics`` to a second reader.
+- **sustained**: the same job catching up on a backlog (available-now): records/s.
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from pathlib import Path
+
+from bench.harness.plots import line_chart
+from bench.harness.results import fmt_number, markdown_table
+from bench.harness.stats import percentile
+from bench.suite import Context
+
+NAME = "materialize"
+TITLE = "Spark pipeline: freshness, records/s and micro-batch cost by table size"
+REQUIRES: tuple[str, ...] = ()
+
+QUICK_TABLE_SIZES = (20_000, 200_000)
+FULL_TABLE_SIZES = (20_000, 200_000, 2_000_000)
+CHANGED_ROWS = 10
+TOPIC_PARTITIONS = 100
+FRESHNESS_S = {True: 15.0, False: 60.0}
+RATE_RECORDS_PER_S = 1000
+CREATE_PARTITIONS = 9  # + the TopicRecord: 10 records a create
+GOAL_P50_S, GOAL_P99_S = 1.5, 5.0
+
+
+def _partition_rows(n: int, changed: int = 0, offset: int = 1) -> list[dict]:
+    from delta_tables.schemas import partition_bucket
+
+    rows = []
+    for i in range(n):
+        tid = f"T{i // TOPIC_PARTITIONS:021d}"
+        leader = (i % 30) + 101 if i >= changed else 999
+        rows.append({"topic_id": tid, "topic_name": f"t{i // TOPIC_PARTITIONS}", "partition": i % TOPIC_PARTITIONS,
+                     "replicas": [101, 102, 103], "isr": [101, 102, 103], "leader": leader, "leader_epoch": 0,
+                     "partition_epoch": 0, "adding_replicas": [], "removing_replicas": [], "last_offset": offset,
+                     "bucket": partition_bucket(tid)})
+    return rows
+
+
+def micro_batch_cost(rows: int, work: Path) -> dict:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from delta_tables.schemas import PARTITIONS, SCHEMAS
+    from delta_tables.writer import DeltaRsWriter
+
+    writer = DeltaRsWriter(work / f"wh-{rows}")
+    writer.ensure_tables()
+    base = _partition_rows(rows)
+    for start in range(0, rows, 500_000):
+        writer.merge_state(PARTITIONS, base[start:start + 500_000], [], start + 1)
+    changed = [dict(r, leader=999, last_offset=rows + 10) for r in base[::max(1, rows // CHANGED_ROWS)][:CHANGED_ROWS]]
+    t0 = time.monotonic()
+    metrics = writer.merge_state(PARTITIONS, changed, [], rows + 10)
+    merge_s = time.monotonic() - t0
+    # The naive way: rewrite the whole table with the 10 rows changed.
+    by_key = {(r["topic_id"], r["partition"]): r for r in changed}
+    full = [by_key.get((r["topic_id"], r["partition"]), r) for r in base]
+    naive_path = work / f"naive-{rows}"
+    write_deltalake(str(naive_path), pa.Table.from_pylist(base, schema=SCHEMAS[PARTITIONS]), partition_by=["bucket"])
+    table = pa.Table.from_pylist(full, schema=SCHEMAS[PARTITIONS])
+    t0 = time.monotonic()
+    write_deltalake(str(naive_path), table, mode="overwrite", partition_by=["bucket"])
+    naive_s = time.monotonic() - t0
+    return {"rows": rows, "merge_s": merge_s, "files_rewritten": metrics.get("num_target_files_removed"),
+            "files_added": metrics.get("num_target_files_added"), "rows_copied": metrics.get("num_target_rows_copied"),
+            "naive_rewrite_s": naive_s, "naive_files": len(table.column("bucket").unique())}
+
+
+def freshness(ctx: Context, seconds: float) -> dict:
+    from bench.controller_bench import start_rig, stop_rig
+    from delta_tables.cut import read_table, tables_at
+    from quorum.controller import api
+    from streaming import job
+    from streaming.materializer import Materializer
+
+    work = ctx.work_dir / "freshness"
+    work.mkdir()
+    rig = start_rig(work, ctx, process_brokers=())
+    spark = job.spark_session("sparkraft-bench")
+    acked: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    stop = threading.Event()
+    wh, ck = str(work / "wh"), str(work / "ck")
+    try:
+        cluster_id = rig.cluster.client.describe_quorum().cluster_id
+        job.check_checkpoint(ck, cluster_id)
+        from delta_tables.writer import DeltaRsWriter
+
+        materializer = Materializer(DeltaRsWriter(wh))
+        query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
+            spark, materializer, rig.cluster.bootstrap, cluster_id, ck, None, 0.2))
+        query_thread.start()
+        ready = time.monotonic() + 120
+        while materializer.next_offset == 0 and time.monotonic() < ready:  # the query's first batch is done
+            time.sleep(0.05)
+        time.sleep(1.0)
+
+        def watch():  # a second reader of the topics table
+            while not stop.is_set():
+                try:
+                    names = read_table(tables_at(wh, None)["topics"]).column("name").to_pylist()
+                except Exception:
+                    names = []
+                now = time.monotonic()
+                for n in names:
+                    seen.setdefault(n, now)
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        interval = (CREATE_PARTITIONS + 1) / RATE_RECORDS_PER_S
+        end = time.monotonic() + seconds
+        i = 0
+        next_at = time.monotonic()
+        while time.monotonic() < end:
+            name = f"f{i:06d}"
+            rig.admin.create_topics([api.CreatableTopic(name, CREATE_PARTITIONS, 3)])
+            acked[name] = time.monotonic()
+            i += 1
+            next_at += interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+        wait_until = time.monotonic() + 30
+        while time.monotonic() < wait_until and len(seen.keys() & acked.keys()) < len(acked):
+            time.sleep(0.1)
+        stop.set()
+        delays = [seen[n] - acked[n] for n in acked if n in seen]
+        return {"creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
+                "visible": len(delays), "p50_s": percentile(delays, 50) if delays else None,
+                "p99_s": percentile(delays, 99) if delays else None,
+                "mean_s": statistics.fmean(delays) if delays else None}
+    finally:
+        stop.set()
+        for q in spark.streams.active:
+            q.stop()
+        spark.stop()
+        stop_rig(rig)
+
+
+def run(ctx: Context) -> dict:
+    results: dict = {"micro_batch": [], "systems": {"sparkraft": {"errors": []}}}
+    for rows in (QUICK_TABLE_SIZES if ctx.quick else FULL_TABLE_SIZES):
+        with ctx.progress.phase(f"10-row micro-batch into a {rows:,}-row partitions table"):
+            r = micro_batch_cost(rows, ctx.work_dir)
+        results["micro_batch"].append(r)
+        ctx.progress.line(f"  merge {r['merge_s']:.2f}s rewriting {r['files_rewritten']} files; naive rewrite "
+                          f"{r['naive_rewrite_s']:.2f}s of {r['naive_files']} files")
+    seconds = FRESHNESS_S[ctx.quick]
+    with ctx.progress.phase(f"freshness at ~{RATE_RECORDS_PER_S:,} records/s for {seconds:g}s"):
+        try:
+            results["freshness"] = freshness(ctx, seconds)
+        except Exception as e:
+            results["systems"]["sparkraft"]["errors"].append(f"freshness: {type(e).__name__}: {e}")
+            ctx.progress.line(f"freshness FAILED: {e}")
+    return results
+
+
+def report(document: dict) -> str:
+    results, machine = document["results"], document["machine"]
+    rows = [[f"{r['rows']:,}", fmt_number(r["merge_s"], 2), r["files_rewritten"], fmt_number(r["naive_rewrite_s"], 2),
+             r["naive_files"], fmt_number(r["naive_rewrite_s"] / r["merge_s"], 1)] for r in results["micro_batch"]]
+    f = results.get("freshness") or {}
+    text = [f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']} "
+            f"({document['mode']} mode).", "",
+            markdown_table(["partitions rows", "10-row MERGE s", "files rewritten", "full rewrite s", "files",
+                            "full ÷ MERGE"], rows)]
+    if f:
+        text += ["", f"Freshness at {fmt_number(f.get('records_per_s'))} records/s committed: p50 "
+                     f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
+                     f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {GOAL_P50_S:g} s, "
+                     f"p99 ≤ {GOAL_P99_S:g} s)."]
+    errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
+    return "\n".join(text + ([""] + [f"Errors: {e}" for e in errors] if errors else []))
+
+
+def plot(document: dict, plots_dir: Path) -> list[Path]:
+    mb = document["results"]["micro_batch"]
+    if not mb:
+        return []
+    series = {"10-row MERGE": [(r["rows"], r["merge_s"]) for r in mb],
+              "full rewrite": [(r["rows"], r["naive_rewrite_s"]) for r in mb]}
+    return [line_chart(plots_dir / "materialize-micro-batch.png", "A 10-row micro-batch into the partitions table",
+                       series, "rows in the table", "seconds", subtitle=document["machine"]["date"][:10])]
