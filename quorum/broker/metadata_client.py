@@ -10,8 +10,9 @@ Where the first image comes from (``bootstrap_source``), newest first:
 
 - ``cache``: the broker's own cache from its last run (``<metadata.log.dir>/metadata-cache``), if it
   belongs to this cluster and is intact (else it is discarded with a warning);
-- a **bootstrap source** given by the caller (the Delta cut reader plugs in here): a callable that
-  returns an image and the offset to read next, or None;
+- ``delta``: a bootstrap source given by the caller, a callable that returns an image and the
+  offset to read next, or None: ``broker start --warehouse`` passes the latest consistent cut of
+  the Delta tables (delta_tables/bootstrap.py);
 - ``log``: an empty image, replaying the log from offset 0.
 
 Whichever it is, the client then reads only what comes after it. It persists the cache
@@ -249,6 +250,10 @@ class BrokerMetadataClient:
     def start(self) -> "BrokerMetadataClient":
         """Bootstrap, then follow the log on a background thread."""
         self.bootstrap()
+        return self.follow()
+
+    def follow(self) -> "BrokerMetadataClient":
+        """Follow the log on a background thread from where the image is (after ``bootstrap``)."""
         self._thread = threading.Thread(target=self.run, name="broker-metadata", daemon=True)
         self._thread.start()
         return self

@@ -1,8 +1,9 @@
 """``sparkraft broker start``: run a broker's cluster membership in the foreground.
 
 The broker (``process.roles=broker``) finds the controllers through ``controller.quorum.voters``
-or ``controller.quorum.bootstrap.servers``. It first loads its metadata image (its cache in
-``metadata.log.dir`` from the last run, else the log from offset 0) and follows the committed log
+or ``controller.quorum.bootstrap.servers``. It first loads its metadata image (the newest of its
+cache in ``metadata.log.dir`` from the last run and, with ``--warehouse``, the latest consistent cut
+of the Delta tables; else the log from offset 0) and follows the committed log
 as an observer (:mod:`quorum.broker.metadata_client`); then it registers its ``listeners`` as
 endpoints with its ``broker.rack`` and a fresh incarnation id, and heartbeats every
 ``broker.heartbeat.interval.ms`` with the offset its image has reached, so it is unfenced once it
@@ -31,7 +32,9 @@ def register(subparsers) -> None:
     start = add_command(commands, "start", "run a broker in the foreground until SIGTERM or SIGINT",
                         run_start, log_default="INFO")
     start.add_argument("-c", "--config", required=True, metavar="FILE", help="the broker's properties file")
-    start.add_argument("--warehouse", metavar="URI", help="Delta warehouse to bootstrap metadata from (reserved)")
+    start.add_argument("--warehouse", metavar="URI",
+                       help="the Delta warehouse of `sparkraft materialize`: bootstrap from its latest consistent cut "
+                            "when that is newer than the broker's cache")
 
 
 def broker_endpoints(config) -> tuple:
@@ -91,7 +94,13 @@ def run_start(args: argparse.Namespace) -> int:
             except Exception as e:  # controllers not up yet
                 log.info("Broker %d: no controller answers yet (%s)", config.node_id, e)
                 stop.wait(1.0)
-        metadata = BrokerMetadataClient(controllers_of(config), cluster_id, cache_dir=config.log_dir)
+        source = None
+        if args.warehouse:
+            from delta_tables.bootstrap import image_from_cut
+
+            source = lambda: image_from_cut(args.warehouse)  # noqa: E731
+        metadata = BrokerMetadataClient(controllers_of(config), cluster_id, cache_dir=config.log_dir,
+                                        bootstrap_source=source)
         metadata.start()
         log.info("Broker %d: metadata bootstrapped from %s at offset %d in %.2fs; following the log",
                  config.node_id, metadata.stats.bootstrap_source, metadata.stats.bootstrap_offset,

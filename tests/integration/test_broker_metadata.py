@@ -139,3 +139,56 @@ def test_the_cache_is_written_in_the_background_while_following(cluster, tmp_pat
         assert rest.topics == client.image.topics
     finally:
         client.stop(save=False)
+
+
+def test_a_broker_bootstraps_from_the_delta_cut_and_fetches_only_what_follows(cluster, tmp_path):
+    """The warehouse is written by the materialiser (fed straight from the log, no Spark here);
+    the broker loads the cut's image, which equals the controller's at that offset, and then
+    fetches only the records after it."""
+    from delta_tables.bootstrap import image_from_cut
+    from delta_tables.cut import latest_cut
+    from delta_tables.writer import DeltaRsWriter
+    from quorum.rpc.log_reader import MetadataLogReader
+    from streaming.materializer import Materializer
+    from streaming.source import record_row
+
+    sys_path_streaming()
+    from test_materializer import as_batch
+
+    cluster.active()
+    cluster.register_brokers()
+    cluster.client.create_topic("orders", 6, 3)
+    cluster.client.create_topic("payments", 2, 2, [("retention.ms", "1000")])
+    wh = str(tmp_path / "wh")
+    with MetadataLogReader(bootstrap_of(cluster)) as reader:
+        hw = reader.high_watermark()
+        rows = [record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control)
+                for r in reader.follow(0, until=hw, wait_ms=100)]
+    Materializer(DeltaRsWriter(wh)).process(as_batch(rows))
+    cut = latest_cut(wh)
+    assert cut.offset == hw - 1
+    cluster.client.create_topic("after-the-cut", 3, 3)
+    with MetadataLogReader(bootstrap_of(cluster)) as reader:
+        created_by = reader.high_watermark() - 1  # the create is committed at or before this offset
+
+    client = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, tmp_path / "b",
+                                  bootstrap_source=lambda: image_from_cut(wh), fetch_wait_ms=100)
+    client.bootstrap()
+    assert client.stats.bootstrap_source == "delta" and client.stats.bootstrap_offset == cut.offset
+    client.follow()
+    try:
+        assert client.wait_for(created_by, 15), "the broker did not catch up"
+        assert client.image.topics.topic_by_name("after-the-cut") is not None
+        wait_for(lambda: same_as_controller(client, cluster.nodes[3]), 15, "the broker to equal controller 3")
+        assert client.stats.records_fetched == client.next_offset - (cut.offset + 1)
+    finally:
+        client.stop(save=False)
+
+
+def sys_path_streaming():
+    import sys
+    from pathlib import Path
+
+    path = str(Path(__file__).parent.parent / "streaming")
+    if path not in sys.path:
+        sys.path.insert(0, path)

@@ -71,6 +71,12 @@ def busy_controller() -> LocalController:
         api.ConfigResourceKey("TOPIC", "orders"), (api.AlterableConfig("cleanup.policy", "SET", "compact"),
                                                    api.AlterableConfig("retention.ms", "DELETE"))),)))
     heartbeat(c, 0, epochs[0], want_shutdown=True)  # leaderships move: sparse PartitionChangeRecords
+    # the domains no state table holds: client quotas, producer ids, ACLs
+    c.request(api.AlterClientQuotasRequest((api.ClientQuotaAlteration((("user", "alice"),),
+                                                                       (("producer_byte_rate", 1024.0),)),)))
+    c.request(api.AllocateProducerIdsRequest(1, epochs[1]))
+    c.request(api.CreateAclsRequest((api.AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ",
+                                                    "ALLOW"),)))
     return c
 
 
@@ -181,3 +187,21 @@ def test_maintenance_compacts_small_files_and_changes_no_row(tmp_path):
     assert_tables_equal_image(tmp_path, c.core.image)
     offsets = read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()
     assert sorted(offsets) == list(range(c.end_offset))
+
+
+def test_a_broker_image_from_the_cut_equals_the_controllers_and_a_bad_cut_is_refused(tmp_path):
+    from delta_tables.bootstrap import image_from_cut
+    from delta_tables.cut import CutError
+
+    c = busy_controller()
+    m = Materializer(DeltaRsWriter(tmp_path))
+    m.process(as_batch(log_rows(c)))
+    image, next_offset = image_from_cut(str(tmp_path))
+    assert image == c.core.image and next_offset == c.end_offset  # provenance, quotas, ACLs... all of it
+    assert image.acls.acls and image.client_quotas.entities and image.producer_ids.next_producer_id > 0
+
+    # a snapshots row naming a cut its tables do not hold
+    writer = DeltaRsWriter(tmp_path)
+    writer.add_snapshot(c.end_offset + 10, 1, writer.versions())
+    with pytest.raises(CutError, match="refused"):
+        image_from_cut(str(tmp_path))

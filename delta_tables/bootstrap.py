@@ -1,0 +1,84 @@
+"""A metadata image from a consistent cut of the Delta tables: how a broker bootstraps (DESIGN §7).
+
+The bulk of a large image (topics, partitions, configs) is read from the state tables at the cut's
+versions; the rest (brokers, features, client quotas, producer ids, ACLs: a few records each) is
+replayed from ``records`` up to the cut, in offset order. The result equals the controller's image
+at the cut's offset, provenance included, and the broker then fetches from the next offset.
+
+A cut whose tables disagree with its ``snapshots`` row (a table past the cut, ``records`` not ending
+at it, a topic whose partition count does not match its partitions) is refused with CutError:
+never a silently wrong image.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_tables.cut import Cut, CutError, latest_cut, read_table, tables_at
+from delta_tables.schemas import CONFIGS, PARTITIONS, RECORDS, STATE_TABLES, TOPICS
+from delta_tables.writer import APP_ID
+from quorum.metadata.configs import BROKER, TOPIC
+from quorum.metadata.image import MetadataImage, Provenance
+from quorum.metadata.loader import image_from_records
+from quorum.metadata.records import RecordType, decode_record
+from quorum.raft.control_records import NAMES as CONTROL_NAMES
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+# Record types replayed from `records` (no state table holds them).
+REPLAYED = tuple(t.name for t in (
+    RecordType.REGISTER_BROKER_RECORD, RecordType.UNREGISTER_BROKER_RECORD,
+    RecordType.BROKER_REGISTRATION_CHANGE_RECORD, RecordType.FEATURE_LEVEL_RECORD,
+    RecordType.CLIENT_QUOTA_RECORD, RecordType.PRODUCER_IDS_RECORD,
+    RecordType.ACCESS_CONTROL_ENTRY_RECORD, RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD))
+
+
+def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataImage, int]:
+    """(image at the cut, next log offset to fetch) for the newest cut, or ``cut``."""
+    cut = cut or latest_cut(warehouse)
+    tables = tables_at(warehouse, cut)
+    for name in (*STATE_TABLES, RECORDS):
+        applied = tables[name].transaction_version(APP_ID)
+        if applied is not None and applied > cut.offset:
+            raise CutError(f"refused: table {name} at version {cut.versions[name]} holds offset {applied}, "
+                           f"past its cut at {cut.offset}")
+    records = read_table(tables[RECORDS])
+    offsets = records.column("offset")
+    if records.num_rows == 0 or pc.max(offsets).as_py() != cut.offset or records.num_rows != cut.offset + 1:
+        raise CutError(f"refused: records at version {cut.versions[RECORDS]} does not hold offsets 0..{cut.offset} "
+                       f"once each ({records.num_rows} rows)")
+    metadata = records.filter(pc.invert(pc.is_in(records.column("type"),
+                                                 value_set=pa.array(list(CONTROL_NAMES.values())))))
+    if metadata.num_rows == 0:
+        return MetadataImage.EMPTY, cut.offset + 1
+    last = metadata.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
+
+    topics = read_table(tables[TOPICS]).to_pylist()
+    partitions = read_table(tables[PARTITIONS]).sort_by([("topic_id", "ascending"), ("partition", "ascending")])
+    counts = Counter(partitions.column("topic_id").to_pylist())
+    for t in topics:
+        if counts.get(t["topic_id"], 0) != t["partition_count"]:
+            raise CutError(f"refused: topic {t['name']} has partition_count {t['partition_count']} but "
+                           f"{counts.get(t['topic_id'], 0)} rows in partitions at the cut")
+    known = {t["topic_id"] for t in topics}
+    if set(counts) - known:
+        raise CutError(f"refused: partitions of unknown topics at the cut: {sorted(set(counts) - known)[:3]}")
+
+    body: list = []
+    for t in topics:
+        body.append(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
+    for p in partitions.to_pylist():
+        body.append(pb.PartitionRecord(
+            partition_id=p["partition"], topic_id=p["topic_id"], replicas=p["replicas"], isr=p["isr"],
+            removing_replicas=p["removing_replicas"], adding_replicas=p["adding_replicas"], leader=p["leader"],
+            leader_epoch=p["leader_epoch"], partition_epoch=p["partition_epoch"]))
+    for c in read_table(tables[CONFIGS]).to_pylist():
+        kind = c["resource_type"]
+        body.append(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,
+                                    resource_name=c["resource_name"], name=c["name"], value=c["value"]))
+    replayed = metadata.filter(pc.is_in(metadata.column("type"), value_set=pa.array(REPLAYED)))
+    for raw in replayed.sort_by("offset").column("raw").to_pylist():
+        body.append(decode_record(raw))
+    return image_from_records(body, Provenance(last["offset"], last["epoch"])), cut.offset + 1
