@@ -120,8 +120,9 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert "Topic: orders\tTopicId: " in out and "PartitionCount: 6" in out
     assert "BrokerId  Fenced" in out
     assert "at consistent cut offset" in out and "Leaders per broker" in out and "(3 rows)" in out
+    assert "broker 104: metadata from delta at offset" in out
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
-        "broker-101", "broker-102", "broker-103", "checkpoint", "controller-1", "controller-2", "controller-3",
+        "broker-101", "broker-102", "broker-103", "broker-104", "checkpoint", "controller-1", "controller-2", "controller-3",
         "warehouse"]
     # a second run reuses the formatted storage, and each broker starts from its cache
     again = sparkraft("demo", "--dir", str(tmp_path / "demo"))
