@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from bench import suite
+from quorum.gc_tuning import tune_gc
 from bench.harness.machine import busy_warning, machine_info
 from bench.harness.progress import Progress
 from bench.harness.results import PLOTS_DIR, RESULTS_DIR, read_result, write_result
@@ -108,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, help="where JSON results go (default bench/results)")
     parser.add_argument("--plots-dir", type=Path, help="where PNG plots go (default docs/bench)")
     args = parser.parse_args(argv)
+    tune_gc()  # as the sparkraft processes do: brokers measured in this process hold big images
 
     command, *rest = args.what
     if command == "list":

@@ -6,10 +6,12 @@ of 100 partitions, RF 3). The broker under test is a BrokerMetadataClient in thi
 from construction until its image has applied everything committed when it started:
 
 - **replay**: no cache, the whole log from offset 0;
+- **Delta cut**: the log materialised into the Delta tables first (timed: the first
+  materialisation), then a new broker loads the latest consistent cut and fetches the rest;
 - **restart after missing 1%**: stopped cleanly (its cache written), 1% more partitions created
   while it is down, restarted from its cache: it should move ~1% of the bytes.
 
-The Delta-cut and FetchSnapshot paths join this table when those bootstrap sources exist. Goals
+The FetchSnapshot path joins this table when snapshots exist. Goals
 (issue "Brokers"): <= 10 s at 2M from the Delta cut, >= 5x faster than replay, and a restart's
 transfer proportional to what it missed.
 """
@@ -32,15 +34,46 @@ FULL_SIZES = (200_000, 2_000_000)
 MISSED_FRACTION = 0.01
 
 
-def _catch_up(rig, cluster_id: str, cache_dir: Path) -> dict:
+def materialize(rig, warehouse: Path, ctx: Context) -> dict:
+    """Write the warehouse from the log (the materialiser fed straight from a log reader, in chunks
+    of 100,000 records, as the streaming job's micro-batches would be); its time."""
+    import pyarrow as pa
+
+    from delta_tables.writer import DeltaRsWriter
+    from quorum.rpc.log_reader import MetadataLogReader
+    from streaming.materializer import Materializer
+    from streaming.source import ARROW_SCHEMA, record_row
+
+    started = time.monotonic()
+    m = Materializer(DeltaRsWriter(warehouse))
+    with MetadataLogReader(rig.cluster.bootstrap) as reader:
+        target = reader.high_watermark()
+        rows: list = []
+        for r in reader.follow(0, until=target, wait_ms=100):
+            rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
+            if len(rows) >= 100_000 or r.offset == target - 1:
+                m.process(pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), ARROW_SCHEMA)],
+                                               schema=ARROW_SCHEMA))
+                rows = []
+                ctx.progress.line(f"  materialised through offset {r.offset:,} of {target - 1:,}")
+    size = sum(f.stat().st_size for f in warehouse.rglob("*") if f.is_file())
+    return {"seconds": time.monotonic() - started, "records": target, "warehouse_bytes": size}
+
+
+def _catch_up(rig, cluster_id: str, cache_dir: Path, warehouse: Path | None = None) -> dict:
     """Start a client, wait until it applied everything committed at its start; its figures."""
     from quorum.broker.metadata_client import BrokerMetadataClient
     from quorum.rpc.log_reader import MetadataLogReader
 
+    source = None
+    if warehouse is not None:
+        from delta_tables.bootstrap import image_from_cut
+
+        source = lambda: image_from_cut(str(warehouse))  # noqa: E731
     with MetadataLogReader(rig.cluster.bootstrap) as probe:
         target = probe.high_watermark()
     started = time.monotonic()
-    client = BrokerMetadataClient(rig.cluster.bootstrap, cluster_id, cache_dir)
+    client = BrokerMetadataClient(rig.cluster.bootstrap, cluster_id, cache_dir, bootstrap_source=source)
     client.bootstrap()
     loaded = time.monotonic() - started
     while client.next_offset < target:
@@ -67,14 +100,19 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         out: dict = {"partitions": partitions}
         with ctx.progress.phase("new broker: replay the log from offset 0"):
             out["replay"] = _catch_up(rig, cluster_id, work / "broker")
+        with ctx.progress.phase("materialise the log into the Delta tables"):
+            out["materialize"] = materialize(rig, work / "wh", ctx)
+        with ctx.progress.phase("new broker: the Delta cut, then the log after it"):
+            out["delta"] = _catch_up(rig, cluster_id, work / "broker-delta", work / "wh")
         missed = max(PARTITIONS_PER_TOPIC, int(partitions * MISSED_FRACTION))
         with ctx.progress.phase(f"create {missed:,} partitions while it is down"):
             create_partitions(rig, missed, ctx, first_topic=partitions // PARTITIONS_PER_TOPIC)
         with ctx.progress.phase("restart from its cache"):
             out["restart"] = _catch_up(rig, cluster_id, work / "broker")
-        r, s = out["replay"], out["restart"]
-        ctx.progress.line(f"  replay {r['seconds']:.1f}s {r['bytes'] / 2**20:.1f} MiB; restart {s['seconds']:.2f}s "
-                          f"{s['bytes'] / 2**20:.2f} MiB ({s['bytes'] / max(1, r['bytes']):.1%} of the bytes)")
+        r, s, d = out["replay"], out["restart"], out["delta"]
+        ctx.progress.line(f"  replay {r['seconds']:.1f}s {r['bytes'] / 2**20:.1f} MiB; delta cut {d['seconds']:.1f}s; "
+                          f"restart {s['seconds']:.2f}s {s['bytes'] / 2**20:.2f} MiB "
+                          f"({s['bytes'] / max(1, r['bytes']):.1%} of the bytes)")
         return out
     finally:
         stop_rig(rig)
@@ -97,18 +135,22 @@ def report(document: dict) -> str:
     results, machine = document["results"], document["machine"]
     rows = []
     for s in results["sizes"]:
-        r, t = s["replay"], s["restart"]
+        r, t, d = s["replay"], s["restart"], s.get("delta")
         rows.append([f"{s['partitions']:,}", fmt_number(r["seconds"], 2), fmt_number(r["bytes"] / 2**20, 1),
+                     fmt_number(d["seconds"], 2) if d else None,
+                     fmt_number(d["bootstrap_s"], 2) if d else None,
+                     fmt_number(r["seconds"] / d["seconds"], 1) if d else None,
                      fmt_number(t["seconds"], 2), fmt_number(t["bytes"] / 2**20, 2),
-                     f"{t['bytes'] / max(1, r['bytes']):.1%}", fmt_number(t["bootstrap_s"], 2),
-                     fmt_number(r["cache_write_s"], 2)])
+                     f"{t['bytes'] / max(1, r['bytes']):.1%}",
+                     fmt_number(s["materialize"]["seconds"], 1) if s.get("materialize") else None])
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([
         f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
         f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode).",
         "",
-        markdown_table(["partitions", "replay from 0: s", "MiB", "restart after 1% missed: s", "MiB",
-                        "restart bytes ÷ replay bytes", "cache load s", "cache write s"], rows),
+        markdown_table(["partitions", "replay from 0: s", "MiB", "Delta cut + log: s", "of which cut load s",
+                        "replay ÷ Delta", "restart after 1% missed: s", "MiB", "restart bytes ÷ replay bytes",
+                        "first materialisation s"], rows),
         *([""] + [f"Errors: {e}" for e in errors] if errors else []),
     ])
 
@@ -120,6 +162,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     machine = document["machine"]
     where = f"{machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
     series = {"replay from offset 0": [(s["partitions"], s["replay"]["seconds"]) for s in sizes],
+              "Delta cut + log": [(s["partitions"], s["delta"]["seconds"]) for s in sizes if s.get("delta")],
               "restart after missing 1%": [(s["partitions"], s["restart"]["seconds"]) for s in sizes]}
     return [line_chart(plots_dir / "broker-bootstrap.png", "Broker: time to reach the current metadata",
                        series, "partitions", "seconds", subtitle=where)]

@@ -22,7 +22,8 @@ from delta_tables.schemas import CONFIGS, PARTITIONS, RECORDS, STATE_TABLES, TOP
 from delta_tables.writer import APP_ID
 from quorum.metadata.configs import BROKER, TOPIC
 from quorum.metadata.image import MetadataImage, Provenance
-from quorum.metadata.loader import image_from_records
+from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.topics import PartitionRegistration, broker_list
 from quorum.metadata.records import RecordType, decode_record
 from quorum.raft.control_records import NAMES as CONTROL_NAMES
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -44,16 +45,32 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
         if applied is not None and applied > cut.offset:
             raise CutError(f"refused: table {name} at version {cut.versions[name]} holds offset {applied}, "
                            f"past its cut at {cut.offset}")
-    records = read_table(tables[RECORDS])
-    offsets = records.column("offset")
-    if records.num_rows == 0 or pc.max(offsets).as_py() != cut.offset or records.num_rows != cut.offset + 1:
-        raise CutError(f"refused: records at version {cut.versions[RECORDS]} does not hold offsets 0..{cut.offset} "
-                       f"once each ({records.num_rows} rows)")
-    metadata = records.filter(pc.invert(pc.is_in(records.column("type"),
-                                                 value_set=pa.array(list(CONTROL_NAMES.values())))))
-    if metadata.num_rows == 0:
+    # `records` must hold offsets 0..cut once each: its transaction says it ends at the cut, and the
+    # row counts in its file statistics (no data read) say how many it holds.
+    if tables[RECORDS].transaction_version(APP_ID) != cut.offset:
+        raise CutError(f"refused: records at version {cut.versions[RECORDS]} does not end at the cut's offset "
+                       f"{cut.offset}")
+    rows = sum(pa.table(tables[RECORDS].get_add_actions(flatten=True)).column("num_records").to_pylist())
+    if rows != cut.offset + 1:
+        raise CutError(f"refused: records at version {cut.versions[RECORDS]} holds {rows} rows, not offsets "
+                       f"0..{cut.offset} once each")
+    dataset = tables[RECORDS].to_pyarrow_dataset()
+    controls = pa.array(list(CONTROL_NAMES.values()))
+    replayed = dataset.to_table(columns=["offset", "epoch", "raw"], use_threads=False,
+                                filter=pc.field("type").isin(pa.array(REPLAYED)))
+    last = None  # the last metadata (non-control) record: the image's provenance
+    window = 64
+    while True:  # look back from the cut in growing windows (file statistics skip the rest)
+        tail = dataset.to_table(columns=["offset", "epoch", "type"], use_threads=False,
+                                filter=(pc.field("offset") > cut.offset - window) & ~pc.field("type").isin(controls))
+        if tail.num_rows:
+            last = tail.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
+            break
+        if window > cut.offset:
+            break
+        window *= 8
+    if last is None:
         return MetadataImage.EMPTY, cut.offset + 1
-    last = metadata.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
 
     topics = read_table(tables[TOPICS]).to_pylist()
     partitions = read_table(tables[PARTITIONS]).sort_by([("topic_id", "ascending"), ("partition", "ascending")])
@@ -66,19 +83,24 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
     if set(counts) - known:
         raise CutError(f"refused: partitions of unknown topics at the cut: {sorted(set(counts) - known)[:3]}")
 
-    body: list = []
+    delta = MetadataDelta(MetadataImage.EMPTY)
     for t in topics:
-        body.append(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
-    for p in partitions.to_pylist():
-        body.append(pb.PartitionRecord(
-            partition_id=p["partition"], topic_id=p["topic_id"], replicas=p["replicas"], isr=p["isr"],
-            removing_replicas=p["removing_replicas"], adding_replicas=p["adding_replicas"], leader=p["leader"],
-            leader_epoch=p["leader_epoch"], partition_epoch=p["partition_epoch"]))
+        delta.replay(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
+    # Partitions, the bulk, go column by column straight into their topic's delta (no protobuf).
+    topics_delta = delta.sub("topics")
+    columns = [partitions.column(c).to_pylist() for c in (
+        "topic_id", "partition", "replicas", "isr", "removing_replicas", "adding_replicas", "leader",
+        "leader_epoch", "partition_epoch")]
+    topic_id, into = None, None
+    for tid, pid, replicas, isr, removing, adding, leader, leader_epoch, partition_epoch in zip(*columns):
+        if tid != topic_id:
+            topic_id, into = tid, topics_delta.topic_delta(tid).partitions
+        into[pid] = PartitionRegistration(broker_list(replicas), broker_list(isr), broker_list(removing),
+                                          broker_list(adding), leader, leader_epoch, partition_epoch)
     for c in read_table(tables[CONFIGS]).to_pylist():
         kind = c["resource_type"]
-        body.append(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,
-                                    resource_name=c["resource_name"], name=c["name"], value=c["value"]))
-    replayed = metadata.filter(pc.is_in(metadata.column("type"), value_set=pa.array(REPLAYED)))
+        delta.replay(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,
+                                     resource_name=c["resource_name"], name=c["name"], value=c["value"]))
     for raw in replayed.sort_by("offset").column("raw").to_pylist():
-        body.append(decode_record(raw))
-    return image_from_records(body, Provenance(last["offset"], last["epoch"])), cut.offset + 1
+        delta.replay(decode_record(raw))
+    return delta.apply(Provenance(last["offset"], last["epoch"])), cut.offset + 1
