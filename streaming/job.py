@@ -62,7 +62,7 @@ def check_checkpoint(checkpoint: str, cluster_id: str) -> None:
 
 def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
-        timeout: float = 15.0) -> None:
+        timeout: float = 15.0, writer: str = "deltalake") -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up)."""
     from delta_tables.writer import DeltaRsWriter
     from quorum.rpc.raft_client import RaftClient
@@ -73,8 +73,13 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     with RaftClient(bootstrap, timeout=timeout) as client:
         cluster_id = client.describe_quorum().cluster_id
     check_checkpoint(checkpoint, cluster_id)
-    materializer = Materializer(DeltaRsWriter(warehouse))
     spark = spark or spark_session()
+    if writer == "delta-spark":
+        from delta_tables.spark_writer import DeltaSparkWriter
+
+        materializer = Materializer(DeltaSparkWriter(warehouse, spark))
+    else:
+        materializer = Materializer(DeltaRsWriter(warehouse))
     if not available_now:
         _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s)
         return

@@ -25,6 +25,8 @@ def register(subparsers) -> None:
                         help="micro-batch interval (default 1)")
     parser.add_argument("--available-now", action="store_true", help="process what is committed, then exit")
     parser.add_argument("--max-records-per-trigger", type=int, metavar="N", help="cap each micro-batch")
+    parser.add_argument("--writer", choices=("deltalake", "delta-spark"), default="deltalake",
+                        help="delta-rs (default, no JVM jars) or Spark with Delta's classes on its classpath")
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to look for the quorum at start (default 15)")
 
@@ -36,5 +38,5 @@ def run_materialize(args: argparse.Namespace) -> int:
         raise ValueError(f"--trigger must be >= 0, got {args.trigger}")
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
-            timeout=args.timeout)
+            timeout=args.timeout, writer=args.writer)
     return 0
