@@ -189,3 +189,13 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session for every test that needs one (starting one takes 6-18 s here)."""
+    from streaming.job import spark_session
+
+    session = spark_session("sparkraft-tests")
+    yield session
+    session.stop()

@@ -9,14 +9,6 @@ from test_materializer import as_batch, assert_tables_equal_image, busy_controll
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from streaming.job import spark_session
-
-    session = spark_session("sparkraft-writer-tests")
-    yield session
-    session.stop()
-
 
 def test_delta_spark_writer_refuses_clearly_without_delta_classes_or_writes_the_same_tables(spark, tmp_path):
     from delta_tables.cut import latest_cut

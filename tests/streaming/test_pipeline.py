@@ -24,14 +24,6 @@ from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-proc
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from streaming.job import spark_session
-
-    session = spark_session("sparkraft-tests")
-    yield session
-    session.stop()
-
 
 def bootstrap_of(cluster) -> str:
     return ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
