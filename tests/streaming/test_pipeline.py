@@ -72,7 +72,8 @@ def test_the_stream_materialises_the_controllers_image_exactly(cluster, spark, t
     assert then == [{"name": "orders"}, {"name": "payments"}]
 
 
-def test_sigkill_of_the_job_loses_and_duplicates_nothing(controller_processes, tmp_path):
+def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_duplicates_nothing(
+        controller_processes, tmp_path):
     cp = controller_processes()
     cp.format()
     cp.start()
@@ -99,10 +100,19 @@ def test_sigkill_of_the_job_loses_and_duplicates_nothing(controller_processes, t
         log = open(tmp_path / "job.log", "wb")
         job = subprocess.Popen(sparkraft_cmd(*args), stdout=log, stderr=subprocess.STDOUT)
         try:
-            for i in range(12):
+            for i in range(8):
                 admin.create_topic(f"t{i}", 10, 2)
             wait_for(lambda: (wh / SNAPSHOTS / "_delta_log").exists() and _cuts(wh) >= 2, 120,
                      "the job to write a few cuts")
+            # a controller failover while it runs: the job retries and goes on
+            leader = cp.wait_leader().leader_id
+            cp.kill(leader)
+            cp.wait_leader(exclude=(leader,))
+            cuts = _cuts(wh)
+            for i in range(8, 12):
+                admin.create_topic(f"t{i}", 10, 2)
+            wait_for(lambda: _cuts(wh) > cuts + 1, 120, "cuts after the failover")
+            assert job.poll() is None, "the job died on the controller failover"
             job.send_signal(signal.SIGKILL)
             job.wait(10)
             for i in range(12, 16):
