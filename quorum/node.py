@@ -57,6 +57,7 @@ from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 from quorum.log.errors import StorageError
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES, FileLog
 from quorum.log.meta_properties import check_storage, metadata_partition_dir
+from quorum.metrics.registry import Histogram
 from quorum.raft.core import RaftCore
 from quorum.raft.messages import FetchRequest, QuorumDescription, REQUEST_TYPES
 from quorum.raft.settings import RaftSettings
@@ -193,6 +194,9 @@ class RaftNode:
         # which need threads too. So client writes get at most all but RAFT_RESERVED_WORKERS of
         # them; past that they are refused at once (retriable), never queued in front of Raft.
         self.client_slots = ClientSlots(max(1, max_rpc_workers - RAFT_RESERVED_WORKERS))
+        self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
+        self.election_latency = Histogram()  # leader lost -> next leader known (metrics)
+        self._leaderless_since: Optional[float] = None
         self.voters: dict[int, HostPort] = dict(voters)
         self.log_dir = Path(log_dir)
         self.settings = settings
@@ -415,6 +419,9 @@ class RaftNode:
             future.set_exception(NotLeaderError(None if st.leader_id == self.node_id else st.leader_id,
                                                 st.epoch))
         else:
+            started = time.monotonic()
+            future.add_done_callback(
+                lambda f: f.exception() is None and self.commit_latency.observe(time.monotonic() - started))
             self._inbox.put(("propose", records, future))
         return future
 
@@ -661,6 +668,11 @@ class RaftNode:
         if st == old:
             return
         self._status = st
+        if st.leader_id is None and old.leader_id is not None:
+            self._leaderless_since = time.monotonic()
+        elif st.leader_id is not None and self._leaderless_since is not None:
+            self.election_latency.observe(time.monotonic() - self._leaderless_since)
+            self._leaderless_since = None
         if (st.state, st.epoch, st.leader_id) != (old.state, old.epoch, old.leader_id):
             log.info("Node %d is %s in epoch %d (leader: %s)", self.node_id, st.state, st.epoch,
                      "none" if st.leader_id is None else st.leader_id)

@@ -56,11 +56,14 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 
 class ControllerProcesses:
-    def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, **overrides: str):
+    def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, metrics: bool = False,
+                 **overrides: str):
         self.root = root
         self.raft_only = raft_only  # run `controller start --raft-only` (the tests append raw records)
         self.voters = tuple(voters)
         self.ports = dict(zip(self.voters, free_ports(len(self.voters))))
+        # metrics.listener ports, one per controller, when asked for
+        self.metrics_ports = dict(zip(self.voters, free_ports(len(self.voters)))) if metrics else {}
         self.cluster_id = random_cluster_id()
         self.procs: dict[int, subprocess.Popen] = {}
         self._outputs: list = []
@@ -74,6 +77,7 @@ class ControllerProcesses:
                 "controller.listener.names": "CONTROLLER",
                 "metadata.log.dir": str(self.log_dir(i)),
                 **FAST_TIMEOUTS,
+                **({"metrics.listener": f"127.0.0.1:{self.metrics_ports[i]}"} if metrics else {}),
                 **overrides,
             }
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))

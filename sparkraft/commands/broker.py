@@ -79,6 +79,7 @@ def run_start(args: argparse.Namespace) -> int:
                               rpc_timeout=2.0)
     lifecycle: "BrokerLifecycle | None" = None
     metadata: "BrokerMetadataClient | None" = None
+    metrics_server = None
 
     def on_signal(signum, _frame) -> None:
         received.append(signal.Signals(signum).name)
@@ -108,6 +109,14 @@ def run_start(args: argparse.Namespace) -> int:
         lifecycle = BrokerLifecycle(client, config.node_id, cluster_id, random_uuid(), endpoints,
                                     config.broker_rack, config.broker_heartbeat_interval_ms,
                                     offset_source=lambda: metadata.applied_offset)
+        if config.metrics_listener:
+            from quorum.metrics.registry import Registry
+            from quorum.metrics.server import MetricsServer
+            from quorum.metrics.sources import broker_metrics
+
+            registry = Registry()
+            broker_metrics(registry, metadata, lifecycle)
+            metrics_server = MetricsServer(*config.metrics_listener, registry).start()
         if stop.is_set():
             lifecycle.stop()
         log.info("Broker %d starting: cluster %s, endpoints %s, rack %s, controllers %s%s", config.node_id,
@@ -120,6 +129,8 @@ def run_start(args: argparse.Namespace) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if metrics_server is not None:
+            metrics_server.stop()
         if metadata is not None:
             metadata.stop(save=True)  # the cache: a restart fetches only what it missed
             log.info("Broker %d: metadata at offset %d; %d records fetched since it started from %s",

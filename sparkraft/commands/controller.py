@@ -51,7 +51,19 @@ def run_start(args: argparse.Namespace) -> int:
         node = RaftNode.from_config(config, raw_appends=True)
     else:
         node = ControllerNode.from_config(config)
+    metrics = None
     try:
+        if config.metrics_listener:
+            from quorum.metrics.registry import Registry
+            from quorum.metrics.server import MetricsServer
+            from quorum.metrics.sources import controller_metrics, raft_metrics
+
+            registry = Registry()
+            if args.raft_only:
+                raft_metrics(registry, node)
+            else:
+                controller_metrics(registry, node)
+            metrics = MetricsServer(*config.metrics_listener, registry).start()
         node.start()
         while not stop.is_set():
             if node.wait_stopped(0.2):
@@ -67,4 +79,6 @@ def run_start(args: argparse.Namespace) -> int:
         raise node.fatal_error
     log.info("Controller %d stopping (%s)", config.node_id, received[0] if received else "stopped")
     node.shutdown(graceful=True)
+    if metrics is not None:
+        metrics.stop()
     return 0

@@ -1,0 +1,1 @@
+"""Prometheus metrics: a small registry, its text format, and the ``/metrics`` HTTP endpoint."""

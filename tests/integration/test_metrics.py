@@ -1,0 +1,83 @@
+"""Prometheus /metrics from real `controller start` and `broker start` processes, and the text format."""
+from __future__ import annotations
+
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import free_ports, sparkraft_cmd, wait_for
+from quorum.metrics.registry import Histogram, Registry
+
+pytestmark = pytest.mark.slow
+
+
+def scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = resp.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def test_histograms_and_gauges_render_in_prometheus_text_format():
+    registry = Registry()
+    h = registry.histogram("x_seconds", "How long.", Histogram((0.1, 1.0)))
+    registry.gauge("y", "A gauge.", lambda: 3)
+    registry.gauge("broken", "Cannot answer now.", lambda: 1 / 0)
+    for v in (0.05, 0.5, 5.0):
+        h.observe(v)
+    text = registry.render()
+    assert "# TYPE x_seconds histogram" in text and "# HELP y A gauge." in text
+    assert 'x_seconds_bucket{le="0.1"} 1\nx_seconds_bucket{le="1.0"} 2\nx_seconds_bucket{le="+Inf"} 3' in text
+    assert "x_seconds_sum 5.55" in text and "x_seconds_count 3" in text and "\ny 3\n" in text
+    assert "\nbroken " not in text  # no sample rather than a made-up one
+
+
+def test_controllers_and_a_broker_serve_their_metrics(controller_processes, tmp_path):
+    cp = controller_processes(metrics=True)
+    cp.format()
+    cp.start()
+    info = cp.wait_leader()
+    leader_port = cp.metrics_ports[info.leader_id]
+    values = wait_for(lambda: (v := scrape(leader_port)) and v.get("sparkraft_controller_active") == 1 and v, 15,
+                      "the active controller's metrics")
+    assert values["sparkraft_raft_current_state"] == 6  # Leader
+    assert values["sparkraft_raft_current_leader"] == info.leader_id
+    assert values["sparkraft_raft_current_epoch"] == info.leader_epoch
+    assert 0 < values["sparkraft_raft_high_watermark"] <= values["sparkraft_raft_log_end_offset"]
+    assert values["sparkraft_raft_commit_latency_seconds_count"] >= 1  # the LeaderChange, the NoOps
+    for follower in (i for i in cp.voters if i != info.leader_id):
+        v = scrape(cp.metrics_ports[follower])
+        assert v["sparkraft_raft_current_state"] == 5 and v["sparkraft_raft_current_leader"] == info.leader_id
+
+    broker_port, metrics_port = free_ports(2)
+    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
+    config = tmp_path / "broker.properties"
+    config.write_text(f"process.roles=broker\nnode.id=101\ncontroller.quorum.voters={voters}\n"
+                      f"listeners=PLAINTEXT://127.0.0.1:{broker_port}\nmetadata.log.dir={tmp_path / 'b'}\n"
+                      f"metrics.listener=127.0.0.1:{metrics_port}\nbroker.heartbeat.interval.ms=300\n")
+    broker = subprocess.Popen(sparkraft_cmd("broker", "start", "--config", str(config)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def broker_ready():
+            try:
+                v = scrape(metrics_port)
+            except (urllib.error.URLError, ConnectionError):
+                return None
+            return v if v.get("sparkraft_broker_fenced") == 0 else None
+
+        v = wait_for(broker_ready, 30, "the broker's metrics, unfenced")
+        assert v["sparkraft_broker_last_applied_record_offset"] >= 0
+        assert v["sparkraft_broker_bootstrapped_from_log"] == 1
+        leader = wait_for(lambda: (s := scrape(leader_port)) and s["sparkraft_controller_active_broker_count"] == 1
+                          and s, 10, "the controller to count the broker")
+        assert leader["sparkraft_controller_fenced_broker_count"] == 0
+    finally:
+        broker.terminate()
+        broker.wait(30)
