@@ -27,8 +27,35 @@ RECORDS_PER_BATCH = 2000
 FORMAT_VERSION = 0
 
 
-class CacheError(Exception):
+class CacheError(ValueError):
     """The cache cannot be used (another cluster, damaged, unknown format)."""
+
+
+def read_checkpoint(path: str | os.PathLike) -> tuple[dict, MetadataImage]:
+    """(header data, image) of a checkpoint-format file; CacheError if it is not one or is damaged,
+    FileNotFoundError if it does not exist."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        batches = decode(data)
+    except CorruptBatchError as e:
+        raise CacheError(f"{path} is damaged or not a checkpoint: {e}") from None
+    if len(batches) < 2 or not batches[0].control or not batches[-1].control:
+        raise CacheError(f"{path} is incomplete or not a checkpoint (no header or footer)")
+    header = control_records.decode_control(batches[0].records[0])
+    footer = control_records.decode_control(batches[-1].records[0])
+    if header.type != control_records.SNAPSHOT_HEADER or footer.type != control_records.SNAPSHOT_FOOTER:
+        raise CacheError(f"{path} is not a checkpoint (its first and last records are not a snapshot "
+                         f"header and footer)")
+    if header.data.get("version") != FORMAT_VERSION:
+        raise CacheError(f"{path} has format version {header.data.get('version')}, this reader reads "
+                         f"{FORMAT_VERSION}")
+    count = sum(len(b.records) for b in batches[1:-1])
+    if count != footer.data.get("records"):
+        raise CacheError(f"{path} holds {count} records, its footer says {footer.data.get('records')}")
+    image = image_from_records((decode_record(raw) for b in batches[1:-1] for raw in b.records),
+                               Provenance(header.data.get("image_offset", -1), header.data.get("image_epoch", -1)))
+    return header.data, image
 
 
 class MetadataCache:
@@ -53,31 +80,12 @@ class MetadataCache:
     def load(self) -> Optional[tuple[MetadataImage, int]]:
         """(image, next offset), None if there is no cache; CacheError if it is unusable."""
         try:
-            data = self.path.read_bytes()
+            header, image = read_checkpoint(self.path)
         except FileNotFoundError:
             return None
-        try:
-            batches = decode(data)
-        except CorruptBatchError as e:
-            raise CacheError(f"{self.path} is damaged: {e}") from None
-        if len(batches) < 2 or not batches[0].control or not batches[-1].control:
-            raise CacheError(f"{self.path} is incomplete (no header or footer)")
-        header = control_records.decode_control(batches[0].records[0])
-        footer = control_records.decode_control(batches[-1].records[0])
-        if header.type != control_records.SNAPSHOT_HEADER or footer.type != control_records.SNAPSHOT_FOOTER:
-            raise CacheError(f"{self.path} is not a metadata cache")
-        if header.data.get("version") != FORMAT_VERSION:
-            raise CacheError(f"{self.path} has format version {header.data.get('version')}, "
-                             f"this broker reads {FORMAT_VERSION}")
-        if header.data.get("cluster_id") != self.cluster_id:
-            raise CacheError(f"{self.path} belongs to cluster {header.data.get('cluster_id')}, "
-                             f"not {self.cluster_id}")
-        count = sum(len(b.records) for b in batches[1:-1])
-        if count != footer.data.get("records"):
-            raise CacheError(f"{self.path} holds {count} records, its footer says {footer.data.get('records')}")
-        image = image_from_records((decode_record(raw) for b in batches[1:-1] for raw in b.records),
-                                   Provenance(header.data["image_offset"], header.data["image_epoch"]))
-        return image, int(header.data["next_offset"])
+        if header.get("cluster_id") != self.cluster_id:
+            raise CacheError(f"{self.path} belongs to cluster {header.get('cluster_id')}, not {self.cluster_id}")
+        return image, int(header["next_offset"])
 
     def discard(self) -> None:
         try:

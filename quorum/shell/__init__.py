@@ -1,0 +1,1 @@
+"""The metadata shell: a MetadataImage as a tree of directories and files, and commands over it."""

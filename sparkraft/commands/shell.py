@@ -1,0 +1,39 @@
+"""``sparkraft shell (--snapshot FILE | --bootstrap-controller HOST:PORT)``: browse a metadata image.
+
+The image comes from a checkpoint-format file (a ``.checkpoint`` snapshot or a broker's
+``metadata-cache``) or from the quorum (its committed log, read as an observer up to the high
+watermark). Commands: ``ls``, ``cd``, ``cat``, ``find``, ``tree``, ``pwd``, ``help``, ``exit``; on a
+terminal with a prompt and tab completion, from a pipe one command per line (exit 1 if any failed).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sparkraft.commands import add_command
+
+
+def register(subparsers) -> None:
+    parser = add_command(subparsers, "shell", "browse the metadata image: ls, cd, cat, find, tree", run_shell)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", metavar="FILE", help="a .checkpoint snapshot or a broker's metadata-cache")
+    source.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
+                        help="read the committed image from the quorum")
+
+
+def run_shell(args: argparse.Namespace) -> int:
+    from quorum.broker.cache import read_checkpoint
+    from quorum.shell.commands import Shell
+    from quorum.shell.repl import run_repl
+    from quorum.shell.tree import image_tree
+
+    if args.snapshot:
+        try:
+            _, image = read_checkpoint(args.snapshot)
+        except FileNotFoundError:
+            raise ValueError(f"{args.snapshot}: no such file") from None
+    else:
+        from quorum.rpc.log_reader import read_image
+
+        image = read_image(args.bootstrap_controller)
+    return run_repl(Shell(image_tree(image)))
