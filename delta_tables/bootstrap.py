@@ -88,15 +88,23 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
         delta.replay(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
     # Partitions, the bulk, go column by column straight into their topic's delta (no protobuf).
     topics_delta = delta.sub("topics")
-    columns = [partitions.column(c).to_pylist() for c in (
-        "topic_id", "partition", "replicas", "isr", "removing_replicas", "adding_replicas", "leader",
-        "leader_epoch", "partition_epoch")]
+    def lists(name: str) -> list:
+        column = partitions.column(name)
+        if pc.sum(pc.list_value_length(column)).as_py() in (0, None):  # usually: nothing is moving
+            return [()] * len(column)
+        return column.to_pylist()
+
+    columns = [partitions.column("topic_id").to_pylist(), partitions.column("partition").to_pylist(),
+               lists("replicas"), lists("isr"), lists("removing_replicas"), lists("adding_replicas"),
+               *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch"))]
     topic_id, into = None, None
     for tid, pid, replicas, isr, removing, adding, leader, leader_epoch, partition_epoch in zip(*columns):
         if tid != topic_id:
             topic_id, into = tid, topics_delta.topic_delta(tid).partitions
-        into[pid] = PartitionRegistration(broker_list(replicas), broker_list(isr), broker_list(removing),
-                                          broker_list(adding), leader, leader_epoch, partition_epoch)
+        into[pid] = PartitionRegistration(broker_list(replicas), broker_list(isr),
+                                          broker_list(removing) if removing else (),
+                                          broker_list(adding) if adding else (),
+                                          leader, leader_epoch, partition_epoch)
     for c in read_table(tables[CONFIGS]).to_pylist():
         kind = c["resource_type"]
         delta.replay(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,

@@ -43,6 +43,13 @@ class PMap(Mapping[K, V], Generic[K, V]):
         self._len = _len
 
     @classmethod
+    def from_dict(cls, d: dict[K, V]) -> PMap[K, V]:
+        """A new map of ``d``'s items (``d`` is copied): one leaf, built at once, when it fits."""
+        if len(d) <= LEAF_MAX:
+            return cls(dict(d), len(d))
+        return cls.from_items(d)
+
+    @classmethod
     def from_items(cls, items: Mapping[K, V] | Any) -> PMap[K, V]:
         ev: Evolver[K, V] = Evolver(EMPTY)
         for k, v in (items.items() if isinstance(items, Mapping) else items):

@@ -139,7 +139,9 @@ class TopicDelta:
     def apply(self) -> TopicImage:
         if self.base is not None and not self.partitions:
             return self.base
-        ev = (self.base.partitions if self.base is not None else EMPTY).evolver()
+        if self.base is None:  # a new topic: build its map in one go
+            return TopicImage(self.name, self.topic_id, PMap.from_dict(self.partitions))
+        ev = self.base.partitions.evolver()
         for partition_id, registration in self.partitions.items():
             ev[partition_id] = registration
         return TopicImage(self.name, self.topic_id, ev.finish())
