@@ -1,6 +1,7 @@
 """MetadataCache: a broker's metadata image on its own disk, so a restart fetches only what it missed.
 
-One file, ``<dir>/metadata-cache``, in the checkpoint format (batches of quorum/log/batch.py with a
+One file, ``<dir>/metadata-cache``, in the checkpoint format (the same as the controllers'
+``.checkpoint`` snapshots, quorum/snapshot/) (batches of quorum/log/batch.py with a
 CRC each; a SNAPSHOT_HEADER control record first, a SNAPSHOT_FOOTER last, the image's records in
 between), so ``sparkraft dump-log`` reads it. The header names the cluster, the offset the image
 reaches (its provenance) and the next log offset to fetch. It is replaced atomically (temp file,
@@ -29,6 +30,26 @@ FORMAT_VERSION = 0
 
 class CacheError(ValueError):
     """The cache cannot be used (another cluster, damaged, unknown format)."""
+
+
+def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict) -> int:
+    """Write ``image`` to ``path`` in the checkpoint format, atomically; the file's size.
+
+    ``header`` goes into the SnapshotHeader record beside the format version and the image's
+    provenance."""
+    head = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
+        "version": FORMAT_VERSION, "image_offset": image.provenance.offset,
+        "image_epoch": image.provenance.epoch, **header})
+    parts = [encode_batch(0, 0, 0, [head], control=True)]
+    records = [encode_record(r) for r in image.records()]
+    for i in range(0, len(records), RECORDS_PER_BATCH):
+        parts.append(encode_batch(1 + i, 0, 0, records[i:i + RECORDS_PER_BATCH]))
+    footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
+    parts.append(encode_batch(1 + len(records), 0, 0, [footer], control=True))
+    data = b"".join(parts)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, data)
+    return len(data)
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict, MetadataImage]:
@@ -64,18 +85,7 @@ class MetadataCache:
         self.cluster_id = cluster_id
 
     def save(self, image: MetadataImage, next_offset: int) -> None:
-        header = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
-            "version": FORMAT_VERSION, "cluster_id": self.cluster_id, "next_offset": next_offset,
-            "image_offset": image.provenance.offset, "image_epoch": image.provenance.epoch})
-        parts = [encode_batch(0, 0, 0, [header], control=True)]
-        records = [encode_record(r) for r in image.records()]
-        for i in range(0, len(records), RECORDS_PER_BATCH):
-            chunk = records[i:i + RECORDS_PER_BATCH]
-            parts.append(encode_batch(1 + i, 0, 0, chunk))
-        footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
-        parts.append(encode_batch(1 + len(records), 0, 0, [footer], control=True))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, b"".join(parts))
+        write_checkpoint(self.path, image, {"cluster_id": self.cluster_id, "next_offset": next_offset})
 
     def load(self) -> Optional[tuple[MetadataImage, int]]:
         """(image, next offset), None if there is no cache; CacheError if it is unusable."""

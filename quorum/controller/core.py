@@ -224,6 +224,16 @@ class ControllerCore:
         self.fast_replays += 1
         return True
 
+    def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:
+        """Start from a snapshot's image (before any batch is replayed): the log's batches below
+        ``end_offset`` are then skipped as seen."""
+        if self.is_active or self.last_committed_offset >= 0:
+            raise RuntimeError("a snapshot is loaded before anything is replayed")
+        self.loader.reset(image)
+        self.index = PartitionIndex.build(image)
+        self._indexed = image
+        self.last_committed_offset = end_offset - 1
+
     @property
     def in_transaction(self) -> bool:
         """Is a committed transaction open (its records committed, its end not yet)?"""

@@ -40,6 +40,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -104,6 +105,85 @@ def controller_settings(config: "NodeConfig"):
                               idle_interval_ms=idle)
 
 
+class SnapshotPolicy:
+    """When to snapshot the committed image, and the writing of it on a thread of its own.
+
+    Every ``metadata.log.max.record.bytes.between.snapshots`` bytes of committed records (or after
+    ``metadata.log.max.snapshot.interval.ms`` once records arrived), outside a transaction, the
+    committed image (immutable, so no copy and no pause of the controller loop) is written as
+    ``<end offset>-<epoch>.checkpoint`` beside the segments; the newest ``KEEP`` are kept. On start
+    the newest valid one is loaded and only the log after it is replayed. Segments are not deleted
+    yet: that needs FetchSnapshot for followers that are behind.
+    """
+
+    KEEP = 2
+
+    def __init__(self, raft, core, max_bytes: int = 20 << 20, interval_ms: int = 3600_000):
+        self.raft = raft
+        self.core = core
+        self.max_bytes = max_bytes
+        self.interval_s = interval_ms / 1000 if interval_ms else None
+        self.latest_offset = -1  # end offset of the newest snapshot written or loaded (metrics)
+        self.latest_bytes = 0
+        self.loaded_from: Optional[int] = None
+        self._bytes = 0
+        self._since = time.monotonic()
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"snapshot-{raft.node_id}")
+        self._writing: Optional[concurrent.futures.Future] = None
+
+    @property
+    def directory(self):
+        from quorum.log.meta_properties import metadata_partition_dir
+
+        return metadata_partition_dir(self.raft.log_dir)
+
+    def load(self) -> None:
+        from quorum.snapshot.files import load_latest, remove_temporaries
+
+        remove_temporaries(self.directory)
+        found = load_latest(self.directory, self.raft.cluster_id)
+        if found is None:
+            return
+        snapshot, image = found
+        self.core.load_snapshot(image, snapshot.end_offset)
+        self.latest_offset, self.loaded_from = snapshot.end_offset, snapshot.end_offset
+        self.latest_bytes = (self.directory / snapshot.name).stat().st_size
+        log.info("Controller %d loaded snapshot %s; replaying the log after offset %d", self.raft.node_id,
+                 snapshot.name, snapshot.end_offset - 1)
+
+    def replayed(self, batch: Batch) -> None:
+        """After each committed batch (controller thread): start a snapshot if one is due."""
+        if batch.last_offset < self.latest_offset:
+            return
+        self._bytes += sum(len(r) for r in batch.records)
+        due = self._bytes >= self.max_bytes or (
+            self.interval_s is not None and self._bytes and time.monotonic() - self._since >= self.interval_s)
+        if not due or self.core.in_transaction or (self._writing is not None and not self._writing.done()):
+            return
+        from quorum.snapshot.files import SnapshotId
+
+        snapshot = SnapshotId(self.core.last_committed_offset + 1, batch.epoch)
+        self._bytes, self._since = 0, time.monotonic()
+        self._writing = self._writer.submit(self._write, self.core.image, snapshot)
+
+    def _write(self, image, snapshot) -> None:
+        from quorum.snapshot.files import prune, write_snapshot
+
+        started = time.monotonic()
+        try:
+            size = write_snapshot(self.directory, image, snapshot, self.raft.cluster_id)
+        except OSError as e:
+            log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e)
+            return
+        self.latest_offset, self.latest_bytes = snapshot.end_offset, size
+        prune(self.directory, self.KEEP)
+        log.info("Controller %d wrote snapshot %s (%d bytes, %.2fs)", self.raft.node_id, snapshot.name, size,
+                 time.monotonic() - started)
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)
+
+
 class ControllerNode:
     def __init__(self, raft: "RaftNode", core):
         self.raft = raft
@@ -120,6 +200,7 @@ class ControllerNode:
         self.fatal_error: Optional[BaseException] = None
         self.replay_errors = 0  # committed batches the core could not replay (logged)
         self._state_cond = threading.Condition()
+        self.snapshots = SnapshotPolicy(raft, core)
 
     @classmethod
     def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
@@ -148,8 +229,12 @@ class ControllerNode:
         if listen is None or not config.voters:
             raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
                                  "controller.quorum.voters and a controller listener")
-        return cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
+        node = cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
                           controller_settings(config), segment_bytes=config.log_segment_bytes)
+        node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
+        interval = config.log_max_snapshot_interval_ms
+        node.snapshots.interval_s = interval / 1000 if interval else None
+        return node
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -157,9 +242,11 @@ class ControllerNode:
         return self.raft.port
 
     def start(self, check_cluster_id: bool = True) -> "ControllerNode":
-        """Start the controller loop, then Raft (the commit listener sees the log from its start)."""
+        """Load the newest snapshot, start the controller loop, then Raft (the commit listener sees
+        the log from its start; batches the snapshot holds are skipped)."""
         if self._thread is not None:
             raise RuntimeError("a ControllerNode starts once")
+        self.snapshots.load()
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
@@ -174,6 +261,7 @@ class ControllerNode:
             self._thread.join(10)
         self._running = False
         self.raft.shutdown(graceful=graceful)
+        self.snapshots.close()
         self._stopped.set()
 
     def wait_stopped(self, timeout: Optional[float] = None) -> bool:
@@ -348,6 +436,7 @@ class ControllerNode:
     def _replay(self, batch: Batch) -> None:
         try:
             self.core.replay_committed(batch)
+            self.snapshots.replayed(batch)
         except Exception as e:
             # Not metadata (the Raft Append RPC takes opaque records, for benchmarks and tests) or a
             # record this version cannot apply: Kafka's controller would stop here; we report it and

@@ -8,8 +8,9 @@ STATE_CODES = {"Unstarted": 0, "Unattached": 1, "Voted": 2, "Prospective": 3, "C
                "Leader": 6, "Resigned": 7}
 
 
-def raft_metrics(registry: Registry, node) -> None:
-    """A RaftNode's election and replication state, commit and election latency."""
+def raft_metrics(registry: Registry, node, snapshots=None) -> None:
+    """A RaftNode's election and replication state, commit and election latency (and its
+    controller's snapshots, if given)."""
     codes = ", ".join(f"{code}={name}" for name, code in STATE_CODES.items())
     registry.gauge("sparkraft_raft_current_state", f"This node's Raft state ({codes}).",
                    lambda: STATE_CODES.get(node.status().state, -1))
@@ -25,13 +26,14 @@ def raft_metrics(registry: Registry, node) -> None:
     registry.histogram("sparkraft_raft_election_latency_seconds",
                        "From losing the leader to knowing the next one.", node.election_latency)
     registry.gauge("sparkraft_snapshot_latest_offset", "End offset of the newest snapshot, -1: none yet.",
-                   lambda: -1)
-    registry.gauge("sparkraft_snapshot_latest_bytes", "Size of the newest snapshot, 0: none yet.", lambda: 0)
+                   lambda: -1 if snapshots is None else snapshots.latest_offset)
+    registry.gauge("sparkraft_snapshot_latest_bytes", "Size of the newest snapshot, 0: none yet.",
+                   lambda: 0 if snapshots is None else snapshots.latest_bytes)
 
 
 def controller_metrics(registry: Registry, controller) -> None:
     """A ControllerNode's view of the cluster, from its committed image."""
-    raft_metrics(registry, controller.raft)
+    raft_metrics(registry, controller.raft, controller.snapshots)
 
     def image():
         return controller.call(lambda core: core.image).result(5)

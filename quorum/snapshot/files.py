@@ -1,0 +1,86 @@
+"""Snapshot files in a node's partition directory (KIP-630 naming), written and found.
+
+A snapshot holds the image after every record before its end offset, in the checkpoint format
+(quorum/broker/cache.py: CRC'd batches, a SnapshotHeader first, a SnapshotFooter last), so
+``dump-log`` and ``shell --snapshot`` read it. It is written to a temporary name, fsynced and
+renamed; a crash leaves the old set of snapshots or the new one, and a leftover temporary file is
+removed at the next start. A damaged snapshot is skipped (with a warning) for an older one.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from quorum.broker.cache import CacheError, read_checkpoint, write_checkpoint
+from quorum.metadata.image import MetadataImage
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".checkpoint"
+_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_TEMPORARY = re.compile(r"^\.\d{20}-\d{10}\.checkpoint\..*\.tmp$")  # write_atomically's temp names
+
+
+@dataclass(frozen=True)
+class SnapshotId:
+    end_offset: int  # one past the last record the snapshot includes
+    epoch: int  # the epoch of that record
+
+    @property
+    def name(self) -> str:
+        return f"{self.end_offset:020d}-{self.epoch:010d}{SUFFIX}"
+
+
+def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, cluster_id: str) -> int:
+    """Write ``image`` as snapshot ``snapshot``; the file's size in bytes."""
+    return write_checkpoint(directory / snapshot.name, image, {
+        "cluster_id": cluster_id, "end_offset": snapshot.end_offset, "epoch": snapshot.epoch,
+        "next_offset": snapshot.end_offset})
+
+
+def list_snapshots(directory: Path) -> list[SnapshotId]:
+    """The snapshots in ``directory``, oldest first (by name; not checked)."""
+    out = []
+    for entry in directory.iterdir() if directory.is_dir() else ():
+        m = _NAME.match(entry.name)
+        if m:
+            out.append(SnapshotId(int(m.group(1)), int(m.group(2))))
+    return sorted(out, key=lambda s: (s.end_offset, s.epoch))
+
+
+def remove_temporaries(directory: Path) -> None:
+    for entry in directory.iterdir() if directory.is_dir() else ():
+        if _TEMPORARY.match(entry.name):
+            log.warning("Removing %s, a snapshot left half-written by a crash", entry)
+            entry.unlink()
+
+
+def load_latest(directory: Path, cluster_id: str) -> Optional[tuple[SnapshotId, MetadataImage]]:
+    """The newest snapshot that reads back whole and belongs to ``cluster_id``; None if there is none.
+    Damaged or foreign ones are skipped with a warning and left on disk (evidence, not garbage)."""
+    for snapshot in reversed(list_snapshots(directory)):
+        path = directory / snapshot.name
+        try:
+            header, image = read_checkpoint(path)
+        except (CacheError, OSError) as e:
+            log.warning("Skipping snapshot %s: %s", path, e)
+            continue
+        if header.get("cluster_id") != cluster_id or header.get("end_offset") != snapshot.end_offset:
+            log.warning("Skipping snapshot %s: it belongs to cluster %s at offset %s, not this log", path,
+                        header.get("cluster_id"), header.get("end_offset"))
+            continue
+        return snapshot, image
+    return None
+
+
+def prune(directory: Path, keep: int) -> list[SnapshotId]:
+    """Delete all but the newest ``keep`` snapshots; the ones deleted."""
+    snapshots = list_snapshots(directory)
+    doomed = snapshots[:-keep] if keep > 0 else []
+    for snapshot in doomed:
+        os.unlink(directory / snapshot.name)
+    return doomed
