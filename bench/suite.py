@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "broker": "bench.broker_bench",
     "writes": "bench.writes_bench",
     "materialize": "bench.materialize_bench",
+    "snapshot": "bench.snapshot_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)
