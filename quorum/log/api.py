@@ -39,6 +39,11 @@ class ReplicatedLog(abc.ABC):
 
     @property
     @abc.abstractmethod
+    def start_epoch(self) -> int:
+        """Epoch of the record just before ``start_offset`` (the snapshot the log starts from; 0 at 0)."""
+
+    @property
+    @abc.abstractmethod
     def end_offset(self) -> int:
         """One past the last record held, flushed or not."""
 
@@ -77,6 +82,17 @@ class ReplicatedLog(abc.ABC):
     @abc.abstractmethod
     def truncate_to(self, offset: int) -> None:
         """Remove every record at or after ``offset`` (rounded down to a batch boundary)."""
+
+    @abc.abstractmethod
+    def advance_start(self, snapshot: OffsetAndEpoch) -> None:
+        """Let go of the records below ``snapshot.offset``, which a snapshot now holds (Kafka's
+        log start offset increment): reads below it are refused, segments wholly below it are
+        deleted. It must not be past ``end_offset``; use ``reset_to`` for that."""
+
+    @abc.abstractmethod
+    def reset_to(self, snapshot: OffsetAndEpoch) -> None:
+        """Drop every record and start empty at ``snapshot`` (a downloaded snapshot was installed;
+        Kafka's truncateFullyAndStartAt). Durable at the next ``flush``."""
 
     @abc.abstractmethod
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:

@@ -60,10 +60,9 @@ class FileLog(ReplicatedLog):
         self._seg_bases: list[int] = []  # base offset of each segment, for bisect
         self._bases: list[int] = []  # base offset of each batch
         self._vpos: list[int] = [0]  # virtual position of each batch's first byte, then of the end
-        self._epochs = EpochIndex()
-        self._start_offset = 0  # moves when snapshots let old segments go
-        self._end = self._start_offset
-        self._flushed = self._start_offset
+        self._epochs = EpochIndex()  # its base is the log start: moves when a snapshot lets records go
+        self._end = 0
+        self._flushed = 0
         self._dirty: set[_Segment] = set()  # segments written or cut since the last fsync
         self._dir_dirty = False  # segment files created or deleted since the last fsync
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -76,7 +75,11 @@ class FileLog(ReplicatedLog):
 
     @property
     def start_offset(self) -> int:
-        return self._start_offset
+        return self._epochs.base.offset
+
+    @property
+    def start_epoch(self) -> int:
+        return self._epochs.base.epoch
 
     @property
     def end_offset(self) -> int:
@@ -103,6 +106,10 @@ class FileLog(ReplicatedLog):
         """Index every whole, valid, contiguous batch. A torn last write is cut (with a warning);
         damage with records after it refuses to open, leaving the files untouched."""
         files = self._segment_files()
+        if files and files[0][0] > 0:
+            # Older segments were deleted below a snapshot; the node sets the start's epoch from it.
+            self._end = self._flushed = files[0][0]
+            self._epochs.reset(OffsetAndEpoch(files[0][0], 0))
         for i, (base, path) in enumerate(files):
             fd = os.open(path, os.O_RDWR)
             seg = _Segment(base, path, fd, self._vpos[-1])
@@ -260,6 +267,8 @@ class FileLog(ReplicatedLog):
         self._seg_bases.append(seg.base_offset)
 
     def truncate_to(self, offset: int) -> None:
+        if offset < self.start_offset:
+            raise LogError(f"cannot truncate to {offset}, below the log start {self.start_offset} (a snapshot)")
         keep = batches_below(self._bases, self._end, offset)
         if keep == len(self._bases):
             return
@@ -281,6 +290,40 @@ class FileLog(ReplicatedLog):
         self._epochs.truncate(new_end)
         self._flushed = min(self._flushed, new_end)
 
+    def advance_start(self, snapshot: OffsetAndEpoch) -> None:
+        if snapshot.offset < self.start_offset:
+            return
+        if snapshot.offset > self._end:
+            raise LogError(f"log start {snapshot.offset} would be past the log end {self._end}")
+        drop = 0  # leading segments whose every batch ends at or before the new start
+        while drop + 1 < len(self._segments) and self._seg_bases[drop + 1] <= snapshot.offset:
+            drop += 1
+        for seg in self._segments[:drop]:
+            self._delete_segment(seg)
+        del self._segments[:drop], self._seg_bases[:drop]
+        first = self._seg_bases[0] if self._seg_bases else self._end
+        gone = bisect.bisect_left(self._bases, first)
+        del self._bases[:gone], self._vpos[:gone]
+        self._epochs.trim(snapshot)
+        if drop:
+            log.info("Log start moved to offset %d: deleted %d segment(s) below it", snapshot.offset, drop)
+
+    def reset_to(self, snapshot: OffsetAndEpoch) -> None:
+        for seg in self._segments:
+            self._delete_segment(seg)
+        self._segments, self._seg_bases, self._bases = [], [], []
+        self._vpos = [0]
+        self._end = self._flushed = snapshot.offset
+        self._epochs.reset(snapshot)
+
+    def _delete_segment(self, seg: _Segment) -> None:
+        self._dirty.discard(seg)
+        if seg.fd >= 0:
+            os.close(seg.fd)
+            seg.fd = -1
+        seg.path.unlink()
+        self._dir_dirty = True
+
     def flush(self) -> None:
         for seg in sorted(self._dirty, key=lambda s: s.base_offset):
             os.fsync(seg.fd)
@@ -301,8 +344,8 @@ class FileLog(ReplicatedLog):
     def read(self, offset: int, max_bytes: int) -> bytes:
         if offset >= self._end:
             return b""
-        if offset < self._start_offset:
-            raise LogError(f"offset {offset} is below the log start {self._start_offset}")
+        if offset < self.start_offset:
+            raise LogError(f"offset {offset} is below the log start {self.start_offset}")
         first = batch_holding(self._bases, offset)
         start = self._vpos[first]
         stop = max(bisect.bisect_right(self._vpos, start + max_bytes) - 1, first + 1)
@@ -325,7 +368,7 @@ class FileLog(ReplicatedLog):
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def batches(self, start: int, end: int) -> Iterator[Batch]:
-        offset = max(start, self._start_offset)
+        offset = max(start, self.start_offset)
         while offset < min(end, self._end):
             for b in batchcodec.decode(self.read(offset, _BATCHES_CHUNK_BYTES)):
                 if b.base_offset >= end:
@@ -338,4 +381,4 @@ class FileLog(ReplicatedLog):
 
     def __repr__(self) -> str:
         return (f"FileLog({str(self._dir)!r}, segments={len(self._segments)}, "
-                f"offsets=[{self._start_offset}, {self._end}), flushed={self._flushed})")
+                f"offsets=[{self.start_offset}, {self._end}), flushed={self._flushed})")

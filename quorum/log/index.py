@@ -37,15 +37,28 @@ class _Positioned(Protocol):
 class EpochIndex:
     """Where each leader epoch starts in the log: Kafka's leader-epoch checkpoint, in memory.
 
-    ``starts`` is ``[(epoch, start offset), ...]``, both strictly increasing.
+    ``starts`` is ``[(epoch, start offset), ...]``, both strictly increasing. ``base`` is the
+    snapshot the log starts from (offset 0, epoch 0 until one is installed or the start moved):
+    an empty log's last epoch, and the answer for epochs older than any batch held.
     """
 
     def __init__(self) -> None:
         self.starts: list[tuple[int, int]] = []
+        self.base = OffsetAndEpoch(0, 0)
 
     @property
     def last_epoch(self) -> int:
-        return self.starts[-1][0] if self.starts else 0
+        return self.starts[-1][0] if self.starts else self.base.epoch
+
+    def reset(self, base: OffsetAndEpoch) -> None:
+        """The log now starts empty at ``base`` (a snapshot was installed)."""
+        self.starts, self.base = [], base
+
+    def trim(self, base: OffsetAndEpoch) -> None:
+        """The log now starts at ``base``: forget epochs that end at or before it."""
+        while len(self.starts) > 1 and self.starts[1][1] <= base.offset:
+            self.starts.pop(0)
+        self.base = base
 
     def check_epoch(self, epoch: int) -> None:
         """Refuse an append that would take the log's epoch backwards."""
@@ -73,4 +86,4 @@ class EpochIndex:
             self.starts.pop()
 
     def end_offset_for(self, epoch: int, log_end: int) -> OffsetAndEpoch:
-        return epoch_end_offsets(self.starts, log_end, epoch)
+        return epoch_end_offsets(self.starts, log_end, epoch, self.base)

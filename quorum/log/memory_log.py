@@ -24,11 +24,15 @@ class MemoryLog(ReplicatedLog):
     # -- properties -------------------------------------------------------------------------
     @property
     def start_offset(self) -> int:
-        return 0
+        return self._epochs.base.offset
+
+    @property
+    def start_epoch(self) -> int:
+        return self._epochs.base.epoch
 
     @property
     def end_offset(self) -> int:
-        return self._batches[-1].end_offset if self._batches else 0
+        return self._batches[-1].end_offset if self._batches else self._epochs.base.offset
 
     @property
     def flushed_offset(self) -> int:
@@ -61,18 +65,40 @@ class MemoryLog(ReplicatedLog):
         self._bases.append(b.base_offset)
 
     def truncate_to(self, offset: int) -> None:
+        if offset < self.start_offset:
+            raise LogError(f"cannot truncate to {offset}, below the log start {self.start_offset} (a snapshot)")
         keep = batches_below(self._bases, self.end_offset, offset)
         del self._batches[keep:], self._encoded[keep:], self._bases[keep:]
         end = self.end_offset
         self._epochs.truncate(end)
         self._flushed = min(self._flushed, end)
 
+    def advance_start(self, snapshot: OffsetAndEpoch) -> None:
+        if snapshot.offset <= self.start_offset:
+            return
+        if snapshot.offset > self.end_offset:
+            raise LogError(f"log start {snapshot.offset} would be past the log end {self.end_offset}")
+        drop = 0
+        while drop < len(self._batches) and self._batches[drop].end_offset <= snapshot.offset:
+            drop += 1
+        del self._batches[:drop], self._encoded[:drop], self._bases[:drop]
+        self._epochs.trim(snapshot)
+
+    def reset_to(self, snapshot: OffsetAndEpoch) -> None:
+        self._batches, self._encoded, self._bases = [], [], []
+        self._epochs.reset(snapshot)
+        self._flushed = snapshot.offset  # the simulation's disk: as durable as the snapshot itself
+
     def flush(self) -> None:
         self._flushed = self.end_offset
 
     def crash(self) -> None:
-        """Forget every unflushed batch, as a machine that lost power would."""
-        self.truncate_to(self._flushed)
+        """Forget every unflushed batch, as a machine that lost power would. (Records below the log
+        start are in a snapshot, which is durable: the log then restarts empty at its start.)"""
+        if self._flushed < self.start_offset:
+            self.reset_to(self._epochs.base)
+        else:
+            self.truncate_to(self._flushed)
 
     # -- reads ------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int) -> bytes:

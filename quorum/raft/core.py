@@ -36,18 +36,20 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from quorum.errors import Errors, NotLeaderError
-from quorum.log.api import LogError, ReplicatedLog
+from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
 from quorum.log.batch import CorruptBatchError
 from quorum.raft import control_records
 from quorum.raft.accumulator import BatchAccumulator
 from quorum.raft.election_state import ElectionState
 from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                   EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, Message, Outbound, QuorumDescription, VoteRequest,
-                                  VoteResponse)
+                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Message,
+                                  Outbound, QuorumDescription, VoteRequest, VoteResponse)
 from quorum.raft.progress import LeaderProgress
 from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
 from quorum.raft.settings import RaftSettings
+from quorum.snapshot.api import SnapshotError, SnapshotStore
+from quorum.snapshot.memory_store import MemorySnapshotStore
 
 NO_DEADLINE = 1 << 62
 LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
@@ -70,16 +72,22 @@ class Ready:
 class RaftCore:
     def __init__(self, node_id: int, voters: Sequence[int], cluster_id: str, log: ReplicatedLog,
                  election: ElectionState, now_ms: int, settings: RaftSettings = RaftSettings(),
-                 rng: Optional[random.Random] = None):
+                 rng: Optional[random.Random] = None, snapshots: Optional[SnapshotStore] = None):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.is_voter = node_id in self.voters
         self.cluster_id = cluster_id
         self.log = log
+        # Snapshots: served to fetchers below the log start, downloaded when we are below the leader's.
+        self.snapshots = snapshots if snapshots is not None else MemorySnapshotStore()
+        self.snapshots_installed = 0
+        self.snapshot_failures = 0  # downloads refused because they did not verify
         self.settings = settings
         self.rng = rng or random.Random(node_id)
-        self.high_watermark = 0  # never moves backwards while this core lives
-        self._exposed_hw = 0
+        # Never moves backwards while this core lives. Everything below the log start is in a
+        # snapshot, so committed.
+        self.high_watermark = log.start_offset
+        self._exposed_hw = self.high_watermark
         self._persisted = election
         self._outbox: list[Outbound] = []
         self._next_corr = 1
@@ -99,7 +107,8 @@ class RaftCore:
     def receive(self, src: int, corr: int, msg: Message, now_ms: int) -> None:
         """A message arrived from ``src``. Requests are answered with the same ``corr``."""
         handler = getattr(self, "_handle_" + type(msg).__name__)
-        if isinstance(msg, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)):
+        if isinstance(msg, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+                            FetchSnapshotRequest)):
             if msg.cluster_id != self.cluster_id:
                 self._reply_error(src, corr, msg, Errors.INCONSISTENT_CLUSTER_ID)
             else:
@@ -117,7 +126,7 @@ class RaftCore:
         entry = self._inflight.pop(corr, None)
         if entry is not None:
             self._backoff[(type(entry[1]), dest)] = now_ms + self.settings.retry_backoff_ms
-            if isinstance(entry[1], FetchRequest):
+            if isinstance(entry[1], (FetchRequest, FetchSnapshotRequest)):
                 self._leader_fetch_failed(dest, now_ms)
         self._poll(now_ms)
 
@@ -140,6 +149,19 @@ class RaftCore:
         """Graceful step-down: a leader hands over with EndQuorumEpoch (used on SIGTERM)."""
         if isinstance(self.role, Leader):
             self._become_resigned(now_ms)
+        self._poll(now_ms)
+
+    def advance_log_start(self, snapshot: OffsetAndEpoch, now_ms: int) -> None:
+        """Let the log go below ``snapshot``, one of our snapshots of committed records (retention:
+        Kafka's deleteBeforeSnapshot). Fetchers below it are then sent the newest snapshot."""
+        if snapshot not in self.snapshots.ids():
+            raise ValueError(f"snapshot {snapshot} is not held; the log start may only move to one")
+        if snapshot.offset > self.high_watermark:
+            raise RaftSafetyError(f"snapshot {snapshot} is beyond the high watermark {self.high_watermark}")
+        if snapshot.offset > self.log.end_offset:
+            self.log.reset_to(snapshot)
+        else:
+            self.log.advance_start(snapshot)
         self._poll(now_ms)
 
     def tick(self, now_ms: int) -> int:
@@ -401,7 +423,12 @@ class RaftCore:
                 self._become_unattached(r.epoch, now)
             self._poll(now)
             return
-        if self._can_send(FetchRequest, r.leader_id):
+        if r.snapshot is not None and (self.snapshots.download or (None,))[0] != r.snapshot:
+            r.snapshot = None  # the download was dropped (a bad chunk): Fetch again
+        if r.snapshot is not None:
+            if self._can_send(FetchSnapshotRequest, r.leader_id):
+                self._send_fetch_snapshot(r, now)
+        elif self._can_send(FetchRequest, r.leader_id):
             self._send_fetch(r.leader_id, r.epoch, now)
 
     def _poll_Resigned(self, now: int) -> None:
@@ -427,6 +454,11 @@ class RaftCore:
 
     def _fetch_in_flight(self) -> bool:
         return any(isinstance(m, FetchRequest) for (_d, m, _t) in self._inflight.values())
+
+    def _send_fetch_snapshot(self, r: Follower, now: int) -> None:
+        position = self.snapshots.download[1]
+        self._request(r.leader_id, FetchSnapshotRequest(self.cluster_id, r.epoch, self.node_id, r.snapshot, position,
+                                                        self.settings.fetch_max_bytes), now)
 
     def _send_fetch(self, dest: int, epoch: int, now: int) -> None:
         s = self.settings
@@ -469,6 +501,8 @@ class RaftCore:
             resp = BeginQuorumEpochResponse(error, r.epoch, r.leader_id)
         elif isinstance(req, EndQuorumEpochRequest):
             resp = EndQuorumEpochResponse(error, r.epoch, r.leader_id)
+        elif isinstance(req, FetchSnapshotRequest):
+            resp = FetchSnapshotResponse(error, r.epoch, r.leader_id, req.snapshot_id, position=req.position)
         else:
             resp = FetchResponse(error, r.epoch, r.leader_id, log_start_offset=self.log.start_offset)
         self._send(src, corr, resp)
@@ -611,6 +645,17 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
         if req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.last_fetched_epoch > r.epoch:
             return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        start = self.log.start_offset
+        if start > 0 and (req.fetch_offset < start or req.last_fetched_epoch < self.log.start_epoch):
+            # What the fetcher needs next is only in a snapshot now (or its log diverges below it).
+            snapshot = self.snapshots.latest()
+            if snapshot is None or snapshot.offset < start:
+                raise RaftSafetyError(f"log starts at {start} but no snapshot reaches it (newest: {snapshot})")
+            if src in self.voters:
+                r.begin_epoch_unacked.discard(src)
+                r.progress.touch(src, now)
+            return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                                                       start, snapshot_id=snapshot))
         end = self.log.end_offset_for_epoch(req.last_fetched_epoch)
         if end.epoch != req.last_fetched_epoch or end.offset < req.fetch_offset:
             # The fetcher's log has records this leader does not: tell it where to cut.
@@ -671,8 +716,17 @@ class RaftCore:
             self.log.truncate_to(target)
             return
         if resp.snapshot_id is not None:
-            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
-            return  # snapshots are not installed yet
+            # Either our log ends below the leader's log start, or it diverges from the leader's
+            # below it (our last epoch is older than the start's): nothing we hold after what we
+            # committed is of use, and the snapshot holds what we committed.
+            if resp.snapshot_id.offset < self.high_watermark:
+                raise RaftSafetyError(f"leader {src} sends node {self.node_id} snapshot {resp.snapshot_id}, "
+                                      f"below its high watermark {self.high_watermark}")
+            # Download from byte 0 from this leader: another node's file of the same snapshot may
+            # differ byte for byte, so a download never resumes across leaders.
+            r.snapshot = resp.snapshot_id  # the next poll sends FetchSnapshot
+            self.snapshots.begin_download(resp.snapshot_id)
+            return
         if resp.records:
             try:
                 self.log.append_as_follower(resp.records)
@@ -682,3 +736,75 @@ class RaftCore:
         if resp.high_watermark is not None:
             self._set_high_watermark(min(resp.high_watermark, self.log.end_offset))
         self._maybe_finish_rejoin(resp.high_watermark)
+
+    # ------------------------------------------------------------------ FetchSnapshot (leader side)
+    def _handle_FetchSnapshotRequest(self, src: int, corr: int, req: FetchSnapshotRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Leader):
+            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
+                                     else Errors.FENCED_LEADER_EPOCH)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if src in self.voters:
+            r.begin_epoch_unacked.discard(src)
+            r.progress.touch(src, now)
+        size = self.snapshots.size(req.snapshot_id)
+        if size is None:
+            return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
+        if req.position < 0 or req.position > size or req.max_bytes <= 0:
+            return self._reply_error(src, corr, req, Errors.POSITION_OUT_OF_RANGE)
+        data = self.snapshots.read(req.snapshot_id, req.position, req.max_bytes)
+        if data is None:  # deleted since size() answered
+            return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
+        self._send(src, corr, FetchSnapshotResponse(Errors.NONE, r.epoch, self.node_id, req.snapshot_id, size,
+                                                    req.position, data))
+
+    # ------------------------------------------------------------------ FetchSnapshot (follower side)
+    def _handle_FetchSnapshotResponse(self, src: int, resp: FetchSnapshotResponse, req: FetchSnapshotRequest,
+                                      now: int) -> None:
+        r = self.role
+        if not isinstance(r, Follower) or r.leader_id != src or r.snapshot != req.snapshot_id:
+            return
+        r.fetch_failures = 0
+        if resp.error in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
+            # Deleted by retention meanwhile (or we lost our place): Fetch again for the newest one.
+            self.snapshots.abort_download()
+            r.snapshot = None
+            return
+        if resp.error is not Errors.NONE:
+            self._backoff[(FetchSnapshotRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        download = self.snapshots.download
+        if download is None or download != (req.snapshot_id, req.position) or resp.position != req.position:
+            return  # an answer to a request from before a restarted download
+        r.fetch_deadline = self._fetch_deadline(now)
+        r.last_fetch_ok_ms = now
+        received = self.snapshots.append_download(resp.data)
+        if received < resp.size and resp.data:
+            return  # the next poll asks for the next chunk
+        if received != resp.size:
+            self.snapshots.abort_download()
+            r.snapshot = None
+            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        self._install_snapshot(r, src, now)
+
+    def _install_snapshot(self, r: Follower, src: int, now: int) -> None:
+        """The download is whole: verify it, make it our snapshot, and start the log after it."""
+        r.snapshot = None
+        try:
+            snapshot = self.snapshots.finish_download()
+        except SnapshotError:
+            # Damaged on the way or on the leader's disk: refuse it and ask again.
+            self.snapshot_failures += 1
+            self._backoff[(FetchRequest, src)] = now + self.settings.request_timeout_ms
+            return
+        if isinstance(self.role, Leader):
+            raise RaftSafetyError("a leader never loads a snapshot")
+        if snapshot.offset < self.high_watermark:
+            raise RaftSafetyError(f"snapshot {snapshot} is below the high watermark {self.high_watermark}")
+        self.log.reset_to(snapshot)
+        self.snapshots_installed += 1
+        self._set_high_watermark(snapshot.offset)

@@ -84,11 +84,35 @@ class FetchResponse:
     snapshot_id: Optional[OffsetAndEpoch] = None  # fetch offset below log start: fetch this snapshot
 
 
-Request = Union[VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest]
-Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse]
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotRequest:
+    """The next chunk of the snapshot a Fetch answer named (KIP-630), from byte ``position``."""
+
+    cluster_id: str
+    epoch: int
+    replica_id: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSnapshotResponse:
+    error: Errors
+    epoch: int
+    leader_id: Optional[int]
+    snapshot_id: Optional[OffsetAndEpoch] = None
+    size: int = 0  # the whole snapshot's size in bytes
+    position: int = 0  # where ``data`` starts
+    data: bytes = b""
+
+
+Request = Union[VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest]
+Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+                 FetchSnapshotResponse]
 Message = Union[Request, Response]
 
-REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest)
+REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +153,7 @@ def describe_message(msg: Message) -> str:
         v = getattr(msg, f)
         if f == "cluster_id":
             continue
-        if f == "records":
+        if f in ("records", "data"):
             v = f"<{len(v)}B>" if v else ""
             if not v:
                 continue

@@ -67,6 +67,11 @@ class LeaderProgress:
             self.observers.setdefault(replica_id, ReplicaState(replica_id)).update(fetch_offset, leader_end, now_ms)
         return False
 
+    def touch(self, replica_id: int, now_ms: int) -> None:
+        """A voter fetched a snapshot chunk: alive (check-quorum), though its log did not move."""
+        if replica_id in self.voters and replica_id != self.leader_id:
+            self.voters[replica_id].last_fetch_ms = now_ms
+
     def _maybe_advance(self) -> bool:
         ends = sorted((r.end_offset for r in self.voters.values()), reverse=True)
         candidate = ends[self.majority - 1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from quorum.log.api import OffsetAndEpoch
 from quorum.raft.accumulator import BatchAccumulator
 from quorum.raft.progress import LeaderProgress
 
@@ -84,6 +85,7 @@ class Follower:
     fetch_deadline: int
     last_fetch_ok_ms: Optional[int] = None  # a live leader rejects pre-votes for others
     fetch_failures: int = 0  # Fetches to the leader the transport failed in a row (see core)
+    snapshot: Optional[OffsetAndEpoch] = None  # being downloaded: FetchSnapshot instead of Fetch
     name = "Follower"
 
 

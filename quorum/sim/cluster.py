@@ -14,16 +14,21 @@ Invariants (``Invariants.check``), checked after every event:
   ``h - 1`` durably; every node's records below its high watermark are identical
   to what every other node committed;
 - committed records never change or vanish: every new leader holds all of them;
-- every acknowledged write is committed at the offset it was acknowledged at.
+- every acknowledged write is committed at the offset it was acknowledged at;
+- with snapshots (``snapshot_every``): a node's log starts at 0 or at one of its snapshots' end
+  offsets; every snapshot holds exactly the committed records below its end; a leader never
+  installs a snapshot. Records below a node's log start are read from its snapshots.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from quorum.log.api import OffsetAndEpoch
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
 from quorum.raft.election_state import ElectionState
@@ -31,6 +36,18 @@ from quorum.raft.messages import Outbound, describe_message
 from quorum.raft.roles import Leader
 from quorum.raft.settings import RaftSettings
 from quorum.sim.network import Network, NetworkFaults
+from quorum.snapshot.memory_store import MemorySnapshotStore, seal, unseal
+
+SNAPSHOTS_KEPT = 2  # per node; the log start is the oldest one's end
+
+
+def encode_snapshot(records: list[tuple[int, bytes]]) -> bytes:
+    """The simulated state machine's snapshot: every committed (epoch, record) below its end."""
+    return seal(json.dumps([[e, r.hex()] for e, r in records]).encode())
+
+
+def decode_snapshot(data: bytes) -> list[tuple[int, bytes]]:
+    return [(e, bytes.fromhex(r)) for e, r in json.loads(unseal(data))]
 
 CLUSTER_ID = "sim-cluster-0000000000"
 DEFAULT_TRACE: Optional[Callable[[str], None]] = None  # ``python -m quorum.sim --trace`` sets it
@@ -44,12 +61,14 @@ class InvariantViolation(AssertionError):
 class SimNode:
     node_id: int
     log: MemoryLog = field(default_factory=MemoryLog)
+    snapshots: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
     persisted: ElectionState = field(default_factory=ElectionState.empty)
     core: Optional[RaftCore] = None
     incarnation: int = 0
     next_tick: Optional[int] = None
     last_epoch_seen: int = 0
     last_hw_seen: int = 0
+    installs_seen: int = 0
 
     @property
     def alive(self) -> bool:
@@ -69,6 +88,8 @@ class Invariants:
         self.leaders: dict[int, int] = {}  # epoch -> leader id
         self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)
         self.acked: list[Proposal] = []
+        self._decoded: dict[int, tuple[bytes, list]] = {}  # id(snapshot bytes) -> (bytes, records)
+        self._checked_snapshots: set[tuple[int, OffsetAndEpoch]] = set()
 
     def fail(self, why: str) -> None:
         raise InvariantViolation(f"seed {self.c.seed} t={self.c.now}ms: {why}")
@@ -89,6 +110,11 @@ class Invariants:
                 if prev == n.node_id and core.epoch not in c.checked_leader_epochs:
                     c.checked_leader_epochs.add(core.epoch)
                     self._check_leader_completeness(n)
+            if core.snapshots_installed != n.installs_seen:
+                if core.is_leader:
+                    self.fail(f"leader {n.node_id} installed a snapshot")
+                n.installs_seen = core.snapshots_installed
+            self._check_snapshots(n)
             hw = core.high_watermark
             if hw < n.last_hw_seen:
                 self.fail(f"node {n.node_id} high watermark went back {n.last_hw_seen} -> {hw}")
@@ -96,7 +122,38 @@ class Invariants:
                 self._check_new_commits(n, n.last_hw_seen, hw)
                 n.last_hw_seen = hw
 
-    def _record_at(self, log: MemoryLog, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
+    def _snapshot_records(self, data: bytes) -> list:
+        hit = self._decoded.get(id(data))
+        if hit is None or hit[0] is not data:
+            hit = self._decoded[id(data)] = (data, decode_snapshot(data))
+        return hit[1]
+
+    def _check_snapshots(self, n: SimNode) -> None:
+        start = n.log.start_offset
+        ids = n.snapshots.ids()
+        if start > 0 and OffsetAndEpoch(start, n.log.start_epoch) not in ids:
+            self.fail(f"node {n.node_id} log starts at {start} (epoch {n.log.start_epoch}), "
+                      f"which is none of its snapshots {ids}")
+        for sid in ids:
+            if (n.node_id, sid) in self._checked_snapshots:
+                continue
+            self._checked_snapshots.add((n.node_id, sid))
+            records = self._snapshot_records(n.snapshots.snapshots[sid])
+            if len(records) != sid.offset or (records and records[-1][0] != sid.epoch):
+                self.fail(f"node {n.node_id} snapshot {sid} holds {len(records)} records")
+            for off, rec in enumerate(records):
+                known = self.committed.setdefault(off, rec)
+                if known != rec:
+                    self.fail(f"node {n.node_id} snapshot {sid} has {rec} at {off}, committed was {known}")
+
+    def record_at(self, n: SimNode, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
+        """What node ``n`` holds at ``offset``: from its log, or below the log start its snapshots."""
+        log = n.log
+        if offset < log.start_offset:
+            for sid in reversed(n.snapshots.ids()):
+                if sid.offset > offset:
+                    return self._snapshot_records(n.snapshots.snapshots[sid])[offset]
+            return None
         if offset >= (log.flushed_offset if durable else log.end_offset):
             return None
         for b in log.batches(offset, offset + 1):
@@ -105,7 +162,7 @@ class Invariants:
 
     def _check_new_commits(self, n: SimNode, lo: int, hi: int) -> None:
         for off in range(lo, hi):
-            mine = self._record_at(n.log, off, durable=False)
+            mine = self.record_at(n, off, durable=False)
             if mine is None:
                 self.fail(f"node {n.node_id} high watermark {hi} but offset {off} missing from its log")
             known = self.committed.setdefault(off, mine)
@@ -119,13 +176,13 @@ class Invariants:
             return
         # Durable on a majority of voters at the moment the leader commits it.
         holders = sum(1 for v in self.c.voters
-                      if self._record_at(self.c.nodes[v].log, hi - 1, durable=True) == self.committed[hi - 1])
+                      if self.record_at(self.c.nodes[v], hi - 1, durable=True) == self.committed[hi - 1])
         if holders < len(self.c.voters) // 2 + 1:
             self.fail(f"node {n.node_id} moved its high watermark to {hi} but only {holders} voters hold it durably")
 
     def _check_leader_completeness(self, n: SimNode) -> None:
         for off, rec in self.committed.items():
-            if self._record_at(n.log, off, durable=False) != rec:
+            if self.record_at(n, off, durable=False) != rec:
                 self.fail(f"new leader {n.node_id} (epoch {n.core.epoch}) lacks committed offset {off}")
 
     def check_acked(self) -> None:
@@ -142,15 +199,16 @@ class Invariants:
             if not n.alive:
                 continue
             for off in range(n.core.high_watermark):
-                if self._record_at(n.log, off, durable=False) != self.committed.get(off):
+                if self.record_at(n, off, durable=False) != self.committed.get(off):
                     self.fail(f"node {n.node_id} differs from the committed log at offset {off}")
 
 
 class Cluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
-                 trace: Optional[Callable[[str], None]] = None):
+                 trace: Optional[Callable[[str], None]] = None, snapshot_every: Optional[int] = None):
         self.seed = seed
+        self.snapshot_every = snapshot_every  # committed records between a node's snapshots
         self.rng = random.Random(seed)
         self.now = 0
         self.settings = settings
@@ -173,9 +231,13 @@ class Cluster:
     def start(self, node_id: int) -> None:
         n = self.nodes[node_id]
         n.incarnation += 1
+        latest = n.snapshots.latest()
+        if latest is not None and latest.offset > n.log.end_offset:
+            n.log.reset_to(latest)  # what a node does at open: the log restarts at its newest snapshot
         n.core = RaftCore(node_id, self.voters, CLUSTER_ID, n.log, n.persisted, self.now, self.settings,
-                          random.Random(self.rng.random()))
-        n.last_hw_seen = 0
+                          random.Random(self.rng.random()), snapshots=n.snapshots)
+        n.last_hw_seen = n.core.high_watermark
+        n.installs_seen = 0
         n.next_tick = None
         self._process(n)
         self.inv.check()
@@ -185,6 +247,7 @@ class Cluster:
         n = self.nodes[node_id]
         n.core = None
         n.log.crash()
+        n.snapshots.crash()
         self._log(f"crash {node_id}")
 
     def wipe(self, node_id: int) -> None:
@@ -192,6 +255,7 @@ class Cluster:
         n = self.nodes[node_id]
         assert not n.alive
         n.log = MemoryLog()
+        n.snapshots = MemorySnapshotStore()
         n.persisted = ElectionState(0, rejoining=True)  # what `storage format --rejoin` writes
         n.last_epoch_seen = 0
         self._log(f"wipe {node_id}")
@@ -214,10 +278,34 @@ class Cluster:
                 self._send(n, out)
             core.advance(rd, self.now)
             self._maybe_ack(n)
+            self._maybe_snapshot(n)
         at = self.now + core.tick(self.now)
         if n.next_tick is None or at < n.next_tick or n.next_tick <= self.now:
             n.next_tick = at
             self._push(at, ("tick", n.node_id, n.incarnation))
+
+    def _maybe_snapshot(self, n: SimNode) -> None:
+        """Every ``snapshot_every`` committed records a node snapshots its committed state, keeps the
+        newest SNAPSHOTS_KEPT and moves its log start to the oldest one kept (deleting below it)."""
+        if self.snapshot_every is None:
+            return
+        hw = n.core.high_watermark
+        latest = n.snapshots.latest()
+        base = latest.offset if latest is not None else 0
+        if hw - base < self.snapshot_every:
+            return
+        records = self._snapshot_records_of(n, latest) + [self.inv.record_at(n, off, durable=False)
+                                                          for off in range(base, hw)]
+        sid = OffsetAndEpoch(hw, records[-1][0])
+        n.snapshots.add(sid, encode_snapshot(records))
+        ids = n.snapshots.ids()
+        for old in ids[:-SNAPSHOTS_KEPT]:
+            n.snapshots.delete(old)
+        n.core.advance_log_start(n.snapshots.ids()[0], self.now)
+        self._log(f"node {n.node_id} snapshot {sid}; log starts at {n.log.start_offset}")
+
+    def _snapshot_records_of(self, n: SimNode, sid: Optional[OffsetAndEpoch]) -> list:
+        return [] if sid is None else list(self.inv._snapshot_records(n.snapshots.snapshots[sid]))
 
     def _send(self, n: SimNode, out: Outbound) -> None:
         dst = self.nodes[out.dest]
@@ -283,7 +371,7 @@ class Cluster:
         still = []
         for p in self.pending:
             if p.last_offset < hw and n.node_id == self._leader_of(p.epoch):
-                rec = self.inv._record_at(n.log, p.last_offset, durable=False)
+                rec = self.inv.record_at(n, p.last_offset, durable=False)
                 if rec is not None and rec[0] == p.epoch:
                     self.inv.acked.append(p)
                     continue

@@ -119,6 +119,30 @@ def lose_whole_state(seed: int, voters: int = 3) -> Cluster:
     return c
 
 
+def catch_up_by_snapshot(seed: int, voters: int = 3) -> Cluster:
+    """Nodes snapshot and delete their log below; a follower whose disk was replaced, and a new
+    observer, can only catch up by downloading a snapshot (FetchSnapshot) and fetching after it."""
+    c = Cluster(seed, voters, observers=1, snapshot_every=15, faults=NetworkFaults(drop_rate=0.02, max_delay_ms=10))
+    _elect(c)
+    _writes(c, 30)
+    ld = c.stabilize().node_id
+    victim = c.rng.choice([v for v in c.voters if v != ld])
+    c.crash(victim)
+    c.crash(101)
+    c.wipe(victim)
+    c.wipe(101)
+    _writes(c, 10)
+    c.start(victim)
+    c.start(101)
+    _writes(c, 20)
+    c.stabilize()
+    for i in (victim, 101):
+        n = c.nodes[i]
+        assert n.snapshots.installed, f"seed {seed}: node {i} caught up without a snapshot"
+        assert n.log.start_offset > 0
+    return c
+
+
 SCENARIOS: dict[str, Callable[[int], Cluster]] = {
     "initial_election": initial_election,
     "kill_leader": kill_leader,
@@ -127,6 +151,7 @@ SCENARIOS: dict[str, Callable[[int], Cluster]] = {
     "split_brain_healed": split_brain_healed,
     "back_to_back_failures": back_to_back_failures,
     "lose_whole_state": lose_whole_state,
+    "catch_up_by_snapshot": catch_up_by_snapshot,
 }
 
 
@@ -140,7 +165,8 @@ def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
                            duplicate_rate=rng.choice([0.0, 0.01, 0.05]),
                            max_delay_ms=rng.choice([2, 10, 50, 200]))
     settings = RaftSettings(append_linger_ms=rng.choice([0, 5, 25]))
-    c = Cluster(seed, voters, observers, faults=faults, settings=settings)
+    snapshot_every = rng.choice([None, 10, 40])
+    c = Cluster(seed, voters, observers, faults=faults, settings=settings, snapshot_every=snapshot_every)
     wiped = False
     end = c.now + duration_ms
     while c.now < end:

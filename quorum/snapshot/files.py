@@ -17,6 +17,7 @@ from typing import Optional
 
 from quorum.broker.cache import CacheError, read_checkpoint, write_checkpoint
 from quorum.metadata.image import MetadataImage
+from quorum.raft import control_records
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,36 @@ def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, 
     return write_checkpoint(directory / snapshot.name, image, {
         "cluster_id": cluster_id, "end_offset": snapshot.end_offset, "epoch": snapshot.epoch,
         "next_offset": snapshot.end_offset})
+
+
+def verify_checkpoint(data: bytes, cluster_id: str, snapshot: SnapshotId) -> dict:
+    """Check a snapshot's bytes without decoding its records (CRC of every batch, header, footer,
+    record count, cluster and id); its header. Raises SnapshotError."""
+    from quorum.log import batch as batchcodec
+    from quorum.snapshot.api import SnapshotError
+
+    try:
+        headers = list(batchcodec.scan(data))
+    except batchcodec.CorruptBatchError as e:
+        raise SnapshotError(f"snapshot {snapshot.name} is damaged: {e}") from None
+    if len(headers) < 2 or not headers[0].control or not headers[-1].control:
+        raise SnapshotError(f"snapshot {snapshot.name} is incomplete (no header or footer)")
+    first = batchcodec.decode(data[headers[0].position:headers[0].position + headers[0].size])[0]
+    last = batchcodec.decode(data[headers[-1].position:headers[-1].position + headers[-1].size])[0]
+    head, foot = control_records.decode_control(first.records[0]), control_records.decode_control(last.records[0])
+    if head.type != control_records.SNAPSHOT_HEADER or foot.type != control_records.SNAPSHOT_FOOTER:
+        raise SnapshotError(f"snapshot {snapshot.name} does not begin with a header and end with a footer")
+    count = sum(h.count for h in headers[1:-1])
+    if count != foot.data.get("records"):
+        raise SnapshotError(f"snapshot {snapshot.name} holds {count} records, its footer says "
+                            f"{foot.data.get('records')}")
+    if head.data.get("cluster_id") != cluster_id:
+        raise SnapshotError(f"snapshot {snapshot.name} belongs to cluster {head.data.get('cluster_id')}, "
+                            f"not {cluster_id}")
+    if (head.data.get("end_offset"), head.data.get("epoch")) != (snapshot.end_offset, snapshot.epoch):
+        raise SnapshotError(f"snapshot {snapshot.name} says it ends at offset {head.data.get('end_offset')} "
+                            f"in epoch {head.data.get('epoch')}")
+    return head.data
 
 
 def list_snapshots(directory: Path) -> list[SnapshotId]:

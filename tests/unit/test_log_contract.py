@@ -263,3 +263,58 @@ def test_restart_keeps_the_flushed_prefix(logs, log):
     assert list(log.batches(0, 6)) == flushed
     assert log.end_offset_for_epoch(2) == OffsetAndEpoch(6, 2)
     assert log.append_as_leader([b"after"], 3, 0).base_offset == log.end_offset - 1
+
+
+# -- the log start (snapshots) --------------------------------------------------------------------
+def test_advance_start_lets_records_go_and_survives_a_restart(logs):
+    log = logs.open()
+    batches = fill(log, [(1, 3), (1, 3), (2, 3), (2, 3), (3, 3)])
+    log.flush()
+    snap = OffsetAndEpoch(batches[2].end_offset, 2)  # 9: a snapshot holds offsets 0..8
+    segments_before = sorted(p.name for p in log.directory.glob("*.log")) if isinstance(log, FileLog) else []
+    log.advance_start(snap)
+    if isinstance(log, FileLog):  # segments wholly below the start are gone, the rest stay
+        after = sorted(p.name for p in log.directory.glob("*.log"))
+        assert len(after) < len(segments_before) and after == segments_before[-len(after):]
+        assert int(after[0][:20]) <= 9
+    assert (log.start_offset, log.start_epoch, log.end_offset) == (9, 2, 15)
+    with pytest.raises(LogError):
+        log.read(3, 100)
+    assert [b.base_offset for b in log.batches(0, 100)][-2:] == [9, 12]
+    assert batchcodec.decode(log.read(9, 1 << 20))[0].base_offset == 9
+    assert log.end_offset_for_epoch(2) == OffsetAndEpoch(12, 2)
+    assert log.end_offset_for_epoch(1).offset <= 9  # older than the start: at most the start
+    with pytest.raises(LogError):
+        log.truncate_to(5)  # below the snapshot: refused, nothing changes
+    assert log.end_offset == 15
+    log.advance_start(OffsetAndEpoch(6, 1))  # backwards: ignored
+    assert log.start_offset == 9
+    with pytest.raises(LogError):
+        log.advance_start(OffsetAndEpoch(99, 3))  # past the end: use reset_to
+    log.truncate_to(12)
+    log.append_as_leader([b"x"], 4, 0)
+    log.flush()
+    if isinstance(log, FileLog):
+        log = logs.restart(log)
+        log.advance_start(snap)  # what the node does at open, from its oldest snapshot
+    assert (log.start_offset, log.start_epoch, log.end_offset, log.last_epoch) == (9, 2, 13, 4)
+    assert [b.base_offset for b in log.batches(9, 100)] == [9, 12]
+
+
+def test_reset_to_starts_empty_at_the_snapshot(logs):
+    log = logs.open()
+    fill(log, [(1, 3), (2, 3)])
+    log.flush()
+    log.reset_to(OffsetAndEpoch(40, 5))
+    assert (log.start_offset, log.end_offset, log.last_epoch, log.flushed_offset) == (40, 40, 5, 40)
+    assert log.read(40, 100) == b"" and list(log.batches(0, 100)) == []
+    assert log.end_offset_for_epoch(5) == OffsetAndEpoch(40, 5)
+    log.append_as_leader([b"a", b"b"], 6, 0)
+    log.flush()
+    assert log.end_offset == 42
+    if isinstance(log, FileLog):
+        log = logs.restart(log)
+        log.advance_start(OffsetAndEpoch(40, 5))
+    assert (log.start_offset, log.end_offset, log.last_epoch) == (40, 42, 6)
+    assert log.end_offset_for_epoch(5) == OffsetAndEpoch(40, 5)
+    assert [b.records for b in log.batches(0, 100)] == [(b"a", b"b")]
