@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import dataclasses
 import errno
 import fcntl
 import itertools
@@ -56,6 +57,7 @@ from quorum.log.batch import Batch
 from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 from quorum.log.errors import StorageError
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES, FileLog
+from quorum.log.api import OffsetAndEpoch
 from quorum.log.meta_properties import check_storage, metadata_partition_dir
 from quorum.metrics.registry import Histogram
 from quorum.raft.core import RaftCore
@@ -65,6 +67,9 @@ from quorum.rpc import convert
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, PeerClient
 from quorum.rpc.raft_service import NodeNotRunningError, RaftService
+from quorum.snapshot.file_store import FileSnapshotStore
+from quorum.snapshot.files import remove_temporaries
+from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +105,8 @@ class NodeStatus:
     leader_id: Optional[int]
     high_watermark: int
     log_end_offset: int
+    log_start_offset: int = 0  # the log holds nothing below it: a snapshot does
+    snapshots_fetched: int = 0  # snapshots downloaded from the leader (FetchSnapshot) since start
 
 
 class ProposalFuture(concurrent.futures.Future):
@@ -116,11 +123,22 @@ class _Proposal:
     future: ProposalFuture
 
 
+@dataclass(frozen=True, slots=True)
+class SnapshotLoad:
+    """What a commit listener gets instead of batches it fell behind on: the log no longer holds
+    them (they are in this snapshot, at ``path``); load it, then batches follow from its end."""
+
+    snapshot_id: OffsetAndEpoch
+    path: Path
+
+
 class _Listener:
     """A commit listener: its own thread, fed batches in offset order by the event loop."""
 
-    def __init__(self, node: "RaftNode", fn: Callable[[list[Batch]], None], index: int, start: int):
+    def __init__(self, node: "RaftNode", fn: Callable[[list[Batch]], None], index: int, start: int,
+                 on_snapshot: Optional[Callable[[SnapshotLoad], None]] = None):
         self.fn = fn
+        self.on_snapshot = on_snapshot
         self.next_offset = start  # first offset not yet handed over (event-loop thread only)
         self.pending = 0  # deliveries handed over but not yet done (event-loop thread only)
         self.queue: "queue.SimpleQueue[Optional[list[Batch]]]" = queue.SimpleQueue()
@@ -134,8 +152,19 @@ class _Listener:
             if batches is None:
                 return
             try:
-                self.fn(batches)
+                if isinstance(batches, SnapshotLoad):
+                    if self.on_snapshot is None:
+                        raise RuntimeError(f"the log no longer holds the records below {batches.snapshot_id.offset} "
+                                           f"and this listener cannot load a snapshot")
+                    self.on_snapshot(batches)
+                else:
+                    self.fn(batches)
             except Exception:
+                if isinstance(batches, SnapshotLoad):
+                    log.error("node %d: commit listener %r could not load snapshot %s", self._node.node_id,
+                              self.fn, batches.path, exc_info=True)
+                    self._node._inbox.put(("delivered", self))
+                    continue
                 log.warning("node %d: commit listener %r failed on offsets %d..%d", self._node.node_id,
                             self.fn, batches[0].base_offset, batches[-1].last_offset, exc_info=True)
             self._node._inbox.put(("delivered", self))
@@ -183,7 +212,8 @@ class RaftNode:
     def __init__(self, node_id: int, voters: Mapping[int, HostPort], listen: HostPort,
                  log_dir: str | os.PathLike, settings: RaftSettings = RaftSettings(),
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
-                 servicers: Sequence[Callable[[grpc.Server], None]] = (), raw_appends: bool = False):
+                 servicers: Sequence[Callable[[grpc.Server], None]] = (), raw_appends: bool = False,
+                 retention: Retention = Retention()):
         self.node_id = node_id
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
@@ -215,9 +245,12 @@ class RaftNode:
             self.store = FileElectionStore(partition / QUORUM_STATE_FILE)
             self._election = self.store.read()
             self.log = FileLog(partition, segment_bytes)
+            self.snapshot_store = FileSnapshotStore(partition, self.cluster_id)
+            self._open_snapshots(partition)
         except BaseException:
             self._release_resources()
             raise
+        self.retention = retention
         self.listen = (listen[0], self.port)
         self.peers = PeerClient({v: a for v, a in self.voters.items() if v != node_id}, self._inbox.put)
         self.core: Optional[RaftCore] = None
@@ -245,9 +278,33 @@ class RaftNode:
             raise SparkraftError(Errors.INVALID_REQUEST, "a Raft node needs process.roles=controller, "
                                  "controller.quorum.voters and a controller listener")
         return cls(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
-                   config.log_segment_bytes, raw_appends=raw_appends)
+                   config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config))
 
     # ------------------------------------------------------------------ construction helpers
+    def _open_snapshots(self, partition: Path) -> None:
+        """Line the log up with the snapshots beside it (KIP-630 recovery): it starts at the oldest
+        one, or empty at the newest if that is past its end (a crash after a snapshot was installed
+        and before the old log was gone). A log that starts past 0 with no valid snapshot reaching
+        its start cannot be replayed: this voter then rejoins as if its disk were new (no vote until
+        it has caught up) and fetches the leader's snapshot."""
+        remove_temporaries(partition)
+        ids = self.snapshot_store.ids()  # damaged ones are renamed *.corrupt here
+        first = self.log.start_offset
+        covering = [s for s in ids if s.offset >= first]
+        if covering and covering[-1].offset > self.log.end_offset:
+            log.warning("Node %d: snapshot %s is past the log end %d; the log restarts empty at it",
+                        self.node_id, covering[-1], self.log.end_offset)
+            self.log.reset_to(covering[-1])
+        elif covering:
+            self.log.advance_start(covering[0])
+        elif first > 0:
+            log.error("Node %d: the log starts at offset %d and no valid snapshot holds the records below "
+                      "it; dropping the log and rejoining (no vote until caught up) to fetch the leader's "
+                      "snapshot", self.node_id, first)
+            self.log.reset_to(OffsetAndEpoch(0, 0))
+            self.log.flush()
+            self._election = dataclasses.replace(self._election, rejoining=True)
+            self.store.write(self._election)
     def _lock_directory(self) -> int:
         path = self.log_dir / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -307,7 +364,7 @@ class RaftNode:
             if check_cluster_id:
                 self._probe_cluster_id()
             self.core = RaftCore(self.node_id, list(self.voters), self.cluster_id, self.log, self._election,
-                                 self.now_ms(), self.settings)
+                                 self.now_ms(), self.settings, snapshots=self.snapshot_store)
             log.info("Node %d started: cluster %s, voters %s, listening on %s, log %s at offsets [%d, %d), "
                      "epoch %d", self.node_id, self.cluster_id, self._voters_text(),
                      convert.format_endpoint(*self.listen), self.log.directory, self.log.start_offset,
@@ -425,11 +482,14 @@ class RaftNode:
             self._inbox.put(("propose", records, future))
         return future
 
-    def add_commit_listener(self, fn: Callable[[list[Batch]], None]) -> None:
+    def add_commit_listener(self, fn: Callable[[list[Batch]], None],
+                            on_snapshot: Optional[Callable[[SnapshotLoad], None]] = None) -> None:
         """Call ``fn(batches)`` on a thread of its own with every committed batch, from the log start,
-        in offset order, each exactly once (control batches included, flagged ``control``)."""
+        in offset order, each exactly once (control batches included, flagged ``control``). When the
+        log let go of batches it had not delivered yet (a snapshot was installed, or retention moved
+        the log start), ``on_snapshot`` is called first with the snapshot that holds them."""
         done = threading.Event()
-        self._inbox.put(("listen", fn, done))
+        self._inbox.put(("listen", fn, done, on_snapshot))
         if self._running:
             done.wait(5)
 
@@ -552,11 +612,13 @@ class RaftNode:
         elif kind == "delivered":
             item[1].pending -= 1
         elif kind == "listen":
-            _, fn, done = item
-            lst = _Listener(self, fn, len(self._listeners), self.log.start_offset)
+            _, fn, done, on_snapshot = item
+            lst = _Listener(self, fn, len(self._listeners), self.log.start_offset, on_snapshot)
             self._listeners.append(lst)
             lst.thread.start()
             done.set()
+        elif kind == "snapshot_written":
+            self._apply_retention(now)
         elif kind == "resign":
             outcome = item[1]
             if core.is_leader:
@@ -644,10 +706,43 @@ class RaftNode:
         if not future.done():
             future.set_exception(error)
 
+    def snapshot_written(self, snapshot: OffsetAndEpoch, size: int) -> None:
+        """A snapshot of committed records was written beside the log (by the controller's snapshot
+        thread): serve it, and apply retention (delete old snapshots and the log below)."""
+        self.snapshot_store.added(snapshot, size)
+        self._inbox.put(("snapshot_written",))
+
+    def _apply_retention(self, now: int) -> None:
+        """Delete the oldest snapshots while over ``metadata.max.retention.*`` (one is always kept),
+        moving the log start to the oldest one left: segments wholly below it are deleted."""
+        store, core = self.snapshot_store, self.core
+        while True:
+            ids = store.ids()
+            if len(ids) < 2 or ids[1].offset > core.high_watermark:
+                break
+            total = self.log.size_bytes + sum(store.size(s) or 0 for s in ids)
+            age_ms = time.time() * 1000 - store.modified_ms(ids[0])
+            if not self.retention.over(total, age_ms):
+                break
+            store.delete(ids[0])
+            core.advance_log_start(ids[1], now)
+            log.info("Node %d deleted snapshot %s (retention); the log starts at offset %d", self.node_id,
+                     ids[0], self.log.start_offset)
+        ids = store.ids()
+        if ids and ids[0].offset > self.log.start_offset and ids[0].offset <= core.high_watermark \
+                and self.log.start_offset > 0:
+            core.advance_log_start(ids[0], now)  # an older snapshot went away by other means
+
     def _feed_listeners(self) -> None:
         hw = self.core.high_watermark
         for lst in self._listeners:
             if lst.next_offset >= hw or lst.pending >= LISTENER_MAX_PENDING:
+                continue
+            if lst.next_offset < self.log.start_offset:
+                snapshot = self.snapshot_store.latest()
+                lst.next_offset = snapshot.offset
+                lst.pending += 1
+                lst.queue.put(SnapshotLoad(snapshot, self.snapshot_store.path(snapshot)))
                 continue
             batches, size = [], 0
             for b in self.log.batches(lst.next_offset, hw):
@@ -663,7 +758,7 @@ class RaftNode:
     def _publish_status(self) -> None:
         core = self.core
         st = NodeStatus(self.node_id, core.state_name, core.epoch, core.leader_id, core.high_watermark,
-                        self.log.end_offset)
+                        self.log.end_offset, self.log.start_offset, core.snapshots_installed)
         old = self._status
         if st == old:
             return
@@ -697,7 +792,7 @@ class RaftNode:
             if item[0] in ("request", "propose", "call", "resign"):
                 self._fail(item[-1], error)
             elif item[0] == "listen":
-                item[-1].set()
+                item[2].set()
         for future in self._waiting.values():
             self._fail(future, error)
         self._waiting.clear()

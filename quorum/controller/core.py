@@ -225,10 +225,12 @@ class ControllerCore:
         return True
 
     def load_snapshot(self, image: MetadataImage, end_offset: int) -> None:
-        """Start from a snapshot's image (before any batch is replayed): the log's batches below
-        ``end_offset`` are then skipped as seen."""
-        if self.is_active or self.last_committed_offset >= 0:
-            raise RuntimeError("a snapshot is loaded before anything is replayed")
+        """Start from a snapshot's image: at start, or when this standby fell behind the leader's log
+        start and Raft installed the leader's snapshot. The log's batches below ``end_offset`` are
+        then skipped as seen."""
+        if self.is_active:
+            raise RuntimeError("the active controller never loads a snapshot")
+        self._skipped.clear()
         self.loader.reset(image)
         self.index = PartitionIndex.build(image)
         self._indexed = image

@@ -111,12 +111,10 @@ class SnapshotPolicy:
     Every ``metadata.log.max.record.bytes.between.snapshots`` bytes of committed records (or after
     ``metadata.log.max.snapshot.interval.ms`` once records arrived), outside a transaction, the
     committed image (immutable, so no copy and no pause of the controller loop) is written as
-    ``<end offset>-<epoch>.checkpoint`` beside the segments; the newest ``KEEP`` are kept. On start
-    the newest valid one is loaded and only the log after it is replayed. Segments are not deleted
-    yet: that needs FetchSnapshot for followers that are behind.
+    ``<end offset>-<epoch>.checkpoint`` beside the segments, and handed to the RaftNode, which
+    serves it with FetchSnapshot and applies retention (old snapshots and the log below them go).
+    On start the newest valid one is loaded and only the log after it is replayed.
     """
-
-    KEEP = 2
 
     def __init__(self, raft, core, max_bytes: int = 20 << 20, interval_ms: int = 3600_000):
         self.raft = raft
@@ -151,6 +149,19 @@ class SnapshotPolicy:
         log.info("Controller %d loaded snapshot %s; replaying the log after offset %d", self.raft.node_id,
                  snapshot.name, snapshot.end_offset - 1)
 
+    def installed(self, load) -> None:
+        """Raft installed the leader's snapshot (we were behind its log start): start from it."""
+        from quorum.broker.cache import read_checkpoint
+
+        started = time.monotonic()
+        _header, image = read_checkpoint(load.path)
+        self.core.load_snapshot(image, load.snapshot_id.offset)
+        self.latest_offset, self.loaded_from = load.snapshot_id.offset, load.snapshot_id.offset
+        self.latest_bytes = load.path.stat().st_size
+        self._bytes, self._since = 0, time.monotonic()
+        log.info("Controller %d loaded the leader's snapshot %s (%.2fs)", self.raft.node_id, load.path.name,
+                 time.monotonic() - started)
+
     def replayed(self, batch: Batch) -> None:
         """After each committed batch (controller thread): start a snapshot if one is due."""
         if batch.last_offset < self.latest_offset:
@@ -167,7 +178,8 @@ class SnapshotPolicy:
         self._writing = self._writer.submit(self._write, self.core.image, snapshot)
 
     def _write(self, image, snapshot) -> None:
-        from quorum.snapshot.files import prune, write_snapshot
+        from quorum.log.api import OffsetAndEpoch
+        from quorum.snapshot.files import write_snapshot
 
         started = time.monotonic()
         try:
@@ -176,7 +188,7 @@ class SnapshotPolicy:
             log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e)
             return
         self.latest_offset, self.latest_bytes = snapshot.end_offset, size
-        prune(self.directory, self.KEEP)
+        self.raft.snapshot_written(OffsetAndEpoch(snapshot.end_offset, snapshot.epoch), size)
         log.info("Controller %d wrote snapshot %s (%d bytes, %.2fs)", self.raft.node_id, snapshot.name, size,
                  time.monotonic() - started)
 
@@ -229,8 +241,11 @@ class ControllerNode:
         if listen is None or not config.voters:
             raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
                                  "controller.quorum.voters and a controller listener")
+        from quorum.snapshot.retention import Retention
+
         node = cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
-                          controller_settings(config), segment_bytes=config.log_segment_bytes)
+                          controller_settings(config), segment_bytes=config.log_segment_bytes,
+                          retention=Retention.from_config(config))
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None
@@ -250,7 +265,7 @@ class ControllerNode:
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
-        self.raft.add_commit_listener(self._on_commit)
+        self.raft.add_commit_listener(self._on_commit, self._on_snapshot)
         self.raft.start(check_cluster_id)
         return self
 
@@ -351,6 +366,12 @@ class ControllerNode:
         raise TypeError(f"not a read request: {type(request).__name__}")
 
     # ------------------------------------------------------------------ commit listener (its own thread)
+    def _on_snapshot(self, load) -> None:
+        done = threading.Event()
+        self._inbox.put(("snapshot", load, done))
+        while self._running and not done.wait(0.5):
+            pass
+
     def _on_commit(self, batches: list[Batch]) -> None:
         done = threading.Event()
         self._inbox.put(("commit", batches, done))
@@ -416,6 +437,12 @@ class ControllerNode:
                 done.set()
             self._check_leadership()
             self._settle()
+        elif kind == "snapshot":
+            _, load, done = item
+            try:
+                self.snapshots.installed(load)
+            finally:
+                done.set()
         elif kind == "request":
             _, request, future, arrived_ms = item
             if future.set_running_or_notify_cancel():
@@ -567,7 +594,7 @@ class ControllerNode:
                 item[2].set_exception(error)
             elif item[0] == "call" and not item[2].done():
                 item[2].set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
-            elif item[0] == "commit":
+            elif item[0] in ("commit", "snapshot"):
                 item[2].set()
         with self._state_cond:
             self._state_cond.notify_all()

@@ -74,6 +74,11 @@ class FileLog(ReplicatedLog):
         return self._dir
 
     @property
+    def size_bytes(self) -> int:
+        """Bytes of batches in the segment files (what retention counts)."""
+        return sum(seg.size for seg in self._segments)
+
+    @property
     def start_offset(self) -> int:
         return self._epochs.base.offset
 

@@ -21,6 +21,10 @@ def raft_metrics(registry: Registry, node, snapshots=None) -> None:
                    lambda: node.status().high_watermark)
     registry.gauge("sparkraft_raft_log_end_offset", "One past the last offset in this node's log.",
                    lambda: node.status().log_end_offset)
+    registry.gauge("sparkraft_raft_log_start_offset", "First offset this node's log holds (below it: a snapshot).",
+                   lambda: node.status().log_start_offset)
+    registry.gauge("sparkraft_snapshot_fetched_total", "Snapshots downloaded from the leader (FetchSnapshot).",
+                   lambda: node.status().snapshots_fetched)
     registry.histogram("sparkraft_raft_commit_latency_seconds",
                        "From a proposal on the leader to its commit.", node.commit_latency)
     registry.histogram("sparkraft_raft_election_latency_seconds",

@@ -799,7 +799,7 @@ class RaftCore:
         except SnapshotError:
             # Damaged on the way or on the leader's disk: refuse it and ask again.
             self.snapshot_failures += 1
-            self._backoff[(FetchRequest, src)] = now + self.settings.request_timeout_ms
+            self._backoff[(FetchRequest, src)] = now + self.settings.fetch_timeout_ms // 4
             return
         if isinstance(self.role, Leader):
             raise RaftSafetyError("a leader never loads a snapshot")

@@ -9,7 +9,7 @@ The wire uses Kafka's conventions where the dataclasses use Python's:
 - optional sub-messages (``diverging``, ``snapshot_id``) are proto3 ``optional`` fields and
   ``None`` when absent.
 
-``to_proto(msg)`` and ``from_proto(pb)`` cover the four Raft RPCs in both directions;
+``to_proto(msg)`` and ``from_proto(pb)`` cover the five Raft RPCs in both directions;
 DescribeQuorum and Append, which only tools and the servicer use, have their own helpers below.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                   EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, Message, QuorumDescription, ReplicaDescription,
-                                  VoteRequest, VoteResponse)
+                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Message,
+                                  QuorumDescription, ReplicaDescription, VoteRequest, VoteResponse)
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2 as pb
 
 NONE = -1  # the wire's "none" for ids, offsets and timestamps
@@ -87,6 +87,16 @@ def to_proto(msg: Message, dest: Optional[int] = None):
         if msg.snapshot_id is not None:
             m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
         return m
+    if t is FetchSnapshotRequest:
+        return pb.FetchSnapshotRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
+                                       snapshot_id=_oe_to_proto(msg.snapshot_id), position=msg.position,
+                                       max_bytes=msg.max_bytes)
+    if t is FetchSnapshotResponse:
+        m = pb.FetchSnapshotResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                                     size=msg.size, position=msg.position, data=msg.data)
+        if msg.snapshot_id is not None:
+            m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
+        return m
     raise TypeError(f"not a Raft message: {t.__name__}")
 
 
@@ -112,6 +122,12 @@ def from_proto(m) -> Message:
         return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
                              _id_or_none(m.high_watermark), m.log_start_offset, m.records,
                              _oe_from_proto(m, "diverging"), _oe_from_proto(m, "snapshot_id"))
+    if t is pb.FetchSnapshotRequest:
+        return FetchSnapshotRequest(m.cluster_id, m.epoch, m.replica_id,
+                                    OffsetAndEpoch(m.snapshot_id.offset, m.snapshot_id.epoch), m.position, m.max_bytes)
+    if t is pb.FetchSnapshotResponse:
+        return FetchSnapshotResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
+                                     _oe_from_proto(m, "snapshot_id"), m.size, m.position, m.data)
     raise TypeError(f"not a Raft protobuf message: {t.__name__}")
 
 
@@ -121,7 +137,7 @@ def request_source(msg: Message) -> int:
         return msg.candidate_id
     if isinstance(msg, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
         return msg.leader_id
-    if isinstance(msg, FetchRequest):
+    if isinstance(msg, (FetchRequest, FetchSnapshotRequest)):
         return msg.replica_id
     raise TypeError(f"not a Raft request: {type(msg).__name__}")
 

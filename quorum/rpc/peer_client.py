@@ -21,8 +21,8 @@ from typing import Callable, Mapping, Optional
 import grpc
 
 from quorum.config import HostPort
-from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, Message,
-                                  VoteRequest)
+from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+                                  FetchSnapshotRequest, Message, VoteRequest)
 from quorum.rpc import convert
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2_grpc
 
@@ -48,6 +48,7 @@ _METHODS = {
     BeginQuorumEpochRequest: "BeginQuorumEpoch",
     EndQuorumEpochRequest: "EndQuorumEpoch",
     FetchRequest: "Fetch",
+    FetchSnapshotRequest: "FetchSnapshot",
 }
 
 Deliver = Callable[[tuple], None]

@@ -3,7 +3,7 @@
 Each handler converts the protobuf request, hands it to the node's event loop and waits, bounded by
 the call's deadline, for the answer; then converts back. Nothing here touches the core directly.
 
-- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch go to the core (which checks the cluster id) and
+- Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot go to the core (which checks the cluster id) and
   come back as its response for the request's correlation id.
 - DescribeQuorum is answered from the leader's view; a non-leader answers NOT_LEADER_OR_FOLLOWER
   with the leader's id and endpoint if it knows them, so a tool pointed at any node finds the leader.
@@ -54,6 +54,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         return self._to_core(request, context)
 
     def Fetch(self, request, context):
+        return self._to_core(request, context)
+
+    def FetchSnapshot(self, request, context):
         return self._to_core(request, context)
 
     def _to_core(self, request, context):

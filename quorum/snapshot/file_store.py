@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -80,6 +81,13 @@ class FileSnapshotStore(SnapshotStore):
     def size(self, snapshot: OffsetAndEpoch) -> Optional[int]:
         with self._lock:
             return self._valid.get(snapshot)
+
+    def modified_ms(self, snapshot: OffsetAndEpoch) -> float:
+        """When it was written (retention by age); now if it is gone."""
+        try:
+            return self.path(snapshot).stat().st_mtime * 1000
+        except FileNotFoundError:
+            return time.time() * 1000
 
     def read(self, snapshot: OffsetAndEpoch, position: int, max_bytes: int) -> Optional[bytes]:
         if self.size(snapshot) is None:

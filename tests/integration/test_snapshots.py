@@ -1,5 +1,7 @@
 """Snapshots written by real controller processes: on every node, readable by dump-log and the
-shell, loaded on restart (only the log after them replayed), and a damaged one skipped."""
+shell, loaded on restart (only the log after them replayed), old ones and the log below them
+deleted by retention, a damaged one refused, and a node without the log catching up through
+FetchSnapshot."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,9 @@ from test_metrics import scrape
 
 pytestmark = pytest.mark.slow
 
-SMALL = {"metadata.log.max.record.bytes.between.snapshots": "3000"}
+SMALL = {"metadata.log.max.record.bytes.between.snapshots": "3000",
+         "metadata.max.retention.bytes": "30000",  # a few snapshots, then the oldest goes with the log below
+         "metadata.log.segment.bytes": "2048"}
 
 
 def checkpoints(cp, i):
@@ -51,12 +55,23 @@ def cluster_with_snapshots(controller_processes):
         admin.close()
 
 
+def segments(cp, i):
+    return sorted(cp.partition_dir(i).glob("*.log"))
+
+
 def test_every_controller_writes_snapshots_that_the_tools_read(cluster_with_snapshots):
-    cp, _ = cluster_with_snapshots
+    cp, admin = cluster_with_snapshots
+    for n in range(10):  # enough records for retention to delete old snapshots and segments
+        admin.create_topic(f"more{n}", 20, 1)
     for i in cp.voters:
         assert all(p.name.endswith(".checkpoint") and len(p.name) == len("0" * 20 + "-" + "0" * 10 + ".checkpoint")
                    for p in checkpoints(cp, i))
-        wait_for(lambda: len(checkpoints(cp, i)) <= 2, 10, "older snapshots pruned")
+        # Retention: the log now starts at the oldest snapshot kept; no segment lies wholly below it.
+        wait_for(lambda: segments(cp, i) and int(segments(cp, i)[0].name[:20]) > 0, 30,
+                 f"controller {i} to delete its first segments")
+        oldest = int(checkpoints(cp, i)[0].name[:20])
+        seg = segments(cp, i)
+        assert int(seg[0].name[:20]) <= oldest and (len(seg) == 1 or int(seg[1].name[:20]) > oldest)
     newest = checkpoints(cp, 1)[-1]
     lines = subprocess.run(sparkraft_cmd("dump-log", "--files", str(newest)), capture_output=True, text=True,
                            timeout=60).stdout.splitlines()
@@ -66,10 +81,12 @@ def test_every_controller_writes_snapshots_that_the_tools_read(cluster_with_snap
     ls = subprocess.run(sparkraft_cmd("shell", "--snapshot", str(newest)), input="ls /image/topics/byName\n",
                         capture_output=True, text=True, timeout=60)
     assert ls.returncode == 0 and "t0/" in ls.stdout
-    assert scrape(cp.metrics_ports[1])["sparkraft_snapshot_latest_offset"] >= int(newest.name[:20])
+    metrics = scrape(cp.metrics_ports[1])
+    assert metrics["sparkraft_snapshot_latest_offset"] >= int(newest.name[:20])
+    assert metrics["sparkraft_raft_log_start_offset"] > 0
 
 
-def test_a_restart_loads_the_newest_snapshot_and_a_damaged_one_is_skipped(cluster_with_snapshots):
+def test_a_restart_loads_the_newest_snapshot(cluster_with_snapshots):
     cp, admin = cluster_with_snapshots
     leader = cp.wait_leader().leader_id
     standby = next(i for i in cp.voters if i != leader)
@@ -82,13 +99,52 @@ def test_a_restart_loads_the_newest_snapshot_and_a_damaged_one_is_skipped(cluste
     expected = 6 * 20 + 5
     wait_for(lambda: partition_count(cp, standby) == expected, 30, "the restarted controller to catch up")
 
-    # Damage the newest snapshot: the next start skips it for the older one (or the log) and agrees.
+
+def test_damaged_snapshots_are_refused_and_the_node_fetches_a_good_one(cluster_with_snapshots):
+    cp, admin = cluster_with_snapshots
+    for n in range(6):
+        admin.create_topic(f"more{n}", 20, 1)
+    leader = cp.wait_leader().leader_id
+    standby = next(i for i in cp.voters if i != leader)
+    wait_for(lambda: int(segments(cp, standby)[0].name[:20]) > 0, 30, "the standby's log to start past 0")
     cp.stop(standby)
-    newest = checkpoints(cp, standby)[-1]
-    data = bytearray(newest.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    newest.write_bytes(bytes(data))
+    damaged = checkpoints(cp, standby)
+    for path in damaged:  # every snapshot: none holds the records below the log start any more
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
     cp.start([standby])
-    wait_for(lambda: "Skipping snapshot" in cp.output(standby).read_text(), 30, "the damaged snapshot skipped")
-    wait_for(lambda: partition_count(cp, standby) == expected, 30, "the controller to rebuild the same image")
-    assert newest.exists(), "a damaged snapshot is evidence, not garbage: it stays"
+    wait_for(lambda: "loaded the leader's snapshot" in cp.output(standby).read_text(), 60,
+             "the standby to download and load the leader's snapshot")
+    out = cp.output(standby).read_text()
+    assert "fails" in out or "damaged" in out
+    for path in damaged:  # evidence, not garbage: kept aside under another name, never served
+        assert path.with_name(path.name + ".corrupt").exists()
+    admin.create_topic("after-repair", 5, 1)
+    wait_for(lambda: partition_count(cp, standby) == partition_count(cp, leader) == 12 * 20 + 5, 30,
+             "the repaired standby to agree with the leader")
+
+
+def test_a_wiped_follower_rejoins_through_fetch_snapshot(cluster_with_snapshots):
+    import shutil
+
+    cp, admin = cluster_with_snapshots
+    for n in range(6):
+        admin.create_topic(f"more{n}", 20, 1)
+    leader = cp.wait_leader().leader_id
+    wait_for(lambda: int(segments(cp, leader)[0].name[:20]) > 0, 30, "the leader's log to start past 0")
+    victim = next(i for i in cp.voters if i != leader)
+    cp.kill(victim)
+    shutil.rmtree(cp.log_dir(victim))
+    formatted = subprocess.run(sparkraft_cmd("storage", "format", "--config", str(cp.config(victim)),
+                                             "--cluster-id", cp.cluster_id, "--rejoin"),
+                               capture_output=True, text=True, timeout=60)
+    assert formatted.returncode == 0, formatted.stderr
+    cp.start([victim])
+    wait_for(lambda: "loaded the leader's snapshot" in cp.output(victim).read_text(), 60,
+             "the wiped follower to catch up through FetchSnapshot")
+    admin.create_topic("after-wipe", 5, 1)
+    wait_for(lambda: partition_count(cp, victim) == partition_count(cp, leader) == 12 * 20 + 5, 30,
+             "the rejoined follower to hold the leader's image")
+    snapshot = checkpoints(cp, victim)[0]  # the downloaded one, whole and under its own name
+    assert int(snapshot.name[:20]) > 0 and not list(cp.partition_dir(victim).glob("*.tmp"))

@@ -8,8 +8,8 @@ from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
                                   EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, QuorumDescription, ReplicaDescription, VoteRequest,
-                                  VoteResponse)
+                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
+                                  QuorumDescription, ReplicaDescription, VoteRequest, VoteResponse)
 from quorum.rpc import convert
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2 as pb
 
@@ -36,6 +36,11 @@ MESSAGES = [
     FetchResponse(Errors.NONE, 2, 1, high_watermark=55, snapshot_id=OffsetAndEpoch(0, 0)),
     FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, 3, None),
     FetchResponse(Errors.UNKNOWN_LEADER_EPOCH, 3, 2, high_watermark=None, log_start_offset=0),
+    FetchSnapshotRequest(CID, 4, 2, OffsetAndEpoch(900, 3), 8 << 20, 1024),
+    FetchSnapshotRequest(CID, 4, -1, OffsetAndEpoch(900, 3), 0),
+    FetchSnapshotResponse(Errors.NONE, 4, 1, OffsetAndEpoch(900, 3), 12345, 1024, b"chunk"),
+    FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, 4, 1, OffsetAndEpoch(900, 3), position=7),
+    FetchSnapshotResponse(Errors.NOT_LEADER_OR_FOLLOWER, 5, None),
 ]
 
 
@@ -50,7 +55,8 @@ def test_round_trip_through_bytes(msg):
 def test_every_message_type_is_covered():
     covered = {type(m) for m in MESSAGES}
     assert covered == {VoteRequest, VoteResponse, BeginQuorumEpochRequest, BeginQuorumEpochResponse,
-                       EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse}
+                       EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, FetchResponse,
+                       FetchSnapshotRequest, FetchSnapshotResponse}
 
 
 def test_wire_conventions():

@@ -126,6 +126,40 @@ class FetchResponse(_message.Message):
     snapshot_id: OffsetAndEpoch
     def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., records: _Optional[bytes] = ..., diverging: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ...) -> None: ...
 
+class FetchSnapshotRequest(_message.Message):
+    __slots__ = ("cluster_id", "epoch", "replica_id", "snapshot_id", "position", "max_bytes")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    epoch: int
+    replica_id: int
+    snapshot_id: OffsetAndEpoch
+    position: int
+    max_bytes: int
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class FetchSnapshotResponse(_message.Message):
+    __slots__ = ("error", "epoch", "leader_id", "snapshot_id", "size", "position", "data")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    epoch: int
+    leader_id: int
+    snapshot_id: OffsetAndEpoch
+    size: int
+    position: int
+    data: bytes
+    def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., size: _Optional[int] = ..., position: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
 class DescribeQuorumRequest(_message.Message):
     __slots__ = ("cluster_id",)
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -55,6 +55,11 @@ class RaftStub:
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.FetchRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_raft__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.FetchSnapshot = channel.unary_unary(
+                '/sparkraft.v1.Raft/FetchSnapshot',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotResponse.FromString,
+                _registered_method=True)
         self.DescribeQuorum = channel.unary_unary(
                 '/sparkraft.v1.Raft/DescribeQuorum',
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.DescribeQuorumRequest.SerializeToString,
@@ -90,6 +95,12 @@ class RaftServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Fetch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchSnapshot(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -131,6 +142,11 @@ def add_RaftServicer_to_server(servicer, server):
                     servicer.Fetch,
                     request_deserializer=sparkraft_dot_v1_dot_raft__pb2.FetchRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_raft__pb2.FetchResponse.SerializeToString,
+            ),
+            'FetchSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchSnapshot,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotResponse.SerializeToString,
             ),
             'DescribeQuorum': grpc.unary_unary_rpc_method_handler(
                     servicer.DescribeQuorum,
@@ -252,6 +268,33 @@ class Raft:
             '/sparkraft.v1.Raft/Fetch',
             sparkraft_dot_v1_dot_raft__pb2.FetchRequest.SerializeToString,
             sparkraft_dot_v1_dot_raft__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/FetchSnapshot',
+            sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.FetchSnapshotResponse.FromString,
             options,
             channel_credentials,
             insecure,
