@@ -56,7 +56,11 @@ def read_checkpoint(path: str | os.PathLike) -> tuple[dict, MetadataImage]:
     """(header data, image) of a checkpoint-format file; CacheError if it is not one or is damaged,
     FileNotFoundError if it does not exist."""
     path = Path(path)
-    data = path.read_bytes()
+    return decode_checkpoint(path.read_bytes(), str(path))
+
+
+def decode_checkpoint(data: bytes, path: str = "the checkpoint") -> tuple[dict, MetadataImage]:
+    """``read_checkpoint`` over bytes already in memory (a snapshot downloaded with FetchSnapshot)."""
     try:
         batches = decode(data)
     except CorruptBatchError as e:

@@ -15,7 +15,9 @@ Where the first image comes from (``bootstrap_source``), newest first:
   the Delta tables (delta_tables/bootstrap.py);
 - ``log``: an empty image, replaying the log from offset 0.
 
-Whichever it is, the client then reads only what comes after it. It persists the cache
+Whichever it is, the client then reads only what comes after it. If the quorum's log no longer
+starts at or before that offset (snapshots let the records go), the client downloads the leader's
+snapshot with FetchSnapshot (``snapshot`` when that was its bootstrap) and follows from its end. It persists the cache
 after every ``cache_every_records`` records (or ``cache_interval_s``), off its fetching thread,
 and on a clean stop, so a restart fetches only what it missed.
 
@@ -55,6 +57,7 @@ class MetadataUpdate:
     last_offset: int
     records: tuple[tuple[int, AnyRecord], ...]  # (offset, record); control records left out
     image: MetadataImage
+    reloaded: bool = False  # the image was replaced by a snapshot's: records before it were not seen
 
 
 @dataclass
@@ -67,6 +70,7 @@ class MetadataClientStats:
     records_fetched: int = 0  # records read from the quorum by this process (control ones included)
     high_watermark: int = -1  # the quorum's, as last seen
     cache_writes: int = 0
+    snapshots_fetched: int = 0  # snapshots downloaded because the log no longer held what was next
     errors: list[str] = field(default_factory=list)
 
 
@@ -168,13 +172,36 @@ class BrokerMetadataClient:
         try:
             chunk = self._reader.read(self._next_offset, wait_ms=wait_ms)
         except SnapshotRequired as e:
-            raise SparkraftError(e.error, f"the broker's metadata is at offset {self.applied_offset} "
-                                          f"but the quorum's log now starts at {e.log_start_offset}; "
-                                          f"it needs snapshot {e.snapshot_id}") from None
+            if e.snapshot_id is None:
+                raise SparkraftError(e.error, f"the broker's metadata is at offset {self.applied_offset} "
+                                              f"but the quorum's log starts at {e.log_start_offset}") from None
+            self._load_snapshot(e)
+            return 0
         self.stats.high_watermark = chunk.high_watermark
         if chunk.records:
             self._apply(chunk.records)
         return len(chunk.records)
+
+    def _load_snapshot(self, e: SnapshotRequired) -> None:
+        """The log starts past what we hold: take the leader's snapshot (FetchSnapshot) instead."""
+        started = time.monotonic()
+        first = self._next_offset == self.stats.bootstrap_offset + 1 and self.stats.records_fetched == 0
+        image = self._reader.load_snapshot(e.snapshot_id)
+        self._install(image, e.snapshot_id.offset)
+        self.stats.snapshots_fetched += 1
+        took = time.monotonic() - started
+        if first:  # the bootstrap image was older than the log start: the snapshot is the bootstrap
+            self.stats.bootstrap_source = "snapshot"
+            self.stats.bootstrap_offset = e.snapshot_id.offset - 1
+            self.stats.bootstrap_seconds += took
+        log.info("Metadata at offset %d is older than the quorum's log start %d: loaded snapshot %s "
+                 "with FetchSnapshot in %.2fs", e.offset - 1, e.log_start_offset, e.snapshot_id, took)
+        update = MetadataUpdate(e.snapshot_id.offset - 1, e.snapshot_id.offset - 1, (), image, reloaded=True)
+        for listener in self._listeners:
+            try:
+                listener(update)
+            except Exception:
+                log.exception("Metadata listener %r failed on a snapshot load", listener)
 
     def _apply(self, records: list[LogRecord]) -> None:
         applied: list[tuple[int, AnyRecord]] = []

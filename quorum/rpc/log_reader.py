@@ -12,7 +12,7 @@ the request names the leader's *current* epoch as the last fetched epoch (the le
 that epoch, at or past N), which is valid for every N at or below the high watermark.
 
 Errors: a fetch below the log start offset raises :class:`SnapshotRequired` with the snapshot to
-load first; a different cluster raises INCONSISTENT_CLUSTER_ID; no reachable leader before the
+load first (``load_snapshot`` downloads it with FetchSnapshot); a different cluster raises INCONSISTENT_CLUSTER_ID; no reachable leader before the
 reader's timeout raises NETWORK_EXCEPTION or NOT_LEADER_OR_FOLLOWER (see LeaderFollowingClient).
 Leader changes in between are followed silently.
 """
@@ -168,6 +168,62 @@ class MetadataLogReader(LeaderFollowingClient):
                 out.append(LogRecord(o, batch.epoch, batch.append_time_ms, raw, batch.control))
         return LogChunk(out, hw, offset + len(out), log_start)
 
+    def download_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None,
+                          progress: Optional[Callable[[int, int], None]] = None) -> bytes:
+        """The whole snapshot ``snapshot_id`` from the leader with FetchSnapshot, verified (CRCs,
+        header, footer, cluster, id). A leader change restarts it from byte 0 (another node's file
+        of the same snapshot may differ byte for byte). SNAPSHOT_NOT_FOUND (deleted meanwhile:
+        read again for the newest) and a damaged download raise SparkraftError."""
+        from quorum.snapshot.api import SnapshotError
+        from quorum.snapshot.files import SnapshotId, verify_checkpoint
+
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        if not self.cluster_id or self._epoch == 0:
+            self._discover(deadline)
+        parts: list[bytes] = []
+        position, leader = 0, None
+        while True:
+            request = raft_pb2.FetchSnapshotRequest(
+                cluster_id=self.cluster_id, epoch=self._epoch, replica_id=-1,
+                snapshot_id=raft_pb2.OffsetAndEpoch(offset=snapshot_id.offset, epoch=snapshot_id.epoch),
+                position=position, max_bytes=self.max_bytes)
+            try:
+                resp = self._call_leader("FetchSnapshot", request, timeout=max(0.05, deadline - time.monotonic()))
+            except SparkraftError as e:
+                if e.error in _EPOCH_ERRORS and time.monotonic() < deadline:
+                    time.sleep(self.backoff)
+                    continue
+                raise
+            if leader is not None and resp.leader_id != leader:
+                parts, position = [], 0  # another leader's file: start over
+                leader = resp.leader_id
+                continue
+            leader = resp.leader_id
+            parts.append(resp.data)
+            position += len(resp.data)
+            self.bytes_fetched += len(resp.data)
+            if progress is not None:
+                progress(position, resp.size)
+            if position >= resp.size or not resp.data:
+                break
+        data = b"".join(parts)
+        try:
+            verify_checkpoint(data, self.cluster_id, SnapshotId(snapshot_id.offset, snapshot_id.epoch))
+        except SnapshotError as e:
+            raise SparkraftError(Errors.CORRUPT_MESSAGE, str(e)) from None
+        return data
+
+    def load_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> MetadataImage:
+        """The metadata image in snapshot ``snapshot_id`` (downloaded and verified); the log
+        continues at ``snapshot_id.offset``."""
+        from quorum.broker.cache import CacheError, decode_checkpoint
+
+        data = self.download_snapshot(snapshot_id, timeout)
+        try:
+            return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]
+        except CacheError as e:
+            raise SparkraftError(Errors.CORRUPT_MESSAGE, str(e)) from None
+
     def high_watermark(self, timeout: Optional[float] = None) -> int:
         """The leader's high watermark now: the first offset that is not committed."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
@@ -208,10 +264,19 @@ def read_image(bootstrap: Bootstrap, timeout: float = 30.0, cluster_id: str = ""
                progress: Optional[Callable[[int, int], None]] = None) -> MetadataImage:
     """The committed metadata image as of the high watermark at the time of the call.
 
-    Replays the log from offset 0; a log that starts with a snapshot raises SnapshotRequired.
+    Replays the log from offset 0, or, once the quorum's log starts later, from the leader's
+    snapshot (FetchSnapshot) and the log after it.
     """
     with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
         hw = reader.high_watermark()
         loader = MetadataLoader()
-        replay(loader, reader.follow(0, until=hw, wait_ms=0, progress=progress))
-        return loader.flush()
+        offset = 0
+        while True:
+            try:
+                replay(loader, reader.follow(offset, until=hw, wait_ms=0, progress=progress))
+                return loader.flush()
+            except SnapshotRequired as e:
+                if e.snapshot_id is None:
+                    raise
+                loader.reset(reader.load_snapshot(e.snapshot_id))
+                offset = e.snapshot_id.offset

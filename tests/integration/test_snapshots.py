@@ -148,3 +148,42 @@ def test_a_wiped_follower_rejoins_through_fetch_snapshot(cluster_with_snapshots)
              "the rejoined follower to hold the leader's image")
     snapshot = checkpoints(cp, victim)[0]  # the downloaded one, whole and under its own name
     assert int(snapshot.name[:20]) > 0 and not list(cp.partition_dir(victim).glob("*.tmp"))
+
+
+def test_observers_behind_the_log_start_load_the_leaders_snapshot(cluster_with_snapshots):
+    """A broker whose starting point (here a Delta cut at offset 9) is older than the quorum's log
+    start falls back to FetchSnapshot, then follows the log; so does read_image, and so does a
+    broker with nothing to start from."""
+    from quorum.broker.metadata_client import BrokerMetadataClient
+    from quorum.metadata.image import MetadataImage
+    from quorum.rpc.log_reader import read_image
+
+    cp, admin = cluster_with_snapshots
+    for n in range(6):
+        admin.create_topic(f"more{n}", 20, 1)
+    leader = cp.wait_leader().leader_id
+    wait_for(lambda: int(segments(cp, leader)[0].name[:20]) > 0, 30, "the leader's log to start past 0")
+    cluster_id = admin.describe_cluster().cluster_id
+    updates = []
+    stale_cut = BrokerMetadataClient(cp.bootstrap(), cluster_id, bootstrap_source=lambda: (MetadataImage.EMPTY, 10),
+                                     fetch_wait_ms=100)
+    stale_cut.add_listener(updates.append)
+    fresh = BrokerMetadataClient(cp.bootstrap(), cluster_id, fetch_wait_ms=100)
+    try:
+        for client in (stale_cut, fresh):
+            client.start()
+            admin.create_topic(f"seen-by-{id(client)}", 3, 1)
+            wait_for(lambda: client.image.topics.topic_names() == sorted(admin.list_topics()), 30,
+                     "the broker to catch up through the snapshot")
+            assert client.stats.bootstrap_source == "snapshot" and client.stats.snapshots_fetched == 1
+            assert client.stats.bootstrap_offset >= int(checkpoints(cp, leader)[0].name[:20]) - 1
+        assert updates[0].reloaded and not updates[0].records  # listeners are told the image was replaced
+        assert all(u.first_offset > updates[0].last_offset for u in updates[1:])
+        image = read_image(cp.bootstrap(), cluster_id=cluster_id)  # snapshot + log, as a tool reads it
+        assert image.topics.topic_names() == sorted(admin.list_topics())
+        assert image.topics.partition_count() == partition_count(cp, leader)
+        assert fresh.image.topics.partition_count() == stale_cut.image.topics.partition_count() == \
+            image.topics.partition_count()
+    finally:
+        stale_cut.stop()
+        fresh.stop()
