@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
-from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, TOPICS, partition_bucket
+from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, partition_bucket
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import MetadataRecord, RecordType
@@ -30,6 +30,13 @@ class TouchedKeys:
 
     def clear(self) -> None:
         self.keys.clear()
+
+    def note_all(self, image: MetadataImage, offset: int) -> None:
+        """Every key ``image`` has (the image was replaced wholesale by a snapshot's: keys of the
+        old one are noted too, so rows that are gone get deleted)."""
+        for table in STATE_TABLES:
+            for key in image_keys(table, image):
+                self.keys[table][key] = offset
 
     def note(self, record: MetadataRecord, offset: int, before: MetadataImage) -> None:
         """Note what ``record`` at ``offset`` touches; ``before`` is the image it applies to (a
@@ -101,6 +108,11 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int) -> Optiona
 def image_rows(table: str, image: MetadataImage) -> list[dict[str, Any]]:
     """Every row of ``table`` in ``image`` (last_offset -1: unknown), for comparing a table with an
     image in tests and tools."""
+    return [row(table, k, image, -1) for k in image_keys(table, image)]
+
+
+def image_keys(table: str, image: MetadataImage) -> list[Key]:
+    """The key of every row ``table`` has for ``image``."""
     keys: list[Key]
     if table == TOPICS:
         keys = [(t,) for t in image.topics.by_id]
@@ -112,4 +124,4 @@ def image_rows(table: str, image: MetadataImage) -> list[dict[str, Any]]:
         keys = [(r.kind, r.name, n) for r, values in image.configs.resources.items() for n in values]
     else:
         raise ValueError(f"not a state table: {table}")
-    return [row(table, k, image, -1) for k in keys]
+    return keys

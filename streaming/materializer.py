@@ -12,6 +12,11 @@ brokers use, and for each micro-batch:
    touched is left alone (its current version already holds the cut);
 4. writes the ``snapshots`` row naming the cut: the offset and each table's version.
 
+A ``SNAPSHOT`` row (the source's stand-in for records the quorum's log no longer holds) replaces
+the image with the snapshot's and notes every key of both images, so the next write makes the
+tables equal the snapshot; ``records`` keeps the row (its ``raw`` is the snapshot file), so a
+restart rebuilds through it.
+
 Exactly once: each commit carries the writer's application transaction (see writer.py), and on
 start the image is rebuilt from ``records`` (its ``raw`` column) with the keys touched since the
 state tables' last commit, so a crash anywhere between two commits is repaired by the next batch.
@@ -30,6 +35,7 @@ from delta_tables.writer import DeltaRsWriter
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
 from quorum.raft.control_records import NAMES as CONTROL_NAMES
+from streaming.source import SNAPSHOT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +77,9 @@ class Materializer:
 
     def _apply(self, offset: int, epoch: int, kind: str, raw: bytes, note: bool = True) -> None:
         self.last_epoch = epoch
+        if kind == SNAPSHOT_TYPE:
+            self._load_snapshot(offset, raw, note)
+            return
         if kind in _CONTROL_TYPES:
             return
         record = decode_record(raw)
@@ -78,13 +87,24 @@ class Materializer:
             self.touched.note(record, offset, self.loader.image)
         self.loader.replay(record, offset, epoch)
 
+    def _load_snapshot(self, offset: int, raw: bytes, note: bool) -> None:
+        from quorum.broker.cache import decode_checkpoint
+
+        image = decode_checkpoint(raw, f"the snapshot at offset {offset}")[1]
+        if note:
+            self.touched.note_all(self.loader.flush(), offset)  # rows of the old image that are gone
+            self.touched.note_all(image, offset)
+        self.loader.reset(image)
+        log.info("Materializer loaded a snapshot ending at offset %d (the quorum's log starts after it)", offset)
+
     # -- a micro-batch -------------------------------------------------------------------------
     def process(self, batch: pa.Table) -> dict[str, Any]:
         """Apply one micro-batch (the streaming source's columns); what it wrote."""
         batch = batch.sort_by("offset") if batch.num_rows else batch
         offsets = batch.column("offset").to_pylist() if batch.num_rows else []
         fresh = [i for i, o in enumerate(offsets) if o >= self.next_offset]
-        if fresh and offsets[fresh[0]] != self.next_offset:
+        if fresh and offsets[fresh[0]] != self.next_offset \
+                and batch.column("type")[fresh[0]].as_py() != SNAPSHOT_TYPE:
             raise GapError(f"the micro-batch starts at offset {offsets[fresh[0]]} but the tables end at "
                            f"{self.next_offset - 1}")
         records: list[dict[str, Any]] = []

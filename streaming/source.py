@@ -12,6 +12,11 @@ watermark, retrying with backoff while there is no leader (a controller failover
 the job). ``read`` runs in Python workers: it is stateless, opens its own MetadataLogReader and
 yields pyarrow RecordBatches of the records in its range (control records included: they occupy
 offsets, and the ``records`` table holds every offset).
+
+When the quorum's log no longer starts at or before the range asked for (snapshots let those
+records go), ``read`` downloads the leader's snapshot (FetchSnapshot) and yields it as ONE row of
+type ``SNAPSHOT`` at the snapshot's last offset, ``data`` the whole verified snapshot file; the
+rows after it are the log from the snapshot's end. The offsets in between have no rows.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ ARROW_SCHEMA = pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("appen
                           ("type", pa.string()), ("version", pa.int32()), ("json", pa.string()),
                           ("data", pa.binary())])
 ROWS_PER_ARROW_BATCH = 10_000
+SNAPSHOT_TYPE = "SNAPSHOT"  # the type of the row that carries a snapshot
 RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
 RETRY_FOR_S = 120.0  # then the query fails with the last error
 
@@ -57,6 +63,14 @@ def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, contro
             json.dumps(form, separators=(",", ":"), sort_keys=True), data)
 
 
+def snapshot_row(snapshot_id, data: bytes) -> tuple:
+    """The row that stands for every record below ``snapshot_id.offset`` the log no longer holds."""
+    form = {"type": SNAPSHOT_TYPE, "version": 0,
+            "data": {"end_offset": snapshot_id.offset, "epoch": snapshot_id.epoch, "bytes": len(data)}}
+    return (snapshot_id.offset - 1, snapshot_id.epoch, int(time.time() * 1_000_000), SNAPSHOT_TYPE, 0,
+            json.dumps(form, separators=(",", ":"), sort_keys=True), data)
+
+
 def _with_retry(what: str, fn):
     """``fn()``, retried with backoff while the quorum cannot answer (no leader, unreachable)."""
     from quorum.errors import Errors, SparkraftError
@@ -66,7 +80,8 @@ def _with_retry(what: str, fn):
         try:
             return fn()
         except SparkraftError as e:
-            if e.error is Errors.INCONSISTENT_CLUSTER_ID or time.monotonic() + pause > deadline:
+            if e.error in (Errors.INCONSISTENT_CLUSTER_ID, Errors.OFFSET_OUT_OF_RANGE) \
+                    or time.monotonic() + pause > deadline:
                 raise
             log.warning("%s failed (%s); retrying in %.1fs", what, e, pause)
             time.sleep(pause)
@@ -123,13 +138,21 @@ class SparkraftStreamReader(DataSourceStreamReader):
         return [LogRange(start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
 
     def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
-        from quorum.rpc.log_reader import MetadataLogReader
+        from quorum.rpc.log_reader import MetadataLogReader, SnapshotRequired
 
         rows: list[tuple] = []
         with MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=30) as reader:
             offset = partition.start
             while offset < partition.end:
-                chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
+                try:
+                    chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
+                except SnapshotRequired as e:
+                    if e.snapshot_id is None:
+                        raise
+                    rows.append(snapshot_row(e.snapshot_id, _with_retry(
+                        f"snapshot {e.snapshot_id}", lambda: reader.download_snapshot(e.snapshot_id))))
+                    offset = e.snapshot_id.offset
+                    continue
                 for r in chunk.records:
                     if r.offset >= partition.end:
                         break

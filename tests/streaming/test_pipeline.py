@@ -20,6 +20,7 @@ from test_materializer import assert_tables_equal_image
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-process ControllerNodes)
+from test_snapshots import cluster_with_snapshots, segments  # noqa: E402,F401  (fixture: snapshots + retention)
 
 pytestmark = pytest.mark.slow
 
@@ -170,3 +171,29 @@ def test_bad_input_is_one_line_and_non_zero(controller_processes, tmp_path):
     rows = json.loads(subprocess.run(sparkraft_cmd("sql", "SELECT count(*) AS n FROM records", "--warehouse",
                                                    str(wh), "--json"), capture_output=True, text=True).stdout)
     assert rows[0]["n"] > 0
+
+
+def test_a_stream_behind_the_log_start_loads_the_snapshot_first(cluster_with_snapshots, spark, tmp_path):
+    """The quorum's log starts past 0 (snapshots and retention): a new job reads the leader's
+    snapshot as one SNAPSHOT row, then the log after it, and its tables equal the image."""
+    from quorum.rpc.log_reader import read_image
+    from streaming import job
+    from streaming.source import SNAPSHOT_TYPE
+
+    cp, admin = cluster_with_snapshots
+    for n in range(6):
+        admin.create_topic(f"more{n}", 20, 1)
+    leader = cp.wait_leader().leader_id
+    wait_for(lambda: int(segments(cp, leader)[0].name[:20]) > 0, 30, "the leader's log to start past 0")
+    wh, ck = str(tmp_path / "wh"), str(tmp_path / "ck")
+    job.run(cp.bootstrap(), wh, ck, available_now=True, spark=spark)
+    cut = latest_cut(wh)
+    image = read_image(cp.bootstrap())
+    assert_tables_equal_image(wh, image, cut)
+    records = read_table(tables_at(wh, cut)[RECORDS]).to_pylist()
+    snapshot_rows = [r for r in records if r["type"] == SNAPSHOT_TYPE]
+    assert len(snapshot_rows) == 1 and snapshot_rows[0]["offset"] + 1 == min(r["offset"] for r in records
+                                                                             if r["type"] != SNAPSHOT_TYPE)
+    admin.delete_topic("more0")
+    job.run(cp.bootstrap(), wh, ck, available_now=True, spark=spark)
+    assert_tables_equal_image(wh, read_image(cp.bootstrap()), latest_cut(wh))
