@@ -8,12 +8,20 @@ from construction until its image has applied everything committed when it start
 - **replay**: no cache, the whole log from offset 0;
 - **Delta cut**: the log materialised into the Delta tables first (timed: the first
   materialisation), then a new broker loads the latest consistent cut and fetches the rest;
+- **FetchSnapshot**: the controllers are restarted one by one with
+  ``metadata.max.retention.bytes=0`` (only the newest snapshot kept, the log below it deleted), so
+  a new broker with nothing to start from is answered with the snapshot id, downloads the leader's
+  snapshot and fetches the log after it;
 - **restart after missing 1%**: stopped cleanly (its cache written), 1% more partitions created
   while it is down, restarted from its cache: it should move ~1% of the bytes.
 
-The FetchSnapshot path joins this table when snapshots exist. Goals
-(issue "Brokers"): <= 10 s at 2M from the Delta cut, >= 5x faster than replay, and a restart's
-transfer proportional to what it missed.
+The same cluster times a new *voter* (SIGKILLed, disk wiped, re-formatted with ``--rejoin``)
+catching up with the leader's log, by replaying the whole log (before retention) and through
+FetchSnapshot (after); Raft-level: until the leader sees it at the high watermark.
+
+Goals (issue "Brokers"): <= 10 s at 2M from the Delta cut, >= 5x faster than replay, and a
+restart's transfer proportional to what it missed. Snapshots are written every
+``snapshot_bytes(partitions)`` of records so that even the quick size has one.
 """
 from __future__ import annotations
 
@@ -32,6 +40,12 @@ REQUIRES: tuple[str, ...] = ()
 QUICK_SIZES = (20_000,)
 FULL_SIZES = (200_000, 2_000_000)
 MISSED_FRACTION = 0.01
+
+
+def snapshot_bytes(partitions: int) -> int:
+    """metadata.log.max.record.bytes.between.snapshots for the rig: the default (20 MiB) at 2M,
+    less for smaller sizes so that their logs hold a few snapshots too."""
+    return min(20 << 20, max(64 << 10, partitions * 10))
 
 
 def materialize(rig, warehouse: Path, ctx: Context) -> dict:
@@ -92,7 +106,8 @@ def _one_size(partitions: int, ctx: Context) -> dict:
     work = ctx.work_dir / f"p{partitions}"
     work.mkdir()
     with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 28 brokers"):
-        rig = start_rig(work, ctx, process_brokers=())
+        rig = start_rig(work, ctx, process_brokers=(),
+                        overrides={"metadata.log.max.record.bytes.between.snapshots": str(snapshot_bytes(partitions))})
     try:
         cluster_id = rig.cluster.client.describe_quorum().cluster_id
         with ctx.progress.phase(f"create {partitions:,} partitions"):
@@ -104,13 +119,29 @@ def _one_size(partitions: int, ctx: Context) -> dict:
             out["materialize"] = materialize(rig, work / "wh", ctx)
         with ctx.progress.phase("new broker: the Delta cut, then the log after it"):
             out["delta"] = _catch_up(rig, cluster_id, work / "broker-delta", work / "wh")
+        follower = next(n for n in rig.cluster.ports if n != rig.cluster.leader_id())
+        with ctx.progress.phase(f"new voter: controller {follower} wiped, replays the whole log"):
+            out["voter_replay"] = {"seconds": rig.cluster.rejoin_wiped(follower)}
+        with ctx.progress.phase("rolling restart with metadata.max.retention.bytes=0 (log below the newest snapshot goes)"):
+            rig.cluster.rolling_restart({"metadata.max.retention.bytes": "0"})
+        with ctx.progress.phase("new broker: FetchSnapshot, then the log after it"):
+            out["snapshot"] = _catch_up(rig, cluster_id, work / "broker-snapshot")
+        if out["snapshot"]["source"] != "snapshot":
+            raise RuntimeError(f"the FetchSnapshot path bootstrapped from {out['snapshot']['source']}: "
+                               f"the controllers' logs still start at 0")
+        follower = next(n for n in rig.cluster.ports if n != rig.cluster.leader_id())
+        with ctx.progress.phase(f"new voter: controller {follower} wiped, catches up through FetchSnapshot"):
+            out["voter_snapshot"] = {"seconds": rig.cluster.rejoin_wiped(follower)}
         missed = max(PARTITIONS_PER_TOPIC, int(partitions * MISSED_FRACTION))
         with ctx.progress.phase(f"create {missed:,} partitions while it is down"):
             create_partitions(rig, missed, ctx, first_topic=partitions // PARTITIONS_PER_TOPIC)
         with ctx.progress.phase("restart from its cache"):
             out["restart"] = _catch_up(rig, cluster_id, work / "broker")
-        r, s, d = out["replay"], out["restart"], out["delta"]
+        r, s, d, f = out["replay"], out["restart"], out["delta"], out["snapshot"]
         ctx.progress.line(f"  replay {r['seconds']:.1f}s {r['bytes'] / 2**20:.1f} MiB; delta cut {d['seconds']:.1f}s; "
+                          f"FetchSnapshot {f['seconds']:.1f}s ({f['source']}) {f['bytes'] / 2**20:.1f} MiB; "
+                          f"voter replay {out['voter_replay']['seconds']:.1f}s, "
+                          f"voter FetchSnapshot {out['voter_snapshot']['seconds']:.1f}s; "
                           f"restart {s['seconds']:.2f}s {s['bytes'] / 2**20:.2f} MiB "
                           f"({s['bytes'] / max(1, r['bytes']):.1%} of the bytes)")
         return out
@@ -133,9 +164,9 @@ def run(ctx: Context) -> dict:
 
 def report(document: dict) -> str:
     results, machine = document["results"], document["machine"]
-    rows = []
+    rows, snapshot_rows = [], []
     for s in results["sizes"]:
-        r, t, d = s["replay"], s["restart"], s.get("delta")
+        r, t, d, f = s["replay"], s["restart"], s.get("delta"), s.get("snapshot")
         rows.append([f"{s['partitions']:,}", fmt_number(r["seconds"], 2), fmt_number(r["bytes"] / 2**20, 1),
                      fmt_number(d["seconds"], 2) if d else None,
                      fmt_number(d["bootstrap_s"], 2) if d else None,
@@ -143,6 +174,11 @@ def report(document: dict) -> str:
                      fmt_number(t["seconds"], 2), fmt_number(t["bytes"] / 2**20, 2),
                      f"{t['bytes'] / max(1, r['bytes']):.1%}",
                      fmt_number(s["materialize"]["seconds"], 1) if s.get("materialize") else None])
+        if f:
+            vr, vs = s["voter_replay"]["seconds"], s["voter_snapshot"]["seconds"]
+            snapshot_rows.append([f"{s['partitions']:,}", fmt_number(f["seconds"], 2), fmt_number(f["bytes"] / 2**20, 1),
+                                  f["source"], fmt_number(r["seconds"] / f["seconds"], 1),
+                                  fmt_number(vr, 2), fmt_number(vs, 2), fmt_number(vr / vs, 1)])
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([
         f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
@@ -151,6 +187,10 @@ def report(document: dict) -> str:
         markdown_table(["partitions", "replay from 0: s", "MiB", "Delta cut + log: s", "of which cut load s",
                         "replay ÷ Delta", "restart after 1% missed: s", "MiB", "restart bytes ÷ replay bytes",
                         "first materialisation s"], rows),
+        "",
+        markdown_table(["partitions", "broker FetchSnapshot + log: s", "MiB", "bootstrapped from",
+                        "replay ÷ FetchSnapshot", "new voter, replay: s", "new voter, FetchSnapshot: s",
+                        "voter replay ÷ FetchSnapshot"], snapshot_rows),
         *([""] + [f"Errors: {e}" for e in errors] if errors else []),
     ])
 
@@ -163,6 +203,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     where = f"{machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
     series = {"replay from offset 0": [(s["partitions"], s["replay"]["seconds"]) for s in sizes],
               "Delta cut + log": [(s["partitions"], s["delta"]["seconds"]) for s in sizes if s.get("delta")],
+              "FetchSnapshot + log": [(s["partitions"], s["snapshot"]["seconds"]) for s in sizes if s.get("snapshot")],
               "restart after missing 1%": [(s["partitions"], s["restart"]["seconds"]) for s in sizes]}
     return [line_chart(plots_dir / "broker-bootstrap.png", "Broker: time to reach the current metadata",
                        series, "partitions", "seconds", subtitle=where)]

@@ -136,11 +136,13 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
         time.sleep(interval)
 
 
-def start_rig(work: Path, ctx: Context, process_brokers: tuple[int, ...] = PROCESS_BROKERS) -> Rig:
+def start_rig(work: Path, ctx: Context, process_brokers: tuple[int, ...] = PROCESS_BROKERS,
+              overrides: dict[str, str] | None = None) -> Rig:
     from quorum.rpc.controller_client import ControllerClient
 
     cluster = SparkraftCluster(work / "controllers", raft_only=False,
-                               overrides={"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)}).__enter__()
+                               overrides={"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                                          **(overrides or {})}).__enter__()
     try:
         info = cluster.client.describe_quorum()
         fleet = BrokerFleet(cluster.bootstrap, info.cluster_id)

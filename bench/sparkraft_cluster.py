@@ -129,6 +129,55 @@ class SparkraftCluster:
                 raise TimeoutError(f"voters {behind} did not catch up with the leader in {timeout:.0f}s")
             time.sleep(0.05)
 
+    def wait_voters_caught_up(self, timeout: float, node_ids=None) -> float:
+        """Until every live voter (or those given) holds the leader's high watermark as of the call;
+        the seconds it took. No append: works for a metadata quorum too."""
+        started = time.monotonic()
+        target = self.client.describe_quorum().high_watermark
+        want = set(node_ids or [n for n, v in self._voters.items() if v.alive()])
+        while True:
+            try:
+                info = self.client.describe_quorum()
+                behind = [v.replica_id for v in info.voters if v.replica_id in want and v.log_end_offset < target]
+            except Exception:  # no leader for a moment
+                behind = sorted(want)
+            if not behind:
+                return time.monotonic() - started
+            if time.monotonic() - started > timeout:
+                raise TimeoutError(f"voters {behind} did not reach offset {target} in {timeout:.0f}s")
+            time.sleep(0.05)
+
+    def rolling_restart(self, overrides: dict[str, str], timeout: float = 300) -> None:
+        """Restart each controller in turn with ``overrides`` added to its config (SIGTERM, start,
+        wait until it holds the log again), as an operator changing a setting would."""
+        self._overrides.update(overrides)
+        for node_id in self.ports:
+            self._voters[node_id].stop(timeout=30)
+            self._write_config(node_id)
+            self._start(node_id)
+            self._wait_listening(node_id)
+            self.wait_voters_caught_up(timeout, [node_id])
+
+    def rejoin_wiped(self, node_id: int, timeout: float = 600) -> float:
+        """SIGKILL a voter, wipe its disk, re-format it with the same cluster id (``--rejoin``) and
+        start it: the seconds until it holds the leader's high watermark again."""
+        import shutil
+
+        cluster_id = self.client.describe_quorum().cluster_id
+        self._voters[node_id].kill()
+        shutil.rmtree(self._dir / f"c{node_id}")
+        config = self._dir / f"controller-{node_id}.properties"
+        fmt = ChildProcess(f"format-{node_id}", python_module_command(
+            "sparkraft", "storage", "format", "--config", str(config), "--cluster-id", cluster_id, "--rejoin"),
+            self._dir / f"format-{node_id}.log").start()
+        if fmt.popen.wait() != 0:
+            raise RuntimeError(f"sparkraft storage format failed for node {node_id}: {fmt.log_tail(3)}")
+        started = time.monotonic()
+        self._start(node_id)
+        self._wait_listening(node_id)
+        self.wait_voters_caught_up(timeout, [node_id])
+        return time.monotonic() - started
+
     # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
     def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
         """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers)."""

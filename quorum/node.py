@@ -372,6 +372,7 @@ class RaftNode:
             self._publish_status()
             self._running = True
             self._thread = threading.Thread(target=self._run, name=f"raft-{self.node_id}-loop", daemon=True)
+            self._inbox.put(("snapshot_written",))  # retention may have been lowered since the last run
             self._thread.start()
         return self
 
