@@ -12,6 +12,11 @@ argument. Outputs come out of ``ready()`` as one :class:`Ready`: the driver must
 and call ``advance(ready)``. A crash between steps can therefore never forget a
 granted vote or a record it acknowledged.
 
+Snapshots (KIP-630): ``advance_log_start`` lets the log go below one of the node's snapshots
+(retention). A fetcher below the log start is answered with the newest snapshot's id; it then
+downloads that snapshot with FetchSnapshot through its :class:`SnapshotStore`, which verifies it,
+and restarts its log empty at the snapshot. A leader never installs one.
+
 Transitions (every one goes through ``_become``; it persists the election state)::
 
     from \\ to    Unattached  Prospective  Candidate  Leader  Follower  Resigned

@@ -9,7 +9,6 @@ removed at the next start. A damaged snapshot is skipped (with a warning) for an
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,12 +105,3 @@ def load_latest(directory: Path, cluster_id: str) -> Optional[tuple[SnapshotId, 
             continue
         return snapshot, image
     return None
-
-
-def prune(directory: Path, keep: int) -> list[SnapshotId]:
-    """Delete all but the newest ``keep`` snapshots; the ones deleted."""
-    snapshots = list_snapshots(directory)
-    doomed = snapshots[:-keep] if keep > 0 else []
-    for snapshot in doomed:
-        os.unlink(directory / snapshot.name)
-    return doomed
