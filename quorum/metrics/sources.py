@@ -65,9 +65,12 @@ def broker_metrics(registry: Registry, metadata, lifecycle=None) -> None:
                    lambda: metadata.stats.bootstrap_offset)
     registry.gauge("sparkraft_broker_bootstrap_seconds", "How long loading the starting image took.",
                    lambda: metadata.stats.bootstrap_seconds)
-    for source in ("cache", "delta", "log"):
+    for source in ("cache", "delta", "snapshot", "log"):
         registry.gauge(f"sparkraft_broker_bootstrapped_from_{source}", f"1 if the image started from {source}.",
                        lambda s=source: 1 if metadata.stats.bootstrap_source == s else 0)
+    registry.gauge("sparkraft_broker_snapshots_fetched_total",
+                   "Snapshots downloaded because the quorum's log started past this broker's image.",
+                   lambda: metadata.stats.snapshots_fetched)
     if lifecycle is not None:
         registry.gauge("sparkraft_broker_fenced", "1 while the controller has this broker fenced.",
                        lambda: 1 if lifecycle.state.fenced else 0)
