@@ -13,6 +13,7 @@ the broker discards it and bootstraps another way; it is never half-loaded.
 from __future__ import annotations
 
 import os
+from itertools import chain
 from pathlib import Path
 from typing import Optional
 
@@ -20,12 +21,16 @@ from quorum.log.batch import CorruptBatchError, decode, encode_batch
 from quorum.log.durable import write_atomically
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import image_from_records
+from quorum.metadata.errors import ReplayError
+from quorum.metadata.partition_block import decode_block, encode_block, is_block
 from quorum.metadata.records import decode_record, encode_record
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.raft import control_records
 
 CACHE_FILE = "metadata-cache"
 RECORDS_PER_BATCH = 2000
-FORMAT_VERSION = 0
+FORMAT_VERSION = 1  # 1: partitions as one PARTITION_BLOCK per topic (0: one PartitionRecord each)
+READABLE_VERSIONS = (0, 1)
 
 
 class CacheError(ValueError):
@@ -41,7 +46,7 @@ def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict
         "version": FORMAT_VERSION, "image_offset": image.provenance.offset,
         "image_epoch": image.provenance.epoch, **header})
     parts = [encode_batch(0, 0, 0, [head], control=True)]
-    records = [encode_record(r) for r in image.records()]
+    records = checkpoint_body(image)
     for i in range(0, len(records), RECORDS_PER_BATCH):
         parts.append(encode_batch(1 + i, 0, 0, records[i:i + RECORDS_PER_BATCH]))
     footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
@@ -72,15 +77,33 @@ def decode_checkpoint(data: bytes, path: str = "the checkpoint") -> tuple[dict, 
     if header.type != control_records.SNAPSHOT_HEADER or footer.type != control_records.SNAPSHOT_FOOTER:
         raise CacheError(f"{path} is not a checkpoint (its first and last records are not a snapshot "
                          f"header and footer)")
-    if header.data.get("version") != FORMAT_VERSION:
+    if header.data.get("version") not in READABLE_VERSIONS:
         raise CacheError(f"{path} has format version {header.data.get('version')}, this reader reads "
                          f"{FORMAT_VERSION}")
     count = sum(len(b.records) for b in batches[1:-1])
     if count != footer.data.get("records"):
         raise CacheError(f"{path} holds {count} records, its footer says {footer.data.get('records')}")
-    image = image_from_records((decode_record(raw) for b in batches[1:-1] for raw in b.records),
-                               Provenance(header.data.get("image_offset", -1), header.data.get("image_epoch", -1)))
+    try:
+        image = image_from_records(((decode_block(raw) if is_block(raw) else decode_record(raw))
+                                    for b in batches[1:-1] for raw in b.records),
+                                   Provenance(header.data.get("image_offset", -1), header.data.get("image_epoch", -1)))
+    except (ValueError, ReplayError) as e:
+        raise CacheError(f"{path} holds records that do not rebuild an image: {e}") from None
     return header.data, image
+
+
+def checkpoint_body(image: MetadataImage) -> list[bytes]:
+    """The records of a checkpoint body: ``image.records()`` in the same order, but each topic's
+    partitions as one PARTITION_BLOCK (quorum/metadata/partition_block.py), which loads ~4x faster."""
+    out = [encode_record(r) for r in chain(image.features.records(), image.cluster.records())]
+    for name in image.topics.topic_names():
+        topic = image.topics.topic_by_name(name)
+        out.append(encode_record(pb.TopicRecord(name=topic.name, topic_id=topic.topic_id)))
+        if len(topic.partitions):
+            out.append(encode_block(topic.topic_id, dict(topic.partitions.items())))
+    out.extend(encode_record(r) for r in chain(image.configs.records(), image.client_quotas.records(),
+                                               image.producer_ids.records(), image.acls.records()))
+    return out
 
 
 class MetadataCache:

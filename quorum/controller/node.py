@@ -184,8 +184,9 @@ class SnapshotPolicy:
         started = time.monotonic()
         try:
             size = write_snapshot(self.directory, image, snapshot, self.raft.cluster_id)
-        except OSError as e:
-            log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e)
+        except Exception as e:  # a full disk, or a bug: never silent, and the controller goes on
+            log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e,
+                      exc_info=not isinstance(e, OSError))
             return
         self.latest_offset, self.latest_bytes = snapshot.end_offset, size
         self.raft.snapshot_written(OffsetAndEpoch(snapshot.end_offset, snapshot.epoch), size)

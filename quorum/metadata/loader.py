@@ -25,6 +25,7 @@ from quorum.metadata.delta import TRANSACTION_MARKERS, MetadataDelta
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
+from quorum.metadata.partition_block import PartitionBlock
 from quorum.metadata.topics import PartitionRegistration
 
 
@@ -96,12 +97,17 @@ def image_from_records(records: Iterable[Message | AnyRecord], provenance: Prove
 
     The same as replaying the records onto an empty image through a MetadataDelta, but partition
     records, nearly all of a large image, go straight into their topic's delta: loading a
-    2,000,000-partition snapshot or cache spends its time decoding, not dispatching.
+    2,000,000-partition snapshot or cache spends its time decoding, not dispatching. A
+    :class:`PartitionBlock` (a checkpoint's partitions of one topic) goes in whole.
     """
     delta = MetadataDelta(MetadataImage.EMPTY)
     topics = delta.sub("topics")
     topic_id, partitions = None, None  # the topic the last partition record went to
     for record in records:
+        if isinstance(record, PartitionBlock):  # a checkpoint's columnar partitions of one topic
+            topics.topic_delta(record.topic_id).partitions.update(record.partitions)
+            topic_id = None
+            continue
         record = as_record(record)
         if isinstance(record, MetadataRecord) and record.type is RecordType.PARTITION_RECORD:
             message = record.message

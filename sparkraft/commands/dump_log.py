@@ -88,6 +88,7 @@ def batches(path: Path) -> Iterator:
 
 
 def record_json(offset: int, batch, raw: bytes) -> dict:
+    from quorum.metadata.partition_block import block_json, is_block
     from quorum.metadata.records import DecodeError, decode_record, to_json
     from quorum.raft.control_records import decode_control
 
@@ -96,6 +97,8 @@ def record_json(offset: int, batch, raw: bytes) -> dict:
         c = decode_control(raw)
         return {**base, "type": c.type_name, "version": c.data.get("version", 0), "data": c.data}
     try:
+        if is_block(raw):  # a checkpoint's partitions of one topic, in one record
+            return {**base, **block_json(raw)}
         return {**base, **to_json(decode_record(raw))}
     except (DecodeError, ValueError):
         return {**base, "type": "RAW", "raw": base64.b64encode(raw).decode()}
