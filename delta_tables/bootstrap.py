@@ -36,6 +36,21 @@ REPLAYED = tuple(t.name for t in (
     RecordType.ACCESS_CONTROL_ENTRY_RECORD, RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD))
 
 
+def _broker_lists(column) -> list[tuple[int, ...]]:
+    """Each row's broker id list as a shared tuple. A cluster has few distinct lists, so Arrow
+    dictionary-encodes them (as text, in C) and Python builds each distinct tuple once, instead of
+    a list and a tuple for each of millions of rows."""
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if len(column) == 0:
+        return []
+    if pc.sum(pc.list_value_length(column)).as_py() in (0, None):  # usually: nothing is moving
+        return [()] * len(column)
+    encoded = pc.dictionary_encode(pc.binary_join(pc.cast(column, pa.list_(pa.string())), ","))
+    shared = [broker_list(tuple(map(int, text.split(","))) if text else ())
+              for text in encoded.dictionary.to_pylist()]
+    return [() if i is None else shared[i] for i in encoded.indices.to_pylist()]
+
+
 def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataImage, int]:
     """(image at the cut, next log offset to fetch) for the newest cut, or ``cut``."""
     cut = cut or latest_cut(warehouse)
@@ -88,23 +103,17 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
         delta.replay(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
     # Partitions, the bulk, go column by column straight into their topic's delta (no protobuf).
     topics_delta = delta.sub("topics")
-    def lists(name: str) -> list:
-        column = partitions.column(name)
-        if pc.sum(pc.list_value_length(column)).as_py() in (0, None):  # usually: nothing is moving
-            return [()] * len(column)
-        return column.to_pylist()
-
     columns = [partitions.column("topic_id").to_pylist(), partitions.column("partition").to_pylist(),
-               lists("replicas"), lists("isr"), lists("removing_replicas"), lists("adding_replicas"),
+               *(_broker_lists(partitions.column(c)) for c in ("replicas", "isr", "removing_replicas",
+                                                              "adding_replicas")),
                *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch"))]
     topic_id, into = None, None
+    new = tuple.__new__  # PartitionRegistration is a NamedTuple: skip its Python-level __new__
     for tid, pid, replicas, isr, removing, adding, leader, leader_epoch, partition_epoch in zip(*columns):
         if tid != topic_id:
             topic_id, into = tid, topics_delta.topic_delta(tid).partitions
-        into[pid] = PartitionRegistration(broker_list(replicas), broker_list(isr),
-                                          broker_list(removing) if removing else (),
-                                          broker_list(adding) if adding else (),
-                                          leader, leader_epoch, partition_epoch)
+        into[pid] = new(PartitionRegistration, (replicas, isr, removing, adding, leader, leader_epoch,
+                                                partition_epoch))
     for c in read_table(tables[CONFIGS]).to_pylist():
         kind = c["resource_type"]
         delta.replay(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,
