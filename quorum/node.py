@@ -632,13 +632,14 @@ class RaftNode:
             raise AssertionError(f"unknown inbound item {kind!r}")
 
     def _process_ready(self) -> None:
-        """Carry out the core's outputs in the order it requires: persist, flush, send, advance."""
+        """Carry out the core's outputs in the order it requires: persist, flush, send, advance (a
+        leader sends, then flushes: ``Ready.flush_after_send``)."""
         core = self.core
         while core.has_ready():
             rd = core.ready()
             if rd.election_state is not None:
                 self.store.write(rd.election_state)
-            if rd.flush:
+            if rd.flush and not rd.flush_after_send:
                 self.log.flush()
             for out in rd.messages:
                 msg = out.message
@@ -651,6 +652,8 @@ class RaftNode:
                     future = self._waiting.pop(out.corr, None)
                     if future is not None and not future.done():
                         future.set_result(msg)
+            if rd.flush_after_send:
+                self.log.flush()
             core.advance(rd, self.now_ms())
         self._after_ready()
 

@@ -10,7 +10,12 @@ argument. Outputs come out of ``ready()`` as one :class:`Ready`: the driver must
 3. only then send ``messages`` and expose ``high_watermark``,
 
 and call ``advance(ready)``. A crash between steps can therefore never forget a
-granted vote or a record it acknowledged.
+granted vote or a record it acknowledged. One exception saves a leader's fsync
+from every commit's path: when ``flush_after_send`` is set (a leader sending no
+request that speaks for its log) the driver sends first and flushes second, so
+the followers write the records while the leader does (Raft thesis §10.2.1).
+That is safe because a leader's own records count towards the high watermark
+only once flushed, and nothing it sends claims they are durable.
 
 Snapshots (KIP-630): ``advance_log_start`` lets the log go below one of the node's snapshots
 (retention). A fetcher below the log start is answered with the newest snapshot's id; it then
@@ -60,6 +65,11 @@ NO_DEADLINE = 1 << 62
 LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
 
 
+# Requests whose content vouches for the sender's log (a Fetch acknowledges up to its offset, a Vote
+# request campaigns with its last offset): never sent before the log under them is flushed.
+_CLAIMS_DURABLE_LOG = (FetchRequest, VoteRequest)
+
+
 class RaftSafetyError(AssertionError):
     """The core was asked to do something that would break Raft's guarantees."""
 
@@ -72,6 +82,7 @@ class Ready:
     flush: bool  # 2. fsync the log
     messages: tuple[Outbound, ...]  # 3. send
     high_watermark: Optional[int]  # 3. new committed end offset to expose, if it moved
+    flush_after_send: bool = False  # a leader's Ready: send before flushing (see the module doc)
 
 
 class RaftCore:
@@ -185,10 +196,13 @@ class RaftCore:
     def ready(self) -> Ready:
         state = self._election_state()
         msgs, self._outbox = tuple(self._outbox), []
+        flush = self.log.end_offset > self.log.flushed_offset
         return Ready(election_state=state if state != self._persisted else None,
-                     flush=self.log.end_offset > self.log.flushed_offset,
+                     flush=flush,
                      messages=msgs,
-                     high_watermark=self.high_watermark if self.high_watermark != self._exposed_hw else None)
+                     high_watermark=self.high_watermark if self.high_watermark != self._exposed_hw else None,
+                     flush_after_send=flush and isinstance(self.role, Leader) and not any(
+                         isinstance(o.message, _CLAIMS_DURABLE_LOG) for o in msgs))
 
     def advance(self, ready: Ready, now_ms: int) -> None:
         """The driver carried out ``ready``: the election state is on disk and the log flushed."""

@@ -2,7 +2,8 @@
 
 Each node is a core, a :class:`MemoryLog` (its disk) and the last election state it
 persisted. A crash forgets unflushed batches and every message in flight to or
-from the node; a wipe forgets everything (a replaced disk). Writes come from a
+from the node, except what a leader sent before flushing (``crash_before_flush``
+crashes it in that window); a wipe forgets everything (a replaced disk). Writes come from a
 client that proposes to whoever leads and remembers what was acknowledged.
 
 Invariants (``Invariants.check``), checked after every event:
@@ -206,9 +207,13 @@ class Invariants:
 class Cluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
-                 trace: Optional[Callable[[str], None]] = None, snapshot_every: Optional[int] = None):
+                 trace: Optional[Callable[[str], None]] = None, snapshot_every: Optional[int] = None,
+                 crash_before_flush: float = 0.0):
         self.seed = seed
         self.snapshot_every = snapshot_every  # committed records between a node's snapshots
+        # Chance that a leader crashes after sending a Ready's messages and before flushing its log
+        # (``Ready.flush_after_send``): what it sent is delivered, what it had not flushed is lost.
+        self.crash_before_flush = crash_before_flush
         self.rng = random.Random(seed)
         self.now = 0
         self.settings = settings
@@ -272,10 +277,15 @@ class Cluster:
             rd = core.ready()
             if rd.election_state is not None:
                 n.persisted = rd.election_state
-            if rd.flush:
+            if rd.flush and not rd.flush_after_send:
                 n.log.flush()
             for out in rd.messages:
-                self._send(n, out)
+                self._send(n, out, outlives_sender=rd.flush_after_send)
+            if rd.flush_after_send:
+                if self.rng.random() < self.crash_before_flush:
+                    self.crash(n.node_id)  # its messages are on the wire; its unflushed records are gone
+                    return
+                n.log.flush()
             core.advance(rd, self.now)
             self._maybe_ack(n)
             self._maybe_snapshot(n)
@@ -307,10 +317,11 @@ class Cluster:
     def _snapshot_records_of(self, n: SimNode, sid: Optional[OffsetAndEpoch]) -> list:
         return [] if sid is None else list(self.inv._snapshot_records(n.snapshots.snapshots[sid]))
 
-    def _send(self, n: SimNode, out: Outbound) -> None:
+    def _send(self, n: SimNode, out: Outbound, outlives_sender: bool = False) -> None:
         dst = self.nodes[out.dest]
+        src_incarnation = None if outlives_sender else n.incarnation  # None: delivered even if it crashes
         for delay in self.net.deliveries():
-            self._push(self.now + delay, ("deliver", n.node_id, n.incarnation, out.dest, dst.incarnation,
+            self._push(self.now + delay, ("deliver", n.node_id, src_incarnation, out.dest, dst.incarnation,
                                           out.corr, out.message))
 
     def step(self) -> bool:
@@ -329,7 +340,8 @@ class Cluster:
             _, src, src_inc, dst, dst_inc, corr, msg = ev
             n, s = self.nodes[dst], self.nodes[src]
             # A message dies with either end's process (as a TCP connection would).
-            if n.alive and n.incarnation == dst_inc and s.incarnation == src_inc and self.net.connected(src, dst):
+            if n.alive and n.incarnation == dst_inc and src_inc in (None, s.incarnation) \
+                    and self.net.connected(src, dst):
                 self._log(f"{src}->{dst} {describe_message(msg)}")
                 n.core.receive(src, corr, msg, self.now)
                 self._process(n)
@@ -400,6 +412,7 @@ class Cluster:
         """Heal everything, restart the dead, and wait for a leader that every live voter follows."""
         self.net.heal()
         self.net.faults = NetworkFaults()
+        self.crash_before_flush = 0.0
         for i, n in self.nodes.items():
             if not n.alive:
                 self.start(i)

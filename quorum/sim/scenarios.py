@@ -156,8 +156,9 @@ SCENARIOS: dict[str, Callable[[int], Cluster]] = {
 
 
 def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
-          observers: Optional[int] = None) -> Cluster:
-    """Random faults for ``duration_ms``: crashes, restarts, partitions, one wipe, lossy links."""
+          observers: Optional[int] = None, crash_before_flush: Optional[float] = None) -> Cluster:
+    """Random faults for ``duration_ms``: crashes (some between a leader's send and its flush),
+    restarts, partitions, one wipe, lossy links."""
     rng = random.Random(seed ^ 0x5EED)
     voters = voters or rng.choice([1, 3, 3, 5])
     observers = rng.randint(0, 3) if observers is None else observers
@@ -166,7 +167,10 @@ def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
                            max_delay_ms=rng.choice([2, 10, 50, 200]))
     settings = RaftSettings(append_linger_ms=rng.choice([0, 5, 25]))
     snapshot_every = rng.choice([None, 10, 40])
-    c = Cluster(seed, voters, observers, faults=faults, settings=settings, snapshot_every=snapshot_every)
+    drawn = rng.choice([0.0, 0.002, 0.02])
+    crash_before_flush = drawn if crash_before_flush is None else crash_before_flush
+    c = Cluster(seed, voters, observers, faults=faults, settings=settings, snapshot_every=snapshot_every,
+                crash_before_flush=crash_before_flush)
     wiped = False
     end = c.now + duration_ms
     while c.now < end:
