@@ -11,9 +11,10 @@ never a silently wrong image.
 """
 from __future__ import annotations
 
-from collections import Counter
+from functools import partial
 from typing import Optional
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,18 +38,47 @@ REPLAYED = tuple(t.name for t in (
 
 
 def _broker_lists(column) -> list[tuple[int, ...]]:
-    """Each row's broker id list as a shared tuple. A cluster has few distinct lists, so Arrow
-    dictionary-encodes them (as text, in C) and Python builds each distinct tuple once, instead of
-    a list and a tuple for each of millions of rows."""
+    """Each row's broker id list as a shared tuple. A cluster has few distinct lists, so each row's
+    list becomes a fixed-width key (its length, then its ids, padded) that Arrow dictionary-encodes
+    in C; Python builds each distinct tuple once instead of a list and a tuple for each of millions
+    of rows."""
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if len(column) == 0:
+    n = len(column)
+    if n == 0:
         return []
-    if pc.sum(pc.list_value_length(column)).as_py() in (0, None):  # usually: nothing is moving
-        return [()] * len(column)
-    encoded = pc.dictionary_encode(pc.binary_join(pc.cast(column, pa.list_(pa.string())), ","))
-    shared = [broker_list(tuple(map(int, text.split(","))) if text else ())
-              for text in encoded.dictionary.to_pylist()]
-    return [() if i is None else shared[i] for i in encoded.indices.to_pylist()]
+    lengths = pc.fill_null(pc.list_value_length(column), 0).to_numpy().astype(np.int64)
+    width = int(lengths.max())
+    if width == 0:  # usually so for the lists of replicas being moved
+        return [()] * n
+    ids = pc.list_flatten(column).to_numpy().astype(np.int32)  # a null list contributes nothing
+    keys = np.zeros((n, width + 1), dtype=np.int32)
+    keys[:, 0] = lengths
+    first = np.repeat(np.cumsum(lengths) - lengths, lengths)  # where each id's own list starts
+    keys[np.repeat(np.arange(n), lengths), 1 + np.arange(len(ids)) - first] = ids
+    encoded = pc.dictionary_encode(pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(4 * (width + 1)), n, [None, pa.py_buffer(keys.tobytes())]))
+    distinct = np.frombuffer(b"".join(encoded.dictionary.to_pylist()), dtype=np.int32).reshape(-1, width + 1)
+    shared = [broker_list(tuple(int(i) for i in row[1:1 + row[0]])) for row in distinct]
+    return list(map(shared.__getitem__, encoded.indices.to_pylist()))
+
+
+def _topic_runs(partitions: pa.Table) -> tuple[list[int], list[str], list[int]]:
+    """(row order that groups rows by topic, each topic's id, where each topic's rows end in that
+    order). Grouping needs no sort of the 36-character ids: Arrow dictionary-encodes them (hashing,
+    in C) and a stable sort of the small integer codes does the rest."""
+    encoded = pc.dictionary_encode(partitions.column("topic_id").combine_chunks())
+    order = pc.sort_indices(encoded.indices)
+    runs = pc.run_end_encode(encoded.indices.take(order))
+    return order.to_pylist(), encoded.dictionary.take(runs.values).to_pylist(), runs.run_ends.to_pylist()
+
+
+def _registrations(partitions: pa.Table) -> list[PartitionRegistration]:
+    """Every row as a PartitionRegistration, built column-wise in C (map and zip, no Python loop)."""
+    fields = [*(_broker_lists(partitions.column(c)) for c in ("replicas", "isr", "removing_replicas",
+                                                             "adding_replicas")),
+              *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch"))]
+    # PartitionRegistration is a NamedTuple: tuple.__new__ skips its Python-level __new__.
+    return list(map(partial(tuple.__new__, PartitionRegistration), zip(*fields)))
 
 
 def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataImage, int]:
@@ -88,8 +118,9 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
         return MetadataImage.EMPTY, cut.offset + 1
 
     topics = read_table(tables[TOPICS]).to_pylist()
-    partitions = read_table(tables[PARTITIONS]).sort_by([("topic_id", "ascending"), ("partition", "ascending")])
-    counts = Counter(partitions.column("topic_id").to_pylist())
+    partitions = read_table(tables[PARTITIONS])
+    order, topic_ids, ends = _topic_runs(partitions)
+    counts = {tid: end - start for tid, start, end in zip(topic_ids, [0, *ends], ends)}
     for t in topics:
         if counts.get(t["topic_id"], 0) != t["partition_count"]:
             raise CutError(f"refused: topic {t['name']} has partition_count {t['partition_count']} but "
@@ -101,19 +132,16 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
     delta = MetadataDelta(MetadataImage.EMPTY)
     for t in topics:
         delta.replay(pb.TopicRecord(name=t["name"], topic_id=t["topic_id"]))
-    # Partitions, the bulk, go column by column straight into their topic's delta (no protobuf).
+    # Partitions, the bulk, go topic by topic straight into their topic's delta (no protobuf).
     topics_delta = delta.sub("topics")
-    columns = [partitions.column("topic_id").to_pylist(), partitions.column("partition").to_pylist(),
-               *(_broker_lists(partitions.column(c)) for c in ("replicas", "isr", "removing_replicas",
-                                                              "adding_replicas")),
-               *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch"))]
-    topic_id, into = None, None
-    new = tuple.__new__  # PartitionRegistration is a NamedTuple: skip its Python-level __new__
-    for tid, pid, replicas, isr, removing, adding, leader, leader_epoch, partition_epoch in zip(*columns):
-        if tid != topic_id:
-            topic_id, into = tid, topics_delta.topic_delta(tid).partitions
-        into[pid] = new(PartitionRegistration, (replicas, isr, removing, adding, leader, leader_epoch,
-                                                partition_epoch))
+    registrations = _registrations(partitions)
+    pids = partitions.column("partition").to_pylist()
+    registrations, pids = list(map(registrations.__getitem__, order)), list(map(pids.__getitem__, order))
+    for tid, start, end in zip(topic_ids, [0, *ends], ends):
+        into = topics_delta.topic_delta(tid).partitions
+        into.update(zip(pids[start:end], registrations[start:end]))
+        if len(into) != end - start:
+            raise CutError(f"refused: topic {tid} has a partition id twice in partitions at the cut")
     for c in read_table(tables[CONFIGS]).to_pylist():
         kind = c["resource_type"]
         delta.replay(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,

@@ -205,3 +205,37 @@ def test_a_broker_image_from_the_cut_equals_the_controllers_and_a_bad_cut_is_ref
     writer.add_snapshot(c.end_offset + 10, 1, writer.versions())
     with pytest.raises(CutError, match="refused"):
         image_from_cut(str(tmp_path))
+
+
+def test_replica_lists_read_from_arrow_are_exact_and_shared():
+    from delta_tables.bootstrap import _broker_lists
+
+    lists = [[1, 2, 3], [3, 2, 1], [], None, [7], [1, 2, 3], [2_147_483_647, 0], [1, 2], [1, 2, 3, 4, 5]]
+    column = pa.chunked_array([pa.array(lists[:4], pa.list_(pa.int32())), pa.array(lists[4:], pa.list_(pa.int32()))])
+    got = _broker_lists(column)
+    assert got == [tuple(x or ()) for x in lists]
+    assert got[0] is got[5]  # one shared tuple per distinct list
+    assert _broker_lists(pa.array([[], None], pa.list_(pa.int32()))) == [(), ()]
+    assert _broker_lists(pa.array([], pa.list_(pa.int32()))) == []
+
+
+def test_a_cut_holding_a_partition_twice_is_refused(tmp_path):
+    from deltalake import DeltaTable, write_deltalake
+
+    from delta_tables.bootstrap import image_from_cut
+    from delta_tables.cut import Cut, CutError
+
+    c = busy_controller()
+    Materializer(DeltaRsWriter(tmp_path)).process(as_batch(log_rows(c)))
+    cut = latest_cut(str(tmp_path))
+    table = DeltaTable(str(tmp_path / PARTITIONS))
+    rows = table.to_pyarrow_table()
+    victim = rows.filter(pa.compute.field("partition") == 0).slice(0, 1)
+    topic_id = victim.column("topic_id")[0].as_py()
+    # partition 1 replaced by a second partition 0: the topic's row count still matches
+    table.delete(f"topic_id = '{topic_id}' AND partition = 1")
+    write_deltalake(table, victim, mode="append")
+    tampered = Cut(cut.offset, cut.epoch, {**cut.versions, PARTITIONS: DeltaTable(str(tmp_path / PARTITIONS)).version()})
+    with pytest.raises(CutError, match="twice"):
+        image_from_cut(str(tmp_path), tampered)
+    assert image_from_cut(str(tmp_path), cut)[0] == c.core.image  # the cut as written still loads
