@@ -200,6 +200,30 @@ def test_leader_counts_its_own_offset_only_once_flushed():
     assert core.high_watermark == 2
 
 
+def test_only_a_leader_sends_before_it_flushes():
+    # Leader: the fetch it was holding is answered with the new record before its own fsync.
+    core, now = make_leader()
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 0), now)
+    drain(core, now)
+    core.receive(2, 2, FetchRequest(CID, 1, 2, 1, 1, 500), now)  # caught up: held as a long poll
+    core.propose([b"a"], now)
+    core.tick(now)
+    rd = core.ready()
+    assert rd.flush and rd.flush_after_send and reply_to(rd.messages, 2)[0].records
+    core.log.flush()
+    core.advance(rd, now)
+    # Follower: its next Fetch acknowledges what it appended, so it must flush first.
+    follower = make(ElectionState(1, 2, None))
+    _, sent = drain(follower)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    leader_log = MemoryLog()
+    leader_log.append_as_leader([b"x"], 1, 0)
+    follower.receive(2, fetch.corr, FetchResponse(Errors.NONE, 1, 2, 0, 0, records=leader_log.read(0, 1 << 20)), 1)
+    rd = follower.ready()
+    assert rd.flush and not rd.flush_after_send
+    assert any(isinstance(o.message, FetchRequest) for o in rd.messages)
+
+
 def test_follower_truncates_to_the_diverging_epoch_and_refuses_to_cut_below_its_high_watermark():
     log = MemoryLog()
     log.append_as_leader([b"a"], 1, 0)
