@@ -87,23 +87,45 @@ class PartitionIndex:
         bit = 1 << pid
         for b in p.isr:
             _set(self.isr, b, tid, bit)
-        if p.leader == NO_LEADER:
-            self.leaderless[tid] = self.leaderless.get(tid, 0) | bit
-        else:
-            _set(self.leads, p.leader, tid, bit)
+        self._lead(tid, bit, p.leader)
 
     def _remove(self, tid: str, pid: int, p: PartitionRegistration) -> None:
         bit = 1 << pid
         for b in p.isr:
             _clear(self.isr, b, tid, bit)
-        if p.leader == NO_LEADER:
+        self._unlead(tid, bit, p.leader)
+
+    def _change(self, tid: str, pid: int, p: PartitionRegistration, q: PartitionRegistration) -> None:
+        """From ``p`` to ``q``, touching only what differs: a broker leaving the ISR and a leader
+        moving (what fencing and controlled shutdown do to 2 million partitions) clear one ISR
+        bit and move one leader bit, instead of clearing and setting every member's."""
+        bit = 1 << pid
+        if p.isr != q.isr:
+            for b in p.isr:
+                if b not in q.isr:
+                    _clear(self.isr, b, tid, bit)
+            for b in q.isr:
+                if b not in p.isr:
+                    _set(self.isr, b, tid, bit)
+        if p.leader != q.leader:
+            self._unlead(tid, bit, p.leader)
+            self._lead(tid, bit, q.leader)
+
+    def _lead(self, tid: str, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
+            self.leaderless[tid] = self.leaderless.get(tid, 0) | bit
+        else:
+            _set(self.leads, leader, tid, bit)
+
+    def _unlead(self, tid: str, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
             m = self.leaderless.get(tid, 0) & ~bit
             if m:
                 self.leaderless[tid] = m
             else:
                 self.leaderless.pop(tid, None)
         else:
-            _clear(self.leads, p.leader, tid, bit)
+            _clear(self.leads, leader, tid, bit)
 
     def update(self, old: MetadataImage, new: MetadataImage, partitions: Iterable[tuple[str, int]],
                topics: Iterable[str] = ()) -> None:
@@ -130,10 +152,12 @@ class PartitionIndex:
             q = nt.partitions.get(pid) if nt is not None else None
             if p is q or p == q:
                 continue
-            if p is not None:
-                self._remove(tid, pid, p)
-            if q is not None:
+            if p is None:
                 self._add(tid, pid, q)
+            elif q is None:
+                self._remove(tid, pid, p)
+            else:
+                self._change(tid, pid, p, q)
 
     def snapshot(self) -> tuple:
         """A comparable copy (for tests)."""

@@ -3,7 +3,6 @@
 The full-size measurement (20,000 topics x 100 partitions, RF 3, 30 brokers) is in the report of
 the controller work; this keeps a small version of it in the test suite.
 """
-import time
 
 import pytest
 
@@ -25,15 +24,12 @@ def test_fencing_one_broker_writes_one_change_per_partition_it_is_in():
     for b in epochs:
         if b != 7:
             heartbeat(c, b, epochs[b])
-    start = time.perf_counter()
     (op,) = c.core.tick(9500)
-    elapsed = time.perf_counter() - start
     assert op.record_count == len(holding) + 1  # + its BrokerRegistrationChangeRecord
     c.propose(op)
     image = c.core.image
     assert image.cluster.broker(7).fenced and violations(image) == []
     assert PartitionIndex.build(image).snapshot() == c.core.index.snapshot()
-    assert elapsed < 5, elapsed
 
 
 

@@ -1,0 +1,46 @@
+"""The per-broker partition index moved by ``update`` equals one built from scratch, whatever changed."""
+import random
+
+import pytest
+
+from quorum.controller.index import PartitionIndex
+from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.image import MetadataImage
+from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+
+BROKERS = range(6)
+
+
+def _random_change(rng, topic_id, pid, replicas):
+    change = pb.PartitionChangeRecord(partition_id=pid, topic_id=topic_id)
+    roll = rng.random()
+    if roll < 0.4:  # a broker leaves or rejoins the ISR
+        change.isr.ids.extend(sorted(rng.sample(replicas, rng.randint(1, len(replicas)))))
+    if roll > 0.3:  # the leader moves, or is lost (-1)
+        change.leader = rng.choice([*replicas, -1])
+    return change
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_update_equals_a_rebuild_after_random_isr_and_leader_changes(seed):
+    rng = random.Random(seed)
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    replicas = {}
+    for t in range(4):
+        tid = f"t{t}-{seed:04d}".ljust(22, "0")
+        delta.replay(pb.TopicRecord(name=f"topic-{t}", topic_id=tid))
+        for pid in range(rng.randint(1, 70)):
+            r = rng.sample(BROKERS, 3)
+            replicas[tid, pid] = r
+            delta.replay(pb.PartitionRecord(partition_id=pid, topic_id=tid, replicas=r, isr=r, leader=r[0]))
+    image = delta.apply()
+    index = PartitionIndex.build(image)
+    for _ in range(30):
+        delta = MetadataDelta(image)
+        touched = rng.sample(sorted(replicas), rng.randint(1, 20))
+        for tid, pid in touched:
+            delta.replay(_random_change(rng, tid, pid, replicas[tid, pid]))
+        new = delta.apply()
+        index.update(image, new, touched)
+        image = new
+        assert index.snapshot() == PartitionIndex.build(image).snapshot()
