@@ -364,8 +364,12 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
         "recovery (incl. 9 s detection)": [(s["partitions"], s["recovery"]["seconds"]) for s in sizes],
         "controller failover": [(s["partitions"], s["failover"]["seconds"]) for s in sizes],
     }
+    references = {f"Kafka at 2M: recovery {KAFKA_RECOVERY_S:g} s": KAFKA_RECOVERY_S,
+                  f"Kafka at 2M: controlled shutdown {KAFKA_CONTROLLED_SHUTDOWN_S:g} s": KAFKA_CONTROLLED_SHUTDOWN_S,
+                  f"goal at 2M: recovery {GOAL_RECOVERY_S:g} s": GOAL_RECOVERY_S,
+                  f"goal at 2M: controlled shutdown {GOAL_CONTROLLED_SHUTDOWN_S:g} s": GOAL_CONTROLLED_SHUTDOWN_S}
     paths = [line_chart(plots_dir / "controller-growth.png", "Controller operations by partition count",
-                        series, "partitions", "seconds", subtitle=f"Kafka at 2M: 32 s shutdown, 37 s recovery; {where}")]
+                        series, "partitions", "seconds", subtitle=where, references=references)]
     rss = {"max controller RSS": [(s["partitions"], _max_rss_gib(s) * 1024) for s in sizes if _max_rss_gib(s)]}
     if rss["max controller RSS"]:
         paths.append(line_chart(plots_dir / "controller-memory.png", "Controller resident memory", rss,

@@ -95,4 +95,6 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     series = {"write": [(s["partitions"], s["write_s"]) for s in sizes],
               "load": [(s["partitions"], s["load_s"]) for s in sizes]}
     return [line_chart(plots_dir / "snapshot-times.png", "Snapshot write and load time", series, "partitions",
-                       "seconds", subtitle=document["machine"]["date"][:10])]
+                       "seconds", subtitle=document["machine"]["date"][:10],
+                       references={f"goal at 2M: write {GOAL_WRITE_S:g} s": GOAL_WRITE_S,
+                                   f"goal at 2M: load {GOAL_LOAD_S:g} s": GOAL_LOAD_S})]

@@ -116,18 +116,24 @@ def points_chart(path: Path, title: str, series: Mapping[str, Sequence[float]], 
 
 def line_chart(path: Path, title: str, series: Mapping[str, Sequence[tuple[float, float]]],
                xlabel: str, ylabel: str, subtitle: str | None = None, log_x: bool = True,
-               log_y: bool = True) -> Path:
-    """One line of (x, y) points per system (e.g. throughput against batch size)."""
+               log_y: bool = True, references: Mapping[str, float] | None = None) -> Path:
+    """One line of (x, y) points per system (e.g. throughput against batch size); ``references``
+    are drawn as dashed horizontal lines (a peer's published figure, a goal)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4) if references else (7, 4))
     for name, points in series.items():
         xs, ys = zip(*points)
         ax.plot(xs, ys, marker="o", label=name)
+    for (name, y), colour in zip((references or {}).items(), ("black", "grey", "dimgrey", "silver")):
+        ax.axhline(y, linestyle="--", linewidth=1, color=colour, label=name)
+    if references:  # many entries: beside the plot, not over its lines
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log_x:
         ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
-    ax.legend(fontsize=8)
+    if not references:
+        ax.legend(fontsize=8)
     return _finish(fig, ax, path, title, subtitle)
