@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from quorum.metadata.records import HEADER
-from quorum.metadata.topics import PartitionRegistration, broker_list
+from quorum.metadata.topics import PartitionRegistration, broker_list, interned_list
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 PARTITION_BLOCK = 0x7E00  # a checkpoint-only record type
 VERSION = 0
 _U16, _U32, _I32 = struct.Struct(">H"), struct.Struct(">I"), struct.Struct(">i")
 _ROW = struct.Struct(">8i")
+_LIST = [struct.Struct(f">{k}i") for k in range(256)]  # a list of k broker ids (k is one byte)
 _new_registration = tuple.__new__  # PartitionRegistration is a NamedTuple: build it without __new__'s overhead
 
 
@@ -77,9 +78,11 @@ def decode_block(raw: bytes) -> PartitionBlock:
         (count,) = _U16.unpack_from(raw, pos)
         pos += 2
         lists = []
-        for _ in range(count):
+        shared = interned_list
+        for _ in range(count):  # as many lists as partitions, often: keep this loop lean
             k = raw[pos]
-            lists.append(broker_list(struct.unpack_from(f">{k}i", raw, pos + 1)))
+            ids = _LIST[k].unpack_from(raw, pos + 1)
+            lists.append(shared(ids) or broker_list(ids))
             pos += 1 + 4 * k
         (rows,) = _U32.unpack_from(raw, pos)
         pos += 4
