@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
 import traceback
 
@@ -59,3 +61,23 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(error_line(e), file=sys.stderr)
         return 1
+
+
+def run() -> None:
+    """The ``sparkraft`` command: ``main``, then an immediate exit once the output is flushed.
+
+    Native libraries may still have worker threads winding down when a short command returns
+    (Arrow's C++ thread pool, delta-rs' runtime); tearing them down during interpreter
+    finalization sometimes aborted the process (exit 134, "terminate called without an active
+    exception") after the command had finished and reported its result: a few percent of
+    ``sparkraft sql`` errors on a busy machine. By the time ``main`` returns every file is closed,
+    every server stopped and every commit made, so nothing is lost by skipping finalization.
+    """
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader that went away, or a closed stream
+            pass
+    os._exit(code)
