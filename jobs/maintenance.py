@@ -51,4 +51,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    sys.exit(main())
+    from sparkraft.cli import exit_now
+
+    exit_now(main())

@@ -12,6 +12,6 @@ from pathlib import Path
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository, for spark-submit
-    from sparkraft.cli import main
+    from sparkraft.cli import run
 
-    sys.exit(main(["materialize", *sys.argv[1:]]))
+    run(["materialize", *sys.argv[1:]])

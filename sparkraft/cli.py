@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import traceback
+from typing import NoReturn
 
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
@@ -63,17 +64,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def run() -> None:
-    """The ``sparkraft`` command: ``main``, then an immediate exit once the output is flushed.
+def run(argv: list[str] | None = None) -> NoReturn:
+    """The ``sparkraft`` command: ``main``, then :func:`exit_now`."""
+    exit_now(main(argv))
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit with ``code`` as soon as the output is flushed, skipping interpreter finalization.
 
     Native libraries may still have worker threads winding down when a short command returns
-    (Arrow's C++ thread pool, delta-rs' runtime); tearing them down during interpreter
-    finalization sometimes aborted the process (exit 134, "terminate called without an active
-    exception") after the command had finished and reported its result: a few percent of
-    ``sparkraft sql`` errors on a busy machine. By the time ``main`` returns every file is closed,
-    every server stopped and every commit made, so nothing is lost by skipping finalization.
+    (Arrow's C++ thread pool, delta-rs' runtime); tearing them down during finalization sometimes
+    aborted the process (exit 134, "terminate called without an active exception") after the
+    command had finished and reported its result: a few percent of ``sparkraft sql`` errors on a
+    busy machine. By the time a command returns every file is closed, every server stopped and
+    every commit made, so nothing is lost by skipping finalization.
     """
-    code = main()
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
