@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from quorum.metadata.records import HEADER
-from quorum.metadata.topics import PartitionRegistration, broker_list, interned_list
+from quorum.metadata.topics import PartitionRegistration, broker_list
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 PARTITION_BLOCK = 0x7E00  # a checkpoint-only record type
@@ -78,11 +78,9 @@ def decode_block(raw: bytes) -> PartitionBlock:
         (count,) = _U16.unpack_from(raw, pos)
         pos += 2
         lists = []
-        shared = interned_list
-        for _ in range(count):  # as many lists as partitions, often: keep this loop lean
+        for _ in range(count):  # as many lists as partitions, often: precompiled structs keep it lean
             k = raw[pos]
-            ids = _LIST[k].unpack_from(raw, pos + 1)
-            lists.append(shared(ids) or broker_list(ids))
+            lists.append(broker_list(_LIST[k].unpack_from(raw, pos + 1)))
             pos += 1 + 4 * k
         (rows,) = _U32.unpack_from(raw, pos)
         pos += 4

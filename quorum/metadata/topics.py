@@ -22,9 +22,6 @@ _INTERNED: dict[tuple[int, ...], tuple[int, ...]] = {}
 _INTERN_MAX = 1 << 16  # beyond this many distinct lists, new ones are kept but not shared
 
 
-interned_list = _INTERNED.get  # the shared tuple equal to tuple ``ids``, or None: for hot loops
-
-
 def broker_list(ids: Iterable[int]) -> tuple[int, ...]:
     """``ids`` as a tuple, shared with every equal list seen before (while the table has room)."""
     if not ids:
