@@ -126,14 +126,12 @@ def line_chart(path: Path, title: str, series: Mapping[str, Sequence[tuple[float
         ax.plot(xs, ys, marker="o", label=name)
     for (name, y), colour in zip((references or {}).items(), ("black", "grey", "dimgrey", "silver")):
         ax.axhline(y, linestyle="--", linewidth=1, color=colour, label=name)
-    if references:  # many entries: beside the plot, not over its lines
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log_x:
         ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
-    if not references:
-        ax.legend(fontsize=8)
+    # With references there are many entries: beside the plot, not over its lines.
+    ax.legend(fontsize=8, **({"loc": "center left", "bbox_to_anchor": (1.01, 0.5)} if references else {}))
     return _finish(fig, ax, path, title, subtitle)
