@@ -183,6 +183,8 @@ KEYS: dict[str, ConfigKey] = {
              "Age after which old segments and snapshots are deleted (-1 = no limit)."),
         _key("metadata.max.idle.interval.ms", _MS, 500,
              "The leader appends a NoOp record after this long without records (0 = never)."),
+        _key("metadata.cache.interval.ms", _POSITIVE, 300 * 1000,
+             "How often a broker writes its metadata cache (also on a clean stop)."),
         _key("metrics.listener", _host_port, None, "HOST:PORT serving Prometheus /metrics."),
         _key("broker.rack", _non_empty, None, "The broker's rack, for rack-aware placement."),
     ]
@@ -217,6 +219,7 @@ class NodeConfig:
     max_retention_bytes: int
     max_retention_ms: int
     max_idle_interval_ms: int
+    cache_interval_ms: int
     metrics_listener: HostPort | None
     broker_rack: str | None
 

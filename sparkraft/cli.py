@@ -2,7 +2,8 @@
 
 Contract (DESIGN §8, §10): bad input exits 1 with exactly one line on stderr, starting with Kafka's
 error name where there is one (``INVALID_REPLICATION_FACTOR: ...``), else ``ERROR: ...``. No
-traceback unless ``--debug``. Argparse's own usage errors exit 2.
+traceback unless ``--debug``. A malformed command line (an unknown flag, a missing argument) is
+bad input too: one line naming the command and the problem, exit 1.
 """
 from __future__ import annotations
 
@@ -27,8 +28,17 @@ COMMAND_GROUPS = ("storage", "controller", "broker", "quorum", "topics", "config
 # Errors that mean "bad input or state", reported as one line without a traceback.
 EXPECTED_ERRORS = (SparkraftError, ConfigError, ValueError, OSError)
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the CLI's error contract: one line and exit 1 instead of a usage block and 2.
+    Subparsers are made of the same class, so every command behaves alike."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"ERROR: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr, flush=True)
+        exit_now(1)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sparkraft", parents=[common_options()],
         description="A KRaft-style metadata quorum whose log Spark materialises into Delta tables.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -54,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     try:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
+        if args.log_default == "WARNING" and sys.stderr.isatty():
+            say_what_we_wait_for()
         return args.run(args) or 0
     except KeyboardInterrupt:
         return 130
@@ -62,6 +74,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(error_line(e), file=sys.stderr)
         return 1
+
+
+def say_what_we_wait_for() -> None:
+    """A one-shot command run by a person says on stderr what it waits for when a controller is slow
+    to answer (scripts and pipes get only the final line)."""
+    from quorum.rpc.leader_client import LeaderFollowingClient
+
+    LeaderFollowingClient.notify_waiting = lambda line: print(line, file=sys.stderr, flush=True)
 
 
 def run(argv: list[str] | None = None) -> NoReturn:

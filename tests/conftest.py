@@ -44,6 +44,50 @@ def sparkraft_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sparkraft", *args]
 
 
+class LiveBrokers:
+    """Brokers that register and keep heartbeating on threads of their own, as broker processes do.
+
+    A broker that registers once and then goes quiet is fenced after ``broker.session.timeout.ms``;
+    a test whose slow step (a Spark job on a loaded machine) outlasts that timeout would then find
+    every broker fenced. These run the real :class:`~quorum.broker.lifecycle.BrokerLifecycle`
+    until :meth:`close`.
+    """
+
+    def __init__(self, client, cluster_id: str, brokers=((101, "rack-a"), (102, "rack-b"), (103, "rack-c")),
+                 port_base: int = 19000, heartbeat_interval_ms: int = 500):
+        import threading
+
+        from quorum.broker.lifecycle import BrokerLifecycle
+        from quorum.controller import api
+        from quorum.log.meta_properties import random_uuid
+
+        self.lifecycles = {
+            b: BrokerLifecycle(client, b, cluster_id, random_uuid(),
+                               (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", port_base + b),), rack,
+                               heartbeat_interval_ms=heartbeat_interval_ms)
+            for b, rack in brokers}
+        self.threads = [threading.Thread(target=lc.run, daemon=True, name=f"broker-{b}")
+                        for b, lc in self.lifecycles.items()]
+        for t in self.threads:
+            t.start()
+
+    @property
+    def epochs(self) -> dict[int, int]:
+        return {b: lc.state.broker_epoch for b, lc in self.lifecycles.items()}
+
+    def wait_unfenced(self, timeout: float = 30) -> dict[int, int]:
+        """The broker epochs, once every broker is registered and unfenced."""
+        wait_for(lambda: all(lc.state.broker_epoch >= 0 and not lc.state.fenced
+                             for lc in self.lifecycles.values()), timeout, "every broker unfenced")
+        return self.epochs
+
+    def close(self) -> None:
+        for lc in self.lifecycles.values():
+            lc.stop()
+        for t in self.threads:
+            t.join(10)
+
+
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:

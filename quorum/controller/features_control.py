@@ -17,12 +17,14 @@ MV_MIN = 1
 MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default
 MV_MAX = 3  # the highest metadata.version this controller supports
 
-# feature -> (lowest, highest) finalized level this controller supports; 0 = disabled
+# feature -> (lowest, highest) finalized level this controller implements; 0 = disabled. A level
+# is listed only once what it stands for works: a feature level that nothing implements would tell
+# clients and operators the cluster can do what it cannot.
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MV_MIN, MV_MAX),
-    "kraft.version": (0, 1),
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
+    "kraft.version": (0, 0),  # 1 = a dynamic controller quorum (KIP-853): not implemented yet
+    "transaction.version": (0, 0),  # brokers carry metadata only: no transaction coordinator
+    "group.version": (0, 0),  # ...and no group coordinator
 }
 
 
@@ -48,8 +50,10 @@ def _check(image: MetadataImage, name: str, level: int, node_id: int) -> None:
                                       f"requested downgrade from {current} because it might delete "
                                       f"metadata information.")
     if not (level == 0 or lo <= level <= hi):
+        supported = "only level 0 (disabled): higher levels are not implemented" if hi == 0 \
+            else f"only versions {lo}-{hi}"
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Local "
-                                  f"controller {node_id} only supports versions {lo}-{hi}")
+                                  f"controller {node_id} supports {supported}")
     if name == METADATA_VERSION:
         for b in image.cluster.brokers.values():
             for f in b.features:

@@ -11,7 +11,8 @@ brokers, racks and brokers are shuffled so the same replica sets do not repeat f
 Errors (INVALID_REPLICATION_FACTOR) carry Kafka's messages:
 
 - "Invalid replication factor 0: the replication factor must be positive."
-- "All brokers are currently fenced."
+- "All brokers are currently fenced." (followed by which ones and why a broker is fenced)
+- "No brokers are registered." (followed by how to start one)
 - "The target replication factor of 3 cannot be reached because only 2 broker(s) are registered."
 
 Brokers in controlled shutdown are not usable (the caller leaves them out), as in Kafka.
@@ -121,8 +122,14 @@ class StripedPlacer:
         if replication_factor <= 0:
             raise _invalid(f"Invalid replication factor {replication_factor}: the replication "
                            f"factor must be positive.")
+        if self.total == 0:
+            raise _invalid("No brokers are registered: start a broker (sparkraft broker start) first.")
         if self.unfenced == 0:
-            raise _invalid("All brokers are currently fenced.")
+            fenced = sorted(b for rack in self.racks.values() for b in rack.fenced.brokers)
+            raise _invalid(f"All brokers are currently fenced ({', '.join(map(str, fenced))}). A broker is "
+                           f"fenced until its heartbeat reports metadata at or past its registration, and "
+                           f"again after broker.session.timeout.ms without a heartbeat; `sparkraft brokers "
+                           f"list --wait-unfenced N` waits for N unfenced brokers.")
         if replication_factor > self.total:
             raise _invalid(f"The target replication factor of {replication_factor} cannot be "
                            f"reached because only {self.total} broker(s) are registered.")

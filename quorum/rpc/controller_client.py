@@ -161,8 +161,10 @@ class ControllerClient(LeaderFollowingClient):
 
     # -- reads -----------------------------------------------------------------------------
     def _read(self, method: str, request, timeout: Optional[float]):
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        waited = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}
+        notice_at = self._notice_at()
         while True:
             for target in self._candidates():
                 if time.monotonic() >= deadline:
@@ -192,7 +194,8 @@ class ControllerClient(LeaderFollowingClient):
                     self._leader = target
                 return resp
             if time.monotonic() >= deadline:
-                raise self._give_up(method, unreachable, None, self.timeout if timeout is None else timeout)
+                raise self._give_up(method, unreachable, None, waited)
+            notice_at = self._maybe_notify(notice_at, waited, None, unreachable)
             time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import grpc
 
@@ -18,7 +18,24 @@ from quorum.errors import Errors, SparkraftError
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
 
 
+WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
+
+
+def transport_reason(e: grpc.RpcError) -> str:
+    """A short reason for a transport failure (gRPC's own details run to 200 characters)."""
+    code, details = e.code(), e.details() or ""
+    if "Connection refused" in details or "connection refused" in details:
+        return "connection refused (is the controller running?)"
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return "no answer in time"
+    name = code.name if code else "error"
+    return f"{name}: {details[:80]}" if details else name
+
+
 class LeaderFollowingClient:
+    # Called once per call that has waited WAIT_NOTICE_S, with one line saying what for; the CLI
+    # sets it when stderr is a terminal, so a person is never left in silence (None: quiet).
+    notify_waiting: Optional[Callable[[str], None]] = None
     stub_class: type  # the generated gRPC stub
     leader_noun = "leader"  # what the error messages call the server that answers
     no_leader_error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -85,7 +102,7 @@ class LeaderFollowingClient:
                                  f"{method} failed at {target}: {code.name}: {e.details()}")
         if self._leader == target:
             self._leader = None
-        return f"{code.name}: {e.details()}" if code else str(e)
+        return transport_reason(e)
 
     def _call_leader(self, method: str, request, timeout: Optional[float] = None):
         waited = self.timeout if timeout is None else timeout
@@ -93,6 +110,7 @@ class LeaderFollowingClient:
         unreachable: dict[str, str] = {}  # target -> why, for the final error
         answered: Optional[str] = None  # the last refusal, if any server answered
         redirects = 0
+        notice_at = self._notice_at()
         while True:
             redirected = False
             for target in self._candidates():
@@ -121,9 +139,24 @@ class LeaderFollowingClient:
                     break
             if time.monotonic() >= deadline:
                 raise self._give_up(method, unreachable, answered, waited)
+            notice_at = self._maybe_notify(notice_at, waited, answered, unreachable)
             if not redirected:
                 redirects = 0
                 time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
+
+    def _notice_at(self) -> Optional[float]:
+        """When a call started now should say what it waits for (None: never)."""
+        return time.monotonic() + WAIT_NOTICE_S if type(self).notify_waiting is not None else None
+
+    def _maybe_notify(self, notice_at: Optional[float], waited: float, answered: Optional[str],
+                      unreachable: dict[str, str]) -> Optional[float]:
+        """Say once what a slow call is waiting for; returns the next ``notice_at``."""
+        if notice_at is None or time.monotonic() < notice_at:
+            return notice_at
+        last = answered or "; ".join(f"{t}: {w}" for t, w in unreachable.items()) or "no answer yet"
+        type(self).notify_waiting(f"waiting up to {waited:g}s (--timeout) for the {self.leader_noun} at "
+                                  f"{','.join(self.servers)}: {last}")
+        return None
 
     def _give_up(self, method: str, unreachable: dict[str, str], answered: Optional[str],
                  waited: float) -> SparkraftError:

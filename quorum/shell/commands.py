@@ -5,6 +5,7 @@ the shell goes on. Paths are absolute or relative to the working directory; ``..
 """
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import shlex
 from typing import Iterator
@@ -15,7 +16,8 @@ HELP = """commands:
   ls [PATH]        list a directory (or name a file)
   cd [PATH]        change directory (default /image)
   cat PATH...      print files
-  find [PATH]      every path below PATH
+  find [PATH] [-name GLOB] [-type d|f]
+                   every path below PATH (whose name matches GLOB; only directories or files)
   tree [PATH]      the tree below PATH, indented
   pwd              the working directory
   help             this text
@@ -115,8 +117,12 @@ class Shell:
                     stack.append((posixpath.join(p, name), child, depth + 1))
 
     def do_find(self, args: list[str]) -> str:
-        start = self.absolute(args[0] if args else "")
-        return "\n".join(p for p, _, _ in self._walk(start, self.lookup(start, "find")))
+        paths, tests = _find_arguments(args)
+        start = self.absolute(paths[0] if paths else "")
+        name, kind = tests.get("-name"), tests.get("-type")
+        return "\n".join(p for p, n, _ in self._walk(start, self.lookup(start, "find"))
+                         if (name is None or fnmatch.fnmatchcase(posixpath.basename(p) or "/", name))
+                         and (kind is None or (kind == "d") == isinstance(n, Dir)))
 
     def do_tree(self, args: list[str]) -> str:
         start = self.absolute(args[0] if args else "")
@@ -135,3 +141,24 @@ class Shell:
         raise ExitShell()
 
     do_quit = do_exit
+
+
+def _find_arguments(args: list[str]) -> tuple[list[str], dict[str, str]]:
+    """``find``'s paths (at most one) and tests (``-name GLOB``, ``-type d|f``), as find(1) takes them."""
+    paths, tests = [], {}
+    words = iter(args)
+    for word in words:
+        if not word.startswith("-"):
+            paths.append(word)
+            continue
+        if word not in ("-name", "-type"):
+            raise ShellError(f"find: unknown option {word} (find [PATH] [-name GLOB] [-type d|f])")
+        value = next(words, None)
+        if value is None:
+            raise ShellError(f"find: {word} needs a value")
+        if word == "-type" and value not in ("d", "f"):
+            raise ShellError(f"find: -type takes d or f, not {value!r}")
+        tests[word] = value
+    if len(paths) > 1:
+        raise ShellError("find: one PATH at most")
+    return paths, tests

@@ -101,7 +101,7 @@ def run_start(args: argparse.Namespace) -> int:
 
             source = lambda: image_from_cut(args.warehouse)  # noqa: E731
         metadata = BrokerMetadataClient(controllers_of(config), cluster_id, cache_dir=config.log_dir,
-                                        bootstrap_source=source)
+                                        bootstrap_source=source, cache_interval_s=config.cache_interval_ms / 1000)
         metadata.start()
         log.info("Broker %d: metadata bootstrapped from %s at offset %d in %.2fs; following the log",
                  config.node_id, metadata.stats.bootstrap_source, metadata.stats.bootstrap_offset,

@@ -18,7 +18,8 @@ from sparkraft.commands import add_command
 def register(subparsers) -> None:
     parser = add_command(subparsers, "materialize", "stream the metadata log into the Delta tables",
                          run_materialize, log_default="INFO")
-    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]")
+    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                        help="any controllers of the quorum (down or standby ones are fine)")
     parser.add_argument("--warehouse", required=True, metavar="URI", help="where the six tables live")
     parser.add_argument("--checkpoint", required=True, metavar="URI", help="the streaming query's checkpoint")
     parser.add_argument("--trigger", type=float, default=1.0, metavar="SECONDS",

@@ -19,6 +19,8 @@ def register(subparsers) -> None:
     source.add_argument("--snapshot", metavar="FILE", help="a .checkpoint snapshot or a broker's metadata-cache")
     source.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
                         help="read the committed image from the quorum")
+    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="how long to look for the quorum's leader (default 15)")
 
 
 def run_shell(args: argparse.Namespace) -> int:
@@ -35,5 +37,5 @@ def run_shell(args: argparse.Namespace) -> int:
     else:
         from quorum.rpc.log_reader import read_image
 
-        image = read_image(args.bootstrap_controller)
+        image = read_image(args.bootstrap_controller, timeout=args.timeout)
     return run_repl(Shell(image_tree(image)))

@@ -38,9 +38,12 @@ def register(subparsers) -> None:
 
     create = add_command(commands, "create", "create a topic", run_create)
     create.add_argument("--topic", required=True, metavar="T", help="the topic's name")
-    create.add_argument("--partitions", type=int, required=True, metavar="N", help="number of partitions")
+    create.add_argument("--partitions", type=int, required=True, metavar="N",
+                        help="number of partitions; -1 takes the controller's default (num.partitions, 1), "
+                             "as in Kafka")
     create.add_argument("--replication-factor", type=int, required=True, metavar="R",
-                        help="replicas per partition (at most the number of registered brokers)")
+                        help="replicas per partition (at most the number of registered brokers); -1 takes the "
+                             "controller's default (default.replication.factor, 1), as in Kafka")
     create.add_argument("--config", action="append", default=[], metavar="K=V",
                         help="a topic config; repeat for several")
     add_bootstrap(create)

@@ -102,7 +102,9 @@ def test_describe_with_nothing_reachable_is_one_line():
 
 def test_describe_needs_status_or_replication_and_a_valid_address():
     result = sparkraft("quorum", "describe", "--bootstrap-controller", "127.0.0.1:9093")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.returncode == 1 and result.stderr.splitlines() == [
+        "ERROR: sparkraft quorum describe: one of the arguments --status --replication is required "
+        "(see sparkraft quorum describe --help)"]
     result = sparkraft("quorum", "describe", "--status", "--bootstrap-controller", "nohost")
     assert result.returncode == 1 and result.stderr.startswith("ERROR: invalid controller address 'nohost'")
 

@@ -1,7 +1,6 @@
 """``sparkraft topics|configs|brokers`` against three real controller processes.
 
-Brokers are registered from the test (a long broker.session.timeout.ms keeps them unfenced without a
-heartbeat thread). Checks the exact JSON shapes of DESIGN §10, and that bad input prints one line
+Brokers register and keep heartbeating from threads of the test (``LiveBrokers``). Checks the exact JSON shapes of DESIGN §10, and that bad input prints one line
 starting with Kafka's error name, exits non-zero and changes nothing.
 """
 from __future__ import annotations
@@ -14,7 +13,6 @@ import pytest
 from conftest import sparkraft_cmd, wait_for
 from quorum.controller import api
 from quorum.errors import SparkraftError
-from quorum.log.meta_properties import random_uuid
 
 pytestmark = pytest.mark.slow
 
@@ -30,32 +28,26 @@ def sparkraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from conftest import ControllerProcesses
+    from conftest import ControllerProcesses, LiveBrokers
     from quorum.rpc.controller_client import ControllerClient
 
-    cp = ControllerProcesses(tmp_path_factory.mktemp("topics-cli"), **{"broker.session.timeout.ms": "120000"})
+    cp = ControllerProcesses(tmp_path_factory.mktemp("topics-cli"))
+    brokers = None
     try:
         cp.format()
         cp.start()
         cp.wait_leader()
-        with ControllerClient(cp.bootstrap(), timeout=20) as c:
-            epochs = {}
-            for broker_id, rack in ((101, "rack-a"), (102, "rack-b"), (103, "rack-c")):
-                ep = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19000 + broker_id)
-                epochs[broker_id] = c.register_broker(api.RegisterBrokerRequest(
-                    broker_id, cp.cluster_id, random_uuid(), (ep,), rack)).broker_epoch
-
-            def unfenced():
-                offset = c.describe_cluster().metadata_offset
-                return all(not c.broker_heartbeat(api.BrokerHeartbeatRequest(b, e, offset)).is_fenced
-                           for b, e in epochs.items())
-
-            wait_for(unfenced, 10, "brokers unfenced", interval=0.05)
+        admin = ControllerClient(cp.bootstrap(), timeout=20)
+        brokers = LiveBrokers(admin, cp.cluster_id)
+        brokers.wait_unfenced()
         yield cp
     except SparkraftError:
         print(cp.dump_outputs())
         raise
     finally:
+        if brokers is not None:
+            brokers.close()
+            admin.close()
         cp.close()
 
 

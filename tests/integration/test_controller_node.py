@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import LiveBrokers, wait_for
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
-from quorum.log.meta_properties import format_storage, random_cluster_id, random_uuid
+from quorum.log.meta_properties import format_storage, random_cluster_id
 from quorum.raft.settings import RaftSettings
 
 pytest.importorskip("quorum.controller.core")
@@ -39,29 +39,20 @@ class Cluster:
         self.client = ControllerClient(",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values()),
                                        timeout=15, rpc_timeout=2)
         self.epochs: dict[int, int] = {}
+        self.brokers: LiveBrokers | None = None
 
     def active(self, exclude=()) -> int:
         return wait_for(lambda: next((i for i, n in self.nodes.items() if n.is_active and i not in exclude), None),
                         15, "an active controller")
 
     def register_brokers(self) -> None:
-        for broker_id, rack in BROKERS:
-            endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19000 + broker_id)
-            reply = self.client.register_broker(api.RegisterBrokerRequest(
-                broker_id, self.cluster_id, random_uuid(), (endpoint,), rack))
-            self.epochs[broker_id] = reply.broker_epoch
-        self.heartbeat_until_unfenced()
-
-    def heartbeat_until_unfenced(self) -> None:
-        def all_unfenced():
-            offset = self.client.describe_cluster().metadata_offset
-            replies = [self.client.broker_heartbeat(api.BrokerHeartbeatRequest(b, e, offset))
-                       for b, e in self.epochs.items()]
-            return all(not r.is_fenced for r in replies)
-
-        wait_for(all_unfenced, 10, "every broker unfenced", interval=0.05)
+        """Brokers 101-103 (one per rack), heartbeating until ``close`` (a slow step must not fence them)."""
+        self.brokers = LiveBrokers(self.client, self.cluster_id, BROKERS)
+        self.epochs = self.brokers.wait_unfenced()
 
     def close(self) -> None:
+        if self.brokers is not None:
+            self.brokers.close()
         self.client.close()
         for n in self.nodes.values():
             n.shutdown(graceful=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import sparkraft_cmd, wait_for
+from conftest import LiveBrokers, sparkraft_cmd, wait_for
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.schemas import RECORDS, SNAPSHOTS
 from quorum.metadata.loader import MetadataLoader
@@ -79,22 +79,11 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
     cp.format()
     cp.start()
     cp.wait_leader()
-    import threading
-
-    from quorum.broker.lifecycle import BrokerLifecycle
-    from quorum.controller import api
-    from quorum.log.meta_properties import random_uuid
     from quorum.rpc.controller_client import ControllerClient
 
     with ControllerClient(cp.bootstrap(), timeout=20) as admin:
-        cluster_id = admin.describe_cluster().cluster_id
-        brokers = [BrokerLifecycle(admin, b, cluster_id, random_uuid(),
-                                   (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9000 + b),), None,
-                                   heartbeat_interval_ms=500) for b in (101, 102, 103)]
-        for b in brokers:
-            threading.Thread(target=b.run, daemon=True).start()
-        wait_for(lambda: all(b.state.broker_epoch >= 0 and not b.state.fenced for b in brokers), 20,
-                 "three brokers unfenced")
+        brokers = LiveBrokers(admin, admin.describe_cluster().cluster_id, ((101, None), (102, None), (103, None)))
+        brokers.wait_unfenced()
         wh, ck = tmp_path / "wh", tmp_path / "ck"
         args = ["materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse", str(wh),
                 "--checkpoint", str(ck), "--trigger", "0.2", "--max-records-per-trigger", "40"]
@@ -122,8 +111,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
             if job.poll() is None:
                 job.kill()
             log.close()
-            for b in brokers:
-                b.stop()
+            brokers.close()
         again = subprocess.run(sparkraft_cmd(*args[:-4], "--available-now"), capture_output=True, text=True,
                                timeout=300)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]

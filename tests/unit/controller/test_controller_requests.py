@@ -309,6 +309,13 @@ def test_bootstrap_metadata_version_and_upgrade_checks():
     assert r.error is Errors.INVALID_UPDATE_VERSION and "downgrade" in r.message
     (r,) = c.request(api.UpdateFeaturesRequest((("no.such.feature", 1),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION
+    # a level nothing implements is refused with one line, and changes nothing
+    for name in ("kraft.version", "transaction.version", "group.version"):
+        (r,) = c.request(api.UpdateFeaturesRequest(((name, 1),)))
+        assert r.error is Errors.INVALID_UPDATE_VERSION and "higher levels are not implemented" in r.message
+        assert c.core.image.features.level(name) == 0
+    (r,) = c.request(api.UpdateFeaturesRequest((("kraft.version", 0),)))
+    assert r.error is Errors.NONE
     # a broker that cannot read metadata.version 2 cannot register now
     e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", ()))
     assert e.error is Errors.UNSUPPORTED_VERSION

@@ -48,8 +48,10 @@ def test_errors_have_kafka_messages():
     assert e.value.error is Errors.INVALID_REPLICATION_FACTOR
     assert e.value.message == ("The target replication factor of 3 cannot be reached because only 2 "
                                "broker(s) are registered.")
-    with pytest.raises(SparkraftError, match="All brokers are currently fenced."):
+    with pytest.raises(SparkraftError, match=r"All brokers are currently fenced \(0, 1\)\. A broker is fenced until"):
         place(brokers(2, fenced={0, 1}), 1, 1, random.Random(0))
+    with pytest.raises(SparkraftError, match="No brokers are registered: start a broker"):
+        place([], 1, 1, random.Random(0))
     with pytest.raises(SparkraftError, match="must be positive"):
         place(brokers(2), 1, 0, random.Random(0))
 
