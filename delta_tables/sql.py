@@ -2,6 +2,11 @@
 
 Both register the tables under their own names (``topics``, ``partitions``, ``brokers``,
 ``configs``, ``records``, ``snapshots``), at a consistent cut when one is asked for.
+
+One dialect for both: standard SQL quoting, identifiers in double quotes (``"partition"``, or
+backticks) and strings in single quotes. DataFusion reads SQL that way already; Spark is put in
+ANSI mode with ``spark.sql.ansi.doubleQuotedIdentifiers`` for the query, where it would otherwise
+read ``"partition"`` as the string 'partition' and answer every row with it, silently.
 """
 from __future__ import annotations
 
@@ -39,8 +44,21 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     spark = spark or spark_session("sparkraft-sql")
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
         spark.createDataFrame(read_table(table)).createOrReplaceTempView(name)
+    saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
+    for key, value in STANDARD_QUOTING.items():
+        spark.conf.set(key, value)
     try:
         return spark.sql(sql).toArrow()
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise QueryError(first) from None
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+# Spark settings that make it read SQL as DataFusion does (see the module docstring).
+STANDARD_QUOTING = {"spark.sql.ansi.enabled": "true", "spark.sql.ansi.doubleQuotedIdentifiers": "true"}

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from streaming.stop import GracefulStop
+
 log = logging.getLogger(__name__)
 
 CLUSTER_MARKER = "sparkraft-cluster-id"
@@ -29,7 +31,10 @@ def spark_session(app_name: str = "sparkraft-materializer"):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, whose default log profile is INFO
+        builder = builder.config("spark.log.level", "ERROR")
+    spark = (builder.appName(app_name)
              .master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1")
@@ -38,6 +43,7 @@ def spark_session(app_name: str = "sparkraft-materializer"):
              .config("spark.driver.host", "127.0.0.1")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # py4j logs every callback at INFO
     from streaming.source import SparkraftDataSource
 
     spark.dataSource.register(SparkraftDataSource)
@@ -62,8 +68,12 @@ def check_checkpoint(checkpoint: str, cluster_id: str) -> None:
 
 def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
-        timeout: float = 15.0, writer: str = "deltalake") -> None:
-    """Run the job until stopped (or, with ``available_now``, until it has caught up)."""
+        timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None) -> None:
+    """Run the job until stopped (or, with ``available_now``, until it has caught up).
+
+    ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
+    materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
+    everything at once."""
     from delta_tables.writer import DeltaRsWriter
     from quorum.rpc.raft_client import RaftClient
     from streaming.materializer import Materializer
@@ -81,7 +91,8 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     else:
         materializer = Materializer(DeltaRsWriter(warehouse))
     if not available_now:
-        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s)
+        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
+                   idle_flush_s)
         return
     # Available-now: up to what is committed now. Spark first re-runs a micro-batch that a killed
     # run had planned but not committed, and for a Python source that may be all it runs, so
@@ -89,29 +100,54 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
         target = reader.high_watermark()
     for _ in range(100):
-        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None)
+        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0)
         if materializer.next_offset >= target:
             return
     raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
 
 
 def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
-               max_records_per_trigger: Optional[int], trigger_s: Optional[float]) -> None:
+               max_records_per_trigger: Optional[int], trigger_s: Optional[float],
+               idle_flush_s: Optional[float]) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
     reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
               .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))
+    if idle_flush_s is not None:
+        reader = reader.option("idleFlushSeconds", str(idle_flush_s))
     if max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
     writer = (reader.load().writeStream.foreachBatch(materializer.foreach_batch)
               .option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
         processingTime=f"{trigger_s} seconds")
-    query = writer.start()
-    log.info("Materializing %s into %s (checkpoint %s)", bootstrap, materializer.writer.warehouse, checkpoint)
-    try:
-        query.awaitTermination()
-    finally:
-        if query.isActive:
-            query.stop()
+    with GracefulStop() as stop:
+        stop.watch_jvm(spark)
+        query = writer.start()
+        log.info("Materializing %s into %s (checkpoint %s)", bootstrap, materializer.writer.warehouse, checkpoint)
+        try:
+            while not stop.requested.is_set() and not query.awaitTermination(0.2):
+                pass
+            if stop.requested.is_set():
+                _stop_between_batches(spark, query, materializer)
+                log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
+                         materializer.next_offset - 1)
+                return
+        finally:
+            if query.isActive:
+                query.stop()
     if query.exception() is not None:
         raise RuntimeError(f"the streaming query failed: {query.exception()}")
+
+
+def _stop_between_batches(spark, query, materializer, patience_s: float = 300.0) -> None:
+    """Stop ``query`` after the micro-batch in flight, if any, has finished writing.
+
+    The materialiser is told to refuse batches from now on (one that starts is failed before it
+    writes anything, so Spark never records it as done and replays it at the next start), then
+    the query is stopped. Nothing is half written, and every offset lands exactly once either way.
+    Errors the JVM logs for a query stopped on purpose are silenced."""
+    spark.sparkContext.setLogLevel("OFF")
+    if not materializer.refuse_batches(timeout=patience_s):
+        log.warning("The micro-batch in flight did not finish in %.0fs; stopping anyway (it is replayed at the "
+                    "next start)", patience_s)
+    query.stop()

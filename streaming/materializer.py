@@ -24,6 +24,7 @@ state tables' last commit, so a crash anywhere between two commits is repaired b
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -46,6 +47,10 @@ class GapError(Exception):
     """A micro-batch starts after the next offset to apply: records would be missing."""
 
 
+class StoppingError(Exception):
+    """A micro-batch that arrived after the job began to stop: failed before it writes anything."""
+
+
 class Materializer:
     def __init__(self, writer: DeltaRsWriter):
         self.writer = writer
@@ -54,6 +59,8 @@ class Materializer:
         self.touched = TouchedKeys()
         self.next_offset = 0
         self.last_epoch = -1
+        self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
+        self._refusing = False  # set by refuse_batches: the job is stopping
         self._rebuild()
 
     # -- restart -------------------------------------------------------------------------------
@@ -153,14 +160,27 @@ class Materializer:
         self.touched.clear()
         return written
 
+    def refuse_batches(self, timeout: float) -> bool:
+        """From now on refuse every micro-batch, once the one running (if any) has finished; False
+        if it did not finish within ``timeout`` seconds (later batches are refused all the same)."""
+        finished = self._batch_lock.acquire(timeout=timeout)
+        self._refusing = True
+        if finished:
+            self._batch_lock.release()
+        return finished
+
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target."""
         import time
 
-        started = time.monotonic()
-        table = df.toArrow()
-        fetched = time.monotonic()
-        result = self.process(table)
+        with self._batch_lock:
+            if self._refusing:
+                raise StoppingError(f"micro-batch {batch_id} refused: the job is stopping (it runs again at "
+                                    f"the next start)")
+            started = time.monotonic()
+            table = df.toArrow()
+            fetched = time.monotonic()
+            result = self.process(table)
         log.info("Micro-batch %d: %s (source %.2fs, Delta %.2fs)", batch_id, result, fetched - started,
                  time.monotonic() - fetched)
 

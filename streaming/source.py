@@ -5,7 +5,16 @@
 
 Offsets are log offsets, ``{"offset": N}`` meaning "everything before N" (N is the next offset to
 read). Options: ``bootstrap.controllers`` (required), ``startingOffsets`` (``earliest``, ``latest``
-or a number; default ``earliest``), ``maxRecordsPerTrigger`` (through Spark's read-limit API).
+or a number; default ``earliest``), ``maxRecordsPerTrigger`` (through Spark's read-limit API),
+``idleFlushSeconds`` (below; default 60, 0 = off).
+
+An idle quorum still writes: the leader appends a NoOp record every ``metadata.max.idle.interval.ms``
+(and a LeaderChange on each election). Offering those as soon as they commit would make every
+trigger a micro-batch and every micro-batch a Delta commit, an idle cluster costing thousands of
+table versions a day. So ``latestOffset`` holds back a tail made only of such records until its
+oldest is ``idleFlushSeconds`` old; the first record that changes metadata releases it at once,
+with the idle records before it. Nothing is skipped (they are offered later, in order, exactly
+once), and freshness for real changes is unchanged.
 
 The driver side (initialOffset, latestOffset, partitions, commit) asks the quorum for its high
 watermark, retrying with backoff while there is no leader (a controller failover does not stop
@@ -40,6 +49,9 @@ ROWS_PER_ARROW_BATCH = 10_000
 SNAPSHOT_TYPE = "SNAPSHOT"  # the type of the row that carries a snapshot
 RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
 RETRY_FOR_S = 120.0  # then the query fails with the last error
+IDLE_FLUSH_S = 60.0  # default idleFlushSeconds
+_NO_OP_RECORD = 20  # metadata record type id (Kafka's NoOpRecord)
+_LEADER_CHANGE = 2  # control record type id
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,16 @@ class SparkraftStreamReader(DataSourceStreamReader):
         if self.max_records is not None and self.max_records <= 0:
             raise ValueError(f"maxRecordsPerTrigger must be positive, got {max_records}")
         self.cluster_id = options.get("cluster.id", "")
+        try:
+            self.idle_flush_s = float(options.get("idleFlushSeconds", IDLE_FLUSH_S))
+        except ValueError:
+            raise ValueError(f"idleFlushSeconds must be a number of seconds, got "
+                             f"{options.get('idleFlushSeconds')!r}") from None
+        if not self.idle_flush_s >= 0:
+            raise ValueError(f"idleFlushSeconds must be >= 0, got {self.idle_flush_s}")
         self._reader = None
+        # (start, scanned up to, append time of the first record) of a tail seen to be only idle records
+        self._idle_tail: tuple[int, int, int] | None = None
 
     def _high_watermark(self) -> int:
         from quorum.rpc.log_reader import MetadataLogReader
@@ -132,7 +153,36 @@ class SparkraftStreamReader(DataSourceStreamReader):
         end = max(start["offset"], hw)
         if isinstance(limit, ReadMaxRows):
             end = min(end, start["offset"] + limit.max_rows)
+        if end > start["offset"] and self.idle_flush_s > 0 and self._hold_idle_tail(start["offset"], end):
+            return {"offset": start["offset"]}
         return {"offset": end}
+
+    def _hold_idle_tail(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` is only NoOp and LeaderChange records, the oldest younger than
+        ``idle_flush_s`` (see the module docstring). Each record is looked at once per tail."""
+        cached = self._idle_tail
+        scanned, first_ms = (cached[1], cached[2]) if cached and cached[0] == start else (start, -1)
+        try:
+            while scanned < end:
+                chunk = self._reader.read(scanned, wait_ms=0)
+                if not chunk.records:
+                    break
+                for r in chunk.records:
+                    if r.offset >= end:
+                        break
+                    if not _is_idle_record(r.data, r.control):
+                        self._idle_tail = None
+                        return False
+                    first_ms = r.append_time_ms if first_ms < 0 else first_ms
+                    scanned = r.offset + 1
+        except Exception as e:  # cannot tell (a snapshot is due, no leader): offer them, read() decides
+            log.debug("idle check at %d: %s", scanned, e)
+            self._idle_tail = None
+            return False
+        self._idle_tail = (start, scanned, first_ms)
+        if scanned < end:
+            return False
+        return time.time() * 1000 - first_ms < self.idle_flush_s * 1000
 
     def partitions(self, start: dict, end: dict):
         return [LogRange(start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
@@ -170,6 +220,12 @@ class SparkraftStreamReader(DataSourceStreamReader):
     def stop(self) -> None:
         if self._reader is not None:
             self._reader.close()
+
+
+def _is_idle_record(frame: bytes, control: bool) -> bool:
+    """A NoOp or LeaderChange record: it occupies an offset but changes no table except ``records``."""
+    kind = int.from_bytes(frame[:2], "big") if len(frame) >= 2 else -1
+    return kind == (_LEADER_CHANGE if control else _NO_OP_RECORD)
 
 
 def _batch(rows: list[tuple]) -> pa.RecordBatch:

@@ -23,6 +23,11 @@ def register(subparsers) -> None:
     commands = add_group(subparsers, "brokers", "inspect registered brokers")
     list_ = add_command(commands, "list", "list registered brokers: fenced, epoch, rack, endpoints", run_list)
     list_.add_argument("--json", action="store_true", help="print JSON")
+    list_.add_argument("--wait-unfenced", type=int, metavar="N",
+                       help="first wait until at least N brokers are registered and unfenced (a broker is "
+                            "fenced until it has caught up with the metadata log)")
+    list_.add_argument("--wait-timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="how long --wait-unfenced waits (default 60)")
     add_bootstrap(list_)
 
 
@@ -43,8 +48,33 @@ def format_brokers(brokers: Sequence["BrokerDescription"]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def run_list(args: argparse.Namespace) -> None:
-    with client(args) as c:
+def wait_unfenced(c, wanted: int, timeout: float):
+    """The cluster description once ``wanted`` brokers are unfenced; REQUEST_TIMED_OUT saying which
+    are missing if that takes longer than ``timeout``."""
+    import time
+
+    from quorum.errors import Errors, SparkraftError
+
+    deadline = time.monotonic() + timeout
+    while True:
         cluster = c.describe_cluster()
+        unfenced = [b.broker_id for b in cluster.brokers if not b.fenced]
+        if len(unfenced) >= wanted:
+            return cluster
+        if time.monotonic() >= deadline:
+            fenced = sorted(b.broker_id for b in cluster.brokers if b.fenced)
+            raise SparkraftError(Errors.REQUEST_TIMED_OUT,
+                                 f"{len(unfenced)} of the {wanted} brokers waited for are unfenced after "
+                                 f"{timeout:g}s (registered: {len(cluster.brokers)}; fenced: "
+                                 f"{', '.join(map(str, fenced)) or 'none'})")
+        time.sleep(0.2)
+
+
+def run_list(args: argparse.Namespace) -> None:
+    if args.wait_unfenced is not None and args.wait_unfenced < 0:
+        raise ValueError(f"--wait-unfenced must be >= 0, got {args.wait_unfenced}")
+    with client(args) as c:
+        cluster = c.describe_cluster() if args.wait_unfenced is None else \
+            wait_unfenced(c, args.wait_unfenced, args.wait_timeout)
     brokers = sorted(cluster.brokers, key=lambda b: b.broker_id)
     print(json.dumps([broker_json(b) for b in brokers]) if args.json else format_brokers(brokers))

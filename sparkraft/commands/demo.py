@@ -40,6 +40,7 @@ class Demo:
     """What the steps share."""
 
     root: Path
+    kept: bool = True  # False: root is a temporary directory, removed when the demo ends
     out: Callable[[str], None] = print
     cluster_id: str = ""
     nodes: dict = field(default_factory=dict)  # node id -> ControllerNode
@@ -242,6 +243,9 @@ def step_sql(demo: Demo) -> None:
     from delta_tables.sql import query_datafusion
     from sparkraft.commands.sql import format_rows
 
+    if not demo.kept:
+        demo.out("      (these tables go when the demo ends; `sparkraft demo --dir DIR` keeps them, and the "
+                 "commands below then run as printed)")
     for title, query in DEMO_QUERIES:
         table = query_datafusion(str(demo.warehouse), query)
         demo.out(f"      -- {title}: sparkraft sql {shlex.quote(query)} --warehouse {demo.warehouse}")
@@ -339,7 +343,7 @@ def shutdown(demo: Demo) -> None:
 def run_demo(args: argparse.Namespace) -> None:
     temporary = args.dir is None
     root = Path(tempfile.mkdtemp(prefix="sparkraft-demo-")) if temporary else Path(args.dir)
-    demo = Demo(root)
+    demo = Demo(root, kept=not temporary)
     t0 = time.monotonic()
     try:
         for i, (title, step) in enumerate(STEPS, 1):
@@ -351,4 +355,6 @@ def run_demo(args: argparse.Namespace) -> None:
             shutdown(demo)
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
-    demo.out(f"Done in {time.monotonic() - t0:.1f}s" + ("" if temporary else f"; storage kept in {root}"))
+    demo.out(f"Done in {time.monotonic() - t0:.1f}s" + (
+        "; its storage and tables were removed (keep them with --dir DIR)" if temporary else
+        f"; storage and tables kept in {root}: the sparkraft sql commands above run as printed"))

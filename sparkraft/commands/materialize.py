@@ -25,6 +25,9 @@ def register(subparsers) -> None:
     parser.add_argument("--trigger", type=float, default=1.0, metavar="SECONDS",
                         help="micro-batch interval (default 1)")
     parser.add_argument("--available-now", action="store_true", help="process what is committed, then exit")
+    parser.add_argument("--idle-flush", type=float, default=60.0, metavar="SECONDS",
+                        help="while only NoOp records arrive (an idle cluster), write them to the tables at most "
+                             "this often; a real change is written at once, with them (default 60)")
     parser.add_argument("--max-records-per-trigger", type=int, metavar="N", help="cap each micro-batch")
     parser.add_argument("--writer", choices=("deltalake", "delta-spark"), default="deltalake",
                         help="delta-rs (default, no JVM jars) or Spark with Delta's classes on its classpath")
@@ -37,7 +40,9 @@ def run_materialize(args: argparse.Namespace) -> int:
 
     if args.trigger < 0:
         raise ValueError(f"--trigger must be >= 0, got {args.trigger}")
+    if not args.idle_flush >= 0:
+        raise ValueError(f"--idle-flush must be >= 0, got {args.idle_flush}")
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
-            timeout=args.timeout, writer=args.writer)
+            timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush)
     return 0

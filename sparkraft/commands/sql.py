@@ -1,7 +1,8 @@
 """``sparkraft sql "SELECT ..." --warehouse URI [--as-of-offset N] [--engine datafusion|spark] [--json]``.
 
 The six tables are registered under their names; ``--as-of-offset N`` reads them at the newest
-consistent cut at or below N. DataFusion (through deltalake, no JVM) is the default engine.
+consistent cut at or below N. DataFusion (through deltalake, no JVM) is the default engine. Both
+engines read one dialect: identifiers in double quotes (``"partition"``), strings in single quotes.
 ``--json`` prints a list of row objects (DESIGN §10).
 """
 from __future__ import annotations
@@ -14,7 +15,9 @@ from sparkraft.commands import add_command
 
 def register(subparsers) -> None:
     parser = add_command(subparsers, "sql", "query the cluster's metadata tables with SQL", run_sql)
-    parser.add_argument("query", metavar="SQL", help='e.g. "SELECT name, partition_count FROM topics"')
+    parser.add_argument("query", metavar="SQL",
+                        help='e.g. "SELECT name, partition_count FROM topics"; both engines read standard SQL '
+                             "quoting: identifiers in double quotes (\"partition\"), strings in single quotes")
     parser.add_argument("--warehouse", required=True, metavar="URI")
     parser.add_argument("--as-of-offset", type=int, metavar="N", help="read the tables at the newest cut <= N")
     parser.add_argument("--engine", choices=("datafusion", "spark"), default="datafusion")

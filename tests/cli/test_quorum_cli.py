@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -123,6 +124,14 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert "BrokerId  Fenced" in out
     assert "at consistent cut offset" in out and "Leaders per broker" in out and "(3 rows)" in out
     assert "broker 104: metadata from delta at offset" in out
+    # the SQL commands it prints run as printed against the warehouse it kept
+    printed = [line.split(": ", 1)[1] for line in out.splitlines() if line.strip().startswith("-- ")
+               and ": sparkraft sql " in line]
+    assert len(printed) == 4, out
+    for command in printed:
+        run = subprocess.run(["bash", "-c", command.replace("sparkraft ", f"{sys.executable} -m sparkraft ", 1)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0 and "row" in run.stdout, (command, run.stderr)
     assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [
         "broker-101", "broker-102", "broker-103", "broker-104", "checkpoint", "controller-1", "controller-2", "controller-3",
         "warehouse"]

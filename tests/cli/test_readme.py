@@ -1,0 +1,87 @@
+"""Every ``sh`` block of the README runs as pasted, in order, in one shell, as a newcomer would run it.
+
+The first block is the fresh-machine pair (install and demo; the tests): ``.ci/run`` runs exactly
+those commands and ``test_quorum_cli`` runs the demo, so here it is only checked to be that pair.
+Every other block runs, unchanged, in one ``bash`` (jobs started with ``&`` in one block are stopped
+with ``kill %N`` in a later one, as in a terminal), with ``-e -o pipefail`` so that any failing
+command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 7071-7073,
+7171) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171)
+
+
+def shell_blocks(markdown: str) -> list[str]:
+    """The bodies of the fenced blocks tagged ``sh``, in order."""
+    return [m.group(1) for m in re.finditer(r"^```sh\n(.*?)^```$", markdown, re.S | re.M)]
+
+
+def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
+    first = shell_blocks((ROOT / "README.md").read_text())[0]
+    commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
+    assert commands == ["pip install -e . && sparkraft demo", "python -m pytest -q"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python -m pip install -e ." in ci and "\npython -m pytest -q\n" in ci
+
+
+def _port_taken(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def test_every_other_block_runs_as_pasted_in_order(tmp_path):
+    taken = [p for p in FIXED_PORTS if _port_taken(p)]
+    assert not taken, f"ports {taken} are in use: the README walkthrough needs them (is a walkthrough running?)"
+    blocks = shell_blocks((ROOT / "README.md").read_text())[1:]
+    assert len(blocks) >= 5, "the walkthrough went missing"
+    script = tmp_path / "readme.sh"
+    # Each block is announced, then pasted unchanged.
+    script.write_text("set -e -o pipefail\n" + "".join(
+        f"echo '### block {i}' >&2\n{block}" for i, block in enumerate(blocks, 1)))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env.pop("SPARKRAFT_LOG_LEVEL", None)
+    proc = subprocess.Popen(["bash", str(script)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail("the README blocks did not finish in 15 minutes:\n" + out[-6000:])
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever a failed block left running
+        except ProcessLookupError:
+            pass
+    logs = "".join(f"\n--- {p.name} ---\n{p.read_text(errors='replace')[-3000:]}"
+                   for p in sorted(Path("/tmp/sparkraft").glob("*.log")))
+    assert proc.returncode == 0, out[-8000:] + logs
+    # what each part of the walkthrough shows
+    assert "LeaderId:" in out and "HighWatermark:" in out  # quorum describe --status
+    assert "Created topic orders." in out and '"name": "orders"' in out
+    assert "\n/image/topics/byName/orders\n" in out  # the shell's find -name
+    assert "(1 row)" in out  # topics after the job caught up
+    materialize_log = Path("/tmp/sparkraft/materialize.log").read_text()
+    assert "Stopped (SIGTERM): the tables hold the log up to offset" in materialize_log, materialize_log[-3000:]
+    assert "Traceback" not in materialize_log and "FOREACH_BATCH" not in materialize_log
+    assert "Broker 101 is unfenced" in Path("/tmp/sparkraft/broker-101.log").read_text()

@@ -1,0 +1,103 @@
+"""Stopping the streaming job as people do: SIGTERM, and Ctrl-C (SIGINT to the terminal's whole process
+group), to ``sparkraft materialize`` and to ``spark-submit jobs/materialize.py``, while micro-batches
+are flowing. Each stop exits 0 with one ``Stopped`` line and no stack trace; after the four stops
+one catch-up run leaves every offset in ``records`` exactly once and the tables equal to the image."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.schemas import RECORDS
+from test_materializer import assert_tables_equal_image
+from test_pipeline import image_at
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+NOISE = ("Traceback", "FOREACH_BATCH", "Exception", "ERROR")
+
+
+def _cut_offset(wh: Path) -> int:
+    try:
+        return latest_cut(str(wh)).offset
+    except Exception:
+        return -1
+
+
+@pytest.mark.skipif(shutil.which("spark-submit", path=str(Path(sys.executable).parent)) is None
+                    and shutil.which("spark-submit") is None, reason="spark-submit is installed with pyspark")
+def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller_processes, tmp_path):
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    cp.wait_leader()
+    wh, ck = tmp_path / "wh", tmp_path / "ck"
+    job_args = ["--bootstrap-controller", cp.bootstrap(), "--warehouse", str(wh), "--checkpoint", str(ck),
+                "--trigger", "0.2", "--max-records-per-trigger", "100"]
+    spark_submit = shutil.which("spark-submit", path=str(Path(sys.executable).parent)) or shutil.which("spark-submit")
+    launchers = {
+        "materialize": sparkraft_cmd("materialize", *job_args),
+        "spark-submit": [spark_submit, "--master", "local[2]", str(ROOT / "jobs" / "materialize.py"), *job_args],
+    }
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    with ControllerClient(cp.bootstrap(), timeout=20) as admin:
+        brokers = LiveBrokers(admin, cp.cluster_id)
+        try:
+            brokers.wait_unfenced()
+            n = 0
+            for launcher, how in (("materialize", "SIGTERM"), ("materialize", "Ctrl-C"),
+                                  ("spark-submit", "SIGTERM"), ("spark-submit", "Ctrl-C")):
+                out_path = tmp_path / f"{launcher}-{how}.log"
+                with open(out_path, "wb") as out:
+                    job = subprocess.Popen(launchers[launcher], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+                    try:
+                        before = _cut_offset(wh)
+                        stop_writing = threading.Event()
+
+                        def write() -> None:  # keep micro-batches flowing while the signal arrives
+                            nonlocal n
+                            while not stop_writing.wait(0.2):  # a pace the job keeps up with
+                                admin.create_topic(f"t{n}", 2, 2)
+                                n += 1
+
+                        writer = threading.Thread(target=write, daemon=True)
+                        writer.start()
+                        wait_for(lambda: _cut_offset(wh) > before + 20, 180, f"{launcher} to write cuts")
+                        if how == "SIGTERM":
+                            job.send_signal(signal.SIGTERM)
+                        else:
+                            os.killpg(job.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+                        code = job.wait(120)
+                        stop_writing.set()
+                        writer.join(30)
+                    finally:
+                        if job.poll() is None:
+                            os.killpg(job.pid, signal.SIGKILL)
+                text = out_path.read_text(errors="replace")
+                expected = "SIGTERM" if how == "SIGTERM" else "SIGINT"
+                assert code == 0, f"{launcher} {how}: exit {code}\n{text[-4000:]}"
+                assert text.count(f"Stopped ({expected}): the tables hold the log up to offset") == 1, text[-4000:]
+                noise = [line for line in text.splitlines() if any(word in line for word in NOISE)
+                         and line != 'Setting Spark log level to "ERROR".']  # spark-submit's spark.log.level
+                assert not noise, f"{launcher} {how}:\n" + "\n".join(noise[:20])
+        finally:
+            brokers.close()
+    again = subprocess.run(sparkraft_cmd("materialize", *job_args[:6], "--available-now"), capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    cut = latest_cut(str(wh))
+    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
+    assert_tables_equal_image(str(wh), image_at(cp.bootstrap(), cut.offset), cut)
