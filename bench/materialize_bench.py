@@ -7,6 +7,9 @@
 - **freshness**: 3 controller processes; topics of 9 partitions created at ~1,000 records/s while
   ``sparkraft materialize``'s job runs in this process (0.2 s trigger); for each create, the time
   from its acknowledgement to its row being visible in ``topics`` to a second reader.
+- **idle cost**: the same job on a cluster where nothing happens but the leader's NoOp records
+  (one every 500 ms): table versions committed per minute, with the source's idle hold off
+  (``idleFlushSeconds=0``, every NoOp materialised as it commits) and at its default (60 s).
 - **sustained**: the same job catching up on a backlog (available-now): records/s.
 """
 from __future__ import annotations
@@ -33,6 +36,8 @@ FRESHNESS_S = {True: 15.0, False: 60.0}
 RATE_RECORDS_PER_S = 1000
 CREATE_PARTITIONS = 9  # + the TopicRecord: 10 records a create
 GOAL_P50_S, GOAL_P99_S = 1.5, 5.0
+IDLE_WINDOW_S = {"off": 30.0, "default": 125.0}  # how long each idle phase watches the tables
+GOAL_IDLE_COMMITS_PER_TABLE_PER_MIN = 1.0
 
 
 def _partition_rows(n: int, changed: int = 0, offset: int = 1) -> list[dict]:
@@ -79,6 +84,37 @@ def micro_batch_cost(rows: int, work: Path) -> dict:
             "naive_rewrite_s": naive_s, "naive_files": len(table.column("bucket").unique())}
 
 
+def _versions(wh: str) -> dict[str, int]:
+    from deltalake import DeltaTable
+
+    from delta_tables.schemas import RECORDS, SNAPSHOTS, STATE_TABLES
+
+    return {t: DeltaTable(f"{wh}/{t}").version() for t in (*STATE_TABLES, RECORDS, SNAPSHOTS)}
+
+
+def idle_cost(spark, materializer, bootstrap: str, cluster_id: str, ck: str, idle_flush_s: float,
+              seconds: float) -> dict:
+    """Table versions committed per minute while only NoOps arrive, with the given idle hold."""
+    from streaming import job
+
+    thread = threading.Thread(target=job._run_query, daemon=True, args=(
+        spark, materializer, bootstrap, cluster_id, ck, None, 0.2, idle_flush_s))
+    thread.start()
+    ready = time.monotonic() + 120
+    while not spark.streams.active and time.monotonic() < ready:
+        time.sleep(0.05)
+    time.sleep(5.0)  # the query's first (catch-up) batches
+    before, t0 = _versions(materializer.writer.warehouse), time.monotonic()
+    time.sleep(seconds)
+    after, took = _versions(materializer.writer.warehouse), time.monotonic() - t0
+    for q in spark.streams.active:
+        q.stop()
+    thread.join(60)
+    commits = {t: after[t] - before[t] for t in after}
+    return {"idle_flush_s": idle_flush_s, "seconds": took, "commits": commits,
+            "max_commits_per_table_per_min": max(commits.values()) * 60 / took}
+
+
 def freshness(ctx: Context, seconds: float) -> dict:
     from bench.controller_bench import start_rig, stop_rig
     from delta_tables.cut import read_table, tables_at
@@ -100,6 +136,14 @@ def freshness(ctx: Context, seconds: float) -> dict:
         from delta_tables.writer import DeltaRsWriter
 
         materializer = Materializer(DeltaRsWriter(wh))
+        idle = []
+        for label, hold in (("off", 0.0), ("default", None)):
+            window = IDLE_WINDOW_S[label]
+            ctx.progress.line(f"  idle cluster for {window:g}s, idle hold {label}")
+            idle.append(idle_cost(spark, materializer, rig.cluster.bootstrap, cluster_id, ck,
+                                  hold if hold is not None else 60.0, window))
+            ctx.progress.line(f"    {idle[-1]['max_commits_per_table_per_min']:.1f} commits per table per minute "
+                              f"({idle[-1]['commits']})")
         query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
             spark, materializer, rig.cluster.bootstrap, cluster_id, ck, None, 0.2))
         query_thread.start()
@@ -137,7 +181,7 @@ def freshness(ctx: Context, seconds: float) -> dict:
             time.sleep(0.1)
         stop.set()
         delays = [seen[n] - acked[n] for n in acked if n in seen]
-        return {"creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
+        return {"idle": idle, "creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
                 "visible": len(delays), "p50_s": percentile(delays, 50) if delays else None,
                 "p99_s": percentile(delays, 99) if delays else None,
                 "mean_s": statistics.fmean(delays) if delays else None}
@@ -181,6 +225,12 @@ def report(document: dict) -> str:
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
                      f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {GOAL_P50_S:g} s, "
                      f"p99 ≤ {GOAL_P99_S:g} s)."]
+        for i in f.get("idle", []):
+            hold = f"at {i['idle_flush_s']:g} s" if i["idle_flush_s"] else "off"
+            versions = ", ".join(f"{t} {n}" for t, n in i["commits"].items())
+            text += ["", f"Idle cluster (NoOps only) for {i['seconds']:.0f} s, idle hold {hold}: "
+                         f"{fmt_number(i['max_commits_per_table_per_min'], 1)} commits per table per minute "
+                         f"(goal with the hold ≤ {GOAL_IDLE_COMMITS_PER_TABLE_PER_MIN:g}); versions added: {versions}."]
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join(text + ([""] + [f"Errors: {e}" for e in errors] if errors else []))
 

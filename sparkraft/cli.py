@@ -59,7 +59,9 @@ def error_line(error: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:  # reported by the command they were given to, not by the top-level parser
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     debug = getattr(args, "debug", False)
     tune_gc()
     try:

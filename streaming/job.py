@@ -108,7 +108,7 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
 
 def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float]) -> None:
+               idle_flush_s: Optional[float] = None) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
     reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
               .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))

@@ -39,5 +39,5 @@ def add_command(subparsers, name: str, help: str, run: Handler,
                 log_default: str = "WARNING") -> argparse.ArgumentParser:
     """A runnable command; long-running processes pass ``log_default="INFO"``."""
     parser = subparsers.add_parser(name, help=help, description=help, parents=[_COMMON])
-    parser.set_defaults(run=run, log_default=log_default)
+    parser.set_defaults(run=run, log_default=log_default, command_parser=parser)
     return parser
