@@ -148,8 +148,8 @@ def freshness(ctx: Context, seconds: float) -> dict:
             spark, materializer, rig.cluster.bootstrap, cluster_id, ck, None, 0.2))
         query_thread.start()
         ready = time.monotonic() + 120
-        while materializer.next_offset == 0 and time.monotonic() < ready:  # the query's first batch is done
-            time.sleep(0.05)
+        while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):
+            time.sleep(0.05)  # the new query has run its first trigger
         time.sleep(1.0)
 
         def watch():  # a second reader of the topics table

@@ -89,6 +89,11 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
     names = [e.name for e in req.endpoints]
     if len(set(names)) != len(names):
         raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate listener name in the endpoints")
+    for e in req.endpoints:
+        if not 0 <= e.port <= 65535 or not e.name or not e.host:
+            raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid endpoint {e.name or '(no name)'}://"
+                                 f"{e.host or '(no host)'}:{e.port}: a listener needs a name, a host and a "
+                                 f"port in 0..65535")
     try:
         validate_uuid(req.incarnation_id, "incarnation id")
     except ValueError as e:

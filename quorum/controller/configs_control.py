@@ -11,6 +11,9 @@ records; other resources of the request are not affected.
 """
 from __future__ import annotations
 
+import math
+import re
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -130,16 +133,34 @@ def _invalid(value: str, d: ConfigDef, why: str) -> SparkraftError:
     return SparkraftError(Errors.INVALID_CONFIG, f"Invalid value {value} for configuration {d.name}: {why}")
 
 
+# What Java's Long.parseLong and a finite Double.parseDouble take (Kafka parses with them after a
+# trim): Python's int() and float() also take "1_000", "nan", "inf" and non-ASCII digits.
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fFdD]?")
+
+
+def parse_java_number(s: str, kind: str) -> float:
+    """``s`` as Java parses a config of type INT, LONG or DOUBLE; ValueError if it would not, or if
+    it is out of range or not finite."""
+    if kind == "DOUBLE":
+        if not _JAVA_DECIMAL.fullmatch(s):
+            raise ValueError(s)
+        n = float(s.rstrip("fFdD"))
+        if not math.isfinite(n):
+            raise ValueError(s)
+        return n
+    if not _JAVA_INTEGER.fullmatch(s):
+        raise ValueError(s)
+    n = int(s)
+    limit = INT_MAX if kind == "INT" else LONG_MAX
+    if not -limit - 1 <= n <= limit:
+        raise ValueError(s)
+    return n
+
+
 def _number(value: str, d: ConfigDef) -> float:
-    s = value.strip()
     try:
-        if d.type == "DOUBLE":
-            n: float = float(s)
-        else:
-            n = int(s)
-            limit = INT_MAX if d.type == "INT" else LONG_MAX
-            if not -limit - 1 <= n <= limit:
-                raise ValueError
+        n = parse_java_number(value.strip(), d.type)
     except ValueError:
         raise _invalid(value, d, f"Not a number of type {d.type}") from None
     if d.at_least is not None and n < d.at_least:

@@ -5,6 +5,8 @@ of its type. Keys are Kafka's quota keys; the byte rates are whole numbers.
 """
 from __future__ import annotations
 
+import math
+
 import ipaddress
 
 from quorum.controller import api
@@ -54,8 +56,8 @@ def _validate(alteration: api.ClientQuotaAlteration) -> None:
                            f"Quota key {key} does not apply to this entity")
         if value is None:
             continue
-        if value < 0 or value != value:
-            raise _invalid(f"Illegal value {value} for quota key {key}: must be non-negative")
+        if not math.isfinite(value) or value < 0:
+            raise _invalid(f"Illegal value {value} for quota key {key}: must be a finite, non-negative number")
         if spec[0] and not float(value).is_integer():
             raise _invalid(f"Invalid value {value} for configuration {key}: Not a number of type LONG")
 

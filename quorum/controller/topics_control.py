@@ -17,7 +17,7 @@ from quorum.controller.partition_change import Election, change
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
 from quorum.metadata.configs import TOPIC
-from quorum.metadata.topics import NO_LEADER, PartitionRegistration
+from quorum.metadata.topics import NO_LEADER, PartitionRegistration, collision_key
 from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
     for t in req.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     names = ctx.spec.topics.ids_by_name
+    created_keys: dict[str, str] = {}  # collision key -> name, of topics this request creates
     for t in req.topics:
         try:
             if counts[t.name] > 1:
@@ -110,6 +111,10 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
             validate_topic_name(t.name)
             if t.name in names:
                 raise SparkraftError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+            other = ctx.spec.topics.colliding_name(t.name) or created_keys.get(collision_key(t.name))
+            if other is not None:
+                raise SparkraftError(Errors.INVALID_TOPIC_EXCEPTION,
+                                     f"Topic '{t.name}' collides with existing topic: {other}")
             topic_id = ctx.new_uuid()
             if t.assignments:
                 if t.num_partitions != -1:
@@ -136,6 +141,8 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
             continue
         results.append(api.CreateTopicResult(t.name, topic_id=topic_id, num_partitions=len(assignment),
                                              replication_factor=len(assignment[0])))
+        if "." in t.name or "_" in t.name:
+            created_keys[collision_key(t.name)] = t.name
         if req.validate_only:
             continue
         records.append(pb.TopicRecord(name=t.name, topic_id=topic_id))

@@ -95,10 +95,18 @@ class TopicImage:
             yield self.partitions[partition_id].to_record(self.topic_id, partition_id)
 
 
+def collision_key(name: str) -> str:
+    """Kafka's Topic.unifyCollisionChars: '.' and '_' are one character in metric names."""
+    return name.replace(".", "_")
+
+
 @dataclass(frozen=True, slots=True)
 class TopicsImage:
     by_id: PMap[str, TopicImage] = EMPTY
     ids_by_name: PMap[str, str] = EMPTY  # name -> topic id; changes only on create and delete
+    # collision_key(name) -> name, for names holding '.' or '_' (Kafka refuses a topic whose name
+    # differs from a live one's only there: their metric names would be the same)
+    names_by_collision_key: PMap[str, str] = EMPTY
 
     def topic(self, topic_id: str) -> Optional[TopicImage]:
         return self.by_id.get(topic_id)
@@ -109,6 +117,13 @@ class TopicsImage:
 
     def topic_names(self) -> list[str]:
         return sorted(self.ids_by_name)
+
+    def colliding_name(self, name: str) -> Optional[str]:
+        """The live topic whose name collides with ``name`` (equal once '.' is read as '_'), if any."""
+        if "." not in name and "_" not in name:
+            return None
+        other = self.names_by_collision_key.get(collision_key(name))
+        return other if other != name else None
 
     def partition_count(self) -> int:
         """All partitions of all topics (walks the topics: for metrics, not hot paths)."""
@@ -218,8 +233,12 @@ class TopicsDelta:
             return self.image
         by_id = self.image.by_id.evolver()
         ids_by_name = self.image.ids_by_name.evolver()
+        collisions = self.image.names_by_collision_key.evolver()
         for topic_id in self.deleted:
-            ids_by_name.discard(self.image.by_id[topic_id].name)
+            name = self.image.by_id[topic_id].name
+            ids_by_name.discard(name)
+            if collisions.get(collision_key(name)) == name:
+                collisions.discard(collision_key(name))
             by_id.discard(topic_id)
         for topic_id, delta in self.changed.items():
             topic = delta.apply()
@@ -227,5 +246,8 @@ class TopicsDelta:
                 by_id[topic_id] = topic
         for name, topic_id in self.created_names.items():
             ids_by_name[name] = topic_id
-        renamed = self.deleted or self.created_names
-        return TopicsImage(by_id.finish(), ids_by_name.finish() if renamed else self.image.ids_by_name)
+            if ("." in name or "_" in name) and collision_key(name) not in collisions:
+                collisions[collision_key(name)] = name
+        if not (self.deleted or self.created_names):
+            return TopicsImage(by_id.finish(), self.image.ids_by_name, self.image.names_by_collision_key)
+        return TopicsImage(by_id.finish(), ids_by_name.finish(), collisions.finish())

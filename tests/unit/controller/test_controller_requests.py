@@ -57,6 +57,30 @@ def test_existing_topic_and_duplicates_in_one_request():
     assert c.core.list_topics() == ["t"]
 
 
+def test_names_that_differ_only_in_dot_and_underscore_collide():
+    c, _ = controller(1)
+    assert create(c, "coll.x").error is Errors.NONE
+    before = c.core.image
+    r = create(c, "coll_x")
+    assert r.error is Errors.INVALID_TOPIC_EXCEPTION and r.message == "Topic 'coll_x' collides with existing topic: coll.x"
+    assert c.core.image is before
+    # within one request too, and a deleted topic frees its key
+    rs = c.request(api.CreateTopicsRequest((api.CreatableTopic("a_b.c", 1, 1), api.CreatableTopic("a.b_c", 1, 1))))
+    assert [r.error for r in rs] == [Errors.NONE, Errors.INVALID_TOPIC_EXCEPTION]
+    c.request(api.DeleteTopicsRequest(("coll.x",)))
+    assert create(c, "coll_x").error is Errors.NONE
+    assert create(c, "collx").error is Errors.NONE  # no '.' or '_': nothing to collide with
+
+
+def test_a_broker_endpoint_out_of_range_is_an_invalid_request():
+    c, _ = controller(1)
+    for port in (-1, 65536):
+        e = c.expect_error(api.RegisterBrokerRequest(7, c.cluster_id, "Inc000xxxxxxxxxxxxx007",
+                                                     (api.BrokerEndpoint("PLAINTEXT", "localhost", port),)))
+        assert e.error is Errors.INVALID_REQUEST and "port in 0..65535" in e.message
+    assert c.core.image.cluster.broker(7) is None
+
+
 def test_pending_create_is_seen_by_the_next_request():
     c, _ = controller(1)
     c.hold = True
@@ -252,6 +276,14 @@ def test_incremental_alter_configs_ops():
     ((("preallocate", "SET", "yes"),), Errors.INVALID_CONFIG, "true or false"),
     ((("retention.ms", "APPEND", "1"),), Errors.INVALID_CONFIG, "Can't APPEND to key retention.ms"),
     ((("retention.ms", "SET", "1"), ("bogus.key", "SET", "1")), Errors.INVALID_CONFIG, "Unknown topic config"),
+    # what Java's parsers refuse, though Python's int() and float() take it
+    ((("retention.ms", "SET", "1_000"),), Errors.INVALID_CONFIG, "Not a number of type LONG"),
+    ((("segment.bytes", "SET", "1_073_741_824"),), Errors.INVALID_CONFIG, "Not a number of type INT"),
+    ((("segment.bytes", "SET", "2147483648"),), Errors.INVALID_CONFIG, "Not a number of type INT"),
+    ((("retention.ms", "SET", "\u0661\u0662"),), Errors.INVALID_CONFIG, "Not a number of type LONG"),
+    ((("min.cleanable.dirty.ratio", "SET", "nan"),), Errors.INVALID_CONFIG, "Not a number of type DOUBLE"),
+    ((("min.cleanable.dirty.ratio", "SET", "NaN"),), Errors.INVALID_CONFIG, "Not a number of type DOUBLE"),
+    ((("min.cleanable.dirty.ratio", "SET", "-inf"),), Errors.INVALID_CONFIG, "Not a number of type DOUBLE"),
 ])
 def test_invalid_alterations_change_nothing(ops, error, message):
     c, _ = controller(1)
@@ -331,6 +363,10 @@ def test_client_quotas():
         api.ClientQuotaAlteration(user, (("producer_byte_rate", 1.5),)),
     )))
     assert [r.error for r in rs] == [Errors.NONE] + [Errors.INVALID_REQUEST] * 3
+    assert dict(c.core.image.client_quotas.quotas(user)) == {"producer_byte_rate": 1024.0}
+    for bad in (float("inf"), float("nan"), -1.0):
+        (r,) = c.request(api.AlterClientQuotasRequest((api.ClientQuotaAlteration(user, (("request_percentage", bad),)),)))
+        assert r.error is Errors.INVALID_REQUEST and "finite, non-negative" in r.message
     assert dict(c.core.image.client_quotas.quotas(user)) == {"producer_byte_rate": 1024.0}
     c.request(api.AlterClientQuotasRequest((api.ClientQuotaAlteration(user, (("producer_byte_rate", None),)),)))
     assert not c.core.image.client_quotas.entities
