@@ -637,6 +637,9 @@ class RaftNode:
         core = self.core
         while core.has_ready():
             rd = core.ready()
+            for peer, what in rd.violations:
+                log.warning("Node %d refused a message from node %d that breaks the Raft protocol: %s",
+                            self.node_id, peer, what)
             if rd.election_state is not None:
                 self.store.write(rd.election_state)
             if rd.flush and not rd.flush_after_send:

@@ -63,6 +63,11 @@ from quorum.snapshot.memory_store import MemorySnapshotStore
 
 NO_DEADLINE = 1 << 62
 LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
+MAX_EPOCH = (1 << 31) - 1  # epochs are int32, as in Kafka: a message beyond it is malformed
+# A Vote may not move a voter's epoch further than this past what it knows (its epoch, its log's
+# last epoch). A real candidate is its last leader's epoch plus its failed elections since, which
+# pre-vote keeps to a handful; one message must not be able to spend the epoch space.
+MAX_EPOCH_JUMP = 10_000
 
 
 # Requests whose content vouches for the sender's log (a Fetch acknowledges up to its offset, a Vote
@@ -71,7 +76,8 @@ _CLAIMS_DURABLE_LOG = (FetchRequest, VoteRequest)
 
 
 class RaftSafetyError(AssertionError):
-    """The core was asked to do something that would break Raft's guarantees."""
+    """The core's own state or its driver broke Raft's guarantees (a bug here, never a peer's doing:
+    a peer's message that would break them is refused and reported in ``Ready.violations``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,9 @@ class Ready:
     messages: tuple[Outbound, ...]  # 3. send
     high_watermark: Optional[int]  # 3. new committed end offset to expose, if it moved
     flush_after_send: bool = False  # a leader's Ready: send before flushing (see the module doc)
+    # (peer, what) for each message from a peer that broke the protocol, refused without effect:
+    # the driver logs them.
+    violations: tuple[tuple[int, str], ...] = ()
 
 
 class RaftCore:
@@ -106,6 +115,7 @@ class RaftCore:
         self._exposed_hw = self.high_watermark
         self._persisted = election
         self._outbox: list[Outbound] = []
+        self._violations: list[tuple[int, str]] = []  # see Ready.violations
         self._next_corr = 1
         # corr -> (dest, request, deadline): requests waiting for an answer
         self._inflight: dict[int, tuple[int, Message, int]] = {}
@@ -127,13 +137,18 @@ class RaftCore:
                             FetchSnapshotRequest)):
             if msg.cluster_id != self.cluster_id:
                 self._reply_error(src, corr, msg, Errors.INCONSISTENT_CLUSTER_ID)
+            elif not 0 <= msg.epoch <= MAX_EPOCH:
+                self._violation(src, f"{type(msg).__name__} with epoch {msg.epoch}, outside 0..{MAX_EPOCH}")
+                self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
             else:
                 handler(src, corr, msg, now_ms)
         else:
             entry = self._inflight.pop(corr, None)
             if entry is None or entry[0] != src:
                 return  # an answer to a request we gave up on
-            if self._handle_common_response(src, msg, entry[1], now_ms):
+            if not 0 <= msg.epoch <= MAX_EPOCH:
+                self._violation(src, f"{type(msg).__name__} with epoch {msg.epoch}, outside 0..{MAX_EPOCH}")
+            elif self._handle_common_response(src, msg, entry[1], now_ms):
                 handler(src, msg, entry[1], now_ms)
         self._poll(now_ms)
 
@@ -190,19 +205,21 @@ class RaftCore:
 
     # ------------------------------------------------------------------ outputs
     def has_ready(self) -> bool:
-        return bool(self._outbox) or self._election_state() != self._persisted \
+        return bool(self._outbox) or bool(self._violations) or self._election_state() != self._persisted \
             or self.log.end_offset > self.log.flushed_offset or self.high_watermark != self._exposed_hw
 
     def ready(self) -> Ready:
         state = self._election_state()
         msgs, self._outbox = tuple(self._outbox), []
+        violations, self._violations = tuple(self._violations), []
         flush = self.log.end_offset > self.log.flushed_offset
         return Ready(election_state=state if state != self._persisted else None,
                      flush=flush,
                      messages=msgs,
                      high_watermark=self.high_watermark if self.high_watermark != self._exposed_hw else None,
                      flush_after_send=flush and isinstance(self.role, Leader) and not any(
-                         isinstance(o.message, _CLAIMS_DURABLE_LOG) for o in msgs))
+                         isinstance(o.message, _CLAIMS_DURABLE_LOG) for o in msgs),
+                     violations=violations)
 
     def advance(self, ready: Ready, now_ms: int) -> None:
         """The driver carried out ``ready``: the election state is on disk and the log flushed."""
@@ -303,6 +320,9 @@ class RaftCore:
     def _maybe_win_prevote(self, now: int) -> None:
         r = self.role
         if isinstance(r, Prospective) and len(r.granted) >= self._majority():
+            if r.epoch >= MAX_EPOCH:  # never in practice: refuse to overflow, say why, stay put
+                self._violation(self.node_id, f"epoch {r.epoch} is the last one: no election can be held")
+                return self._become_unattached(r.epoch, now, r.voted_id)
             self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted={self.node_id}))
             self._maybe_win_election(now)
 
@@ -507,10 +527,16 @@ class RaftCore:
             # (A prospective node does not go back to the leader it just lost because
             # others still name it: they may have lost it too.)
             if isinstance(r, (Leader, Resigned)):
-                raise RaftSafetyError(f"node {msg.leader_id} claims to lead epoch {r.epoch}, which we led")
+                self._violation(src, f"its {type(msg).__name__} names node {msg.leader_id} leader of epoch "
+                                     f"{r.epoch}, which this node leads or led")
+                return False
             self._become_follower(msg.epoch, msg.leader_id, now)
             return False
         return True
+
+    def _violation(self, src: int, what: str) -> None:
+        """A message from ``src`` broke the protocol: it is refused, and reported (Ready.violations)."""
+        self._violations.append((src, what))
 
     def _reply_error(self, src: int, corr: int, req: Message, error: Errors) -> None:
         r = self.role
@@ -572,10 +598,20 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
+        known = max(r.epoch, self.log.last_epoch)
+        if req.epoch > known + MAX_EPOCH_JUMP or req.last_epoch > req.epoch:
+            self._violation(src, f"Vote for epoch {req.epoch} (last epoch {req.last_epoch}), more than "
+                                 f"{MAX_EPOCH_JUMP} past epoch {known} or behind its own log")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
         if req.pre_vote:
             granted = up_to_date and not self._has_live_leader(now) and not self.rejoining
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
+        if self._has_live_leader(now) and req.candidate_id != r.leader_id:
+            # Raft's disruptive-server rule (thesis 4.2.3): while its leader is alive a voter neither
+            # moves to the candidate's epoch nor votes. A real candidate won a pre-vote among voters
+            # that lost the leader, and gets its votes from them.
+            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, False))
         if req.epoch > r.epoch:
             self._become_unattached(req.epoch, now)
             r = self.role
@@ -609,7 +645,9 @@ class RaftCore:
         if req.epoch < r.epoch:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
         if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
-            raise RaftSafetyError(f"node {req.leader_id} claims to lead epoch {r.epoch}, which we led")
+            self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
+                                 f"which this node leads or led")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         if not (isinstance(r, Follower) and r.epoch == req.epoch and r.leader_id == req.leader_id):
             self._become_follower(req.epoch, req.leader_id, now)
         self._send(src, corr, BeginQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
@@ -730,8 +768,8 @@ class RaftCore:
         if resp.diverging is not None:
             target = min(resp.diverging.offset, self.log.end_offset_for_epoch(resp.diverging.epoch).offset)
             if target < self.high_watermark:
-                raise RaftSafetyError(f"leader {src} asks node {self.node_id} to truncate to {target}, "
-                                      f"below its high watermark {self.high_watermark}")
+                return self._violation(src, f"the leader asked to truncate to {target}, below the high "
+                                            f"watermark {self.high_watermark} (committed records are never cut)")
             self.log.truncate_to(target)
             return
         if resp.snapshot_id is not None:
@@ -739,8 +777,8 @@ class RaftCore:
             # below it (our last epoch is older than the start's): nothing we hold after what we
             # committed is of use, and the snapshot holds what we committed.
             if resp.snapshot_id.offset < self.high_watermark:
-                raise RaftSafetyError(f"leader {src} sends node {self.node_id} snapshot {resp.snapshot_id}, "
-                                      f"below its high watermark {self.high_watermark}")
+                return self._violation(src, f"the leader named snapshot {resp.snapshot_id}, below the high "
+                                            f"watermark {self.high_watermark}")
             # Download from byte 0 from this leader: another node's file of the same snapshot may
             # differ byte for byte, so a download never resumes across leaders.
             r.snapshot = resp.snapshot_id  # the next poll sends FetchSnapshot

@@ -224,6 +224,9 @@ class Cluster:
         self.queue: list = []
         self._seq = itertools.count()
         self.inv = Invariants(self)
+        # Nodes allowed to break the protocol (a Byzantine-ish peer's scenario); any other node
+        # whose message a core refuses as a protocol violation is a bug the simulation reports.
+        self.byzantine: set[int] = set()
         self.checked_leader_epochs: set[int] = set()
         self.pending: list[Proposal] = []
         self.trace = trace or DEFAULT_TRACE
@@ -275,6 +278,9 @@ class Cluster:
         core.tick(self.now)  # fire due timers first: they may append or send
         while core.has_ready():
             rd = core.ready()
+            for peer, what in rd.violations:
+                if peer not in self.byzantine:
+                    self.inv.fail(f"node {n.node_id} saw honest node {peer} break the protocol: {what}")
             if rd.election_state is not None:
                 n.persisted = rd.election_state
             if rd.flush and not rd.flush_after_send:

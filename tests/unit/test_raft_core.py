@@ -7,7 +7,7 @@ import pytest
 from quorum.errors import Errors, NotLeaderError
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.memory_log import MemoryLog
-from quorum.raft.core import RaftCore, RaftSafetyError
+from quorum.raft.core import RaftCore
 from quorum.raft.election_state import ElectionState
 from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
                                   FetchResponse, VoteRequest, VoteResponse)
@@ -239,11 +239,13 @@ def test_follower_truncates_to_the_diverging_epoch_and_refuses_to_cut_below_its_
     fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
     core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0), 2)
     assert core.high_watermark == 1
-    # Now claim offset 0 diverged: below our high watermark 1, which Raft forbids.
+    # Now claim offset 0 diverged: below our high watermark 1, which Raft forbids. Refused and
+    # reported, never obeyed, never raised out of the core.
     _, sent = drain(core, 2)
     fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
-    with pytest.raises(RaftSafetyError):
-        core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0, diverging=OffsetAndEpoch(0, 0)), 3)
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 1, 0, diverging=OffsetAndEpoch(0, 0)), 3)
+    assert core.log.end_offset == 1 and core.high_watermark == 1
+    assert [v[0] for v in core.ready().violations] == [2]
 
 
 def test_leader_answers_a_diverged_fetch_with_where_to_cut():
@@ -343,3 +345,46 @@ def test_rejoining_voter_neither_votes_nor_campaigns_until_caught_up():
     core.tick(10 * S.election_timeout_ms)
     assert core.state_name in ("Unattached", "Follower")  # never Prospective or Candidate
     assert core.rejoining
+
+
+def test_a_begin_quorum_epoch_naming_another_leader_of_our_epoch_is_refused_not_raised():
+    """A misbehaving peer must never take the leader down (it used to raise RaftSafetyError)."""
+    core, now = make_leader()
+    core.receive(3, 9, BeginQuorumEpochRequest(CID, 1, 2), now)
+    resp = reply_to(drain(core, now)[1], 9)[0]
+    assert resp.error is Errors.INVALID_REQUEST
+    assert core.state_name == "Leader" and core.epoch == 1
+    # a response naming another leader of our epoch: ignored, reported
+    core.receive(3, 10, BeginQuorumEpochRequest(CID, 1, 3), now)
+    rd = core.ready()
+    assert [peer for peer, _ in rd.violations] == [3] and "leader of epoch 1" in rd.violations[0][1]
+    assert core.state_name == "Leader"
+
+
+def test_votes_for_epochs_no_election_can_reach_are_refused_and_change_nothing():
+    core = make(ElectionState(5, None, None))
+    drain(core)
+    for corr, req in enumerate([vote(2 ** 31 - 1, 2, 4), vote(2 ** 31, 2), vote(-1, 2),
+                                vote(5 + 10_001, 2, 5), vote(7, 2, last_epoch=9)], start=10):
+        core.receive(2, corr, req, 1)
+        states, sent = drain(core, 1)
+        (resp,) = reply_to(sent, corr)
+        assert resp.error is Errors.INVALID_REQUEST and not resp.granted, req
+        assert states == [] and core.epoch == 5
+    # a real election's next epoch is fine
+    core.receive(2, 20, vote(6, 2, 0, 0), 1)
+    (resp,) = reply_to(drain(core, 1)[1], 20)
+    assert resp.granted and core.epoch == 6
+
+
+def test_a_voter_with_a_live_leader_refuses_a_plain_vote_without_moving_its_epoch():
+    """Raft's disruptive-server rule: a candidate must not force an election past a live leader."""
+    core = make(ElectionState(3, 2, None))
+    _, sent = drain(core)
+    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
+    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 0, 0), 5)  # the leader answers
+    drain(core, 5)
+    core.receive(3, 30, vote(4, 3), 6)
+    states, sent = drain(core, 6)
+    (resp,) = reply_to(sent, 30)
+    assert not resp.granted and resp.epoch == 3 and states == [] and core.state_name == "Follower"
