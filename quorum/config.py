@@ -168,6 +168,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("controller.quorum.retry.backoff.ms", _MS, 20, "Pause before retrying a failed RPC."),
         _key("controller.quorum.append.linger.ms", _MS, 25,
              "How long the leader gathers appends into one batch."),
+        _key("controller.quorum.observer.idle.timeout.ms", _POSITIVE, 300_000,
+             "The leader forgets an observer that has not fetched for this long."),
         _key("broker.session.timeout.ms", _POSITIVE, 9000,
              "A broker without a heartbeat for this long is fenced."),
         _key("broker.heartbeat.interval.ms", _POSITIVE, 2000, "Time between broker heartbeats."),
@@ -185,6 +187,10 @@ KEYS: dict[str, ConfigKey] = {
              "The leader appends a NoOp record after this long without records (0 = never)."),
         _key("metadata.cache.interval.ms", _POSITIVE, 300 * 1000,
              "How often a broker writes its metadata cache (also on a clean stop)."),
+        _key("max.partitions.per.request", _POSITIVE, 100_000,
+             "Most partitions one CreateTopics or CreatePartitions request may add (INVALID_PARTITIONS past it)."),
+        _key("max.partitions", _POSITIVE, 5_000_000,
+             "Most partitions the cluster may hold in all (POLICY_VIOLATION past it)."),
         _key("metrics.listener", _host_port, None, "HOST:PORT serving Prometheus /metrics."),
         _key("broker.rack", _non_empty, None, "The broker's rack, for rack-aware placement."),
     ]
@@ -211,6 +217,7 @@ class NodeConfig:
     request_timeout_ms: int
     retry_backoff_ms: int
     append_linger_ms: int
+    observer_idle_timeout_ms: int
     broker_session_timeout_ms: int
     broker_heartbeat_interval_ms: int
     log_segment_bytes: int
@@ -220,6 +227,8 @@ class NodeConfig:
     max_retention_ms: int
     max_idle_interval_ms: int
     cache_interval_ms: int
+    max_partitions_per_request: int
+    max_partitions: int
     metrics_listener: HostPort | None
     broker_rack: str | None
 
@@ -268,6 +277,7 @@ class NodeConfig:
             request_timeout_ms=self.request_timeout_ms,
             retry_backoff_ms=self.retry_backoff_ms,
             append_linger_ms=self.append_linger_ms,
+            observer_idle_timeout_ms=self.observer_idle_timeout_ms,
         )
 
     def _check(self, source: str) -> None:

@@ -66,6 +66,7 @@ from quorum.raft.settings import RaftSettings
 from quorum.rpc import convert
 from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, PeerClient
+from quorum.rpc.peer_identity import PeerIdentities
 from quorum.rpc.raft_service import NodeNotRunningError, RaftService
 from quorum.snapshot.file_store import FileSnapshotStore
 from quorum.snapshot.files import remove_temporaries
@@ -232,6 +233,8 @@ class RaftNode:
         self.settings = settings
         meta = check_storage(self.log_dir, node_id)
         self.cluster_id = meta.cluster_id
+        # Who may speak as a voter: this node's session token, and its peers' proofs (peer_identity.py).
+        self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters)
         self._anchor_ms = time.time() * 1000 - time.monotonic() * 1000
         self._inbox: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
         self._corrs = itertools.count(1)
@@ -252,7 +255,8 @@ class RaftNode:
             raise
         self.retention = retention
         self.listen = (listen[0], self.port)
-        self.peers = PeerClient({v: a for v, a in self.voters.items() if v != node_id}, self._inbox.put)
+        self.peers = PeerClient({v: a for v, a in self.voters.items() if v != node_id}, self._inbox.put,
+                                metadata=self.identities.metadata)
         self.core: Optional[RaftCore] = None
         self._status = NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0, self.log.end_offset)
         self._status_cond = threading.Condition()

@@ -163,8 +163,11 @@ class SparkraftStreamReader(DataSourceStreamReader):
         cached = self._idle_tail
         scanned, first_ms = (cached[1], cached[2]) if cached and cached[0] == start else (start, -1)
         try:
+            first = True
             while scanned < end:
-                chunk = self._reader.read(scanned, wait_ms=0)
+                # Under load the first record is a real change: decode one, not the whole answer.
+                chunk = self._reader.read(scanned, max_records=1 if first else 1000, wait_ms=0)
+                first = False
                 if not chunk.records:
                     break
                 for r in chunk.records:

@@ -64,6 +64,11 @@ class ControllerSettings:
     heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     idle_interval_ms: int = 500  # a NoOpRecord after this long without a write
     max_records_per_batch: int = 10000  # larger operations become transactions over several batches
+    # ...and so do operations whose records take more bytes than this: a batch must stay well below
+    # what a follower fetches at once (8 MiB) and what gRPC sends in one message.
+    max_batch_bytes: int = 4 * 1024 * 1024
+    max_partitions_per_request: int = 100_000  # max.partitions.per.request
+    max_partitions: int = 5_000_000  # max.partitions: all topics together
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
     bootstrap_metadata_version: int = features_control.MV_BOOTSTRAP
@@ -374,11 +379,11 @@ class ControllerCore:
         if records:
             snapshot, touched = self._apply(records)
             encoded = [encode_record(r) for r in records]
-            limit = self.settings.max_records_per_batch
-            if len(encoded) > limit:
+            chunks = _chunks(encoded, self.settings.max_records_per_batch, self.settings.max_batch_bytes)
+            if len(chunks) > 1:
                 encoded = ([encode_record(pb.BeginTransactionRecord(name=name or "operation"))] + encoded
                            + [encode_record(pb.EndTransactionRecord())])
-            chunks = [encoded[i:i + limit] for i in range(0, len(encoded), limit)]
+                chunks = _chunks(encoded, self.settings.max_records_per_batch, self.settings.max_batch_bytes)
             for i, chunk in enumerate(chunks):
                 base = self._next_write_offset
                 self._next_write_offset += len(chunk)
@@ -483,3 +488,20 @@ _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]]
     api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
     api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
 }
+
+
+def _chunks(encoded: list[bytes], max_records: int, max_bytes: int) -> list[list[bytes]]:
+    """Consecutive runs of ``encoded`` of at most ``max_records`` records and ``max_bytes`` bytes (a
+    record larger than that alone); one batch each."""
+    chunks: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = 0
+    for record in encoded:
+        if current and (len(current) >= max_records or size + len(record) > max_bytes):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += len(record)
+    if current:
+        chunks.append(current)
+    return chunks

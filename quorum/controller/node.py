@@ -96,13 +96,16 @@ class _Pending:
 
 
 def controller_settings(config: "NodeConfig"):
-    """The core's ControllerSettings from a node's config (broker.*, metadata.max.idle.interval.ms)."""
+    """The core's ControllerSettings from a node's config (broker.*, metadata.max.idle.interval.ms,
+    max.partitions*)."""
     from quorum.controller.core import ControllerSettings
 
     idle = config.max_idle_interval_ms or 1 << 40  # 0 = never append a NoOp
     return ControllerSettings(session_timeout_ms=config.broker_session_timeout_ms,
                               heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
-                              idle_interval_ms=idle)
+                              idle_interval_ms=idle,
+                              max_partitions_per_request=config.max_partitions_per_request,
+                              max_partitions=config.max_partitions)
 
 
 class SnapshotPolicy:

@@ -95,6 +95,29 @@ def _partition_record(ctx: "ControllerCore", topic_id: str, pid: int, replicas: 
 
 
 # ---------------------------------------------------------------- create / delete / add partitions
+class PartitionBudget:
+    """The partitions one request may still add, checked before any of them is placed: a request
+    for 2,147,483,647 partitions is refused at once, not after building them."""
+
+    def __init__(self, ctx: "ControllerCore"):
+        self.per_request = ctx.settings.max_partitions_per_request
+        self.cluster_left = ctx.settings.max_partitions - ctx.spec.topics.partition_count()
+        self.spent = 0
+
+    def check(self, n: int) -> None:
+        if n > self.per_request - self.spent:
+            earlier = f"; {self.spent:,} used by earlier topics of the request" if self.spent else ""
+            raise SparkraftError(Errors.INVALID_PARTITIONS, f"{n:,} partitions would take this request past "
+                                 f"max.partitions.per.request ({self.per_request:,}){earlier}: split it into "
+                                 f"smaller requests")
+        if n > self.cluster_left - self.spent:
+            raise SparkraftError(Errors.POLICY_VIOLATION, f"{n:,} more partitions would take the cluster past "
+                                 f"max.partitions ({self.cluster_left - self.spent:,} left of the limit)")
+
+    def spend(self, n: int) -> None:
+        self.spent += n
+
+
 def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
                   ) -> tuple[list, tuple[api.CreateTopicResult, ...]]:
     records: list = []
@@ -104,6 +127,7 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
         counts[t.name] = counts.get(t.name, 0) + 1
     names = ctx.spec.topics.ids_by_name
     created_keys: dict[str, str] = {}  # collision key -> name, of topics this request creates
+    budget = PartitionBudget(ctx)
     for t in req.topics:
         try:
             if counts[t.name] > 1:
@@ -123,6 +147,7 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
                 if t.replication_factor != -1:
                     raise SparkraftError(Errors.INVALID_REQUEST, "A manual partition assignment was "
                                          "specified, but replicationFactor was not set to -1.")
+                budget.check(len(t.assignments))
                 assignment = _manual(ctx, t.assignments, None, 0)
             else:
                 n = ctx.settings.default_num_partitions if t.num_partitions == -1 else t.num_partitions
@@ -134,11 +159,13 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
                 if rf <= 0:
                     raise SparkraftError(Errors.INVALID_REPLICATION_FACTOR, "Replication factor must be "
                                          "larger than 0, or -1 to use the default value.")
+                budget.check(n)
                 assignment = _placement(ctx, n, rf)
             configs_control.validate_topic_configs(t.configs)
         except SparkraftError as e:
             results.append(api.CreateTopicResult(t.name, e.error, e.message))
             continue
+        budget.spend(len(assignment))
         results.append(api.CreateTopicResult(t.name, topic_id=topic_id, num_partitions=len(assignment),
                                              replication_factor=len(assignment[0])))
         if "." in t.name or "_" in t.name:
@@ -184,6 +211,7 @@ def delete_topics(ctx: "ControllerCore", req: api.DeleteTopicsRequest
 def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
                       ) -> tuple[list, tuple[api.TopicResult, ...]]:
     records, results, seen = [], [], set()
+    budget = PartitionBudget(ctx)
     for u in req.updates:
         try:
             if u.name in seen:
@@ -200,6 +228,7 @@ def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
             if u.count == current:
                 raise SparkraftError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
             added = u.count - current
+            budget.check(added)
             existing = [topic.partitions[pid].replicas for pid in sorted(topic.partitions)]
             rf = len(existing[0]) if existing else 1
             if u.assignments:
@@ -214,6 +243,7 @@ def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
             results.append(api.TopicResult(u.name, e.error, e.message))
             continue
         results.append(api.TopicResult(u.name, topic_id=topic.topic_id))
+        budget.spend(len(assignment))
         if not req.validate_only:
             records.extend(_partition_record(ctx, topic.topic_id, current + i, replicas)
                            for i, replicas in enumerate(assignment))

@@ -37,6 +37,36 @@ _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _BATCHES_CHUNK_BYTES = 1 << 20  # how much batches() reads at a time
 
 
+# Where a batch may start: magic 1, attributes 0 or 1, and a base offset below 2^48 (its top two
+# bytes zero). Matched at C speed over a whole segment; each match is then checked in full.
+_BATCH_START = re.compile(rb"\x01[\x00\x01]\x00\x00", re.S)
+
+
+def valid_batch_after(fd: int, cut: int, file_size: int, offset: int) -> int | None:
+    """The byte position of a whole, CRC-valid batch after the bad bytes at ``cut`` that could
+    belong to this log (its base offset past ``offset``), or None.
+
+    A crash tears only the last write: nothing valid can follow it. So a valid batch further on
+    means the bad bytes are damage (a flipped bit in a length, say), and the records after them
+    must not be cut away as if they were a torn tail.
+    """
+    if file_size - cut <= batchcodec.HEADER_SIZE:
+        return None
+    with mmap.mmap(fd, file_size, access=mmap.ACCESS_READ) as mm:
+        for m in _BATCH_START.finditer(mm, cut + 1 + 8):
+            pos = m.start() - 8
+            (length,) = struct.unpack_from(">I", mm, pos + 4)
+            if pos + 8 + length > file_size:
+                continue
+            try:
+                h = next(batchcodec.scan(mm[pos:pos + 8 + length]))
+            except (CorruptBatchError, StopIteration):
+                continue
+            if h.base_offset > offset:
+                return pos
+    return None
+
+
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}{SEGMENT_SUFFIX}"
 
@@ -120,12 +150,16 @@ class FileLog(ReplicatedLog):
             seg = _Segment(base, path, fd, self._vpos[-1])
             file_size = os.fstat(fd).st_size
             headers, cut, problem, torn = self._scan_segment(seg, file_size)
-            torn = torn and i == len(files) - 1 and self._torn_tail(fd, cut, file_size)
-            if problem is not None and not torn:
+            bad_offset = headers[-1].end_offset if headers else seg.base_offset
+            if torn and i == len(files) - 1:
+                found = valid_batch_after(fd, cut, file_size, bad_offset)
+                if found is not None:
+                    torn, problem = False, f"{problem}, and a valid batch follows at byte {found}"
+            if problem is not None and not (torn and i == len(files) - 1):
                 os.close(fd)
                 self.close()
                 raise StorageError(
-                    f"log segment {path} is corrupt at byte {cut} (offset {self._end}): {problem}; records "
+                    f"log segment {path} is corrupt at byte {cut} (offset {bad_offset}): {problem}; records "
                     f"follow it, so this is not a torn write and the log was left as it is. Move "
                     f"{self._dir} aside and re-format it with `sparkraft storage format --rejoin` to "
                     f"copy the log back from the quorum")
@@ -154,28 +188,6 @@ class FileLog(ReplicatedLog):
         # What was read back is on disk, but perhaps only in the page cache of a process
         # that died: fsync it so flushed_offset == end_offset is a promise.
         self.flush()
-
-    @staticmethod
-    def _torn_tail(fd: int, cut: int, file_size: int) -> bool:
-        """Is the bad batch at ``cut`` an unfinished last write rather than damage?
-
-        Damage has intact records after it: a batch whose length fits in the file and
-        is followed by a CRC-valid batch. Anything else at the end of the last segment
-        (a short header, a length past the end, zeros, garbage) is a write the crash cut.
-        """
-        if file_size - cut < batchcodec.HEADER_SIZE:
-            return True
-        (length,) = struct.unpack_from(">I", os.pread(fd, 8, cut), 4)
-        after = cut + 8 + length
-        if length < batchcodec.HEADER_SIZE - 8 or after + batchcodec.HEADER_SIZE > file_size:
-            return True
-        (next_length,) = struct.unpack_from(">I", os.pread(fd, 8, after), 4)
-        candidate = os.pread(fd, min(8 + next_length, file_size - after), after)
-        try:
-            next(batchcodec.scan(candidate))
-        except (CorruptBatchError, StopIteration):
-            return True
-        return False
 
     def _scan_segment(self, seg: _Segment, file_size: int
                       ) -> tuple[list[BatchHeader], int, str | None, bool]:

@@ -107,6 +107,7 @@ class TopicsImage:
     # collision_key(name) -> name, for names holding '.' or '_' (Kafka refuses a topic whose name
     # differs from a live one's only there: their metric names would be the same)
     names_by_collision_key: PMap[str, str] = EMPTY
+    partition_total: int = 0  # partitions of all topics, kept as deltas apply (limits check it)
 
     def topic(self, topic_id: str) -> Optional[TopicImage]:
         return self.by_id.get(topic_id)
@@ -126,8 +127,8 @@ class TopicsImage:
         return other if other != name else None
 
     def partition_count(self) -> int:
-        """All partitions of all topics (walks the topics: for metrics, not hot paths)."""
-        return sum(len(t.partitions) for t in self.by_id.values())
+        """All partitions of all topics."""
+        return self.partition_total
 
     def records(self) -> Iterator[pb.TopicRecord | pb.PartitionRecord]:
         for name in self.topic_names():
@@ -234,7 +235,9 @@ class TopicsDelta:
         by_id = self.image.by_id.evolver()
         ids_by_name = self.image.ids_by_name.evolver()
         collisions = self.image.names_by_collision_key.evolver()
+        total = self.image.partition_total
         for topic_id in self.deleted:
+            total -= len(self.image.by_id[topic_id].partitions)
             name = self.image.by_id[topic_id].name
             ids_by_name.discard(name)
             if collisions.get(collision_key(name)) == name:
@@ -244,10 +247,11 @@ class TopicsDelta:
             topic = delta.apply()
             if topic is not delta.base:
                 by_id[topic_id] = topic
+                total += len(topic.partitions) - (len(delta.base.partitions) if delta.base is not None else 0)
         for name, topic_id in self.created_names.items():
             ids_by_name[name] = topic_id
             if ("." in name or "_" in name) and collision_key(name) not in collisions:
                 collisions[collision_key(name)] = name
         if not (self.deleted or self.created_names):
-            return TopicsImage(by_id.finish(), self.image.ids_by_name, self.image.names_by_collision_key)
-        return TopicsImage(by_id.finish(), ids_by_name.finish(), collisions.finish())
+            return TopicsImage(by_id.finish(), self.image.ids_by_name, self.image.names_by_collision_key, total)
+        return TopicsImage(by_id.finish(), ids_by_name.finish(), collisions.finish(), total)

@@ -267,6 +267,7 @@ class RaftCore:
         role = self.role
         if not isinstance(role, Leader):
             raise NotLeaderError(role.leader_id, role.epoch)
+        role.progress.expire_observers(now_ms)
         return role.progress.describe(role.epoch, now_ms)
 
     # ------------------------------------------------------------------ transitions
@@ -337,7 +338,8 @@ class RaftCore:
                                   cand.epoch, now, control=True)
         self._become(Leader(
             epoch=cand.epoch, leader_id=self.node_id, epoch_start_offset=start,
-            progress=LeaderProgress(self.node_id, self.voters, start, now),
+            progress=LeaderProgress(self.node_id, self.voters, start, now,
+                                    self.settings.observer_idle_timeout_ms, self.settings.max_observers),
             accumulator=BatchAccumulator(cand.epoch, self.log.end_offset, self.settings.append_linger_ms,
                                          self.settings.max_batch_bytes),
             begin_epoch_unacked=set(self.voters - {self.node_id})))
@@ -607,11 +609,6 @@ class RaftCore:
         if req.pre_vote:
             granted = up_to_date and not self._has_live_leader(now) and not self.rejoining
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
-        if self._has_live_leader(now) and req.candidate_id != r.leader_id:
-            # Raft's disruptive-server rule (thesis 4.2.3): while its leader is alive a voter neither
-            # moves to the candidate's epoch nor votes. A real candidate won a pre-vote among voters
-            # that lost the leader, and gets its votes from them.
-            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, False))
         if req.epoch > r.epoch:
             self._become_unattached(req.epoch, now)
             r = self.role

@@ -38,13 +38,17 @@ class ReplicaState:
 
 
 class LeaderProgress:
-    def __init__(self, leader_id: int, voters: Iterable[int], epoch_start_offset: int, now_ms: int):
+    def __init__(self, leader_id: int, voters: Iterable[int], epoch_start_offset: int, now_ms: int,
+                 observer_idle_timeout_ms: int = 300_000, max_observers: int = 10_000):
         self.leader_id = leader_id
         self.epoch_start_offset = epoch_start_offset
         self.voters = {v: ReplicaState(v) for v in voters}
         for r in self.voters.values():
             r.last_fetch_ms = now_ms if r.replica_id != leader_id else None  # grace for check-quorum
+        # Observers in the order of their last fetch (oldest first): expired from the front.
         self.observers: dict[int, ReplicaState] = {}
+        self.observer_idle_timeout_ms = observer_idle_timeout_ms
+        self.max_observers = max_observers
         self.high_watermark: Optional[int] = None
 
     @property
@@ -64,8 +68,21 @@ class LeaderProgress:
             self.voters[replica_id].update(fetch_offset, leader_end, now_ms)
             return self._maybe_advance()
         if replica_id >= 0:
-            self.observers.setdefault(replica_id, ReplicaState(replica_id)).update(fetch_offset, leader_end, now_ms)
+            state = self.observers.pop(replica_id, None) or ReplicaState(replica_id)
+            state.update(fetch_offset, leader_end, now_ms)
+            self.observers[replica_id] = state  # to the back: the most recent fetch
+            self.expire_observers(now_ms)
         return False
+
+    def expire_observers(self, now_ms: int) -> None:
+        """Forget observers idle past the timeout, and the idlest beyond ``max_observers``: made-up
+        replica ids must not grow the leader's memory or DescribeQuorum without bound."""
+        cutoff = now_ms - self.observer_idle_timeout_ms
+        while self.observers:
+            oldest = next(iter(self.observers.values()))
+            if len(self.observers) <= self.max_observers and (oldest.last_fetch_ms or 0) >= cutoff:
+                break
+            del self.observers[oldest.replica_id]
 
     def touch(self, replica_id: int, now_ms: int) -> None:
         """A voter fetched a snapshot chunk: alive (check-quorum), though its log did not move."""

@@ -15,6 +15,10 @@ class RaftSettings:
     fetch_max_wait_ms: int = 500  # how long a leader holds an empty Fetch (long poll)
     fetch_max_bytes: int = 8 * 1024 * 1024
     max_batch_bytes: int = 1024 * 1024  # a lingering batch is appended once it grows past this
+    # The leader forgets an observer (DescribeQuorum's CurrentObservers) that has not fetched for
+    # this long (Kafka: 5 minutes), and never tracks more than max_observers of them.
+    observer_idle_timeout_ms: int = 300_000  # controller.quorum.observer.idle.timeout.ms
+    max_observers: int = 10_000
 
     def __post_init__(self) -> None:
         # An idle follower must hear back well within its fetch timeout, or it would call an

@@ -64,9 +64,11 @@ class _Peer:
 
 
 class PeerClient:
-    def __init__(self, addresses: Mapping[int, HostPort], deliver: Deliver):
+    def __init__(self, addresses: Mapping[int, HostPort], deliver: Deliver,
+                 metadata: tuple[tuple[str, str], ...] = ()):
         self._addresses = dict(addresses)
         self._deliver = deliver
+        self._metadata = metadata  # sent with every request: this node's peer credentials
         self._peers: dict[int, _Peer] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -87,7 +89,8 @@ class PeerClient:
             return
         method = getattr(peer.stub, _METHODS[type(msg)])
         try:
-            future = method.future(convert.to_proto(msg, dest), timeout=timeout_ms / 1000)
+            future = method.future(convert.to_proto(msg, dest), timeout=timeout_ms / 1000,
+                                   metadata=self._metadata)
         except Exception as e:  # a closed channel raises here rather than failing the future
             log.debug("cannot send %s to node %d: %s", type(msg).__name__, dest, e)
             self._deliver(("failed", dest, corr))

@@ -16,16 +16,21 @@ stopping) answers UNAVAILABLE.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
+import threading
+import time
 from typing import TYPE_CHECKING
 
 import grpc
 
 from quorum.errors import Errors, NotLeaderError, SparkraftError
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2_grpc
+from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 
 if TYPE_CHECKING:
     from quorum.node import RaftNode
+
+log = logging.getLogger(__name__)
 
 DEFAULT_WAIT_S = 30.0  # when the caller set no deadline
 
@@ -39,9 +44,39 @@ def _wait_s(context: grpc.ServicerContext) -> float:
     return DEFAULT_WAIT_S if remaining is None else max(0.0, remaining)
 
 
+class RefusalLog:
+    """Logs refused impersonations at most once per LOG_EVERY_S per claimed voter, with a count, so
+    a flood of forged requests cannot flood the log."""
+
+    LOG_EVERY_S = 10.0
+
+    def __init__(self, node_id: int):
+        self.node_id = node_id
+        self._seen: dict[int, tuple[float, int]] = {}  # claimed voter -> (last logged, refused since)
+        self._lock = threading.Lock()
+
+    def note(self, kind: str, claimed: int, peer: str, why: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            last, count = self._seen.get(claimed, (float("-inf"), 0))
+            if now - last < self.LOG_EVERY_S:
+                self._seen[claimed] = (last, count + 1)
+                return
+            self._seen[claimed] = (now, 0)
+        log.warning("Node %d refused %s from %s as voter %d: %s%s", self.node_id, kind, peer, claimed, why,
+                    f" ({count} more refused since the last report)" if count else "")
+
+
 class RaftService(raft_pb2_grpc.RaftServicer):
     def __init__(self, node: "RaftNode"):
         self._node = node
+        self._refused = RefusalLog(node.node_id)
+
+    def VerifyPeer(self, request, context):
+        proof = self._node.identities.prove(request.cluster_id, request.node_id, request.nonce)
+        if proof is None:
+            return raft_pb2.VerifyPeerResponse(error=int(Errors.INVALID_REQUEST))
+        return raft_pb2.VerifyPeerResponse(proof=proof)
 
     # -- the Raft RPCs: straight to the core -----------------------------------------------
     def Vote(self, request, context):
@@ -61,6 +96,10 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def _to_core(self, request, context):
         msg = convert.from_proto(request)
+        refusal = self._node.identities.refusal(convert.request_source(msg), context.invocation_metadata())
+        if refusal is not None:
+            self._refused.note(type(msg).__name__, convert.request_source(msg), context.peer(), refusal)
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{type(msg).__name__} refused: {refusal}")
         try:
             future = self._node.submit_request(msg)
             response = future.result(timeout=_wait_s(context))

@@ -137,6 +137,8 @@ def test_a_flipped_byte_mid_log_refuses_to_open_and_changes_nothing(log_dir, ope
     with pytest.raises(StorageError) as e:
         opened(log_dir)
     assert str(victim) in str(e.value) and f"byte {second_size}" in str(e.value) and "CRC" in str(e.value)
+    first_batch = next(batchcodec.scan(bytes(data)))
+    assert f"(offset {first_batch.end_offset})" in str(e.value)  # the damaged batch's offset
     assert "--rejoin" in str(e.value)
     assert _snapshot_files(log_dir) == before
 
@@ -152,6 +154,26 @@ def test_a_flipped_byte_in_the_last_segment_with_records_after_it_is_damage(log_
     path.write_bytes(bytes(data))
     with pytest.raises(StorageError):
         opened(log_dir)
+    assert path.read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize("bit", [0x01, 0x10, 0x80])
+def test_a_flipped_bit_in_a_length_mid_segment_is_damage_not_a_torn_tail(log_dir, opened, bit):
+    """A bad length makes the batch look torn, yet whole batches follow: refuse, cut nothing."""
+    log = opened(log_dir, segment_bytes=1 << 20)
+    batches = fill(log, 30)
+    log.flush()
+    log.close()
+    path = log_dir / segment_name(0)
+    data = bytearray(path.read_bytes())
+    offsets = [h.position for h in batchcodec.scan(bytes(data))]
+    victim = offsets[10]
+    data[victim + 4 + 2] ^= bit  # the length field of the 11th batch; 19 intact batches follow
+    path.write_bytes(bytes(data))
+    with pytest.raises(StorageError) as e:
+        opened(log_dir)
+    assert f"byte {victim}" in str(e.value) and f"(offset {batches[10].base_offset})" in str(e.value)
+    assert "a valid batch follows" in str(e.value)
     assert path.read_bytes() == bytes(data)
 
 

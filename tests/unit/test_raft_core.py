@@ -377,14 +377,16 @@ def test_votes_for_epochs_no_election_can_reach_are_refused_and_change_nothing()
     assert resp.granted and core.epoch == 6
 
 
-def test_a_voter_with_a_live_leader_refuses_a_plain_vote_without_moving_its_epoch():
-    """Raft's disruptive-server rule: a candidate must not force an election past a live leader."""
-    core = make(ElectionState(3, 2, None))
-    _, sent = drain(core)
-    fetch = next(o for o in sent if isinstance(o.message, FetchRequest))
-    core.receive(2, fetch.corr, FetchResponse(Errors.NONE, 3, 2, 0, 0), 5)  # the leader answers
-    drain(core, 5)
-    core.receive(3, 30, vote(4, 3), 6)
-    states, sent = drain(core, 6)
-    (resp,) = reply_to(sent, 30)
-    assert not resp.granted and resp.epoch == 3 and states == [] and core.state_name == "Follower"
+def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
+    from quorum.raft.progress import LeaderProgress
+
+    p = LeaderProgress(1, (1, 2, 3), 0, now_ms=0, observer_idle_timeout_ms=1000, max_observers=50)
+    for i in range(100_000):  # made-up replica ids, as a flood would send them
+        p.update_replica(1000 + i, 0, 10, now_ms=i // 1000)
+    assert len(p.observers) == 50 and set(p.observers) == set(range(1000 + 99_950, 1000 + 100_000))
+    p.update_replica(7, 5, 10, now_ms=500)  # a real observer keeps fetching
+    p.expire_observers(now_ms=1200)
+    assert set(p.observers) == {7}
+    p.expire_observers(now_ms=1501)
+    assert p.observers == {}
+    assert len(p.describe(1, 1501).observers) == 0

@@ -144,6 +144,37 @@ def test_create_partitions():
     assert r.error is Errors.NONE and c.core.describe_topic("t").partitions[5].replicas == (2, 1)
 
 
+def test_partition_limits_are_checked_before_anything_is_built():
+    c, _ = controller(3, max_partitions_per_request=100, max_partitions=250)
+    before = c.core.image
+    r = create(c, "huge", 2 ** 31 - 1, 3)  # refused at once: nothing is placed or allocated
+    assert r.error is Errors.INVALID_PARTITIONS and "max.partitions.per.request (100)" in r.message
+    rs = c.request(api.CreateTopicsRequest((api.CreatableTopic("a", 60, 1), api.CreatableTopic("b", 60, 1))))
+    assert [r.error for r in rs] == [Errors.NONE, Errors.INVALID_PARTITIONS]  # 120 in one request
+    assert "60 used by earlier topics" in rs[1].message
+    assert create(c, "b", 90, 1).error is Errors.NONE
+    assert c.core.image.topics.partition_count() == 150
+    r = create(c, "c", 100, 2)  # 150 + 100 = 250: exactly the limit
+    assert r.error is Errors.NONE
+    r = create(c, "d", 1, 1)
+    assert r.error is Errors.POLICY_VIOLATION and "max.partitions (0 left" in r.message
+    (r,) = c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("a", 2 ** 31 - 1),)))
+    assert r.error is Errors.INVALID_PARTITIONS
+    c.request(api.DeleteTopicsRequest(("a",)))
+    assert c.core.image.topics.partition_count() == 190  # deletes give the room back
+    assert create(c, "d", 60, 1).error is Errors.NONE
+    assert before.topics.partition_count() == 0
+
+
+def test_an_operation_larger_than_a_batch_in_bytes_is_a_transaction_of_bounded_batches():
+    c, _ = controller(1, max_batch_bytes=2000)
+    start = len(c.log)
+    assert create(c, "wide", 60, 1).error is Errors.NONE  # 60 PartitionRecords, more than 2000 bytes
+    batches = c.log[start:]
+    assert len(batches) > 1 and all(sum(map(len, b.records)) <= 2000 for b in batches)
+    assert len(c.core.describe_topic("wide").partitions) == 60
+
+
 def test_not_controller_when_inactive():
     core = ControllerCore(1, "Ab3dEfGhIjKlMnOpQrStUv", ControllerSettings())
     op = core.handle(api.CreateTopicsRequest(()), 0)

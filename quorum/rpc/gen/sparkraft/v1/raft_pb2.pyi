@@ -6,6 +6,24 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class VerifyPeerRequest(_message.Message):
+    __slots__ = ("cluster_id", "node_id", "nonce")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    node_id: int
+    nonce: bytes
+    def __init__(self, cluster_id: _Optional[str] = ..., node_id: _Optional[int] = ..., nonce: _Optional[bytes] = ...) -> None: ...
+
+class VerifyPeerResponse(_message.Message):
+    __slots__ = ("error", "proof")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    PROOF_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    proof: bytes
+    def __init__(self, error: _Optional[int] = ..., proof: _Optional[bytes] = ...) -> None: ...
+
 class OffsetAndEpoch(_message.Message):
     __slots__ = ("offset", "epoch")
     OFFSET_FIELD_NUMBER: _ClassVar[int]

@@ -70,6 +70,11 @@ class RaftStub:
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.AppendRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_raft__pb2.AppendResponse.FromString,
                 _registered_method=True)
+        self.VerifyPeer = channel.unary_unary(
+                '/sparkraft.v1.Raft/VerifyPeer',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -120,6 +125,15 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def VerifyPeer(self, request, context):
+        """Peer identity without TLS: a node that receives a Raft request claiming to come from voter N
+        asks N, at N's configured address, for a proof of N's session token over a nonce of its own;
+        only the process listening there can give it (quorum/rpc/peer_identity.py).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -157,6 +171,11 @@ def add_RaftServicer_to_server(servicer, server):
                     servicer.Append,
                     request_deserializer=sparkraft_dot_v1_dot_raft__pb2.AppendRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_raft__pb2.AppendResponse.SerializeToString,
+            ),
+            'VerifyPeer': grpc.unary_unary_rpc_method_handler(
+                    servicer.VerifyPeer,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -349,6 +368,33 @@ class Raft:
             '/sparkraft.v1.Raft/Append',
             sparkraft_dot_v1_dot_raft__pb2.AppendRequest.SerializeToString,
             sparkraft_dot_v1_dot_raft__pb2.AppendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def VerifyPeer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/VerifyPeer',
+            sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.FromString,
             options,
             channel_credentials,
             insecure,
