@@ -84,6 +84,11 @@ MAX_IDLE_WAIT_MS = 1000
 DEFAULT_RPC_WORKERS = 256  # threads of the gRPC server (each RPC in flight holds one)
 RAFT_RESERVED_WORKERS = 32  # of which client writes may never take these (Fetch, Vote, reads)
 
+# The largest request a node takes (any service): Raft requests are small, and a controller request
+# this size already makes several MiB of records. gRPC refuses a larger one (RESOURCE_EXHAUSTED)
+# before reading it into memory.
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
 SERVER_OPTIONS = (
     ("grpc.so_reuseport", 0),  # a second server on the same port must fail, not share it
     ("grpc.keepalive_time_ms", 10_000),
@@ -91,7 +96,7 @@ SERVER_OPTIONS = (
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
     ("grpc.http2.max_ping_strikes", 0),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),  # what one request may cost (Limits)
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 )
 
@@ -250,6 +255,7 @@ class RaftNode:
             self.log = FileLog(partition, segment_bytes)
             self.snapshot_store = FileSnapshotStore(partition, self.cluster_id)
             self._open_snapshots(partition)
+            self._check_election_state_kept()
         except BaseException:
             self._release_resources()
             raise
@@ -345,6 +351,18 @@ class RaftNode:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
+
+    def _check_election_state_kept(self) -> None:
+        """A node whose log holds records has written ``quorum-state`` (a follower persists its epoch
+        and leader before it fetches). Without it the node would start in epoch 0 having forgotten
+        whom it voted for and whom it followed, and could vote twice in one epoch: refuse."""
+        if self.store.path.exists() or (self.log.end_offset == 0 and self.snapshot_store.latest() is None):
+            return
+        raise StorageError(
+            f"{self.store.path} is missing but the log holds records up to offset {self.log.end_offset - 1} "
+            f"(epoch {self.log.last_epoch}): this node forgot its votes and could vote twice in one epoch. "
+            f"Restore the file, or move {self.log_dir} aside and re-format it with `sparkraft storage format "
+            f"--rejoin` to copy the log back from the quorum")
 
     def set_voter_addresses(self, voters: Mapping[int, HostPort]) -> None:
         """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""

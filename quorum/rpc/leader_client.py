@@ -97,6 +97,9 @@ class LeaderFollowingClient:
     def _unreachable(self, target: str, method: str, e: grpc.RpcError) -> str:
         """Why ``target`` did not answer; raises if the transport error is not worth a retry."""
         code = e.code()
+        if code is grpc.StatusCode.RESOURCE_EXHAUSTED:  # no other server would take it either
+            raise SparkraftError(Errors.INVALID_REQUEST, f"{method} refused by {target}: the request is larger "
+                                 f"than a controller accepts ({e.details()}); split it into smaller ones")
         if self.retriable_codes is not None and code not in self.retriable_codes:
             raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
                                  f"{method} failed at {target}: {code.name}: {e.details()}")

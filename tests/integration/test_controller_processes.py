@@ -293,3 +293,24 @@ def test_a_damaged_segment_stops_the_controller_with_one_line_and_changes_nothin
     line = assert_one_line_error(run_controller(cp.config(1)), "KAFKA_STORAGE_ERROR: ")
     assert str(segment) in line and "corrupt" in line
     assert segment.read_bytes() == bytes(data)
+
+
+def test_a_missing_quorum_state_beside_a_log_refuses_to_start_with_one_line(controller_processes):
+    """Starting in epoch 0 without quorum-state, a node could grant a second vote in an epoch it
+    already voted or followed in. It must refuse, and change nothing."""
+    from quorum.log.election_store import QUORUM_STATE_FILE
+
+    cp = controller_processes(raft_only=True)
+    cp.format()
+    cp.start()
+    leader = cp.wait_leader().leader_id
+    with cp.client(timeout=10) as c:
+        c.append([b"acknowledged"])
+    victim = next(v for v in cp.voters if v != leader)
+    wait_caught_up(cp)
+    assert cp.stop(victim) == 0
+    (cp.partition_dir(victim) / QUORUM_STATE_FILE).unlink()
+    before = sorted((p.name, p.stat().st_size) for p in cp.partition_dir(victim).iterdir())
+    line = assert_one_line_error(run_controller(cp.config(victim)), "KAFKA_STORAGE_ERROR: ")
+    assert "quorum-state is missing but the log holds records" in line and "--rejoin" in line
+    assert sorted((p.name, p.stat().st_size) for p in cp.partition_dir(victim).iterdir()) == before
