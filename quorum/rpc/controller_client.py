@@ -174,6 +174,7 @@ class ControllerClient(LeaderFollowingClient):
                 except grpc.RpcError as e:
                     unreachable[target] = self._unreachable(target, method, e)
                     continue
+                self._failed_until.pop(target, None)
                 error = cc.response_error(resp)
                 if error is not None and error.error not in _RETRIABLE:
                     raise error

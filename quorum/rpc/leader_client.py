@@ -8,6 +8,7 @@ says which: NETWORK_EXCEPTION when nobody answered, else ``no_leader_error`` wit
 """
 from __future__ import annotations
 
+import random
 import threading
 import time
 from typing import Callable, Optional
@@ -18,6 +19,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
 
 
+FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
 WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
 
 
@@ -48,6 +50,9 @@ class LeaderFollowingClient:
         self.rpc_timeout = rpc_timeout  # for one attempt
         self.backoff = backoff
         self._leader: Optional[str] = None  # endpoint that last answered as leader
+        start = random.randrange(len(servers)) if servers else 0
+        self._rotated = servers[start:] + servers[:start]
+        self._failed_until: dict[str, float] = {}  # server -> until when it is tried last
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -87,8 +92,13 @@ class LeaderFollowingClient:
             return entry[1]
 
     def _candidates(self) -> list[str]:
-        first = [self._leader] if self._leader else []
-        return first + [s for s in self.servers if s != self._leader]
+        """The known leader first, then the other servers from this client's own starting point
+        (clients spread over the quorum instead of all trying the first-listed server first), those
+        that failed lately last: a paused or dead server must not take every call's whole budget."""
+        now = time.monotonic()
+        rest = [s for s in self._rotated if s != self._leader]
+        rest.sort(key=lambda s: self._failed_until.get(s, 0.0) > now)  # stable: healthy ones keep their order
+        return ([self._leader] if self._leader else []) + rest
 
     def _attempt(self, target: str, method: str, request, deadline: float):
         left = deadline - time.monotonic()
@@ -105,6 +115,7 @@ class LeaderFollowingClient:
                                  f"{method} failed at {target}: {code.name}: {e.details()}")
         if self._leader == target:
             self._leader = None
+        self._failed_until[target] = time.monotonic() + FAILED_SERVER_COOLDOWN_S
         return transport_reason(e)
 
     def _call_leader(self, method: str, request, timeout: Optional[float] = None):
@@ -125,6 +136,7 @@ class LeaderFollowingClient:
                     unreachable[target] = self._unreachable(target, method, e)
                     continue
                 unreachable.pop(target, None)
+                self._failed_until.pop(target, None)
                 error = self.response_error(resp)
                 if error is None:
                     self._leader = target

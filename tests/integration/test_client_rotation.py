@@ -1,0 +1,64 @@
+"""Brokers keep their sessions while a controller is paused, whichever it is: clients try a server
+that just timed out after the others, start from a server of their own, and a new active
+controller gives every registered broker a fresh session.
+
+It used to be that pausing the controller listed first fenced every broker: each heartbeat tried
+that node first and spent its whole budget waiting for it.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import LiveBrokers, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("pause", ["first-listed follower", "first-listed leader"])
+def test_pausing_the_first_listed_controller_fences_no_broker(controller_processes, pause):
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    leader = cp.wait_leader().leader_id
+    if pause == "first-listed leader":
+        first = leader
+    else:
+        first = next(v for v in cp.voters if v != leader)
+    order = [first] + [v for v in cp.voters if v != first]
+    # as `broker start` builds its client: the whole heartbeat budget is one attempt's timeout
+    heartbeat_client = ControllerClient(cp.bootstrap(order), timeout=2.0, rpc_timeout=2.0)
+    watcher = ControllerClient(cp.bootstrap([v for v in cp.voters if v != first]), timeout=10)
+    brokers = LiveBrokers(heartbeat_client, cp.cluster_id, heartbeat_interval_ms=2000)
+    fenced_seen: set[int] = set()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.3):
+            try:
+                fenced_seen.update(b.broker_id for b in watcher.describe_cluster(timeout=2).brokers if b.fenced)
+            except Exception:
+                pass  # a failover in progress
+
+    try:
+        brokers.wait_unfenced()
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        cp.send(first, signal.SIGSTOP)
+        time.sleep(15)  # well past broker.session.timeout.ms (9 s)
+        cp.send(first, signal.SIGCONT)
+        wait_for(lambda: cp.wait_leader() is not None, 20, "a leader")
+        stop.set()
+        t.join(10)
+        assert fenced_seen == set(), f"brokers fenced while controller {first} was paused: {sorted(fenced_seen)}"
+    finally:
+        stop.set()
+        cp.send(first, signal.SIGCONT)
+        brokers.close()
+        heartbeat_client.close()
+        watcher.close()
