@@ -140,6 +140,11 @@ class RaftCore:
             elif not 0 <= msg.epoch <= MAX_EPOCH:
                 self._violation(src, f"{type(msg).__name__} with epoch {msg.epoch}, outside 0..{MAX_EPOCH}")
                 self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
+            elif _claimed_sender(msg) not in (src, -1):
+                # The driver authenticates ``src`` (peer_identity.py); a message naming someone else
+                # as its sender is a forgery.
+                self._violation(src, f"{type(msg).__name__} names node {_claimed_sender(msg)} as its sender")
+                self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
             else:
                 handler(src, corr, msg, now_ms)
         else:
@@ -658,8 +663,14 @@ class RaftCore:
     # ------------------------------------------------------------------ EndQuorumEpoch
     def _handle_EndQuorumEpochRequest(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
         r = self.role
+        if req.leader_id not in self.voters:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > max(r.epoch, self.log.last_epoch) + MAX_EPOCH_JUMP:
+            self._violation(src, f"EndQuorumEpoch for epoch {req.epoch}, more than {MAX_EPOCH_JUMP} past "
+                                 f"epoch {max(r.epoch, self.log.last_epoch)}")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
             # The leader stepped down: campaign soon, the most caught-up successor first.
             if self._campaigns:
@@ -862,3 +873,12 @@ class RaftCore:
         self.log.reset_to(snapshot)
         self.snapshots_installed += 1
         self._set_high_watermark(snapshot.offset)
+
+
+def _claimed_sender(msg: Message) -> int:
+    """The node a request says it comes from (-1: an anonymous observer's Fetch)."""
+    if isinstance(msg, VoteRequest):
+        return msg.candidate_id
+    if isinstance(msg, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
+        return msg.leader_id
+    return msg.replica_id

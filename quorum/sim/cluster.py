@@ -365,6 +365,11 @@ class Cluster:
     def at(self, delay_ms: int, fn: Callable[[], None]) -> None:
         self._push(self.now + delay_ms, ("call", fn))
 
+    def inject(self, src: int, dst: int, corr: int, msg) -> None:
+        """Deliver ``msg`` to ``dst`` as if ``src`` had sent it (a Byzantine peer's forgery)."""
+        for delay in self.net.deliveries():
+            self._push(self.now + delay, ("deliver", src, None, dst, self.nodes[dst].incarnation, corr, msg))
+
     # -- clients -------------------------------------------------------------------------
     def leader(self) -> Optional[SimNode]:
         leaders = [n for n in self.nodes.values() if n.alive and n.core.is_leader]

@@ -10,8 +10,12 @@ from __future__ import annotations
 import random
 from typing import Callable, Optional
 
+from quorum.log.api import OffsetAndEpoch
+from quorum.raft.core import MAX_EPOCH
+from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
+                                  FetchSnapshotRequest, VoteRequest)
 from quorum.raft.settings import RaftSettings
-from quorum.sim.cluster import Cluster
+from quorum.sim.cluster import CLUSTER_ID, Cluster
 from quorum.sim.network import NetworkFaults
 
 
@@ -143,7 +147,65 @@ def catch_up_by_snapshot(seed: int, voters: int = 3) -> Cluster:
     return c
 
 
+def _forgery(rng: random.Random, c: Cluster, byzantine: int):
+    """A message a misbehaving peer might send: forged sender ids, epochs no election reaches,
+    offsets out of range, another cluster's id, a leader claim for the current epoch."""
+    live = [n.core.epoch for n in c.nodes.values() if n.alive and n.node_id != byzantine] or [0]
+    epoch = rng.choice([max(live), max(live) + 1, max(live) + rng.randint(2, 50_000), MAX_EPOCH, MAX_EPOCH + 1,
+                        -1, 0])
+    someone = rng.choice(c.voters + [byzantine, -1, 999])
+    offset = rng.choice([0, 1, 10, 1 << 40, -5])
+    cluster_id = CLUSTER_ID if rng.random() < 0.9 else "another-cluster-id-000"
+    kind = rng.randrange(5)
+    if kind == 0:
+        return VoteRequest(cluster_id, epoch, someone, rng.choice([0, epoch, epoch + 1]), offset, rng.random() < 0.5)
+    if kind == 1:
+        return BeginQuorumEpochRequest(cluster_id, epoch, someone)
+    if kind == 2:
+        return EndQuorumEpochRequest(cluster_id, epoch, someone, tuple(rng.sample(c.voters, len(c.voters))))
+    if kind == 3:
+        return FetchRequest(cluster_id, epoch, someone, offset, rng.choice([0, epoch, MAX_EPOCH]), 0,
+                            rng.choice([0, 1, 1 << 20]))
+    return FetchSnapshotRequest(cluster_id, epoch, someone, OffsetAndEpoch(offset, epoch), offset, rng.choice([0, 1]))
+
+
+def byzantine_peer(seed: int, voters: int = 3) -> Cluster:
+    """A node outside the voter set (authenticated as itself, as the driver makes sure) sends
+    forged and out-of-range requests to everyone while the others elect, write, lose a leader and
+    elect again. Nothing it sends may move an epoch, commit or lose a record, or stop the quorum:
+    the invariants hold after every event, and epochs stay where real elections take them."""
+    rng = random.Random(seed ^ 0xB12)
+    c = Cluster(seed, voters, observers=2)
+    byzantine = max(c.nodes)
+    c.byzantine.add(byzantine)
+    targets = [i for i in c.nodes if i != byzantine]
+    corr = 1 << 40  # the Byzantine peer's own correlation ids
+
+    def attack(rounds: int) -> None:
+        nonlocal corr
+        for _ in range(rounds):
+            for _ in range(rng.randint(1, 4)):
+                corr += 1
+                c.inject(byzantine, rng.choice(targets), corr, _forgery(rng, c, byzantine))
+            c.write(rng.randint(1, 3))
+            c.run_for(rng.choice([5, 20, 100]))
+
+    attack(10)
+    _elect(c)
+    attack(40)
+    old = _elect(c)
+    c.crash(old)
+    attack(40)
+    c.start(old)
+    attack(20)
+    c.stabilize()
+    top = max(n.core.epoch for n in c.nodes.values() if n.alive)
+    assert top < 50, f"seed {seed}: epoch {top}: the Byzantine peer moved epochs"
+    return c
+
+
 SCENARIOS: dict[str, Callable[[int], Cluster]] = {
+    "byzantine_peer": byzantine_peer,
     "initial_election": initial_election,
     "kill_leader": kill_leader,
     "all_killed_majority_restarted": all_killed_majority_restarted,

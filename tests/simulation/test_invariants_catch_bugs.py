@@ -95,3 +95,34 @@ def test_a_leader_serving_a_stale_snapshot_is_caught(monkeypatch):
 
     monkeypatch.setattr(MemorySnapshotStore, "latest", lambda self: OffsetAndEpoch(1, 1))
     assert _snapshot_violations(range(5)) == 5
+
+
+def _byzantine_violations(seeds):
+    from quorum.sim.scenarios import byzantine_peer
+
+    found = 0
+    for seed in seeds:
+        try:
+            byzantine_peer(seed)
+        except Exception:  # an invariant, a stalled quorum, or an epoch the log cannot even encode
+            found += 1
+    return found
+
+
+def test_believing_the_sender_a_message_names_is_caught(monkeypatch):
+    """Without the check that a message's claimed sender is its authenticated sender, the
+    Byzantine peer's forged Fetches count towards the high watermark (commits a majority does not
+    hold) and its forged EndQuorumEpochs move epochs."""
+    from quorum.raft import core
+
+    monkeypatch.setattr(core, "_claimed_sender", lambda msg: -1)
+    assert _byzantine_violations(range(40)) > 0
+
+
+def test_epochs_without_a_bound_are_caught(monkeypatch):
+    from quorum.raft import core
+
+    monkeypatch.setattr(core, "MAX_EPOCH_JUMP", 1 << 40)
+    monkeypatch.setattr(core, "MAX_EPOCH", 1 << 62)
+    monkeypatch.setattr(core, "_claimed_sender", lambda msg: -1)
+    assert _byzantine_violations(range(40)) > 0
