@@ -140,6 +140,9 @@ class RaftCore:
             elif not 0 <= msg.epoch <= MAX_EPOCH:
                 self._violation(src, f"{type(msg).__name__} with epoch {msg.epoch}, outside 0..{MAX_EPOCH}")
                 self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
+            elif src == self.node_id:
+                self._violation(src, f"{type(msg).__name__} from this node itself (a node sends no request to itself)")
+                self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
             elif _claimed_sender(msg) not in (src, -1):
                 # The driver authenticates ``src`` (peer_identity.py); a message naming someone else
                 # as its sender is a forgery.
@@ -646,6 +649,10 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > max(r.epoch, self.log.last_epoch) + MAX_EPOCH_JUMP:
+            self._violation(src, f"BeginQuorumEpoch for epoch {req.epoch}, more than {MAX_EPOCH_JUMP} past "
+                                 f"epoch {max(r.epoch, self.log.last_epoch)}")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
             self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
                                  f"which this node leads or led")
