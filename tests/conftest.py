@@ -88,6 +88,26 @@ class LiveBrokers:
             t.join(10)
 
 
+def read_pty(master: int, done: Callable[[bytes], bool], timeout: float = 20) -> bytes:
+    """What a process on the pseudo-terminal ``master`` printed, read until ``done(output)`` or the
+    terminal closes or ``timeout`` passes."""
+    import select
+
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while not done(seen) and time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05):
     deadline = time.monotonic() + timeout
     while True:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import subprocess
-import time
 
 import pytest
 
-from conftest import free_ports, sparkraft_cmd
+from conftest import free_ports, read_pty, sparkraft_cmd
 
 
 def sparkraft(*args: str) -> subprocess.CompletedProcess:
@@ -48,16 +46,8 @@ def test_a_command_waiting_for_a_controller_says_so_on_a_terminal_only():
     master, slave = pty.openpty()
     proc = subprocess.Popen(sparkraft_cmd(*args), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
-    seen = b""
-    deadline = time.monotonic() + 30
     try:
-        while proc.poll() is None and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    seen += os.read(master, 4096)
-                except OSError:
-                    break
+        seen = read_pty(master, lambda out: False, timeout=30)  # until the command exits
         assert proc.wait(30) == 1
     finally:
         if proc.poll() is None:

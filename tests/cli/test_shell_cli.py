@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import sparkraft_cmd
+from conftest import read_pty, sparkraft_cmd
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-process ControllerNodes)
@@ -87,14 +85,7 @@ def test_typed_at_a_terminal_with_a_prompt_and_completion(populated):
 
     def read_until(marker: bytes, timeout: float = 20) -> None:
         nonlocal seen
-        deadline = time.monotonic() + timeout
-        while marker not in seen and time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    seen += os.read(master, 4096)
-                except OSError:
-                    break
+        seen += read_pty(master, lambda out: marker in seen + out, timeout)
         assert marker in seen, seen.decode(errors="replace")
 
     try:
