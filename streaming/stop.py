@@ -6,9 +6,12 @@ Who receives the signal depends on how the job was started:
 - ``sparkraft materialize`` and ``python jobs/materialize.py``: Python is the parent. PySpark starts
   its JVM ignoring SIGINT, so Ctrl-C reaches Python only; SIGTERM is sent to Python's pid.
 - ``spark-submit jobs/materialize.py``: the JVM is the parent and Python its child. Ctrl-C reaches
-  both; SIGTERM to spark-submit reaches the JVM only, whose default is to run its shutdown hooks
-  and tear the SparkContext down under the running query (Java stack traces, exit 143 or 130). So
-  the JVM's own TERM and INT handlers are replaced, through py4j, by one that tells Python.
+  the whole process group: the JVM, this driver, and the Python processes Spark starts (the
+  streaming source's planner among them, which would die of KeyboardInterrupt mid-call and fail
+  the query). SIGTERM to spark-submit reaches the JVM only, whose default is to run its shutdown
+  hooks and tear the SparkContext down under the running query (Java stack traces, exit 143 or
+  130). So, through py4j, the JVM ignores SIGINT (as it does when PySpark starts it; the processes
+  it starts from then on inherit that), and its TERM handler is replaced by one that tells Python.
 
 Either way the signal only sets :attr:`GracefulStop.requested`; the query loop in ``job.py`` does
 the stopping.
@@ -70,8 +73,8 @@ class GracefulStop:
 
         gateway = spark.sparkContext._gateway
         ensure_callback_server_started(gateway)
-        jvm, handler = spark.sparkContext._jvm, _JvmSignalHandler(self)
-        for name in ("TERM", "INT"):
+        jvm = spark.sparkContext._jvm
+        for name, handler in (("TERM", _JvmSignalHandler(self)), ("INT", jvm.sun.misc.SignalHandler.SIG_IGN)):
             try:
                 jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal(name), handler)
             except Exception as e:  # a JVM without sun.misc: Spark's default behaviour stays
