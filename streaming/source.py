@@ -50,6 +50,7 @@ SNAPSHOT_TYPE = "SNAPSHOT"  # the type of the row that carries a snapshot
 RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
 RETRY_FOR_S = 120.0  # then the query fails with the last error
 IDLE_FLUSH_S = 60.0  # default idleFlushSeconds
+IDLE_SCAN_BYTES = 64 * 1024  # what one look at an idle tail fetches (NoOps are a few bytes each)
 _NO_OP_RECORD = 20  # metadata record type id (Kafka's NoOpRecord)
 _LEADER_CHANGE = 2  # control record type id
 
@@ -165,8 +166,10 @@ class SparkraftStreamReader(DataSourceStreamReader):
         try:
             first = True
             while scanned < end:
-                # Under load the first record is a real change: decode one, not the whole answer.
-                chunk = self._reader.read(scanned, max_records=1 if first else 1000, wait_ms=0)
+                # Under load the first record is a real change: fetch and decode one batch, not the
+                # megabytes a lagging job has ahead of it.
+                chunk = self._reader.read(scanned, max_records=1 if first else None, wait_ms=0,
+                                          max_bytes=1 if first else IDLE_SCAN_BYTES)
                 first = False
                 if not chunk.records:
                     break

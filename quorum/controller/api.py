@@ -173,8 +173,10 @@ class PartitionDescription:
 class TopicDescription:
     name: str
     topic_id: str
-    partitions: tuple[PartitionDescription, ...]
+    partitions: tuple[PartitionDescription, ...]  # a page of them, or all (see next_partition)
     configs: dict = field(default_factory=dict)
+    partition_count: int = -1  # all of the topic's partitions (-1: as many as ``partitions``)
+    next_partition: int = 0  # where the next page starts; 0: ``partitions`` ends the topic
 
 
 @dataclass(frozen=True, slots=True)

@@ -413,16 +413,27 @@ class ControllerCore:
     def list_topics(self) -> list[str]:
         return self.image.topics.topic_names()
 
-    def describe_topic(self, name: str) -> api.TopicDescription:
+    def describe_topic(self, name: str, first_partition: int = 0,
+                       limit: Optional[int] = None) -> api.TopicDescription:
+        """The topic with its partitions ``first_partition`` up to ``limit`` of them (all if None):
+        partition ids run from 0, so a page costs its own size, not the topic's."""
         image = self.image
         topic = image.topics.topic_by_name(name)
         if topic is None:
             raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        parts = tuple(api.PartitionDescription(pid, p.leader, p.replicas, p.isr, p.leader_epoch,
-                                               p.partition_epoch)
-                      for pid, p in sorted(topic.partitions.items()))
+        count = len(topic.partitions)
+        if first_partition < 0:
+            raise SparkraftError(Errors.INVALID_REQUEST, f"first partition {first_partition} is negative")
+        end = count if limit is None else min(count, first_partition + max(1, limit))
+        parts = []
+        for pid in range(first_partition, end):
+            p = topic.partitions.get(pid)
+            if p is not None:
+                parts.append(api.PartitionDescription(pid, p.leader, p.replicas, p.isr, p.leader_epoch,
+                                                      p.partition_epoch))
         configs = dict(image.configs.configs(configs_control.ConfigResource(configs_control.TOPIC, name)))
-        return api.TopicDescription(name, topic.topic_id, parts, configs)
+        return api.TopicDescription(name, topic.topic_id, tuple(parts), configs, count,
+                                    end if end < count else 0)
 
     def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
         image = self.image

@@ -95,6 +95,11 @@ class _Pending:
         return max(self.last_offsets) if self.last_offsets else -1
 
 
+# Most partitions one DescribeTopics answer holds per topic: a topic of a million partitions is
+# described in pages, each answered in a fraction of a second (Limits in the README).
+PARTITION_PAGE = 10_000
+
+
 def controller_settings(config: "NodeConfig"):
     """The core's ControllerSettings from a node's config (broker.*, metadata.max.idle.interval.ms,
     max.partitions*)."""
@@ -347,9 +352,10 @@ class ControllerNode:
             return tuple(sorted(t if isinstance(t, str) else t.name for t in topics))
         if isinstance(request, DescribeTopicsRequest):
             out = []
+            page = min(request.partition_limit or PARTITION_PAGE, PARTITION_PAGE)
             for name in request.names:
                 try:
-                    d = core.describe_topic(name)
+                    d = core.describe_topic(name, request.first_partition, page)
                 except SparkraftError as e:
                     out.append(SparkraftError(e.error, e.message, name=name))
                     continue

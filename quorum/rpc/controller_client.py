@@ -22,8 +22,9 @@ its controller may have been committed and is retried (then e.g. TOPIC_ALREADY_E
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 import grpc
 
@@ -103,15 +104,29 @@ class ControllerClient(LeaderFollowingClient):
     def list_topics(self) -> tuple[str, ...]:
         return self.call(cc.ListTopicsRequest())
 
-    def describe_topics(self, names: Sequence[str]) -> tuple:
-        """One TopicDescription, or SparkraftError (not raised), per name."""
-        return self.call(cc.DescribeTopicsRequest(tuple(names)))
+    def describe_topics(self, names: Sequence[str], first_partition: int = 0, partition_limit: int = 0) -> tuple:
+        """One TopicDescription, or SparkraftError (not raised), per name: a page of each topic's
+        partitions (see ``describe_topic_pages`` for all of them)."""
+        return self.call(cc.DescribeTopicsRequest(tuple(names), first_partition, partition_limit))
+
+    def describe_topic_pages(self, name: str, partition_limit: int = 0) -> Iterator[api.TopicDescription]:
+        """The topic a page of partitions at a time, as the controller pages them: a topic of a
+        million partitions costs each call a bounded answer. Raises its error."""
+        first = 0
+        while True:
+            (d,) = self.describe_topics([name], first, partition_limit)
+            if isinstance(d, SparkraftError):
+                raise d
+            yield d
+            if not d.next_partition or d.next_partition <= first:
+                return
+            first = d.next_partition
 
     def describe_topic(self, name: str) -> api.TopicDescription:
-        (d,) = self.describe_topics([name])
-        if isinstance(d, SparkraftError):
-            raise d
-        return d
+        """The whole topic (every page of its partitions)."""
+        pages = list(self.describe_topic_pages(name))
+        return dataclasses.replace(pages[-1], partitions=tuple(p for page in pages for p in page.partitions),
+                                   next_partition=0)
 
     def elect_leaders(self, election_type: str = "PREFERRED",
                       partitions: Optional[Sequence[api.TopicPartition]] = None) -> tuple:

@@ -35,6 +35,8 @@ class ListTopicsRequest:
 @dataclass(frozen=True, slots=True)
 class DescribeTopicsRequest:
     names: tuple[str, ...]
+    first_partition: int = 0
+    partition_limit: int = 0  # 0: the controller's page size
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +173,9 @@ def _topic_description_to(d: api.TopicDescription) -> pb.TopicDescription:
         partitions=[pb.PartitionDescription(partition=p.partition, leader=p.leader, replicas=list(p.replicas),
                                             isr=list(p.isr), leader_epoch=p.leader_epoch,
                                             partition_epoch=p.partition_epoch) for p in d.partitions],
-        configs=[pb.ConfigPair(name=k, value=str(v)) for k, v in sorted(d.configs.items())])
+        configs=[pb.ConfigPair(name=k, value=str(v)) for k, v in sorted(d.configs.items())],
+        partition_count=d.partition_count if d.partition_count >= 0 else len(d.partitions),
+        next_partition=d.next_partition)
 
 
 def _topic_description_from(m: pb.TopicDescription) -> api.TopicDescription:
@@ -179,7 +183,7 @@ def _topic_description_from(m: pb.TopicDescription) -> api.TopicDescription:
         m.name, m.topic_id,
         tuple(api.PartitionDescription(p.partition, p.leader, tuple(p.replicas), tuple(p.isr), p.leader_epoch,
                                        p.partition_epoch) for p in m.partitions),
-        {c.name: c.value for c in m.configs})
+        {c.name: c.value for c in m.configs}, m.partition_count, m.next_partition)
 
 
 # -- requests -----------------------------------------------------------------------------------
@@ -287,7 +291,9 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
      lambda m: api.DescribeConfigsRequest(tuple(_resource_from(k) for k in m.resources))),
     (ListTopicsRequest, "ListTopics", lambda r: pb.ListTopicsRequest(), lambda m: ListTopicsRequest()),
     (DescribeTopicsRequest, "DescribeTopics",
-     lambda r: pb.DescribeTopicsRequest(names=list(r.names)), lambda m: DescribeTopicsRequest(tuple(m.names))),
+     lambda r: pb.DescribeTopicsRequest(names=list(r.names), first_partition=r.first_partition,
+                                        partition_limit=r.partition_limit),
+     lambda m: DescribeTopicsRequest(tuple(m.names), m.first_partition, m.partition_limit)),
     (DescribeClusterRequest, "DescribeCluster", lambda r: pb.DescribeClusterRequest(),
      lambda m: DescribeClusterRequest()),
     (api.UpdateFeaturesRequest, "UpdateFeatures",

@@ -103,8 +103,10 @@ class MetadataLogReader(LeaderFollowingClient):
                                  timeout=max(0.05, deadline - time.monotonic()))
         self.cluster_id = self.cluster_id or resp.cluster_id
 
-    def _fetch(self, offset: int, wait_ms: int, deadline: float) -> raft_pb2.FetchResponse:
-        """One Fetch answered by the leader (following it and its epoch), raw."""
+    def _fetch(self, offset: int, wait_ms: int, deadline: float,
+               max_bytes: Optional[int] = None) -> raft_pb2.FetchResponse:
+        """One Fetch answered by the leader (following it and its epoch), raw. The leader sends
+        whole batches: at least one, then more up to ``max_bytes``."""
         if not self.cluster_id or self._epoch == 0:
             self._discover(deadline)
         while True:
@@ -112,7 +114,8 @@ class MetadataLogReader(LeaderFollowingClient):
             epoch = self._epoch
             request = raft_pb2.FetchRequest(
                 cluster_id=self.cluster_id, epoch=epoch, replica_id=-1, fetch_offset=offset,
-                last_fetched_epoch=epoch, max_wait_ms=max(0, wait_ms), max_bytes=self.max_bytes)
+                last_fetched_epoch=epoch, max_wait_ms=max(0, wait_ms),
+                max_bytes=self.max_bytes if max_bytes is None else max_bytes)
             saved_rpc_timeout = self.rpc_timeout
             self.rpc_timeout = saved_rpc_timeout + wait_ms / 1000.0  # a long poll is not a dead server
             try:
@@ -127,16 +130,17 @@ class MetadataLogReader(LeaderFollowingClient):
                 self.rpc_timeout = saved_rpc_timeout
 
     def read(self, offset: int, max_records: Optional[int] = None, wait_ms: int = 0,
-             timeout: Optional[float] = None) -> LogChunk:
-        """Committed records from ``offset`` (up to ``max_records``); waits up to ``wait_ms`` for
-        new ones when there are none. An empty chunk means nothing new was committed in time."""
+             timeout: Optional[float] = None, max_bytes: Optional[int] = None) -> LogChunk:
+        """Committed records from ``offset`` (up to ``max_records``, from at most ``max_bytes`` of
+        batches but always one whole batch); waits up to ``wait_ms`` for new ones when there are
+        none. An empty chunk means nothing new was committed in time."""
         if offset < 0:
             raise ValueError(f"offset must be >= 0, got {offset}")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout) + wait_ms / 1000.0
         poll_until = time.monotonic() + wait_ms / 1000.0
         while True:
             remaining_wait = int(max(0.0, poll_until - time.monotonic()) * 1000)
-            resp = self._fetch(offset, remaining_wait, deadline)
+            resp = self._fetch(offset, remaining_wait, deadline, max_bytes)
             self.bytes_fetched += len(resp.records)
             if resp.HasField("snapshot_id") or offset < resp.log_start_offset:
                 snap = (OffsetAndEpoch(resp.snapshot_id.offset, resp.snapshot_id.epoch)
@@ -228,15 +232,11 @@ class MetadataLogReader(LeaderFollowingClient):
         """The leader's high watermark now: the first offset that is not committed."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         # Fetching at the log start asks for nothing we need; max_bytes 1 keeps the answer small.
-        saved, self.max_bytes = self.max_bytes, 1
-        try:
-            while True:
-                resp = self._fetch(0, 0, deadline)
-                if resp.high_watermark >= 0 or time.monotonic() >= deadline:
-                    return resp.high_watermark  # -1: a new leader has not committed in its epoch yet
-                time.sleep(self.backoff)
-        finally:
-            self.max_bytes = saved
+        while True:
+            resp = self._fetch(0, 0, deadline, max_bytes=1)
+            if resp.high_watermark >= 0 or time.monotonic() >= deadline:
+                return resp.high_watermark  # -1: a new leader has not committed in its epoch yet
+            time.sleep(self.backoff)
 
     def follow(self, offset: int, until: Optional[int] = None, wait_ms: int = 500,
                progress: Optional[Callable[[int, int], None]] = None):

@@ -101,23 +101,46 @@ def description_json(d: "TopicDescription") -> dict:
     }
 
 
-def format_description(d: "TopicDescription") -> str:
-    """As kafka-topics --describe prints it."""
+def format_header(d: "TopicDescription") -> str:
+    """The topic's line, as kafka-topics --describe prints it."""
     rf = len(d.partitions[0].replicas) if d.partitions else 0
     configs = ",".join(f"{k}={v}" for k, v in sorted(d.configs.items()))
-    lines = [f"Topic: {d.name}\tTopicId: {d.topic_id}\tPartitionCount: {len(d.partitions)}\t"
-             f"ReplicationFactor: {rf}\tConfigs: {configs}"]
-    for p in sorted(d.partitions, key=lambda p: p.partition):
-        lines.append(f"\tTopic: {d.name}\tPartition: {p.partition}\tLeader: {p.leader if p.leader >= 0 else 'none'}\t"
-                     f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
-                     f"LeaderEpoch: {p.leader_epoch}")
-    return "\n".join(lines)
+    count = d.partition_count if d.partition_count >= 0 else len(d.partitions)
+    return (f"Topic: {d.name}\tTopicId: {d.topic_id}\tPartitionCount: {count}\t"
+            f"ReplicationFactor: {rf}\tConfigs: {configs}")
+
+
+def format_partitions(d: "TopicDescription") -> str:
+    return "\n".join(
+        f"\tTopic: {d.name}\tPartition: {p.partition}\tLeader: {p.leader if p.leader >= 0 else 'none'}\t"
+        f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
+        f"LeaderEpoch: {p.leader_epoch}" for p in sorted(d.partitions, key=lambda p: p.partition))
+
+
+def format_description(d: "TopicDescription") -> str:
+    """As kafka-topics --describe prints it."""
+    return "\n".join(part for part in (format_header(d), format_partitions(d)) if part)
 
 
 def run_describe(args: argparse.Namespace) -> None:
+    """Printed a page of partitions at a time as the controller answers them (a topic of a million
+    partitions starts printing at once, and the command never holds it all)."""
     with client(args) as c:
-        d = c.describe_topic(args.topic)
-    print(json.dumps(description_json(d)) if args.json else format_description(d))
+        for i, page in enumerate(c.describe_topic_pages(args.topic)):
+            if args.json:
+                head = description_json(page)
+                parts = head.pop("partitions")
+                if i == 0:  # the contract's object, written as it arrives
+                    text = json.dumps(head)
+                    print(text[:-1] + ', "partitions": [', end="")
+                print(("" if i == 0 else ", ") + ", ".join(json.dumps(p) for p in parts) if parts else "", end="")
+            else:
+                if i == 0:
+                    print(format_header(page))
+                if page.partitions:
+                    print(format_partitions(page))
+    if args.json:
+        print("]}")
 
 
 def run_list(args: argparse.Namespace) -> None:

@@ -168,3 +168,26 @@ def test_a_metadata_controller_refuses_raw_appends_and_keeps_working(cluster):
     assert e.value.error.name == "INVALID_REQUEST" and "--raft-only" in e.value.message
     ok("topics", "create", "--topic", "after-raw-append", "--partitions", "1", "--replication-factor", "1", *boot)
     assert sorted(json.loads(ok("topics", "list", "--json", *boot))) == sorted(before + ["after-raw-append"])
+
+
+def test_a_large_topic_is_described_a_page_at_a_time(cluster):
+    from quorum.controller.node import PARTITION_PAGE
+    from quorum.rpc.controller_client import ControllerClient
+
+    n = 2 * PARTITION_PAGE + 500
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "wide", "--partitions", str(n), "--replication-factor", "1", *boot)
+    with ControllerClient(cluster.bootstrap(), timeout=20) as c:
+        pages = list(c.describe_topic_pages("wide"))
+        assert [len(p.partitions) for p in pages] == [PARTITION_PAGE, PARTITION_PAGE, 500]
+        assert [p.next_partition for p in pages] == [PARTITION_PAGE, 2 * PARTITION_PAGE, 0]
+        assert all(p.partition_count == n for p in pages)
+        (small,) = c.describe_topics(["wide"], first_partition=7, partition_limit=3)
+        assert [p.partition for p in small.partitions] == [7, 8, 9] and small.next_partition == 10
+        whole = c.describe_topic("wide")
+        assert [p.partition for p in whole.partitions] == list(range(n))
+    d = json.loads(ok("topics", "describe", "--topic", "wide", "--json", *boot))
+    assert set(d) == {"name", "topic_id", "partitions", "configs"}
+    assert [p["partition"] for p in d["partitions"]] == list(range(n))
+    text = ok("topics", "describe", "--topic", "wide", *boot).splitlines()
+    assert text[0].startswith("Topic: wide\t") and f"PartitionCount: {n}\t" in text[0] and len(text) == n + 1

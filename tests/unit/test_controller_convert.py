@@ -33,6 +33,7 @@ REQUESTS = [
     api.DescribeConfigsRequest((KEY, api.ConfigResourceKey("CLUSTER", ""))),
     cc.ListTopicsRequest(),
     cc.DescribeTopicsRequest(("a", "b")),
+    cc.DescribeTopicsRequest(("a",), first_partition=20_000, partition_limit=500),
     cc.DescribeClusterRequest(),
     api.UpdateFeaturesRequest((("metadata.version", 3),), validate_only=True),
     api.AlterClientQuotasRequest((api.ClientQuotaAlteration(
@@ -62,7 +63,7 @@ REPLIES = [
                          (api.ConfigResourceKey("TOPIC", "zz"), Errors.UNKNOWN_TOPIC_OR_PARTITION, "no", ()))),
     ("ListTopics", ("a", "b")),
     ("DescribeTopics", (api.TopicDescription("a", "tid", (api.PartitionDescription(0, 101, (101, 102), (101,), 2, 3),),
-                                             {"retention.ms": "1000"}),)),
+                                             {"retention.ms": "1000"}, partition_count=3, next_partition=1),)),
     ("DescribeCluster", api.ClusterDescription("c1", 2, 40, (
         api.BrokerDescription(101, False, True, 17, "rack-a", (EP,), "inc"),
         api.BrokerDescription(102, True, False, 19, None, (), "")))),

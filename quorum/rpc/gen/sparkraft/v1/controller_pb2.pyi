@@ -447,10 +447,14 @@ class ListTopicsResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeTopicsRequest(_message.Message):
-    __slots__ = ("names",)
+    __slots__ = ("names", "first_partition", "partition_limit")
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    FIRST_PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_LIMIT_FIELD_NUMBER: _ClassVar[int]
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+    first_partition: int
+    partition_limit: int
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., first_partition: _Optional[int] = ..., partition_limit: _Optional[int] = ...) -> None: ...
 
 class PartitionDescription(_message.Message):
     __slots__ = ("partition", "leader", "replicas", "isr", "leader_epoch", "partition_epoch")
@@ -469,20 +473,24 @@ class PartitionDescription(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
 
 class TopicDescription(_message.Message):
-    __slots__ = ("name", "error", "error_message", "topic_id", "partitions", "configs")
+    __slots__ = ("name", "error", "error_message", "topic_id", "partitions", "configs", "partition_count", "next_partition")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PARTITION_FIELD_NUMBER: _ClassVar[int]
     name: str
     error: int
     error_message: str
     topic_id: str
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionDescription]
     configs: _containers.RepeatedCompositeFieldContainer[ConfigPair]
-    def __init__(self, name: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[ConfigPair, _Mapping]]] = ...) -> None: ...
+    partition_count: int
+    next_partition: int
+    def __init__(self, name: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[ConfigPair, _Mapping]]] = ..., partition_count: _Optional[int] = ..., next_partition: _Optional[int] = ...) -> None: ...
 
 class DescribeTopicsResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "topics", "metadata_offset")
