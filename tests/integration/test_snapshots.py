@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import sparkraft_cmd, wait_for
+from conftest import LiveBrokers, sparkraft_cmd, wait_for
 from test_metrics import scrape
 
 pytestmark = pytest.mark.slow
@@ -31,9 +30,6 @@ def partition_count(cp, i) -> float:
 
 @pytest.fixture
 def cluster_with_snapshots(controller_processes):
-    from quorum.broker.lifecycle import BrokerLifecycle
-    from quorum.controller import api
-    from quorum.log.meta_properties import random_uuid
     from quorum.rpc.controller_client import ControllerClient
 
     cp = controller_processes(metrics=True, **SMALL)
@@ -41,18 +37,15 @@ def cluster_with_snapshots(controller_processes):
     cp.start()
     cp.wait_leader()
     admin = ControllerClient(cp.bootstrap(), timeout=20)
-    cluster_id = admin.describe_cluster().cluster_id
-    broker = BrokerLifecycle(admin, 101, cluster_id, random_uuid(), (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092),),
-                             None, heartbeat_interval_ms=300)
-    threading.Thread(target=broker.run, daemon=True).start()
-    wait_for(lambda: broker.state.broker_epoch >= 0 and not broker.state.fenced, 20, "the broker unfenced")
-    for i in range(6):
-        admin.create_topic(f"t{i}", 20, 1)
-    wait_for(lambda: all(checkpoints(cp, i) for i in cp.voters), 30, "a snapshot on every controller")
+    broker = LiveBrokers(admin, admin.describe_cluster().cluster_id, ((101, None),), heartbeat_interval_ms=300)
     try:
+        broker.wait_unfenced()
+        for i in range(6):
+            admin.create_topic(f"t{i}", 20, 1)
+        wait_for(lambda: all(checkpoints(cp, i) for i in cp.voters), 30, "a snapshot on every controller")
         yield cp, admin
     finally:
-        broker.stop()
+        broker.close()  # its heartbeats stop before the client they use is closed
         admin.close()
 
 
