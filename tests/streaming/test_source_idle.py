@@ -59,16 +59,22 @@ def test_an_idle_tail_is_held_and_a_real_change_releases_it_at_once(cluster):
     reader.stop()
 
 
-def test_an_idle_tail_is_released_once_its_oldest_record_is_old_enough(cluster):
+def test_an_idle_tail_is_released_once_its_oldest_record_is_old_enough(cluster, monkeypatch):
+    """On a clock the test moves (the records' append times are the controllers' real ones)."""
+    import streaming.source
+
     cluster.active()
-    reader = source(cluster, idleFlushSeconds="1.5")
-    start = reader.latestOffset({"offset": 0}, ReadAllAvailable())["offset"]  # the bootstrap records
-    wait_for(lambda: reader._high_watermark() > start, 20, "a NoOp")
-    assert reader.latestOffset({"offset": start}, ReadAllAvailable()) == {"offset": start}
-    released = wait_for(lambda: reader.latestOffset({"offset": start}, ReadAllAvailable())["offset"] > start,
-                        20, "the idle tail to be released")
-    assert released
-    assert all(kinds(cluster, start, reader.latestOffset({"offset": start}, ReadAllAvailable())["offset"]))
+    reader = source(cluster, idleFlushSeconds="60")
+    start = wait_for(lambda: reader.latestOffset({"offset": 0}, ReadAllAvailable())["offset"], 20,
+                     "the bootstrap records offered")
+    wait_for(lambda: all(kinds(cluster, start, reader._high_watermark())) and reader._high_watermark() > start,
+             20, "NoOps after them")
+    now = [time.time() * 1000]
+    monkeypatch.setattr(streaming.source, "_wall_ms", lambda: now[0])
+    assert reader.latestOffset({"offset": start}, ReadAllAvailable()) == {"offset": start}  # held
+    now[0] += 61_000  # the oldest NoOp is now more than a minute old
+    released = reader.latestOffset({"offset": start}, ReadAllAvailable())["offset"]
+    assert released > start and all(kinds(cluster, start, released))
     reader.stop()
 
 
