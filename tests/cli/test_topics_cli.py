@@ -10,8 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import sparkraft_cmd, wait_for
-from quorum.controller import api
+from conftest import sparkraft_cmd
 from quorum.errors import SparkraftError
 
 pytestmark = pytest.mark.slow
