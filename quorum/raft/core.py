@@ -544,6 +544,17 @@ class RaftCore:
             return False
         return True
 
+    def _refuse_epoch_jump(self, src: int, corr: int, req: Message) -> bool:
+        """Refuse (and report) a Vote, BeginQuorumEpoch or EndQuorumEpoch that would move this node's
+        epoch more than MAX_EPOCH_JUMP past what it knows; True if it was refused."""
+        known = max(self.role.epoch, self.log.last_epoch)
+        if req.epoch <= known + MAX_EPOCH_JUMP:
+            return False
+        self._violation(src, f"{type(req).__name__} for epoch {req.epoch}, more than {MAX_EPOCH_JUMP} past "
+                             f"epoch {known}")
+        self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        return True
+
     def _violation(self, src: int, what: str) -> None:
         """A message from ``src`` broke the protocol: it is refused, and reported (Ready.violations)."""
         self._violations.append((src, what))
@@ -608,10 +619,10 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
-        known = max(r.epoch, self.log.last_epoch)
-        if req.epoch > known + MAX_EPOCH_JUMP or req.last_epoch > req.epoch:
-            self._violation(src, f"Vote for epoch {req.epoch} (last epoch {req.last_epoch}), more than "
-                                 f"{MAX_EPOCH_JUMP} past epoch {known} or behind its own log")
+        if self._refuse_epoch_jump(src, corr, req):
+            return
+        if req.last_epoch > req.epoch:
+            self._violation(src, f"Vote for epoch {req.epoch} behind its own log's last epoch {req.last_epoch}")
             return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
         if req.pre_vote:
@@ -649,10 +660,8 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if req.epoch > max(r.epoch, self.log.last_epoch) + MAX_EPOCH_JUMP:
-            self._violation(src, f"BeginQuorumEpoch for epoch {req.epoch}, more than {MAX_EPOCH_JUMP} past "
-                                 f"epoch {max(r.epoch, self.log.last_epoch)}")
-            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        if self._refuse_epoch_jump(src, corr, req):
+            return
         if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
             self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
                                  f"which this node leads or led")
@@ -674,10 +683,8 @@ class RaftCore:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if req.epoch > max(r.epoch, self.log.last_epoch) + MAX_EPOCH_JUMP:
-            self._violation(src, f"EndQuorumEpoch for epoch {req.epoch}, more than {MAX_EPOCH_JUMP} past "
-                                 f"epoch {max(r.epoch, self.log.last_epoch)}")
-            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        if self._refuse_epoch_jump(src, corr, req):
+            return
         if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
             # The leader stepped down: campaign soon, the most caught-up successor first.
             if self._campaigns:
