@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from bench import suite
-from quorum.gc_tuning import tune_gc
 from bench.harness.machine import busy_warning, machine_info
 from bench.harness.progress import Progress
 from bench.harness.results import PLOTS_DIR, RESULTS_DIR, read_result, write_result
+from quorum.gc_tuning import tune_gc
 
 
 def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:

@@ -78,8 +78,8 @@ class BrokerFleet:
     def __init__(self, bootstrap: str, cluster_id: str):
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.controller import api
-        from quorum.log.meta_properties import random_uuid
         from quorum.rpc.controller_client import ControllerClient
+        from quorum.uuids import random_uuid
 
         self.client = ControllerClient(bootstrap, timeout=10, rpc_timeout=5)
         self.brokers = [

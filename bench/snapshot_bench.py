@@ -27,7 +27,7 @@ GOAL_WRITE_S, GOAL_LOAD_S = 10.0, 5.0
 def build_image(partitions: int, ctx: Context):
     from quorum.controller import api
     from quorum.controller.local import LocalController
-    from quorum.log.meta_properties import random_uuid
+    from quorum.uuids import random_uuid
 
     c = LocalController()
     epochs = {}

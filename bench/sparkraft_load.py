@@ -131,7 +131,7 @@ class EtcdAppender:
     def __init__(self, endpoint: str, key: bytes, timeout: float = 10.0):
         import grpc
 
-        from quorum.rpc.gen.etcdserverpb import etcd_kv_pb2, etcd_kv_pb2_grpc
+        from bench.gen.etcdserverpb import etcd_kv_pb2, etcd_kv_pb2_grpc
 
         self._pb = etcd_kv_pb2
         self._channel = grpc.insecure_channel(endpoint)

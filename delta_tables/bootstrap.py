@@ -21,13 +21,13 @@ import pyarrow.compute as pc
 from delta_tables.cut import Cut, CutError, latest_cut, read_table, tables_at
 from delta_tables.schemas import CONFIGS, PARTITIONS, RECORDS, STATE_TABLES, TOPICS
 from delta_tables.writer import APP_ID
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.metadata.configs import BROKER, TOPIC
-from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.delta import MetadataDelta
-from quorum.metadata.topics import PartitionRegistration, broker_list
+from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.records import RecordType, decode_record
-from quorum.raft.control_records import NAMES as CONTROL_NAMES
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.topics import PartitionRegistration, broker_list
 
 # Record types replayed from `records` (no state table holds them).
 REPLAYED = tuple(t.name for t in (

@@ -39,9 +39,9 @@ def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = Non
 
 def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, spark=None) -> pa.Table:
     """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed)."""
-    from streaming.job import spark_session
+    from delta_tables.spark_session import local_spark_session
 
-    spark = spark or spark_session("sparkraft-sql")
+    spark = spark or local_spark_session("sparkraft-sql")
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
         spark.createDataFrame(read_table(table)).createOrReplaceTempView(name)
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}

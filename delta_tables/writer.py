@@ -19,8 +19,16 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
-from delta_tables.schemas import (KEYS, PARTITION_BY, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES,
-                                  partition_bucket)
+from delta_tables.schemas import (
+    KEYS,
+    PARTITION_BY,
+    PARTITIONS,
+    RECORDS,
+    SCHEMAS,
+    SNAPSHOTS,
+    STATE_TABLES,
+    partition_bucket,
+)
 
 APP_ID = "sparkraft-materializer"
 TARGET_FILE_SIZE = 32 << 20

@@ -6,13 +6,13 @@ ConfigError with one line naming the key, the value and what was expected.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from quorum.controller.core import ControllerSettings
 from quorum.properties import parse_properties
 from quorum.raft.settings import RaftSettings
 
@@ -279,6 +279,14 @@ class NodeConfig:
             append_linger_ms=self.append_linger_ms,
             observer_idle_timeout_ms=self.observer_idle_timeout_ms,
         )
+
+    def controller_settings(self) -> ControllerSettings:
+        """The controller core's settings: broker.*, metadata.max.idle.interval.ms, max.partitions*."""
+        return ControllerSettings(session_timeout_ms=self.broker_session_timeout_ms,
+                                  heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
+                                  idle_interval_ms=self.max_idle_interval_ms or 1 << 40,  # 0 = never a NoOp
+                                  max_partitions_per_request=self.max_partitions_per_request,
+                                  max_partitions=self.max_partitions)
 
     def _check(self, source: str) -> None:
         """Combinations of keys that Kafka also refuses."""

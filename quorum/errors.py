@@ -70,3 +70,11 @@ class NotLeaderError(SparkraftError):
         self.epoch = epoch
         where = f"the leader is node {leader_id}" if leader_id is not None else "no leader is known"
         super().__init__(error, f"not the leader in epoch {epoch}; {where}", leader_id=leader_id, epoch=epoch)
+
+
+class NodeNotRunningError(Exception):
+    """The Raft node is not started yet, or is stopping: the caller should try again or elsewhere."""
+
+
+class ControllerNotRunningError(Exception):
+    """The controller's event loop is not running (not started, or stopped)."""

@@ -7,11 +7,10 @@ Delta tables own what has been applied (writer.py): the two together give exactl
 from __future__ import annotations
 
 import logging
-import os
-import sys
 from pathlib import Path
 from typing import Optional
 
+from delta_tables.spark_session import local_spark_session
 from streaming.stop import GracefulStop
 
 log = logging.getLogger(__name__)
@@ -24,28 +23,11 @@ class CheckpointError(ValueError):
 
 
 def spark_session(app_name: str = "sparkraft-materializer"):
-    """A local Spark session (or the one spark-submit made), with the Python workers pointed at
-    this interpreter (else the Python data source cannot connect back)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, whose default log profile is INFO
-        builder = builder.config("spark.log.level", "ERROR")
-    spark = (builder.appName(app_name)
-             .master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # py4j logs every callback at INFO
+    """The shared Spark session (delta_tables/spark_session.py) with the ``sparkraft`` data source
+    registered, so the Python data source can connect back."""
     from streaming.source import SparkraftDataSource
 
+    spark = local_spark_session(app_name)
     spark.dataSource.register(SparkraftDataSource)
     return spark
 
@@ -75,10 +57,9 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
     everything at once."""
     from delta_tables.writer import DeltaRsWriter
+    from quorum.rpc.log_reader import MetadataLogReader
     from quorum.rpc.raft_client import RaftClient
     from streaming.materializer import Materializer
-
-    from quorum.rpc.log_reader import MetadataLogReader
 
     with RaftClient(bootstrap, timeout=timeout) as client:
         cluster_id = client.describe_quorum().cluster_id

@@ -33,9 +33,9 @@ import pyarrow.compute as pc
 from delta_tables.rows import TouchedKeys, row
 from delta_tables.schemas import RECORDS, STATE_TABLES
 from delta_tables.writer import DeltaRsWriter
+from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
-from quorum.raft.control_records import NAMES as CONTROL_NAMES
 from streaming.source import SNAPSHOT_TYPE
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class Materializer:
         self.loader.replay(record, offset, epoch)
 
     def _load_snapshot(self, offset: int, raw: bytes, note: bool) -> None:
-        from quorum.broker.cache import decode_checkpoint
+        from quorum.snapshot.checkpoint import decode_checkpoint
 
         image = decode_checkpoint(raw, f"the snapshot at offset {offset}")[1]
         if note:

@@ -64,7 +64,7 @@ class LogRange(InputPartition):
 def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool) -> tuple:
     """One record as the source's columns (type and version from its JSON form)."""
     if control:
-        from quorum.raft.control_records import decode_control
+        from quorum.log.control_records import decode_control
 
         c = decode_control(data)
         form = {"type": c.type_name, "version": c.data.get("version", 0), "data": c.data}
@@ -205,9 +205,10 @@ class SparkraftStreamReader(DataSourceStreamReader):
                 except SnapshotRequired as e:
                     if e.snapshot_id is None:
                         raise
-                    rows.append(snapshot_row(e.snapshot_id, _with_retry(
-                        f"snapshot {e.snapshot_id}", lambda: reader.download_snapshot(e.snapshot_id))))
-                    offset = e.snapshot_id.offset
+                    sid = e.snapshot_id
+                    rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}",
+                                                              lambda: reader.download_snapshot(sid))))
+                    offset = sid.offset
                     continue
                 for r in chunk.records:
                     if r.offset >= partition.end:

@@ -59,7 +59,7 @@ class LiveBrokers:
 
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.controller import api
-        from quorum.log.meta_properties import random_uuid
+        from quorum.uuids import random_uuid
 
         self.lifecycles = {
             b: BrokerLifecycle(client, b, cluster_id, random_uuid(),

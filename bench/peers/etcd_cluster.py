@@ -61,7 +61,7 @@ class EtcdCluster:
     def _status(self, name: str):
         import grpc
 
-        from quorum.rpc.gen.etcdserverpb import etcd_kv_pb2, etcd_kv_pb2_grpc
+        from bench.gen.etcdserverpb import etcd_kv_pb2, etcd_kv_pb2_grpc
 
         with grpc.insecure_channel(f"127.0.0.1:{self.client_ports[name]}") as channel:
             return etcd_kv_pb2_grpc.MaintenanceStub(channel).Status(etcd_kv_pb2.StatusRequest(), timeout=2)

@@ -1,109 +1,23 @@
 """MetadataCache: a broker's metadata image on its own disk, so a restart fetches only what it missed.
 
-One file, ``<dir>/metadata-cache``, in the checkpoint format (the same as the controllers'
-``.checkpoint`` snapshots, quorum/snapshot/) (batches of quorum/log/batch.py with a
-CRC each; a SNAPSHOT_HEADER control record first, a SNAPSHOT_FOOTER last, the image's records in
-between), so ``sparkraft dump-log`` reads it. The header names the cluster, the offset the image
-reaches (its provenance) and the next log offset to fetch. It is replaced atomically (temp file,
-fsync, rename), so a crash leaves the old cache or the new one.
+One file, ``<dir>/metadata-cache``, in the checkpoint format (quorum/snapshot/checkpoint.py, the
+same as the controllers' snapshots), so ``sparkraft dump-log`` reads it. The header names the
+cluster, the offset the image reaches (its provenance) and the next log offset to fetch. It is
+replaced atomically (temp file, fsync, rename), so a crash leaves the old cache or the new one.
 
-A cache of another cluster, or one that fails its CRCs or misses its footer, raises CacheError:
+A cache of another cluster, or one that fails its CRCs or misses its footer, raises CheckpointError:
 the broker discards it and bootstraps another way; it is never half-loaded.
 """
 from __future__ import annotations
 
 import os
-from itertools import chain
 from pathlib import Path
 from typing import Optional
 
-from quorum.log.batch import CorruptBatchError, decode, encode_batch
-from quorum.log.durable import write_atomically
-from quorum.metadata.image import MetadataImage, Provenance
-from quorum.metadata.loader import image_from_records
-from quorum.metadata.errors import ReplayError
-from quorum.metadata.partition_block import decode_block, encode_block, is_block
-from quorum.metadata.records import decode_record, encode_record
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
-from quorum.raft import control_records
+from quorum.metadata.image import MetadataImage
+from quorum.snapshot.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 
 CACHE_FILE = "metadata-cache"
-RECORDS_PER_BATCH = 2000
-FORMAT_VERSION = 1  # 1: partitions as one PARTITION_BLOCK per topic (0: one PartitionRecord each)
-READABLE_VERSIONS = (0, 1)
-
-
-class CacheError(ValueError):
-    """The cache cannot be used (another cluster, damaged, unknown format)."""
-
-
-def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict) -> int:
-    """Write ``image`` to ``path`` in the checkpoint format, atomically; the file's size.
-
-    ``header`` goes into the SnapshotHeader record beside the format version and the image's
-    provenance."""
-    head = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
-        "version": FORMAT_VERSION, "image_offset": image.provenance.offset,
-        "image_epoch": image.provenance.epoch, **header})
-    parts = [encode_batch(0, 0, 0, [head], control=True)]
-    records = checkpoint_body(image)
-    for i in range(0, len(records), RECORDS_PER_BATCH):
-        parts.append(encode_batch(1 + i, 0, 0, records[i:i + RECORDS_PER_BATCH]))
-    footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
-    parts.append(encode_batch(1 + len(records), 0, 0, [footer], control=True))
-    data = b"".join(parts)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, data)
-    return len(data)
-
-
-def read_checkpoint(path: str | os.PathLike) -> tuple[dict, MetadataImage]:
-    """(header data, image) of a checkpoint-format file; CacheError if it is not one or is damaged,
-    FileNotFoundError if it does not exist."""
-    path = Path(path)
-    return decode_checkpoint(path.read_bytes(), str(path))
-
-
-def decode_checkpoint(data: bytes, path: str = "the checkpoint") -> tuple[dict, MetadataImage]:
-    """``read_checkpoint`` over bytes already in memory (a snapshot downloaded with FetchSnapshot)."""
-    try:
-        batches = decode(data)
-    except CorruptBatchError as e:
-        raise CacheError(f"{path} is damaged or not a checkpoint: {e}") from None
-    if len(batches) < 2 or not batches[0].control or not batches[-1].control:
-        raise CacheError(f"{path} is incomplete or not a checkpoint (no header or footer)")
-    header = control_records.decode_control(batches[0].records[0])
-    footer = control_records.decode_control(batches[-1].records[0])
-    if header.type != control_records.SNAPSHOT_HEADER or footer.type != control_records.SNAPSHOT_FOOTER:
-        raise CacheError(f"{path} is not a checkpoint (its first and last records are not a snapshot "
-                         f"header and footer)")
-    if header.data.get("version") not in READABLE_VERSIONS:
-        raise CacheError(f"{path} has format version {header.data.get('version')}, this reader reads "
-                         f"{FORMAT_VERSION}")
-    count = sum(len(b.records) for b in batches[1:-1])
-    if count != footer.data.get("records"):
-        raise CacheError(f"{path} holds {count} records, its footer says {footer.data.get('records')}")
-    try:
-        image = image_from_records(((decode_block(raw) if is_block(raw) else decode_record(raw))
-                                    for b in batches[1:-1] for raw in b.records),
-                                   Provenance(header.data.get("image_offset", -1), header.data.get("image_epoch", -1)))
-    except (ValueError, ReplayError) as e:
-        raise CacheError(f"{path} holds records that do not rebuild an image: {e}") from None
-    return header.data, image
-
-
-def checkpoint_body(image: MetadataImage) -> list[bytes]:
-    """The records of a checkpoint body: ``image.records()`` in the same order, but each topic's
-    partitions as one PARTITION_BLOCK (quorum/metadata/partition_block.py), which loads ~4x faster."""
-    out = [encode_record(r) for r in chain(image.features.records(), image.cluster.records())]
-    for name in image.topics.topic_names():
-        topic = image.topics.topic_by_name(name)
-        out.append(encode_record(pb.TopicRecord(name=topic.name, topic_id=topic.topic_id)))
-        if len(topic.partitions):
-            out.append(encode_block(topic.topic_id, dict(topic.partitions.items())))
-    out.extend(encode_record(r) for r in chain(image.configs.records(), image.client_quotas.records(),
-                                               image.producer_ids.records(), image.acls.records()))
-    return out
 
 
 class MetadataCache:
@@ -115,13 +29,13 @@ class MetadataCache:
         write_checkpoint(self.path, image, {"cluster_id": self.cluster_id, "next_offset": next_offset})
 
     def load(self) -> Optional[tuple[MetadataImage, int]]:
-        """(image, next offset), None if there is no cache; CacheError if it is unusable."""
+        """(image, next offset), None if there is no cache; CheckpointError if it is unusable."""
         try:
             header, image = read_checkpoint(self.path)
         except FileNotFoundError:
             return None
         if header.get("cluster_id") != self.cluster_id:
-            raise CacheError(f"{self.path} belongs to cluster {header.get('cluster_id')}, not {self.cluster_id}")
+            raise CheckpointError(f"{self.path} belongs to cluster {header.get('cluster_id')}, not {self.cluster_id}")
         return image, int(header["next_offset"])
 
     def discard(self) -> None:

@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from quorum.broker.cache import CacheError, MetadataCache
+from quorum.broker.cache import MetadataCache
 from quorum.errors import SparkraftError
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import AnyRecord, decode_record
 from quorum.rpc.log_reader import LogRecord, MetadataLogReader, SnapshotRequired
+from quorum.snapshot.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ class BrokerMetadataClient:
         if self.cache is not None:
             try:
                 cached = self.cache.load()
-            except CacheError as e:
+            except CheckpointError as e:
                 log.warning("Discarding the metadata cache: %s", e)
                 self.cache.discard()
                 cached = None

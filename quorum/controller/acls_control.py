@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.acls import AclEntry
 from quorum.metadata.image import MetadataImage
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 _RT, _PT = pb.AclResourceType.Code, pb.PatternType.Code
 _OP, _PERM = pb.AclOperation.Code, pb.AclPermissionType.Code

@@ -296,3 +296,30 @@ class ItemResult:
 
     error: Errors = Errors.NONE
     message: str = ""
+
+
+# -- read requests (no records, answered by any controller) ------------------------------------
+@dataclass(frozen=True, slots=True)
+class ListTopicsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeTopicsRequest:
+    names: tuple[str, ...]
+    first_partition: int = 0
+    partition_limit: int = 0  # 0: the controller's page size
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeClusterRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeAclsRequest:
+    filter: AclBinding
+
+
+READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
+                 DescribeConfigsRequest)

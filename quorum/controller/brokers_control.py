@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, topics_control
 from quorum.errors import Errors, SparkraftError
-from quorum.log.meta_properties import validate_uuid
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.uuids import validate_uuid
 
 if TYPE_CHECKING:
     from quorum.controller.core import ControllerCore

@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import math
 import re
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.configs import BROKER, CLUSTER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1

@@ -40,16 +40,24 @@ from typing import Any, Optional
 
 from google.protobuf.message import Message
 
-from quorum.controller import (acls_control, api, brokers_control, configs_control, features_control,
-                               producer_ids_control, quotas_control, topics_control)
+from quorum.controller import (
+    acls_control,
+    api,
+    brokers_control,
+    configs_control,
+    features_control,
+    producer_ids_control,
+    quotas_control,
+    topics_control,
+)
 from quorum.controller.index import PartitionIndex
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record, encode_record
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 log = logging.getLogger(__name__)
 

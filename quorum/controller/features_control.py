@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 MV_MIN = 1
 MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default

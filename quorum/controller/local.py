@@ -10,8 +10,8 @@ from typing import Optional
 
 from quorum.controller.core import ControllerCore, ControllerSettings, Operation
 from quorum.errors import SparkraftError
+from quorum.log import control_records
 from quorum.log.batch import Batch
-from quorum.raft import control_records
 
 CLUSTER_ID = "Ab3dEfGhIjKlMnOpQrStUv"
 

@@ -19,8 +19,8 @@ import enum
 from collections.abc import Callable, Sequence
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 
 class Election(enum.Enum):

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.image import MetadataImage
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 BLOCK_SIZE = 1000
 LONG_MAX = (1 << 63) - 1

@@ -5,15 +5,14 @@ of its type. Keys are Kafka's quota keys; the byte rates are whole numbers.
 """
 from __future__ import annotations
 
-import math
-
 import ipaddress
+import math
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.quotas import quota_entity
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 # key -> (whole number?, entity kinds it applies to)

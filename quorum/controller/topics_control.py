@@ -16,9 +16,9 @@ from quorum.controller import api, configs_control
 from quorum.controller.partition_change import Election, change
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.configs import TOPIC
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration, collision_key
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 if TYPE_CHECKING:
     from quorum.controller.core import ControllerCore

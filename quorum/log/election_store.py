@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from quorum.log.durable import write_atomically
+from quorum.log.election_state import ElectionState
 from quorum.log.errors import StorageError
-from quorum.raft.election_state import ElectionState
 
 __all__ = ["ElectionState", "ElectionStore", "FileElectionStore", "MemoryElectionStore",
            "QUORUM_STATE_FILE", "StorageError"]

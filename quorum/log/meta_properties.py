@@ -5,25 +5,23 @@ joins the wrong cluster with its log or serves another node's log as its own.
 """
 from __future__ import annotations
 
-import base64
 import os
 import re
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from quorum.errors import Errors
 from quorum.log.durable import fsync_directory, write_atomically
+from quorum.log.election_state import ElectionState
 from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
 from quorum.log.errors import StorageError
 from quorum.properties import parse_properties
-from quorum.raft.election_state import ElectionState
+from quorum.uuids import random_uuid, validate_uuid
 
 META_PROPERTIES_FILE = "meta.properties"
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 VERSION = 1
-_UUID_STRING = re.compile(r"[A-Za-z0-9_-]{22}")
 _INT = re.compile(r"-?[0-9]+")
 
 
@@ -41,14 +39,6 @@ def metadata_partition_dir(log_dir: str | os.PathLike) -> Path:
 
 
 # -- cluster ids ------------------------------------------------------------------------------
-def random_uuid() -> str:
-    """A random UUID as Kafka prints one (``Uuid.randomUuid().toString()``): 22 base64url chars."""
-    while True:
-        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not s.startswith("-"):  # Kafka avoids ids that read like command-line flags
-            return s
-
-
 def random_cluster_id() -> str:
     """What ``sparkraft storage random-uuid`` prints."""
     return random_uuid()
@@ -57,14 +47,6 @@ def random_cluster_id() -> str:
 def validate_cluster_id(cluster_id: str) -> str:
     """Return ``cluster_id`` if it is a UUID string (22 base64url characters, 16 bytes), else raise ValueError."""
     return validate_uuid(cluster_id, "cluster id")
-
-
-def validate_uuid(s: str, what: str) -> str:
-    # 22 base64url characters always decode to 16 bytes (the last one carries 4 unused bits).
-    if not isinstance(s, str) or not _UUID_STRING.fullmatch(s):
-        raise ValueError(f"invalid {what} {s!r}: expected 22 base64url characters "
-                         f"(a UUID as printed by `sparkraft storage random-uuid`)")
-    return s
 
 
 # -- the file ---------------------------------------------------------------------------------

@@ -5,10 +5,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 _Endpoint = pb.RegisterBrokerRecord.BrokerEndpoint
 _Feature = pb.RegisterBrokerRecord.BrokerFeature

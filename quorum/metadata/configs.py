@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.mapdelta import NestedMapDelta
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 TOPIC = pb.ConfigResourceType.TOPIC
 BROKER = pb.ConfigResourceType.BROKER

@@ -5,9 +5,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 METADATA_VERSION = "metadata.version"
 

@@ -24,8 +24,8 @@ from google.protobuf.message import Message
 from quorum.metadata.delta import TRANSACTION_MARKERS, MetadataDelta
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage, Provenance
-from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
 from quorum.metadata.partition_block import PartitionBlock
+from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
 from quorum.metadata.topics import PartitionRegistration
 
 

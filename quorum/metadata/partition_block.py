@@ -24,7 +24,6 @@ from typing import Mapping
 
 from quorum.metadata.records import HEADER
 from quorum.metadata.topics import PartitionRegistration, broker_list
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 PARTITION_BLOCK = 0x7E00  # a checkpoint-only record type
 VERSION = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 
 
 @dataclass(frozen=True, slots=True)

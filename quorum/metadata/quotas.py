@@ -5,9 +5,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.mapdelta import NestedMapDelta
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 # An entity: its (entity type, name) parts sorted by type; name None = the type's default entity.
 QuotaEntity = tuple[tuple[str, Optional[str]], ...]

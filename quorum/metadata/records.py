@@ -25,8 +25,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from google.protobuf.message import Message
 
-from quorum.log.meta_properties import validate_uuid
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.uuids import validate_uuid
 
 HEADER = struct.Struct(">HH")  # type id, version
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.pmap import EMPTY, PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 NO_LEADER = -1
 

@@ -42,20 +42,31 @@ named the leader of the current or a higher epoch.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from quorum.errors import Errors, NotLeaderError
+from quorum.log import control_records
 from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
 from quorum.log.batch import CorruptBatchError
-from quorum.raft import control_records
+from quorum.log.election_state import ElectionState
 from quorum.raft.accumulator import BatchAccumulator
-from quorum.raft.election_state import ElectionState
-from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
-                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Message,
-                                  Outbound, QuorumDescription, VoteRequest, VoteResponse)
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Outbound,
+    QuorumDescription,
+    VoteRequest,
+    VoteResponse,
+)
 from quorum.raft.progress import LeaderProgress
+from quorum.raft.ready import Ready
 from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
 from quorum.raft.settings import RaftSettings
 from quorum.snapshot.api import SnapshotError, SnapshotStore
@@ -78,20 +89,6 @@ _CLAIMS_DURABLE_LOG = (FetchRequest, VoteRequest)
 class RaftSafetyError(AssertionError):
     """The core's own state or its driver broke Raft's guarantees (a bug here, never a peer's doing:
     a peer's message that would break them is refused and reported in ``Ready.violations``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ready:
-    """What the driver must do, in this order, before calling ``advance``."""
-
-    election_state: Optional[ElectionState]  # 1. persist atomically
-    flush: bool  # 2. fsync the log
-    messages: tuple[Outbound, ...]  # 3. send
-    high_watermark: Optional[int]  # 3. new committed end offset to expose, if it moved
-    flush_after_send: bool = False  # a leader's Ready: send before flushing (see the module doc)
-    # (peer, what) for each message from a peer that broke the protocol, refused without effect:
-    # the driver logs them.
-    violations: tuple[tuple[int, str], ...] = ()
 
 
 class RaftCore:

@@ -30,8 +30,8 @@ import grpc
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 
@@ -58,7 +58,7 @@ class ControllerClient(LeaderFollowingClient):
         """Send any controller request dataclass; returns the reply (see controller_convert.REPLIES)."""
         method = cc.method_of(request)
         pb_request = cc.request_to_proto(request)
-        if isinstance(request, cc.READ_REQUESTS):
+        if isinstance(request, api.READ_REQUESTS):
             resp = self._read(method, pb_request, timeout)
         else:
             resp = self._call_leader(method, pb_request, timeout)
@@ -102,12 +102,12 @@ class ControllerClient(LeaderFollowingClient):
         return result
 
     def list_topics(self) -> tuple[str, ...]:
-        return self.call(cc.ListTopicsRequest())
+        return self.call(api.ListTopicsRequest())
 
     def describe_topics(self, names: Sequence[str], first_partition: int = 0, partition_limit: int = 0) -> tuple:
         """One TopicDescription, or SparkraftError (not raised), per name: a page of each topic's
         partitions (see ``describe_topic_pages`` for all of them)."""
-        return self.call(cc.DescribeTopicsRequest(tuple(names), first_partition, partition_limit))
+        return self.call(api.DescribeTopicsRequest(tuple(names), first_partition, partition_limit))
 
     def describe_topic_pages(self, name: str, partition_limit: int = 0) -> Iterator[api.TopicDescription]:
         """The topic a page of partitions at a time, as the controller pages them: a topic of a
@@ -154,7 +154,7 @@ class ControllerClient(LeaderFollowingClient):
 
     # -- the rest --------------------------------------------------------------------------
     def describe_cluster(self, timeout: Optional[float] = None) -> api.ClusterDescription:
-        return self.call(cc.DescribeClusterRequest(), timeout)
+        return self.call(api.DescribeClusterRequest(), timeout)
 
     def update_features(self, updates: Sequence[tuple[str, int]]) -> tuple[api.ItemResult, ...]:
         return self.call(api.UpdateFeaturesRequest(tuple(updates)))
@@ -172,7 +172,7 @@ class ControllerClient(LeaderFollowingClient):
         return self.call(api.DeleteAclsRequest(tuple(filters)))
 
     def describe_acls(self, filter: api.AclBinding) -> tuple[api.AclBinding, ...]:
-        return self.call(cc.DescribeAclsRequest(filter))
+        return self.call(api.DescribeAclsRequest(filter))
 
     # -- reads -----------------------------------------------------------------------------
     def _read(self, method: str, request, timeout: Optional[float]):

@@ -9,48 +9,20 @@ The only place that does, as :mod:`quorum.rpc.convert` is for the Raft RPCs. Wir
   :func:`check_response` turns a failed one back into a :class:`SparkraftError` whose details hold
   ``leader_id`` and ``leader_endpoint``;
 - requests: ``request_to_proto(req)`` / ``request_from_proto(pb)`` for every api request
-  dataclass, plus the read requests defined here (:class:`ListTopicsRequest`...);
+  dataclass, read requests included;
 - replies: ``reply_to_proto(method, reply)`` / ``reply_from_proto(method, pb)``, where ``method``
   is the RPC name and ``reply`` is what the controller answers for it (see :data:`REPLIES`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.rpc.convert import error_from_code
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2 as pb
 
 NONE = -1
-
-
-# -- read requests (no records, answered by any controller) ------------------------------------
-@dataclass(frozen=True, slots=True)
-class ListTopicsRequest:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeTopicsRequest:
-    names: tuple[str, ...]
-    first_partition: int = 0
-    partition_limit: int = 0  # 0: the controller's page size
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeClusterRequest:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeAclsRequest:
-    filter: api.AclBinding
-
-
-READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
-                 api.DescribeConfigsRequest)
 
 
 # What each RPC answers with, in Python (the controller's reply, or what the client returns):
@@ -289,13 +261,13 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
     (api.DescribeConfigsRequest, "DescribeConfigs",
      lambda r: pb.DescribeConfigsRequest(resources=[_resource_to(k) for k in r.resources]),
      lambda m: api.DescribeConfigsRequest(tuple(_resource_from(k) for k in m.resources))),
-    (ListTopicsRequest, "ListTopics", lambda r: pb.ListTopicsRequest(), lambda m: ListTopicsRequest()),
-    (DescribeTopicsRequest, "DescribeTopics",
+    (api.ListTopicsRequest, "ListTopics", lambda r: pb.ListTopicsRequest(), lambda m: api.ListTopicsRequest()),
+    (api.DescribeTopicsRequest, "DescribeTopics",
      lambda r: pb.DescribeTopicsRequest(names=list(r.names), first_partition=r.first_partition,
                                         partition_limit=r.partition_limit),
-     lambda m: DescribeTopicsRequest(tuple(m.names), m.first_partition, m.partition_limit)),
-    (DescribeClusterRequest, "DescribeCluster", lambda r: pb.DescribeClusterRequest(),
-     lambda m: DescribeClusterRequest()),
+     lambda m: api.DescribeTopicsRequest(tuple(m.names), m.first_partition, m.partition_limit)),
+    (api.DescribeClusterRequest, "DescribeCluster", lambda r: pb.DescribeClusterRequest(),
+     lambda m: api.DescribeClusterRequest()),
     (api.UpdateFeaturesRequest, "UpdateFeatures",
      lambda r: pb.UpdateFeaturesRequest(updates=[pb.FeatureUpdate(feature=f, max_level=lvl) for f, lvl in r.updates],
                                         validate_only=r.validate_only),
@@ -314,9 +286,9 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
     (api.DeleteAclsRequest, "DeleteAcls",
      lambda r: pb.DeleteAclsRequest(filters=[_acl_to(b) for b in r.filters]),
      lambda m: api.DeleteAclsRequest(tuple(_acl_from(b) for b in m.filters))),
-    (DescribeAclsRequest, "DescribeAcls",
+    (api.DescribeAclsRequest, "DescribeAcls",
      lambda r: pb.DescribeAclsRequest(filter=_acl_to(r.filter)),
-     lambda m: DescribeAclsRequest(_acl_from(m.filter))),
+     lambda m: api.DescribeAclsRequest(_acl_from(m.filter))),
 ]
 _BY_TYPE = {t: (name, to, frm) for t, name, to, frm in _REQUESTS}
 _BY_PB = {getattr(pb, f"{name}Request"): frm for _, name, _, frm in _REQUESTS}

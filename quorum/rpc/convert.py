@@ -17,12 +17,23 @@ from __future__ import annotations
 from typing import Optional
 
 from quorum.errors import Errors
+from quorum.gen.sparkraft.v1 import raft_pb2 as pb
 from quorum.log.api import OffsetAndEpoch
-from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
-                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Message,
-                                  QuorumDescription, ReplicaDescription, VoteRequest, VoteResponse)
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2 as pb
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    QuorumDescription,
+    ReplicaDescription,
+    VoteRequest,
+    VoteResponse,
+)
 
 NONE = -1  # the wire's "none" for ids, offsets and timestamps
 

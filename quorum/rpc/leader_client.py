@@ -18,7 +18,6 @@ import grpc
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
 
-
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
 WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
 

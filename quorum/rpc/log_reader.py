@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import decode
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import decode_record
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 
@@ -220,12 +220,12 @@ class MetadataLogReader(LeaderFollowingClient):
     def load_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> MetadataImage:
         """The metadata image in snapshot ``snapshot_id`` (downloaded and verified); the log
         continues at ``snapshot_id.offset``."""
-        from quorum.broker.cache import CacheError, decode_checkpoint
+        from quorum.snapshot.checkpoint import CheckpointError, decode_checkpoint
 
         data = self.download_snapshot(snapshot_id, timeout)
         try:
             return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]
-        except CacheError as e:
+        except CheckpointError as e:
             raise SparkraftError(Errors.CORRUPT_MESSAGE, str(e)) from None
 
     def high_watermark(self, timeout: Optional[float] = None) -> int:

@@ -6,8 +6,8 @@ quickly. Each request is started with ``stub.X.future(...)`` and a deadline equa
 own timeout for it; the done-callback (on a gRPC thread) hands the outcome to ``deliver``, which
 must be thread-safe (the node puts it on its inbound queue):
 
-- ``deliver(("response", src, corr, response_dataclass))`` when the peer answered;
-- ``deliver(("failed", dest, corr))`` when there is no answer (peer down, deadline, cancelled).
+- ``deliver(PeerAnswer(src, corr, response_dataclass))`` when the peer answered;
+- ``deliver(PeerNoAnswer(dest, corr))`` when there is no answer (peer down, deadline, cancelled).
 
 Reachability changes are logged once per change (WARNING when a peer becomes unreachable, INFO
 when it answers again), never per request.
@@ -16,15 +16,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Mapping, Optional
+from dataclasses import dataclass
+from typing import Callable, Mapping, Optional, Union
 
 import grpc
 
 from quorum.config import HostPort
-from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                                  FetchSnapshotRequest, Message, VoteRequest)
+from quorum.gen.sparkraft.v1 import raft_pb2_grpc
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Message,
+    VoteRequest,
+)
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +58,22 @@ _METHODS = {
     FetchSnapshotRequest: "FetchSnapshot",
 }
 
-Deliver = Callable[[tuple], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PeerAnswer:
+    src: int
+    corr: int
+    msg: Message
+
+
+@dataclass(frozen=True, slots=True)
+class PeerNoAnswer:
+    dest: int
+    corr: int
+
+
+Deliver = Callable[[Union[PeerAnswer, PeerNoAnswer]], None]
 
 
 class _Peer:
@@ -85,7 +107,7 @@ class PeerClient:
         """Start ``msg`` to ``dest``; the outcome arrives later through ``deliver``. Never blocks."""
         peer = self._peer(dest)
         if peer is None:
-            self._deliver(("failed", dest, corr))
+            self._deliver(PeerNoAnswer(dest, corr))
             return
         method = getattr(peer.stub, _METHODS[type(msg)])
         try:
@@ -93,7 +115,7 @@ class PeerClient:
                                    metadata=self._metadata)
         except Exception as e:  # a closed channel raises here rather than failing the future
             log.debug("cannot send %s to node %d: %s", type(msg).__name__, dest, e)
-            self._deliver(("failed", dest, corr))
+            self._deliver(PeerNoAnswer(dest, corr))
             return
         future.add_done_callback(lambda f: self._done(peer, corr, f))
 
@@ -102,20 +124,20 @@ class PeerClient:
             response = future.result()
         except grpc.RpcError as e:
             self._note_reachable(peer, False, e)
-            self._deliver(("failed", peer.node_id, corr))
+            self._deliver(PeerNoAnswer(peer.node_id, corr))
             return
         except Exception as e:  # cancelled on close, or a bug: never lose the corr
             log.debug("request %d to node %d ended with %r", corr, peer.node_id, e)
-            self._deliver(("failed", peer.node_id, corr))
+            self._deliver(PeerNoAnswer(peer.node_id, corr))
             return
         self._note_reachable(peer, True)
         try:
             msg = convert.from_proto(response)
         except Exception as e:
             log.warning("node %d sent an answer that cannot be read: %s", peer.node_id, e)
-            self._deliver(("failed", peer.node_id, corr))
+            self._deliver(PeerNoAnswer(peer.node_id, corr))
             return
-        self._deliver(("response", peer.node_id, corr, msg))
+        self._deliver(PeerAnswer(peer.node_id, corr, msg))
 
     def _note_reachable(self, peer: _Peer, ok: bool, error: Optional[grpc.RpcError] = None) -> None:
         if ok:

@@ -33,7 +33,7 @@ from typing import Callable, Optional
 import grpc
 
 from quorum.config import HostPort
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence, Union
 
-import grpc
-
 from quorum.config import HostPort, parse_host_port
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.raft.messages import ReplicaDescription
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.leader_client import LeaderFollowingClient
 
 Bootstrap = Union[str, Sequence[Union[HostPort, str]]]

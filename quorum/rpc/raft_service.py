@@ -19,29 +19,16 @@ import concurrent.futures
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import grpc
 
-from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-
-if TYPE_CHECKING:
-    from quorum.node import RaftNode
+from quorum.rpc.deadline import time_left
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WAIT_S = 30.0  # when the caller set no deadline
-
-
-class NodeNotRunningError(Exception):
-    """The node is not started yet, or is stopping: the caller should try again or elsewhere."""
-
-
-def _wait_s(context: grpc.ServicerContext) -> float:
-    remaining = context.time_remaining()
-    return DEFAULT_WAIT_S if remaining is None else max(0.0, remaining)
 
 
 class RefusalLog:
@@ -68,7 +55,8 @@ class RefusalLog:
 
 
 class RaftService(raft_pb2_grpc.RaftServicer):
-    def __init__(self, node: "RaftNode"):
+    def __init__(self, node):
+        """``node``: the RaftNode (quorum/node/raft_node.py) whose core answers."""
         self._node = node
         self._refused = RefusalLog(node.node_id)
 
@@ -102,7 +90,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{type(msg).__name__} refused: {refusal}")
         try:
             future = self._node.submit_request(msg)
-            response = future.result(timeout=_wait_s(context))
+            response = future.result(timeout=time_left(context))
         except concurrent.futures.TimeoutError:
             future.cancel()
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the Raft core in time")
@@ -118,7 +106,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
                                           f"this node is in cluster {node.cluster_id}, not {request.cluster_id}",
                                           node.cluster_id)
         try:
-            desc = node.describe_quorum(timeout=_wait_s(context))
+            desc = node.describe_quorum(timeout=time_left(context))
         except NotLeaderError as e:
             return convert.describe_error(e.error, e.message, node.cluster_id, e.leader_id, e.epoch,
                                           node.endpoint_of(e.leader_id))
@@ -143,7 +131,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         try:
             with node.client_slots:
                 future = node.propose(records)
-                last = future.result(timeout=_wait_s(context))
+                last = future.result(timeout=time_left(context))
         except NotLeaderError as e:
             return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
         except SparkraftError as e:

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
-from quorum.raft.election_state import ElectionState
 from quorum.raft.messages import Outbound, describe_message
+from quorum.raft.ready import process_readies
 from quorum.raft.roles import Leader
 from quorum.raft.settings import RaftSettings
 from quorum.sim.network import Network, NetworkFaults
@@ -204,6 +205,42 @@ class Invariants:
                     self.fail(f"node {n.node_id} differs from the committed log at offset {off}")
 
 
+class _CrashedBeforeFlush(Exception):
+    """The simulated leader crashed between sending a Ready's messages and flushing its log."""
+
+
+class _SimReadyIO:
+    """A Ready's side effects on a simulated node: the election state and the flush are instant,
+    messages go on the simulated network, and a leader may crash between its send and its flush
+    (``Cluster.crash_before_flush``)."""
+
+    def __init__(self, cluster: "Cluster", node: SimNode):
+        self.c, self.n = cluster, node
+
+    def refused(self, peer: int, what: str) -> None:
+        if peer not in self.c.byzantine:
+            self.c.inv.fail(f"node {self.n.node_id} saw honest node {peer} break the protocol: {what}")
+
+    def persist(self, state: ElectionState) -> None:
+        self.n.persisted = state
+
+    def flush(self, after_send: bool) -> None:
+        if after_send and self.c.rng.random() < self.c.crash_before_flush:
+            self.c.crash(self.n.node_id)  # its messages are on the wire; its unflushed records are gone
+            raise _CrashedBeforeFlush
+        self.n.log.flush()
+
+    def send(self, out: Outbound, before_flush: bool) -> None:
+        self.c._send(self.n, out, outlives_sender=before_flush)
+
+    def now_ms(self) -> int:
+        return self.c.now
+
+    def advanced(self) -> None:
+        self.c._maybe_ack(self.n)
+        self.c._maybe_snapshot(self.n)
+
+
 class Cluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
@@ -273,28 +310,13 @@ class Cluster:
         heapq.heappush(self.queue, (at, next(self._seq), event))
 
     def _process(self, n: SimNode) -> None:
-        """Carry out the node's Ready outputs in order: persist, flush, send."""
+        """Fire the node's due timers, carry out its Readies (quorum/raft/ready.py), schedule its next tick."""
         core = n.core
         core.tick(self.now)  # fire due timers first: they may append or send
-        while core.has_ready():
-            rd = core.ready()
-            for peer, what in rd.violations:
-                if peer not in self.byzantine:
-                    self.inv.fail(f"node {n.node_id} saw honest node {peer} break the protocol: {what}")
-            if rd.election_state is not None:
-                n.persisted = rd.election_state
-            if rd.flush and not rd.flush_after_send:
-                n.log.flush()
-            for out in rd.messages:
-                self._send(n, out, outlives_sender=rd.flush_after_send)
-            if rd.flush_after_send:
-                if self.rng.random() < self.crash_before_flush:
-                    self.crash(n.node_id)  # its messages are on the wire; its unflushed records are gone
-                    return
-                n.log.flush()
-            core.advance(rd, self.now)
-            self._maybe_ack(n)
-            self._maybe_snapshot(n)
+        try:
+            process_readies(core, _SimReadyIO(self, n))
+        except _CrashedBeforeFlush:
+            return
         at = self.now + core.tick(self.now)
         if n.next_tick is None or at < n.next_tick or n.next_tick <= self.now:
             n.next_tick = at

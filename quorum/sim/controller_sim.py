@@ -1,7 +1,7 @@
 """ControllerCores on the simulated quorum: the controller's failover behaviour, deterministically.
 
 Each voter of a :class:`~quorum.sim.cluster.Cluster` gets a ControllerCore, wired as the real
-driver (quorum/controller/node.py) wires it:
+driver (quorum/node/controller_node.py) wires it:
 
 - commit listener: after every event, each live node's batches below its high watermark are fed,
   in order, to ``replay_committed`` (a restarted node gets a fresh core and replays from 0);

@@ -12,8 +12,13 @@ from typing import Callable, Optional
 
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.core import MAX_EPOCH
-from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                                  FetchSnapshotRequest, VoteRequest)
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    VoteRequest,
+)
 from quorum.raft.settings import RaftSettings
 from quorum.sim.cluster import CLUSTER_ID, Cluster
 from quorum.sim.network import NetworkFaults

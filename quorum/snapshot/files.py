@@ -1,7 +1,7 @@
 """Snapshot files in a node's partition directory (KIP-630 naming), written and found.
 
 A snapshot holds the image after every record before its end offset, in the checkpoint format
-(quorum/broker/cache.py: CRC'd batches, a SnapshotHeader first, a SnapshotFooter last), so
+(quorum/snapshot/checkpoint.py: CRC'd batches, a SnapshotHeader first, a SnapshotFooter last), so
 ``dump-log`` and ``shell --snapshot`` read it. It is written to a temporary name, fsynced and
 renamed; a crash leaves the old set of snapshots or the new one, and a leftover temporary file is
 removed at the next start. A damaged snapshot is skipped (with a warning) for an older one.
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from quorum.broker.cache import CacheError, read_checkpoint, write_checkpoint
+from quorum.log import control_records
 from quorum.metadata.image import MetadataImage
-from quorum.raft import control_records
+from quorum.snapshot.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def load_latest(directory: Path, cluster_id: str) -> Optional[tuple[SnapshotId, 
         path = directory / snapshot.name
         try:
             header, image = read_checkpoint(path)
-        except (CacheError, OSError) as e:
+        except (CheckpointError, OSError) as e:
             log.warning("Skipping snapshot %s: %s", path, e)
             continue
         if header.get("cluster_id") != cluster_id or header.get("end_offset") != snapshot.end_offset:

@@ -1,6 +1,6 @@
 """``sparkraft controller start``: run one controller (a voter of the metadata quorum) in the foreground.
 
-The process runs a :class:`~quorum.controller.node.ControllerNode`: the Raft service and the
+The process runs a :class:`~quorum.node.controller_node.ControllerNode`: the Raft service and the
 Controller service share one gRPC server on the controller listener; when this node leads the
 quorum it is the active controller and answers brokers and admin tools.
 
@@ -32,7 +32,7 @@ def register(subparsers) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from quorum.config import ConfigError, load_config
-    from quorum.controller.node import ControllerNode
+    from quorum.node.controller_node import ControllerNode
 
     config = load_config(args.config)
     if not config.is_controller:

@@ -62,8 +62,7 @@ class Demo:
 
 
 def step_format(demo: Demo) -> None:
-    from quorum.log.meta_properties import (META_PROPERTIES_FILE, format_storage, random_cluster_id,
-                                            read_meta_properties)
+    from quorum.log.meta_properties import META_PROPERTIES_FILE, format_storage, random_cluster_id, read_meta_properties
 
     existing = [read_meta_properties(demo.node_dir(i)) for i in VOTERS
                 if (demo.node_dir(i) / META_PROPERTIES_FILE).exists()]
@@ -79,7 +78,7 @@ def step_format(demo: Demo) -> None:
 
 
 def step_start(demo: Demo) -> None:
-    from quorum.controller.node import ControllerNode
+    from quorum.node.controller_node import ControllerNode
     from quorum.raft.settings import RaftSettings
 
     settings = RaftSettings(election_timeout_ms=500, fetch_timeout_ms=1000)

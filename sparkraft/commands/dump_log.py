@@ -88,9 +88,9 @@ def batches(path: Path) -> Iterator:
 
 
 def record_json(offset: int, batch, raw: bytes) -> dict:
+    from quorum.log.control_records import decode_control
     from quorum.metadata.partition_block import block_json, is_block
     from quorum.metadata.records import DecodeError, decode_record, to_json
-    from quorum.raft.control_records import decode_control
 
     base = {"offset": offset, "epoch": batch.epoch, "timestamp": batch.append_time_ms}
     if batch.control:

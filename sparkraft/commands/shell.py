@@ -8,7 +8,6 @@ terminal with a prompt and tab completion, from a pipe one command per line (exi
 from __future__ import annotations
 
 import argparse
-import sys
 
 from sparkraft.commands import add_command
 
@@ -24,10 +23,10 @@ def register(subparsers) -> None:
 
 
 def run_shell(args: argparse.Namespace) -> int:
-    from quorum.broker.cache import read_checkpoint
     from quorum.shell.commands import Shell
     from quorum.shell.repl import run_repl
     from quorum.shell.tree import image_tree
+    from quorum.snapshot.checkpoint import read_checkpoint
 
     if args.snapshot:
         try:

@@ -8,7 +8,6 @@ import pty
 import subprocess
 
 import pytest
-
 from conftest import free_ports, read_pty, sparkraft_cmd
 
 

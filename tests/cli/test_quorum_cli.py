@@ -8,7 +8,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import sparkraft_cmd, wait_for
 
 STATUS_KEYS = {"ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",

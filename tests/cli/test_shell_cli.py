@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import read_pty, sparkraft_cmd
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))

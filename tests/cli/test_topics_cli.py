@@ -9,8 +9,8 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import sparkraft_cmd
+
 from quorum.errors import SparkraftError
 
 pytestmark = pytest.mark.slow
@@ -28,6 +28,7 @@ def sparkraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     from conftest import ControllerProcesses, LiveBrokers
+
     from quorum.rpc.controller_client import ControllerClient
 
     cp = ControllerProcesses(tmp_path_factory.mktemp("topics-cli"))
@@ -170,7 +171,7 @@ def test_a_metadata_controller_refuses_raw_appends_and_keeps_working(cluster):
 
 
 def test_a_large_topic_is_described_a_page_at_a_time(cluster):
-    from quorum.controller.node import PARTITION_PAGE
+    from quorum.node.controller_node import PARTITION_PAGE
     from quorum.rpc.controller_client import ControllerClient
 
     n = 2 * PARTITION_PAGE + 500

@@ -6,11 +6,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-
 from conftest import wait_for
+from test_controller_node import cluster  # noqa: F401  (fixture: 3 in-process ControllerNodes)
+
 from quorum.broker.cache import CACHE_FILE, MetadataCache
 from quorum.broker.metadata_client import BrokerMetadataClient
-from test_controller_node import cluster  # noqa: F401  (fixture: 3 in-process ControllerNodes)
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import signal
 import subprocess
 
 import pytest
-
 from conftest import free_ports, sparkraft_cmd, wait_for
+
 from quorum.controller import api
 from quorum.errors import SparkraftError
 

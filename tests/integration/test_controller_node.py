@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from conftest import LiveBrokers, wait_for
+
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
 from quorum.log.meta_properties import format_storage, random_cluster_id
@@ -15,7 +15,7 @@ from quorum.raft.settings import RaftSettings
 
 pytest.importorskip("quorum.controller.core")
 
-from quorum.controller.node import ControllerNode  # noqa: E402
+from quorum.node.controller_node import ControllerNode  # noqa: E402
 from quorum.rpc.controller_client import ControllerClient  # noqa: E402
 
 VOTERS = (1, 2, 3)
@@ -141,5 +141,5 @@ def test_a_standby_refuses_writes_with_not_controller_naming_the_active_one(clus
     assert e.value.details["leader_id"] == active
     # but it answers reads from what it replayed
     cluster.client.create_topic("seen-everywhere", 1, 1)
-    from quorum.rpc.controller_convert import ListTopicsRequest
+    from quorum.controller.api import ListTopicsRequest
     wait_for(lambda: "seen-everywhere" in node.read(ListTopicsRequest()), 5, "the standby to replay the topic")

@@ -14,8 +14,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import sparkraft_cmd, wait_for
+
 from quorum.errors import SparkraftError
 from quorum.log.file_log import FileLog
 

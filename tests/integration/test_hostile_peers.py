@@ -13,10 +13,10 @@ import time
 
 import grpc
 import pytest
-
 from conftest import wait_for
+
 from quorum.errors import SparkraftError
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_identity import METADATA_KEY
 
 pytestmark = pytest.mark.slow

@@ -11,11 +11,11 @@ import math
 
 import grpc
 import pytest
-
 from conftest import LiveBrokers
+
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2, controller_pb2_grpc, raft_pb2, raft_pb2_grpc
+from quorum.gen.sparkraft.v1 import controller_pb2, controller_pb2_grpc, raft_pb2, raft_pb2_grpc
 
 pytestmark = pytest.mark.slow
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from conftest import wait_for
+from test_controller_node import cluster  # noqa: F401  (fixture: 3 in-process ControllerNodes)
+
 from quorum.errors import Errors, SparkraftError
 from quorum.log.file_log import FileLog
 from quorum.log.meta_properties import random_cluster_id
 from quorum.metadata.loader import MetadataLoader
 from quorum.rpc.log_reader import MetadataLogReader, read_image, replay
-from test_controller_node import cluster  # noqa: F401  (fixture: 3 in-process ControllerNodes)
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from conftest import free_ports, sparkraft_cmd, wait_for
+
 from quorum.metrics.registry import Histogram, Registry
 
 pytestmark = pytest.mark.slow

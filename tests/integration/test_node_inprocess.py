@@ -13,11 +13,11 @@ import time
 import pytest
 
 from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.log import control_records
 from quorum.log.batch import Batch
 from quorum.log.errors import StorageError
 from quorum.log.meta_properties import format_storage, random_cluster_id
 from quorum.node import RaftNode
-from quorum.raft import control_records
 from quorum.raft.settings import RaftSettings
 from quorum.rpc.raft_client import RaftClient
 
@@ -282,8 +282,8 @@ def test_client_writes_never_take_the_threads_raft_needs(quorum):
     quorum goes on committing; freed, the slots take writes again."""
     import grpc
 
-    from quorum.node import DEFAULT_RPC_WORKERS, RAFT_RESERVED_WORKERS
-    from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+    from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+    from quorum.node.server import DEFAULT_RPC_WORKERS, RAFT_RESERVED_WORKERS
 
     leader = quorum.leader()
     slots = leader.client_slots

@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import LiveBrokers, sparkraft_cmd, wait_for
 from test_metrics import scrape
 

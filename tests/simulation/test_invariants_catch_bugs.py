@@ -1,5 +1,4 @@
 """The simulation must fail when the core is wrong: break it on purpose and watch it notice."""
-import pytest
 
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.core import RaftCore

@@ -3,7 +3,6 @@ cannot reach Maven, where this is skipped and the refusal is tested instead)."""
 from __future__ import annotations
 
 import pytest
-
 from test_materializer import as_batch, assert_tables_equal_image, busy_controller, log_rows
 
 pytestmark = pytest.mark.slow

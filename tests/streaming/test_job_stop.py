@@ -13,12 +13,12 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import LiveBrokers, sparkraft_cmd, wait_for
-from delta_tables.cut import latest_cut, read_table, tables_at
-from delta_tables.schemas import RECORDS
 from test_materializer import assert_tables_equal_image
 from test_pipeline import image_at
+
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.schemas import RECORDS
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from test_materializer import assert_tables_equal_image
+
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.schemas import RECORDS, SNAPSHOTS
 from quorum.metadata.loader import MetadataLoader
 from quorum.rpc.log_reader import MetadataLogReader, replay
-from test_materializer import assert_tables_equal_image
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-process ControllerNodes)

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from conftest import wait_for
 from quorum.rpc.log_reader import MetadataLogReader
 from streaming.source import SparkraftStreamReader, _is_idle_record
 

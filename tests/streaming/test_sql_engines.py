@@ -45,9 +45,9 @@ def normalised(rows: list[dict], ordered: bool) -> list[str]:
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
     """Tables with offline, under-replicated and config-changed partitions to find."""
+    from conftest import wait_for
     from test_controller_node import Cluster
 
-    from conftest import wait_for
     from quorum.controller import api
 
     root = tmp_path_factory.mktemp("sql-engines")

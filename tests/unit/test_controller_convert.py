@@ -6,8 +6,8 @@ import pytest
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.rpc import controller_convert as cc
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2 as pb
 
 EP = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092)
 ACL = api.AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
@@ -31,17 +31,17 @@ REQUESTS = [
                                                api.AlterableConfig("cleanup.policy", "DELETE"))),
                                         (api.ConfigResourceKey("BROKER", ""), ())), validate_only=True),
     api.DescribeConfigsRequest((KEY, api.ConfigResourceKey("CLUSTER", ""))),
-    cc.ListTopicsRequest(),
-    cc.DescribeTopicsRequest(("a", "b")),
-    cc.DescribeTopicsRequest(("a",), first_partition=20_000, partition_limit=500),
-    cc.DescribeClusterRequest(),
+    api.ListTopicsRequest(),
+    api.DescribeTopicsRequest(("a", "b")),
+    api.DescribeTopicsRequest(("a",), first_partition=20_000, partition_limit=500),
+    api.DescribeClusterRequest(),
     api.UpdateFeaturesRequest((("metadata.version", 3),), validate_only=True),
     api.AlterClientQuotasRequest((api.ClientQuotaAlteration(
         (("user", "alice"), ("client-id", None)), (("producer_byte_rate", 1024.0), ("consumer_byte_rate", None))),)),
     api.AllocateProducerIdsRequest(101, 17),
     api.CreateAclsRequest((ACL,)),
     api.DeleteAclsRequest((ACL,)),
-    cc.DescribeAclsRequest(ACL),
+    api.DescribeAclsRequest(ACL),
 ]
 
 REPLIES = [

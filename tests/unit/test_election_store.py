@@ -5,8 +5,13 @@ import json
 
 import pytest
 
-from quorum.log.election_store import (ElectionState, FileElectionStore, MemoryElectionStore,
-                                       QUORUM_STATE_FILE, StorageError)
+from quorum.log.election_store import (
+    QUORUM_STATE_FILE,
+    ElectionState,
+    FileElectionStore,
+    MemoryElectionStore,
+    StorageError,
+)
 
 
 @pytest.fixture(params=["memory", "file"])

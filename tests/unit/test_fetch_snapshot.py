@@ -7,17 +7,17 @@ that a bad download changes nothing.
 from __future__ import annotations
 
 import pytest
+from test_raft_core import CID, drain, make_leader, reply_to
 
 from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
-from quorum.raft.election_state import ElectionState
 from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from quorum.raft.settings import RaftSettings
 from quorum.snapshot.api import SnapshotError
 from quorum.snapshot.memory_store import MemorySnapshotStore, seal
-from test_raft_core import CID, drain, make_leader, reply_to
 
 SNAP = OffsetAndEpoch(1, 1)  # the leader's snapshot of its LeaderChange record
 CONTENT = seal(b"state after offset 0" * 10)
@@ -119,8 +119,8 @@ def test_a_snapshot_deleted_mid_download_restarts_with_a_fetch():
 
 
 def test_file_store_download_is_all_or_nothing(tmp_path):
-    from quorum.broker.cache import read_checkpoint
     from quorum.metadata.image import MetadataImage
+    from quorum.snapshot.checkpoint import read_checkpoint
     from quorum.snapshot.file_store import FileSnapshotStore
     from quorum.snapshot.files import SnapshotId, remove_temporaries, write_snapshot
 

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quorum.errors import SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2, raft_pb2
+from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import MAX_EPOCH, MAX_EPOCH_JUMP, RaftCore
-from quorum.raft.election_state import ElectionState
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2, raft_pb2
 
 sys.path.insert(0, str(Path(__file__).parent / "controller"))
 from controller_helpers import controller, create  # noqa: E402

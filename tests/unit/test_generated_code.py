@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-GEN = ROOT / "quorum" / "rpc" / "gen"
+GEN = ROOT / "quorum" / "gen"
+TREES = ("quorum/gen", "bench/gen")
 
 
 def _files(tree: Path) -> dict[str, bytes]:
@@ -36,10 +37,11 @@ def test_regenerating_reproduces_the_committed_files(tmp_path):
     out = tmp_path / "gen"
     subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_protos.py"), "--out", str(out)],
                    check=True, capture_output=True)
-    committed, fresh = _files(GEN), _files(out)
-    assert sorted(fresh) == sorted(committed), "run: python scripts/gen_protos.py"
-    stale = [name for name in fresh if fresh[name] != committed[name]]
-    assert not stale, f"{stale} differ from proto/; run: python scripts/gen_protos.py"
+    for tree in TREES:
+        committed, fresh = _files(ROOT / tree), _files(out / tree)
+        assert sorted(fresh) == sorted(committed), f"{tree}: run python scripts/gen_protos.py"
+        stale = [name for name in fresh if fresh[name] != committed[name]]
+        assert not stale, f"{tree}: {stale} differ from their .proto; run: python scripts/gen_protos.py"
 
 
 def test_generated_code_needs_no_newer_runtime_than_declared():
@@ -53,11 +55,11 @@ def test_generated_code_needs_no_newer_runtime_than_declared():
     assert _lower_bound("grpcio") >= gencode_grpc
 
 
-def test_generated_modules_import_under_quorum_rpc_gen():
-    from quorum.rpc.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+def test_generated_modules_import_under_quorum_gen():
+    from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 
     assert raft_pb2.DESCRIPTOR.services_by_name["Raft"].full_name == "sparkraft.v1.Raft"
-    assert raft_pb2.FetchResponse.__module__ == "quorum.rpc.gen.sparkraft.v1.raft_pb2"
+    assert raft_pb2.FetchResponse.__module__ == "quorum.gen.sparkraft.v1.raft_pb2"
     assert hasattr(raft_pb2_grpc, "RaftStub") and hasattr(raft_pb2_grpc, "RaftServicer")
     response = raft_pb2.FetchResponse(high_watermark=-1)
     assert not response.HasField("diverging") and not response.HasField("snapshot_id")

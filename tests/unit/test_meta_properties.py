@@ -6,9 +6,18 @@ import base64
 import pytest
 
 from quorum.log.errors import StorageError
-from quorum.log.meta_properties import (META_PROPERTIES_FILE, MetaProperties, check_storage, format_storage,
-                                        metadata_partition_dir, parse_properties, random_cluster_id,
-                                        read_meta_properties, validate_cluster_id, write_meta_properties)
+from quorum.log.meta_properties import (
+    META_PROPERTIES_FILE,
+    MetaProperties,
+    check_storage,
+    format_storage,
+    metadata_partition_dir,
+    parse_properties,
+    random_cluster_id,
+    read_meta_properties,
+    validate_cluster_id,
+    write_meta_properties,
+)
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"  # the id Kafka's quickstart uses
 
@@ -57,7 +66,7 @@ def test_an_unformatted_directory_says_how_to_format_it(tmp_path):
 
 @pytest.mark.parametrize("content", [
     "version=1\nnode.id=1\n", f"version=1\ncluster.id={CLUSTER}\n", f"version=0\ncluster.id={CLUSTER}\nnode.id=1\n",
-    f"version=1\ncluster.id=nope\nnode.id=1\n", f"version=1\ncluster.id={CLUSTER}\nnode.id=x\n",
+    "version=1\ncluster.id=nope\nnode.id=1\n", f"version=1\ncluster.id={CLUSTER}\nnode.id=x\n",
     f"version=1\ncluster.id={CLUSTER}\nnode.id=-2\n", f"version=1\ncluster.id={CLUSTER}\nnode.id=1_0\n", f"version=1\ncluster.id={CLUSTER}\nnode.id=1\ndirectory.id=z\n",
 ])
 def test_a_corrupt_file_is_a_clear_error_naming_it(tmp_path, content):

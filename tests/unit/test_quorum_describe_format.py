@@ -3,8 +3,14 @@ from __future__ import annotations
 
 from quorum.raft.messages import ReplicaDescription
 from quorum.rpc.raft_client import QuorumInfo
-from sparkraft.commands.quorum import (REPLICATION_KEYS, STATUS_KEYS, format_replication, format_status,
-                                       replication_rows, status_fields)
+from sparkraft.commands.quorum import (
+    REPLICATION_KEYS,
+    STATUS_KEYS,
+    format_replication,
+    format_status,
+    replication_rows,
+    status_fields,
+)
 
 INFO = QuorumInfo(
     cluster_id="AAAAAAAAAAAAAAAAAAAAAA", leader_id=2, leader_epoch=7, high_watermark=95,

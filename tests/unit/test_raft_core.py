@@ -6,11 +6,17 @@ import pytest
 
 from quorum.errors import Errors, NotLeaderError
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
-from quorum.raft.election_state import ElectionState
-from quorum.raft.messages import (BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                                  FetchResponse, VoteRequest, VoteResponse)
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchResponse,
+    VoteRequest,
+    VoteResponse,
+)
 from quorum.raft.settings import RaftSettings
 
 CID = "test-cluster-000000000"

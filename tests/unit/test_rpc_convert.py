@@ -5,13 +5,23 @@ from __future__ import annotations
 import pytest
 
 from quorum.errors import Errors
+from quorum.gen.sparkraft.v1 import raft_pb2 as pb
 from quorum.log.api import OffsetAndEpoch
-from quorum.raft.messages import (BeginQuorumEpochRequest, BeginQuorumEpochResponse,
-                                  EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-                                  FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
-                                  QuorumDescription, ReplicaDescription, VoteRequest, VoteResponse)
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    QuorumDescription,
+    ReplicaDescription,
+    VoteRequest,
+    VoteResponse,
+)
 from quorum.rpc import convert
-from quorum.rpc.gen.sparkraft.v1 import raft_pb2 as pb
 
 CID = "AAAAAAAAAAAAAAAAAAAAAA"
 

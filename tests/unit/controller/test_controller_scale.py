@@ -5,7 +5,6 @@ the controller work; this keeps a small version of it in the test suite.
 """
 
 import pytest
-
 from controller_helpers import controller, heartbeat
 
 from quorum.controller import api

@@ -4,9 +4,9 @@ import random
 import pytest
 
 from quorum.controller.index import PartitionIndex
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.image import MetadataImage
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 BROKERS = range(6)
 

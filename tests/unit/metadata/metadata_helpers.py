@@ -4,9 +4,9 @@ from __future__ import annotations
 import base64
 from typing import Iterable, Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import MetadataDelta, MetadataImage, Provenance
 from quorum.metadata.pmap import PMap
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 
 def uid(n: int) -> str:

@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import pytest
-
 from metadata_helpers import broker, change, config, partition, rebuild, replay, same_except, topic, uid
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import MetadataDelta, MetadataImage, Provenance, ReplayError
 from quorum.metadata.cluster import BrokerRegistration, Endpoint, SupportedFeature
 from quorum.metadata.configs import CLUSTER, ConfigResource
 from quorum.metadata.invariants import violations
 from quorum.metadata.quotas import quota_entity
 from quorum.metadata.topics import PartitionRegistration
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 TOPIC, BROKER = pb.ConfigResourceType.TOPIC, pb.ConfigResourceType.BROKER
 
@@ -283,12 +283,17 @@ def test_acls_are_added_and_removed_by_id():
 def test_checkpoint_round_trip_is_exact_with_partition_blocks(tmp_path):
     """Image -> checkpoint (partitions as one PARTITION_BLOCK per topic) -> image, exactly; the
     older one-record-per-partition body still loads; a damaged block is refused as a whole."""
-    from quorum.broker.cache import (CacheError, checkpoint_body, decode_checkpoint, read_checkpoint,
-                                     write_checkpoint)
+    from quorum.log import control_records
     from quorum.log.batch import encode_batch
     from quorum.metadata.partition_block import decode_block, encode_block, is_block
     from quorum.metadata.records import encode_record
-    from quorum.raft import control_records
+    from quorum.snapshot.checkpoint import (
+        CheckpointError,
+        checkpoint_body,
+        decode_checkpoint,
+        read_checkpoint,
+        write_checkpoint,
+    )
 
     # partitions moving replicas and without a leader, so every column is exercised
     image = replay(IMAGE1, [partition(2, 1, [1, 2], isr=[1], leader=-1, leader_epoch=4, partition_epoch=9,
@@ -318,5 +323,5 @@ def test_checkpoint_round_trip_is_exact_with_partition_blocks(tmp_path):
            encode_batch(1, 0, 0, [encode_record(topic("orders", 1)), bad]),
            encode_batch(3, 0, 0, [control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": 2})],
                         control=True)]
-    with pytest.raises(CacheError, match="do not rebuild"):
+    with pytest.raises(CheckpointError, match="do not rebuild"):
         decode_checkpoint(b"".join(cut))

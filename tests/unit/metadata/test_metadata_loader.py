@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-
 from metadata_helpers import partition, topic, uid
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import MetadataImage, MetadataLoader, Provenance, ReplayError
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 BEGIN = pb.BeginTransactionRecord(name="t")
 END, ABORT = pb.EndTransactionRecord(), pb.AbortTransactionRecord()

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from metadata_helpers import depth, new_nodes
+
 from quorum.metadata.pmap import EMPTY, LEAF_MAX, PMap
 
 

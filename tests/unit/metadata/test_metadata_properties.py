@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from metadata_helpers import broker, change, config, partition, rebuild, same_except, uid
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import MetadataImage, MetadataLoader, ReplayError
 from quorum.metadata.invariants import violations
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 BROKERS = range(1, 7)
 TOPIC_NAMES = [f"t{i}" for i in range(6)]

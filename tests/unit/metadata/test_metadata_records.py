@@ -5,14 +5,22 @@ import json
 
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
 from metadata_helpers import broker, change, config, partition, topic, uid
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import (
-    DecodeError, MetadataDelta, MetadataImage, MetadataRecord, RecordType, UnknownRecord,
-    decode_record, encode_record, from_json, to_json,
+    DecodeError,
+    MetadataDelta,
+    MetadataImage,
+    MetadataRecord,
+    RecordType,
+    UnknownRecord,
+    decode_record,
+    encode_record,
+    from_json,
+    to_json,
 )
 from quorum.metadata.records import HEADER, record_type
-from quorum.rpc.gen.sparkraft.v1 import metadata_pb2 as pb
 
 # Kafka's apiKey of each record, as in apache/kafka metadata/src/main/resources/common/metadata/
 # <Name>.json (checked against trunk, commit 1eb76443).

@@ -9,8 +9,8 @@ with 50,000 partitions (a big partition map); both maps are deep tries, which is
 from __future__ import annotations
 
 import pytest
-
 from metadata_helpers import change, depth, new_nodes, partition, same_except, topic, uid
+
 from quorum.metadata import MetadataDelta, MetadataImage
 from quorum.metadata.pmap import LEAF_MAX
 

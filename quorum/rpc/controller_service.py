@@ -3,9 +3,9 @@
 Every RPC does the same three things, so they are made by one function (:func:`_rpc`):
 
 1. convert the protobuf request to its dataclass (quorum/rpc/controller_convert.py);
-2. call the :class:`~quorum.controller.node.ControllerNode`: writes with ``submit`` (answered once
-   their records are committed), reads with ``read`` (answered by any controller from what it has
-   replayed);
+2. call the :class:`~quorum.node.controller_node.ControllerNode`: writes with ``submit`` (answered
+   once their records are committed), reads with ``read_async`` (answered by any controller from
+   what it has replayed);
 3. convert the reply back, or map a failure to the response's error fields: a
    :class:`SparkraftError` keeps its Kafka code and message, NOT_CONTROLLER also names the active
    controller (``leader_id``, ``leader_endpoint``) so the client redirects at once; a call that is
@@ -22,57 +22,49 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import grpc
 
-from quorum.errors import Errors, SparkraftError
+from quorum.controller.api import READ_REQUESTS
+from quorum.errors import ControllerNotRunningError, Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2_grpc
-
-if TYPE_CHECKING:
-    from quorum.controller.node import ControllerNode
+from quorum.rpc.deadline import time_left
 
 log = logging.getLogger(__name__)
 
-DEFAULT_WAIT_S = 30.0  # when the caller set no deadline
-
-
-def _wait_s(context: grpc.ServicerContext) -> float:
-    remaining = context.time_remaining()
-    return DEFAULT_WAIT_S if remaining is None else max(0.0, remaining)
 
 
 class ControllerService(controller_pb2_grpc.ControllerServicer):
-    def __init__(self, node: Optional["ControllerNode"] = None):
+    def __init__(self, node: Optional[Any] = None):
+        """``node``: the ControllerNode (quorum/node/controller_node.py), or None until ``attach``."""
         self._node = node
 
-    def attach(self, node: "ControllerNode") -> None:
+    def attach(self, node) -> None:
         self._node = node
 
     def add_to_server(self, server: grpc.Server) -> None:
         controller_pb2_grpc.add_ControllerServicer_to_server(self, server)
 
     def _serve(self, method: str, request_pb, context: grpc.ServicerContext):
-        from quorum.controller.node import ControllerNotRunningError
-
         node = self._node
-        if node is None or not node._running:
+        if node is None or not node.running:
             context.abort(grpc.StatusCode.UNAVAILABLE, "the controller is not running")
         try:
             request = cc.request_from_proto(request_pb)
         except (ValueError, TypeError) as e:
             return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
-        is_read = isinstance(request, cc.READ_REQUESTS)
+        is_read = isinstance(request, READ_REQUESTS)
         future = None
         try:
             if is_read:
-                future = node.call(lambda core: node._read(core, request))
-                reply = future.result(timeout=_wait_s(context))
+                future = node.read_async(request)
+                reply = future.result(timeout=time_left(context))
             else:
                 with node.raft.client_slots:  # a write holds its thread until committed (see RaftNode)
                     future = node.submit(request)
-                    reply = future.result(timeout=_wait_s(context))
+                    reply = future.result(timeout=time_left(context))
         except SparkraftError as e:
             leader = e.details.get("leader_id")
             return cc.error_response(method, e.error, e.message, leader,

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from quorum.rpc.gen.etcdserverpb import etcd_kv_pb2 as etcdserverpb_dot_etcd__kv__pb2
+from bench.gen.etcdserverpb import etcd_kv_pb2 as etcdserverpb_dot_etcd__kv__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

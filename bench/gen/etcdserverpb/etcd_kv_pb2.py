@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x65tcdserverp
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'quorum.rpc.gen.etcdserverpb.etcd_kv_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'bench.gen.etcdserverpb.etcd_kv_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RESPONSEHEADER']._serialized_start=44

@@ -40,27 +40,32 @@ import concurrent.futures
 import logging
 import queue
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
-from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.config import NodeConfig
+from quorum.controller.api import (
+    READ_REQUESTS,
+    DescribeAclsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    DescribeTopicsRequest,
+    ListTopicsRequest,
+)
+from quorum.controller.core import ControllerCore, ControllerSettings
+from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
-from quorum.rpc.controller_convert import (DescribeAclsRequest, DescribeClusterRequest, DescribeTopicsRequest,
-                                           ListTopicsRequest)
-
-if TYPE_CHECKING:
-    from quorum.config import NodeConfig
-    from quorum.node import RaftNode
+from quorum.node.listeners import SnapshotLoad
+from quorum.node.raft_node import RaftNode
+from quorum.node.snapshot_policy import SnapshotPolicy
+from quorum.raft.settings import RaftSettings
+from quorum.rpc.controller_service import ControllerService
+from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
 
 LEADERSHIP_POLL_S = 0.05  # how often the loop looks at the RaftNode's status when nothing arrives
 DEFAULT_TIMEOUT_S = 30.0
-
-
-class ControllerNotRunningError(Exception):
-    """The controller's event loop is not running (not started, or stopped)."""
 
 
 def not_controller(node_id: int, leader_id: Optional[int], activating: bool = False) -> SparkraftError:
@@ -100,117 +105,54 @@ class _Pending:
 PARTITION_PAGE = 10_000
 
 
-def controller_settings(config: "NodeConfig"):
-    """The core's ControllerSettings from a node's config (broker.*, metadata.max.idle.interval.ms,
-    max.partitions*)."""
-    from quorum.controller.core import ControllerSettings
+# -- what arrives on the controller loop's queue, one type per kind (dispatched by _HANDLERS)
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """Committed batches from the RaftNode's listener thread, which waits on ``done``."""
 
-    idle = config.max_idle_interval_ms or 1 << 40  # 0 = never append a NoOp
-    return ControllerSettings(session_timeout_ms=config.broker_session_timeout_ms,
-                              heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
-                              idle_interval_ms=idle,
-                              max_partitions_per_request=config.max_partitions_per_request,
-                              max_partitions=config.max_partitions)
+    batches: list[Batch]
+    done: threading.Event
 
 
-class SnapshotPolicy:
-    """When to snapshot the committed image, and the writing of it on a thread of its own.
+@dataclass(frozen=True, slots=True)
+class _SnapshotInstalled:
+    load: SnapshotLoad
+    done: threading.Event
 
-    Every ``metadata.log.max.record.bytes.between.snapshots`` bytes of committed records (or after
-    ``metadata.log.max.snapshot.interval.ms`` once records arrived), outside a transaction, the
-    committed image (immutable, so no copy and no pause of the controller loop) is written as
-    ``<end offset>-<epoch>.checkpoint`` beside the segments, and handed to the RaftNode, which
-    serves it with FetchSnapshot and applies retention (old snapshots and the log below them go).
-    On start the newest valid one is loaded and only the log after it is replayed.
-    """
 
-    def __init__(self, raft, core, max_bytes: int = 20 << 20, interval_ms: int = 3600_000):
-        self.raft = raft
-        self.core = core
-        self.max_bytes = max_bytes
-        self.interval_s = interval_ms / 1000 if interval_ms else None
-        self.latest_offset = -1  # end offset of the newest snapshot written or loaded (metrics)
-        self.latest_bytes = 0
-        self.loaded_from: Optional[int] = None
-        self._bytes = 0
-        self._since = time.monotonic()
-        self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"snapshot-{raft.node_id}")
-        self._writing: Optional[concurrent.futures.Future] = None
+@dataclass(frozen=True, slots=True)
+class _Request:
+    request: Any
+    future: concurrent.futures.Future
+    arrived_ms: int
 
-    @property
-    def directory(self):
-        from quorum.log.meta_properties import metadata_partition_dir
 
-        return metadata_partition_dir(self.raft.log_dir)
+@dataclass(frozen=True, slots=True)
+class _Proposed:
+    """One batch of a pending request's proposal is settled (committed or failed)."""
 
-    def load(self) -> None:
-        from quorum.snapshot.files import load_latest, remove_temporaries
+    pending: "_Pending"
+    index: int
+    proposal: concurrent.futures.Future
 
-        remove_temporaries(self.directory)
-        found = load_latest(self.directory, self.raft.cluster_id)
-        if found is None:
-            return
-        snapshot, image = found
-        self.core.load_snapshot(image, snapshot.end_offset)
-        self.latest_offset, self.loaded_from = snapshot.end_offset, snapshot.end_offset
-        self.latest_bytes = (self.directory / snapshot.name).stat().st_size
-        log.info("Controller %d loaded snapshot %s; replaying the log after offset %d", self.raft.node_id,
-                 snapshot.name, snapshot.end_offset - 1)
 
-    def installed(self, load) -> None:
-        """Raft installed the leader's snapshot (we were behind its log start): start from it."""
-        from quorum.broker.cache import read_checkpoint
+@dataclass(frozen=True, slots=True)
+class _Call:
+    fn: Callable[[ControllerCore], Any]
+    future: concurrent.futures.Future
 
-        started = time.monotonic()
-        _header, image = read_checkpoint(load.path)
-        self.core.load_snapshot(image, load.snapshot_id.offset)
-        self.latest_offset, self.loaded_from = load.snapshot_id.offset, load.snapshot_id.offset
-        self.latest_bytes = load.path.stat().st_size
-        self._bytes, self._since = 0, time.monotonic()
-        log.info("Controller %d loaded the leader's snapshot %s (%.2fs)", self.raft.node_id, load.path.name,
-                 time.monotonic() - started)
 
-    def replayed(self, batch: Batch) -> None:
-        """After each committed batch (controller thread): start a snapshot if one is due."""
-        if batch.last_offset < self.latest_offset:
-            return
-        self._bytes += sum(len(r) for r in batch.records)
-        due = self._bytes >= self.max_bytes or (
-            self.interval_s is not None and self._bytes and time.monotonic() - self._since >= self.interval_s)
-        if not due or self.core.in_transaction or (self._writing is not None and not self._writing.done()):
-            return
-        from quorum.snapshot.files import SnapshotId
-
-        snapshot = SnapshotId(self.core.last_committed_offset + 1, batch.epoch)
-        self._bytes, self._since = 0, time.monotonic()
-        self._writing = self._writer.submit(self._write, self.core.image, snapshot)
-
-    def _write(self, image, snapshot) -> None:
-        from quorum.log.api import OffsetAndEpoch
-        from quorum.snapshot.files import write_snapshot
-
-        started = time.monotonic()
-        try:
-            size = write_snapshot(self.directory, image, snapshot, self.raft.cluster_id)
-        except Exception as e:  # a full disk, or a bug: never silent, and the controller goes on
-            log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e,
-                      exc_info=not isinstance(e, OSError))
-            return
-        self.latest_offset, self.latest_bytes = snapshot.end_offset, size
-        self.raft.snapshot_written(OffsetAndEpoch(snapshot.end_offset, snapshot.epoch), size)
-        log.info("Controller %d wrote snapshot %s (%d bytes, %.2fs)", self.raft.node_id, snapshot.name, size,
-                 time.monotonic() - started)
-
-    def close(self) -> None:
-        self._writer.shutdown(wait=True)
+@dataclass(frozen=True, slots=True)
+class _Stop:
+    pass
 
 
 class ControllerNode:
-    def __init__(self, raft: "RaftNode", core):
+    def __init__(self, raft: RaftNode, core: ControllerCore):
         self.raft = raft
         self.core = core
         self.node_id = raft.node_id
-        self._inbox: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+        self._inbox: "queue.SimpleQueue" = queue.SimpleQueue()
         self._pending: collections.deque[_Pending] = collections.deque()
         self._active_epoch: Optional[int] = None
         self._last_deactivated_epoch = -1
@@ -227,11 +169,6 @@ class ControllerNode:
     def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
                **raft_kw) -> "ControllerNode":
         """A RaftNode serving both the Raft and the Controller gRPC services on ``listen``, and its core."""
-        from quorum.controller.core import ControllerCore, ControllerSettings
-        from quorum.controller.service import ControllerService
-        from quorum.node import RaftNode
-        from quorum.raft.settings import RaftSettings
-
         service = ControllerService()
         raft = RaftNode(node_id, voters, listen, log_dir, raft_settings or RaftSettings(),
                         servicers=(service.add_to_server,), **raft_kw)
@@ -245,15 +182,13 @@ class ControllerNode:
         return node
 
     @classmethod
-    def from_config(cls, config: "NodeConfig") -> "ControllerNode":
+    def from_config(cls, config: NodeConfig) -> "ControllerNode":
         listen = config.controller_listener
         if listen is None or not config.voters:
             raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
                                  "controller.quorum.voters and a controller listener")
-        from quorum.snapshot.retention import Retention
-
         node = cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
-                          controller_settings(config), segment_bytes=config.log_segment_bytes,
+                          config.controller_settings(), segment_bytes=config.log_segment_bytes,
                           retention=Retention.from_config(config))
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
@@ -281,7 +216,7 @@ class ControllerNode:
     def shutdown(self, graceful: bool = True) -> None:
         """Stop the controller loop (pending requests fail with NOT_CONTROLLER), then the RaftNode."""
         if self._thread is not None and self._running:
-            self._inbox.put(("stop",))
+            self._inbox.put(_Stop())
             self._thread.join(10)
         self._running = False
         self.raft.shutdown(graceful=graceful)
@@ -294,6 +229,11 @@ class ControllerNode:
             self.fatal_error = self.fatal_error or self.raft.fatal_error
             return True
         return self._stopped.is_set()
+
+    @property
+    def running(self) -> bool:
+        """The controller loop accepts work (started and not stopped)."""
+        return self._running
 
     @property
     def is_active(self) -> bool:
@@ -319,7 +259,7 @@ class ControllerNode:
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            self._inbox.put(("request", request, future, self.raft.now_ms()))
+            self._inbox.put(_Request(request, future, self.raft.now_ms()))
         return future
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
@@ -328,63 +268,34 @@ class ControllerNode:
         if not self._running:
             future.set_exception(ControllerNotRunningError(f"controller {self.node_id} is not running"))
         else:
-            self._inbox.put(("call", fn, future))
+            self._inbox.put(_Call(fn, future))
         return future
 
+    def read_async(self, request) -> concurrent.futures.Future:
+        """Answer a read request (api.READ_REQUESTS) from this node's replayed metadata: any
+        controller answers reads, from what it has committed and replayed."""
+        answer = _READS[type(request)]
+        return self.call(lambda core: answer(core, request, self.leader_id()))
+
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
-        """Answer a read request (controller_convert's read requests, DescribeConfigsRequest) from this
-        node's replayed metadata."""
-        return self.call(lambda core: self._read(core, request)).result(timeout)
+        return self.read_async(request).result(timeout)
 
     def request(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
         """Blocking ``submit`` (or ``read`` for a read request)."""
-        from quorum.rpc.controller_convert import READ_REQUESTS
-
         if isinstance(request, READ_REQUESTS):
             return self.read(request, timeout)
         return self.submit(request).result(timeout)
 
-    def _read(self, core, request):
-        if isinstance(request, ListTopicsRequest):
-            topics = core.list_topics()
-            if isinstance(topics, dict):
-                topics = topics.keys()
-            return tuple(sorted(t if isinstance(t, str) else t.name for t in topics))
-        if isinstance(request, DescribeTopicsRequest):
-            out = []
-            page = min(request.partition_limit or PARTITION_PAGE, PARTITION_PAGE)
-            for name in request.names:
-                try:
-                    d = core.describe_topic(name, request.first_partition, page)
-                except SparkraftError as e:
-                    out.append(SparkraftError(e.error, e.message, name=name))
-                    continue
-                if d is None:
-                    out.append(SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                              f"topic {name!r} does not exist", name=name))
-                else:
-                    out.append(d)
-            return tuple(out)
-        if isinstance(request, DescribeClusterRequest):
-            return core.describe_cluster(self.leader_id())
-        if isinstance(request, DescribeAclsRequest):
-            return tuple(core.describe_acls(request.filter))
-        from quorum.controller.api import DescribeConfigsRequest
-
-        if isinstance(request, DescribeConfigsRequest):
-            return tuple(core.describe_configs(request))
-        raise TypeError(f"not a read request: {type(request).__name__}")
-
     # ------------------------------------------------------------------ commit listener (its own thread)
     def _on_snapshot(self, load) -> None:
         done = threading.Event()
-        self._inbox.put(("snapshot", load, done))
+        self._inbox.put(_SnapshotInstalled(load, done))
         while self._running and not done.wait(0.5):
             pass
 
     def _on_commit(self, batches: list[Batch]) -> None:
         done = threading.Event()
-        self._inbox.put(("commit", batches, done))
+        self._inbox.put(_Committed(batches, done))
         # Back-pressure: the RaftNode feeds a listener at most a few chunks ahead.
         while self._running and not done.wait(0.5):
             pass
@@ -414,9 +325,9 @@ class ControllerNode:
                     item = inbox.get_nowait()
                 except queue.Empty:
                     break
-                if item[0] == "stop":
+                if isinstance(item, _Stop):
                     return
-                self._handle(item)
+                _HANDLERS[type(item)](self, item)
             self._check_leadership()
             wait_s = LEADERSHIP_POLL_S
             if self._active_epoch is not None:
@@ -432,43 +343,38 @@ class ControllerNode:
                 item = inbox.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
                 continue
-            if item[0] == "stop":
+            if isinstance(item, _Stop):
                 return
-            self._handle(item)
+            _HANDLERS[type(item)](self, item)
 
-    def _handle(self, item: tuple) -> None:
-        kind = item[0]
-        if kind == "commit":
-            _, batches, done = item
+    def _on_committed(self, item: _Committed) -> None:
+        try:
+            for batch in item.batches:
+                self._replay(batch)
+        finally:
+            item.done.set()
+        self._check_leadership()
+        self._settle()
+
+    def _on_snapshot_installed(self, item: _SnapshotInstalled) -> None:
+        try:
+            self.snapshots.installed(item.load)
+        finally:
+            item.done.set()
+
+    def _on_request(self, item: _Request) -> None:
+        if item.future.set_running_or_notify_cancel():
+            self._handle_request(item.request, item.future, item.arrived_ms)
+
+    def _on_proposed(self, item: _Proposed) -> None:
+        self._proposed(item.pending, item.index, item.proposal)
+
+    def _on_call(self, item: _Call) -> None:
+        if item.future.set_running_or_notify_cancel():
             try:
-                for batch in batches:
-                    self._replay(batch)
-            finally:
-                done.set()
-            self._check_leadership()
-            self._settle()
-        elif kind == "snapshot":
-            _, load, done = item
-            try:
-                self.snapshots.installed(load)
-            finally:
-                done.set()
-        elif kind == "request":
-            _, request, future, arrived_ms = item
-            if future.set_running_or_notify_cancel():
-                self._handle_request(request, future, arrived_ms)
-        elif kind == "proposed":
-            _, pending, index, proposal = item
-            self._proposed(pending, index, proposal)
-        elif kind == "call":
-            _, fn, future = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(self.core))
-                except BaseException as e:
-                    future.set_exception(e)
-        else:
-            raise AssertionError(f"unknown inbound item {kind!r}")
+                item.future.set_result(item.fn(self.core))
+            except BaseException as e:
+                item.future.set_exception(e)
 
     def _replay(self, batch: Batch) -> None:
         try:
@@ -537,7 +443,7 @@ class ControllerNode:
         self._pending.append(pending)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
-            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(("proposed", p, i, f)))
+            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(_Proposed(p, i, f)))
         self._settle()
 
     def _proposed(self, pending: _Pending, index: int, proposal: concurrent.futures.Future) -> None:
@@ -600,11 +506,65 @@ class ControllerNode:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            if item[0] == "request" and not item[2].done():
-                item[2].set_exception(error)
-            elif item[0] == "call" and not item[2].done():
-                item[2].set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
-            elif item[0] in ("commit", "snapshot"):
-                item[2].set()
+            if isinstance(item, _Request) and not item.future.done():
+                item.future.set_exception(error)
+            elif isinstance(item, _Call) and not item.future.done():
+                item.future.set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
+            elif isinstance(item, (_Committed, _SnapshotInstalled)):
+                item.done.set()
         with self._state_cond:
             self._state_cond.notify_all()
+
+
+# -- read requests, answered on the controller thread from the core's replayed state
+def _list_topics(core: ControllerCore, request: ListTopicsRequest, leader_id: Optional[int]) -> tuple[str, ...]:
+    return tuple(sorted(core.list_topics()))
+
+
+def _describe_topics(core: ControllerCore, request: DescribeTopicsRequest, leader_id: Optional[int]) -> tuple:
+    """Each topic's description (one page of its partitions) or its error, in the order asked."""
+    out: list = []
+    page = min(request.partition_limit or PARTITION_PAGE, PARTITION_PAGE)
+    for name in request.names:
+        try:
+            d = core.describe_topic(name, request.first_partition, page)
+        except SparkraftError as e:
+            out.append(SparkraftError(e.error, e.message, name=name))
+            continue
+        if d is None:
+            out.append(SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist",
+                                      name=name))
+        else:
+            out.append(d)
+    return tuple(out)
+
+
+def _describe_cluster(core: ControllerCore, request: DescribeClusterRequest, leader_id: Optional[int]):
+    return core.describe_cluster(leader_id)
+
+
+def _describe_acls(core: ControllerCore, request: DescribeAclsRequest, leader_id: Optional[int]) -> tuple:
+    return tuple(core.describe_acls(request.filter))
+
+
+def _describe_configs(core: ControllerCore, request: DescribeConfigsRequest, leader_id: Optional[int]) -> tuple:
+    return tuple(core.describe_configs(request))
+
+
+_READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
+    ListTopicsRequest: _list_topics,
+    DescribeTopicsRequest: _describe_topics,
+    DescribeClusterRequest: _describe_cluster,
+    DescribeAclsRequest: _describe_acls,
+    DescribeConfigsRequest: _describe_configs,
+}
+assert set(_READS) == set(READ_REQUESTS), "a read request has no answer"
+
+_HANDLERS: dict[type, Callable[[ControllerNode, Any], None]] = {
+    _Committed: ControllerNode._on_committed,
+    _SnapshotInstalled: ControllerNode._on_snapshot_installed,
+    _Request: ControllerNode._on_request,
+    _Proposed: ControllerNode._on_proposed,
+    _Call: ControllerNode._on_call,
+}
+assert set(_HANDLERS) == {_Committed, _SnapshotInstalled, _Request, _Proposed, _Call}, "an item type has no handler"

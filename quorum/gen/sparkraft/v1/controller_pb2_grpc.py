@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from quorum.rpc.gen.sparkraft.v1 import controller_pb2 as sparkraft_dot_v1_dot_controller__pb2
+from quorum.gen.sparkraft.v1 import controller_pb2 as sparkraft_dot_v1_dot_controller__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -28,7 +28,7 @@ DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bsparkraft/v1/m
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
-_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'quorum.rpc.gen.sparkraft.v1.metadata_pb2', _globals)
+_builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'quorum.gen.sparkraft.v1.metadata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_BROKERIDS']._serialized_start=45

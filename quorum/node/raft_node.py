@@ -1,0 +1,497 @@
+"""RaftNode: the driver that runs a sans-I/O RaftCore against real disks, clocks and gRPC.
+
+A node owns its storage (storage.py: the directory lock, ``meta.properties``, the log, the
+snapshots and ``quorum-state``), a gRPC server (server.py) serving :class:`RaftService` and any
+other service given in ``servicers``, a :class:`PeerClient` for outbound requests, and ONE
+event-loop thread, the only thread that touches the core and the log. The loop drains the inbound
+queue (inbox.py: requests from the servicer, answers from the peer client, proposals, calls),
+feeds the core, carries out its Readies (quorum/raft/ready.py: persist, flush, send, advance),
+settles proposals (proposals.py), feeds the commit listeners (listeners.py, one thread each),
+publishes the node's status (status.py), and sleeps until the core's next deadline or the next
+inbound item.
+
+The clock is monotonic milliseconds anchored at the wall clock when the node was created, so
+every time the core reports (DescribeQuorum's fetch and caught-up times, a batch's append time) is
+wall-clock-like ms that never goes backwards.
+
+The API (``propose``, ``add_commit_listener``, ``describe_quorum``, ``status``, ``wait_for_leader``,
+``shutdown``) is thread-safe. Construction checks storage and binds the port (so a bad directory or
+a busy port fails before anything is logged) and already serves RPCs (answering UNAVAILABLE until
+``start``); ``start`` runs Raft.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import logging
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Mapping, Optional, Sequence
+
+from quorum.config import HostPort, NodeConfig
+from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2_grpc
+from quorum.log.api import OffsetAndEpoch
+from quorum.log.batch import Batch
+from quorum.log.election_state import ElectionState
+from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
+from quorum.metrics.registry import Histogram
+from quorum.node.cluster_probe import foreign_cluster_error, majority_elsewhere, probe_cluster_id
+from quorum.node.inbox import (
+    AWAITED,
+    INBOX_ITEMS,
+    Call,
+    Delivered,
+    Listen,
+    PeerRequest,
+    Propose,
+    Resign,
+    SnapshotWritten,
+    Stop,
+)
+from quorum.node.listeners import CommitListener, SnapshotLoad
+from quorum.node.proposals import ProposalFuture, Proposals, fail, resolve
+from quorum.node.retention import apply_retention
+from quorum.node.server import DEFAULT_RPC_WORKERS, AddService, ClientSlots, bind_server
+from quorum.node.status import NodeStatus, StatusBoard
+from quorum.node.storage import NodeStorage
+from quorum.raft.core import RaftCore
+from quorum.raft.messages import REQUEST_TYPES, FetchRequest, Outbound, QuorumDescription
+from quorum.raft.ready import process_readies
+from quorum.raft.settings import RaftSettings
+from quorum.rpc import convert
+from quorum.rpc.peer_client import PeerAnswer, PeerClient, PeerNoAnswer
+from quorum.rpc.peer_identity import PeerIdentities
+from quorum.rpc.raft_service import RaftService
+from quorum.snapshot.retention import Retention
+
+log = logging.getLogger(__name__)
+
+RESIGN_WAIT_S = 1.5  # how long a leader waits for EndQuorumEpoch acknowledgements on shutdown
+MAX_ITEMS_PER_ROUND = 512  # inbound items handled before the core's outputs are carried out
+MAX_IDLE_WAIT_MS = 1000
+
+
+class RaftNode:
+    def __init__(self, node_id: int, voters: Mapping[int, HostPort], listen: HostPort,
+                 log_dir: str | os.PathLike, settings: RaftSettings = RaftSettings(),
+                 segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
+                 servicers: Sequence[AddService] = (), raw_appends: bool = False,
+                 retention: Retention = Retention()):
+        self.node_id = node_id
+        # The Append RPC writes opaque records. Only a quorum without a metadata controller
+        # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
+        # controller's log they would be records the controller cannot read.
+        self.raw_appends = raw_appends
+        self.client_slots = ClientSlots.for_workers(max_rpc_workers)
+        self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
+        self.voters: dict[int, HostPort] = dict(voters)
+        self.log_dir = Path(log_dir)
+        self.settings = settings
+        self.retention = retention
+        self._anchor_ms = time.time() * 1000 - time.monotonic() * 1000
+        self._inbox: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._corrs = itertools.count(1)
+        self.storage = storage = NodeStorage.open(self.log_dir, node_id, segment_bytes)
+        self.cluster_id = storage.cluster_id
+        self.log, self.snapshot_store, self.store = storage.log, storage.snapshots, storage.election_store
+        self._election: ElectionState = storage.election
+        # Who may speak as a voter: this node's session token, and its peers' proofs (peer_identity.py).
+        self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters)
+        services = [lambda server: raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server), *servicers]
+        try:
+            self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services)
+        except BaseException:
+            storage.close()
+            raise
+        self.listen = (listen[0], self.port)
+        self.peers = PeerClient({v: a for v, a in self.voters.items() if v != node_id}, self._inbox.put,
+                                metadata=self.identities.metadata)
+        self.core: Optional[RaftCore] = None
+        self._status = StatusBoard(NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0,
+                                              self.log.end_offset))
+        self.election_latency = self._status.election_latency
+        self._thread: Optional[threading.Thread] = None
+        self._running = False  # the event loop accepts items
+        self._stopped = threading.Event()  # the event loop has ended (or never started and shut down)
+        self._shutdown_started = False
+        self._lifecycle = threading.Lock()
+        self.fatal_error: Optional[BaseException] = None
+        # event-loop state
+        self._waiting: dict[int, concurrent.futures.Future] = {}  # corr -> servicer call awaiting the core
+        self._proposals = Proposals()
+        self._listeners: list[CommitListener] = []
+        self._resign_outcome: Optional[concurrent.futures.Future] = None  # a shutdown waits on it
+        self._cluster_rejections: dict[int, None] = {}  # voters that said we are in another cluster
+        self._last_sweep = 0.0
+        self._server.start()
+
+    @classmethod
+    def from_config(cls, config: NodeConfig, raw_appends: bool = False) -> "RaftNode":
+        listen = config.controller_listener
+        if listen is None or not config.voters:
+            raise SparkraftError(Errors.INVALID_REQUEST, "a Raft node needs process.roles=controller, "
+                                 "controller.quorum.voters and a controller listener")
+        return cls(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
+                   config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config))
+
+    def set_voter_addresses(self, voters: Mapping[int, HostPort]) -> None:
+        """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""
+        self.voters.update(voters)
+        self.peers.set_addresses({v: a for v, a in voters.items() if v != self.node_id})
+
+    def endpoint_of(self, node_id: Optional[int]) -> str:
+        """``host:port`` of a voter, or "" if unknown."""
+        address = self.voters.get(node_id) if node_id is not None else None
+        return convert.format_endpoint(*address) if address else ""
+
+    # ------------------------------------------------------------------ lifecycle
+    def now_ms(self) -> int:
+        return int(time.monotonic() * 1000 + self._anchor_ms)
+
+    @property
+    def running(self) -> bool:
+        """The event loop accepts work (started and not stopping)."""
+        return self._running
+
+    def start(self, check_cluster_id: bool = True) -> "RaftNode":
+        """Run Raft: ask the other voters whether they share our cluster id, then start the loop."""
+        with self._lifecycle:
+            if self._thread is not None or self._shutdown_started:
+                raise RuntimeError("a RaftNode starts once")
+            if check_cluster_id:
+                probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir)
+            self.core = RaftCore(self.node_id, list(self.voters), self.cluster_id, self.log, self._election,
+                                 self.now_ms(), self.settings, snapshots=self.snapshot_store)
+            log.info("Node %d started: cluster %s, voters %s, listening on %s, log %s at offsets [%d, %d), "
+                     "epoch %d", self.node_id, self.cluster_id, self._voters_text(),
+                     convert.format_endpoint(*self.listen), self.log.directory, self.log.start_offset,
+                     self.log.end_offset, self._election.epoch)
+            self._publish_status()
+            self._running = True
+            self._thread = threading.Thread(target=self._run, name=f"raft-{self.node_id}-loop", daemon=True)
+            self._inbox.put(SnapshotWritten())  # retention may have been lowered since the last run
+            self._thread.start()
+        return self
+
+    def _voters_text(self) -> str:
+        return ",".join(f"{v}@{convert.format_endpoint(*a)}" for v, a in sorted(self.voters.items()))
+
+    def shutdown(self, graceful: bool = True, timeout: float = RESIGN_WAIT_S) -> None:
+        """Stop. A leader first resigns (EndQuorumEpoch) and waits up to ``timeout`` for the voters'
+        acknowledgements, so a successor is elected at once instead of after a fetch timeout."""
+        with self._lifecycle:
+            if self._shutdown_started:
+                return
+            self._shutdown_started = True
+        if graceful and self._running:
+            outcome: concurrent.futures.Future = concurrent.futures.Future()
+            self._inbox.put(Resign(outcome))
+            try:
+                result = outcome.result(timeout)
+            except (concurrent.futures.TimeoutError, NodeNotRunningError):
+                result = "not acknowledged in time"
+            if result != "not leader":
+                log.info("Node %d: resignation %s", self.node_id, result)
+        if self._thread is not None:
+            self._inbox.put(Stop())
+            self._thread.join()
+        self._running = False
+        self._fail_everything(NodeNotRunningError(f"node {self.node_id} is shutting down"))
+        self._server.stop(grace=0.2).wait()
+        self.peers.close()
+        for lst in self._listeners:
+            lst.stop()
+        for lst in self._listeners:
+            if lst.thread is not threading.current_thread():
+                lst.thread.join(timeout=5)
+        self.storage.close()
+        self._stopped.set()
+        self._status.wake()
+        if self._thread is not None:
+            log.info("Node %d stopped", self.node_id)
+
+    def wait_stopped(self, timeout: Optional[float] = None) -> bool:
+        """True once the event loop has ended (shutdown, or a fatal error: see ``fatal_error``)."""
+        if self._thread is None:
+            return self._stopped.wait(timeout)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # ------------------------------------------------------------------ the API (any thread)
+    def propose(self, records: Sequence[bytes]) -> ProposalFuture:
+        """Append ``records`` as one batch through this node, which must lead.
+
+        The future resolves with the last record's offset once committed, or fails with
+        :class:`NotLeaderError` (leader id and epoch) if this node does not lead, loses leadership
+        before the records commit, or a new leader replaced them. It is resolved on the event-loop
+        thread, so a done-callback must be quick and must not block.
+        """
+        future = ProposalFuture()
+        records = [bytes(r) for r in records]
+        if not records:
+            future.set_exception(ValueError("propose needs at least one record"))
+        elif not self._running:
+            st = self._status.current
+            future.set_exception(NotLeaderError(None if st.leader_id == self.node_id else st.leader_id,
+                                                st.epoch))
+        else:
+            started = time.monotonic()
+            future.add_done_callback(
+                lambda f: f.exception() is None and self.commit_latency.observe(time.monotonic() - started))
+            self._inbox.put(Propose(records, future))
+        return future
+
+    def add_commit_listener(self, fn: Callable[[list[Batch]], None],
+                            on_snapshot: Optional[Callable[[SnapshotLoad], None]] = None) -> None:
+        """Call ``fn(batches)`` on a thread of its own with every committed batch, from the log start,
+        in offset order, each exactly once (control batches included, flagged ``control``). When the
+        log let go of batches it had not delivered yet (a snapshot was installed, or retention moved
+        the log start), ``on_snapshot`` is called first with the snapshot that holds them."""
+        done = threading.Event()
+        self._inbox.put(Listen(fn, on_snapshot, done))
+        if self._running:
+            done.wait(5)
+
+    def describe_quorum(self, timeout: Optional[float] = 5.0) -> QuorumDescription:
+        """The leader's view of the quorum (times in wall-clock ms); NotLeaderError elsewhere."""
+        return self._call(lambda core, now: core.describe_quorum(now)).result(timeout)
+
+    def status(self) -> NodeStatus:
+        return self._status.current
+
+    def wait_for_leader(self, timeout: float) -> int:
+        """The current leader's id, once one is known; TimeoutError if none within ``timeout`` seconds."""
+        return self._status.wait_for_leader(timeout, self._stopped.is_set)
+
+    def submit_request(self, msg) -> concurrent.futures.Future:
+        """For the servicer: hand a peer's request to the core; resolves with the core's response."""
+        if not self._running:
+            raise NodeNotRunningError(f"node {self.node_id} is not running")
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._inbox.put(PeerRequest(convert.request_source(msg), next(self._corrs), msg, future))
+        return future
+
+    def snapshot_written(self, snapshot: OffsetAndEpoch, size: int) -> None:
+        """A snapshot of committed records was written beside the log (by the controller's snapshot
+        thread): serve it, and apply retention (delete old snapshots and the log below)."""
+        self.snapshot_store.added(snapshot, size)
+        self._inbox.put(SnapshotWritten())
+
+    def _call(self, fn: Callable[[RaftCore, int], object]) -> concurrent.futures.Future:
+        if not self._running:
+            raise NodeNotRunningError(f"node {self.node_id} is not running")
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._inbox.put(Call(fn, future))
+        return future
+
+    # ------------------------------------------------------------------ the event loop
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as e:
+            self.fatal_error = e
+            if isinstance(e, SparkraftError):
+                log.error("Node %d stops: %s", self.node_id, e)
+            else:
+                log.error("Node %d stops on an unexpected error", self.node_id, exc_info=True)
+        finally:
+            self._running = False
+            self._fail_everything(NodeNotRunningError(f"node {self.node_id} stopped"))
+            self._stopped.set()
+            self._status.wake()
+
+    def _loop(self) -> None:
+        core, inbox = self.core, self._inbox
+        while True:
+            self._process_ready()
+            wait_ms = core.tick(self.now_ms())
+            if core.has_ready():
+                continue
+            if any(lst.next_offset < core.high_watermark and lst.wants_more for lst in self._listeners):
+                wait_ms = 0
+            try:
+                item = inbox.get(timeout=min(max(wait_ms, 1), MAX_IDLE_WAIT_MS) / 1000)
+            except queue.Empty:
+                continue
+            for n in range(MAX_ITEMS_PER_ROUND):
+                if n:
+                    try:
+                        item = inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                if isinstance(item, Stop):
+                    self._process_ready()
+                    return
+                _HANDLERS[type(item)](self, item, self.now_ms())
+
+    def _on_peer_answer(self, item: PeerAnswer, now: int) -> None:
+        if item.msg.error is Errors.INCONSISTENT_CLUSTER_ID:
+            # Do not let a node of another cluster move our epoch: treat it as no answer.
+            self._note_cluster_rejection(item.src)
+            self.core.request_failed(item.src, item.corr, now)
+        else:
+            self._cluster_rejections.pop(item.src, None)
+            self.core.receive(item.src, item.corr, item.msg, now)
+
+    def _on_peer_no_answer(self, item: PeerNoAnswer, now: int) -> None:
+        self.core.request_failed(item.dest, item.corr, now)
+
+    def _on_peer_request(self, item: PeerRequest, now: int) -> None:
+        if item.future.set_running_or_notify_cancel():
+            self._waiting[item.corr] = item.future
+            self.core.receive(item.src, item.corr, item.msg, now)
+
+    def _on_propose(self, item: Propose, now: int) -> None:
+        if not item.future.set_running_or_notify_cancel():
+            return
+        try:
+            last = self.core.propose(item.records, now)
+        except Exception as e:
+            item.future.set_exception(e)
+            return
+        self._proposals.accepted(self.core.epoch, last, item.future)
+
+    def _on_call(self, item: Call, now: int) -> None:
+        if item.future.set_running_or_notify_cancel():
+            try:
+                item.future.set_result(item.fn(self.core, now))
+            except Exception as e:
+                item.future.set_exception(e)
+
+    def _on_delivered(self, item: Delivered, now: int) -> None:
+        item.listener.pending -= 1
+
+    def _on_listen(self, item: Listen, now: int) -> None:
+        lst = CommitListener(self.node_id, item.fn, len(self._listeners), self.log.start_offset, item.on_snapshot,
+                             delivered=lambda listener: self._inbox.put(Delivered(listener)))
+        self._listeners.append(lst)
+        lst.thread.start()
+        item.done.set()
+
+    def _on_snapshot_written(self, item: SnapshotWritten, now: int) -> None:
+        apply_retention(self.node_id, self.core, self.log, self.snapshot_store, self.retention, now)
+
+    def _on_resign(self, item: Resign, now: int) -> None:
+        core = self.core
+        if core.is_leader:
+            log.info("Node %d resigns as leader of epoch %d", self.node_id, core.epoch)
+            core.resign(now)
+            self._resign_outcome = item.outcome
+        else:
+            resolve(item.outcome, "not leader")
+
+    # ------------------------------------------------------------------ after each round
+    def _process_ready(self) -> None:
+        process_readies(self.core, _NodeReadyIO(self))
+        self._after_ready()
+
+    def _after_ready(self) -> None:
+        core = self.core
+        if self._proposals:
+            self._proposals.settle(core, self.node_id, self._epoch_at)
+        hw = core.high_watermark
+        for lst in self._listeners:
+            lst.feed(self.log, self.snapshot_store, hw)
+        if self._resign_outcome is not None:
+            if core.resignation_acknowledged:
+                resolve(self._resign_outcome, "acknowledged by every voter")
+            elif core.state_name != "Resigned":
+                resolve(self._resign_outcome, f"over: now {core.state_name} in epoch {core.epoch}")
+            if self._resign_outcome.done():
+                self._resign_outcome = None
+        self._publish_status()
+        if self._waiting and time.monotonic() - self._last_sweep > 5:
+            self._last_sweep = time.monotonic()
+            for corr in [c for c, f in self._waiting.items() if f.done()]:
+                del self._waiting[corr]
+
+    def _epoch_at(self, offset: int) -> Optional[int]:
+        for b in self.log.batches(offset, offset + 1):
+            return b.epoch
+        return None
+
+    def _publish_status(self) -> None:
+        core = self.core
+        self._status.publish(NodeStatus(self.node_id, core.state_name, core.epoch, core.leader_id,
+                                        core.high_watermark, self.log.end_offset, self.log.start_offset,
+                                        core.snapshots_installed))
+
+    def _note_cluster_rejection(self, src: int) -> None:
+        if src not in self.voters or src in self._cluster_rejections:
+            return
+        self._cluster_rejections[src] = None
+        log.warning("Node %d: node %d rejects our cluster id %s", self.node_id, src, self.cluster_id)
+        if majority_elsewhere(self.voters, self._cluster_rejections):
+            raise foreign_cluster_error(self.cluster_id, {v: "" for v in self._cluster_rejections}, self.log_dir)
+
+    def _fail_everything(self, error: Exception) -> None:
+        """The loop is gone: fail whatever still waits on it."""
+        while True:
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, AWAITED):
+                fail(item.outcome if isinstance(item, Resign) else item.future, error)
+            elif isinstance(item, Listen):
+                item.done.set()
+        for future in self._waiting.values():
+            fail(future, error)
+        self._waiting.clear()
+        self._proposals.fail_all(self._status.current.epoch)
+        if self._resign_outcome is not None:
+            fail(self._resign_outcome, error)
+
+
+class _NodeReadyIO:
+    """A Ready's side effects on a real node: quorum-state written atomically, the log fsynced,
+    requests sent through the PeerClient, answers handed to the servicer calls waiting for them."""
+
+    def __init__(self, node: RaftNode):
+        self.node = node
+
+    def refused(self, peer: int, what: str) -> None:
+        log.warning("Node %d refused a message from node %d that breaks the Raft protocol: %s",
+                    self.node.node_id, peer, what)
+
+    def persist(self, state: ElectionState) -> None:
+        self.node.store.write(state)
+
+    def flush(self, after_send: bool) -> None:
+        self.node.log.flush()
+
+    def send(self, out: Outbound, before_flush: bool) -> None:
+        msg = out.message
+        if isinstance(msg, REQUEST_TYPES):
+            timeout = self.node.settings.request_timeout_ms
+            if isinstance(msg, FetchRequest):
+                timeout += msg.max_wait_ms
+            self.node.peers.send(out.dest, out.corr, msg, timeout)
+        else:
+            future = self.node._waiting.pop(out.corr, None)
+            if future is not None and not future.done():
+                future.set_result(msg)
+
+    def now_ms(self) -> int:
+        return self.node.now_ms()
+
+    def advanced(self) -> None:
+        pass
+
+
+_HANDLERS: dict[type, Callable[[RaftNode, object, int], None]] = {
+    PeerAnswer: RaftNode._on_peer_answer,
+    PeerNoAnswer: RaftNode._on_peer_no_answer,
+    PeerRequest: RaftNode._on_peer_request,
+    Propose: RaftNode._on_propose,
+    Call: RaftNode._on_call,
+    Delivered: RaftNode._on_delivered,
+    Listen: RaftNode._on_listen,
+    SnapshotWritten: RaftNode._on_snapshot_written,
+    Resign: RaftNode._on_resign,
+}
+assert set(_HANDLERS) == set(INBOX_ITEMS), "an inbox item type has no handler"

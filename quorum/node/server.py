@@ -1,0 +1,103 @@
+"""The node's gRPC server: one port for the Raft service and any other (the controller's), bounded
+in what one request may cost, and refused with one clear line when the port cannot be had."""
+from __future__ import annotations
+
+import concurrent.futures
+import errno
+import socket
+import threading
+from typing import Callable, Sequence
+
+import grpc
+
+from quorum.config import HostPort
+from quorum.errors import Errors, SparkraftError
+from quorum.rpc.convert import format_endpoint
+from quorum.rpc.peer_client import MAX_MESSAGE_BYTES
+
+DEFAULT_RPC_WORKERS = 256  # threads of the gRPC server (each RPC in flight holds one)
+RAFT_RESERVED_WORKERS = 32  # of which client writes may never take these (Fetch, Vote, reads)
+
+# The largest request a node takes (any service): Raft requests are small, and a controller request
+# this size already makes several MiB of records. gRPC refuses a larger one (RESOURCE_EXHAUSTED)
+# before reading it into memory.
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+SERVER_OPTIONS = (
+    ("grpc.so_reuseport", 0),  # a second server on the same port must fail, not share it
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+    ("grpc.http2.max_ping_strikes", 0),
+    ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),  # what one request may cost (Limits)
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+)
+
+AddService = Callable[[grpc.Server], None]
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail with one clear line if ``host:port`` cannot be listened on (before gRPC logs its own)."""
+    if port == 0:
+        return
+    where = format_endpoint(host, port)
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise OSError(f"cannot listen on {where}: {e.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    s = socket.socket(family, kind, proto)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(address)
+    except OSError as e:
+        why = "address already in use" if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
+        raise OSError(f"cannot listen on {where}: {why}") from None
+    finally:
+        s.close()
+
+
+def bind_server(listen: HostPort, workers: int, thread_prefix: str,
+                services: Sequence[AddService]) -> tuple[grpc.Server, int]:
+    """A gRPC server with ``services`` added, bound (not started) on ``listen``; and its port."""
+    host, port = listen
+    check_port_free(host, port)
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix),
+                         options=SERVER_OPTIONS)
+    for add in services:
+        add(server)
+    try:
+        bound = server.add_insecure_port(format_endpoint(host, port))
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        server.stop(None)
+        raise OSError(f"cannot listen on {format_endpoint(host, port)}")
+    return server, bound
+
+
+class ClientSlots:
+    """How many client writes (Append, controller writes and heartbeats) may wait for their commit
+    at once. ``with slots:`` takes one or raises REQUEST_TIMED_OUT, which clients retry.
+
+    A synchronous gRPC server gives every RPC in flight a worker thread, and a client write holds
+    its thread until its records are committed, which needs the followers' Fetches, which need
+    threads too. So client writes get at most all but RAFT_RESERVED_WORKERS of them; past that they
+    are refused at once (retriable), never queued in front of Raft."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._free = threading.BoundedSemaphore(limit)
+
+    @classmethod
+    def for_workers(cls, workers: int) -> "ClientSlots":
+        return cls(max(1, workers - RAFT_RESERVED_WORKERS))
+
+    def __enter__(self) -> None:
+        if not self._free.acquire(blocking=False):
+            raise SparkraftError(Errors.REQUEST_TIMED_OUT, f"{self.limit} client requests are already waiting "
+                                 f"for their commit here; retry")
+
+    def __exit__(self, *exc) -> None:
+        self._free.release()
