@@ -15,6 +15,7 @@ from typing import Optional
 import pyarrow as pa
 
 from delta_tables.cut import Cut, latest_cut, read_table, tables_at
+from delta_tables.spark_session import local_spark_session
 
 
 class QueryError(ValueError):
@@ -39,8 +40,6 @@ def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = Non
 
 def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, spark=None) -> pa.Table:
     """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed)."""
-    from delta_tables.spark_session import local_spark_session
-
     spark = spark or local_spark_session("sparkraft-sql")
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
         spark.createDataFrame(read_table(table)).createOrReplaceTempView(name)

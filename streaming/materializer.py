@@ -36,6 +36,7 @@ from delta_tables.writer import DeltaRsWriter
 from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
+from quorum.snapshot.checkpoint import decode_checkpoint
 from streaming.source import SNAPSHOT_TYPE
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,6 @@ class Materializer:
         self.loader.replay(record, offset, epoch)
 
     def _load_snapshot(self, offset: int, raw: bytes, note: bool) -> None:
-        from quorum.snapshot.checkpoint import decode_checkpoint
-
         image = decode_checkpoint(raw, f"the snapshot at offset {offset}")[1]
         if note:
             self.touched.note_all(self.loader.flush(), offset)  # rows of the old image that are gone

@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass
 from typing import Mapping
 
-from quorum.metadata.records import HEADER
+from quorum.metadata.records import HEADER, MetadataRecord, RecordType, to_json
 from quorum.metadata.topics import PartitionRegistration, broker_list
 
 PARTITION_BLOCK = 0x7E00  # a checkpoint-only record type
@@ -96,8 +96,6 @@ def decode_block(raw: bytes) -> PartitionBlock:
 
 def block_json(raw: bytes) -> dict:
     """What ``dump-log`` prints for a block: its partitions as PartitionRecord JSON."""
-    from quorum.metadata.records import MetadataRecord, RecordType, to_json
-
     block = decode_block(raw)
     return {"type": "PARTITION_BLOCK", "version": VERSION, "data": {
         "topic_id": block.topic_id,

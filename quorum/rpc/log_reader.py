@@ -32,6 +32,9 @@ from quorum.metadata.records import decode_record
 from quorum.rpc import convert
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+from quorum.snapshot.api import SnapshotError
+from quorum.snapshot.checkpoint import CheckpointError, decode_checkpoint
+from quorum.snapshot.files import SnapshotId, verify_checkpoint
 
 FETCH_MAX_BYTES = 8 << 20
 _EPOCH_ERRORS = {Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
@@ -178,9 +181,6 @@ class MetadataLogReader(LeaderFollowingClient):
         header, footer, cluster, id). A leader change restarts it from byte 0 (another node's file
         of the same snapshot may differ byte for byte). SNAPSHOT_NOT_FOUND (deleted meanwhile:
         read again for the newest) and a damaged download raise SparkraftError."""
-        from quorum.snapshot.api import SnapshotError
-        from quorum.snapshot.files import SnapshotId, verify_checkpoint
-
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         if not self.cluster_id or self._epoch == 0:
             self._discover(deadline)
@@ -220,8 +220,6 @@ class MetadataLogReader(LeaderFollowingClient):
     def load_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> MetadataImage:
         """The metadata image in snapshot ``snapshot_id`` (downloaded and verified); the log
         continues at ``snapshot_id.offset``."""
-        from quorum.snapshot.checkpoint import CheckpointError, decode_checkpoint
-
         data = self.download_snapshot(snapshot_id, timeout)
         try:
             return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]

@@ -34,6 +34,8 @@ import grpc
 
 from quorum.config import HostPort
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.rpc.convert import format_endpoint
+from quorum.rpc.peer_client import CHANNEL_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +157,6 @@ class PeerIdentities:
 
     def _ask(self, address: HostPort, node_id: int, nonce: bytes) -> Optional[bytes]:
         """VerifyPeer at ``address``; None if it cannot be asked or does not answer as ``node_id``."""
-        from quorum.rpc.convert import format_endpoint
-        from quorum.rpc.peer_client import CHANNEL_OPTIONS
-
         with grpc.insecure_channel(format_endpoint(*address), options=CHANNEL_OPTIONS) as channel:
             try:
                 resp = raft_pb2_grpc.RaftStub(channel).VerifyPeer(

@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 
+from quorum.sim import cluster
 from quorum.sim.scenarios import SCENARIOS, chaos
 
 
@@ -28,7 +29,6 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             try:
                 if args.trace:
-                    from quorum.sim import cluster
                     cluster.DEFAULT_TRACE = print
                 events += fn(seed).events
             except AssertionError as e:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from quorum.log import batch as batchcodec
 from quorum.log import control_records
 from quorum.metadata.image import MetadataImage
+from quorum.snapshot.api import SnapshotError
 from quorum.snapshot.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
 
 log = logging.getLogger(__name__)
@@ -45,9 +47,6 @@ def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, 
 def verify_checkpoint(data: bytes, cluster_id: str, snapshot: SnapshotId) -> dict:
     """Check a snapshot's bytes without decoding its records (CRC of every batch, header, footer,
     record count, cluster and id); its header. Raises SnapshotError."""
-    from quorum.log import batch as batchcodec
-    from quorum.snapshot.api import SnapshotError
-
     try:
         headers = list(batchcodec.scan(data))
     except batchcodec.CorruptBatchError as e:

@@ -33,9 +33,9 @@ def shell_blocks(markdown: str) -> list[str]:
 def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
     first = shell_blocks((ROOT / "README.md").read_text())[0]
     commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
-    assert commands == ["pip install -e . && sparkraft demo", "python -m pytest -q"]
+    assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q"]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "python -m pip install -e ." in ci and "\npython -m pytest -q\n" in ci
+    assert "\npython -m pip install -e '.[test]' && python -m pytest -q\n" in ci
 
 
 def _port_taken(port: int) -> bool:

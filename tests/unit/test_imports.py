@@ -1,0 +1,150 @@
+"""The structure, held by tests: packages form layers, each imports only the ones it is allowed,
+no two packages import each other (even through others, inside a function or under TYPE_CHECKING),
+and the Raft core reaches no I/O at all. The README's layout section is this table in prose."""
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOPS = ("quorum", "streaming", "delta_tables", "jobs", "sparkraft")
+
+# Each package and what it may import of ours, lowest layer first. A package under quorum/ is
+# quorum.<name> (a module such as quorum/config.py counts as one). Generated code, quorum.gen,
+# imports nothing of ours.
+MAY_IMPORT: dict[str, set[str]] = {
+    "quorum.errors": set(),
+    "quorum.properties": set(),
+    "quorum.uuids": set(),
+    "quorum.gc_tuning": set(),
+    "quorum.gen": set(),
+    "quorum.metrics": set(),
+    "quorum.log": {"quorum.errors", "quorum.properties", "quorum.uuids"},
+    "quorum.metadata": {"quorum.errors", "quorum.uuids", "quorum.gen"},
+    "quorum.snapshot": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata"},
+    "quorum.raft": {"quorum.errors", "quorum.log", "quorum.snapshot"},
+    "quorum.controller": {"quorum.errors", "quorum.uuids", "quorum.gen", "quorum.log", "quorum.metadata"},
+    "quorum.config": {"quorum.properties", "quorum.raft", "quorum.controller"},
+    "quorum.rpc": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.raft",
+                   "quorum.controller", "quorum.config"},
+    "quorum.broker": {"quorum.errors", "quorum.metadata", "quorum.snapshot", "quorum.controller", "quorum.rpc"},
+    "quorum.node": {"quorum.errors", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
+                    "quorum.controller", "quorum.config", "quorum.rpc"},
+    "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
+    "quorum.shell": {"quorum.metadata"},
+    "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
+    "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.rpc", "delta_tables"},
+    "sparkraft": {"quorum.errors", "quorum.gc_tuning", "quorum.metrics", "quorum.log", "quorum.metadata",
+                  "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
+                  "quorum.node", "quorum.shell", "delta_tables", "streaming"},
+    "jobs": {"delta_tables", "sparkraft"},
+}
+
+# The Raft core is sans-I/O: none of these anywhere in what it imports.
+FORBIDDEN_IN_CORE = {"socket", "threading", "time", "os", "grpc", "asyncio", "select", "subprocess",
+                     "concurrent", "io", "pathlib", "shutil", "tempfile", "signal", "datetime"}
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "quorum" and len(parts) > 1 else parts[0]
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    """Every module ``path`` imports, wherever the import statement is."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            if node.module in TOPS:  # from quorum import errors
+                names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def _sources():
+    for top in TOPS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT)
+            if rel.parts[:2] != ("quorum", "gen"):
+                yield rel, path
+
+
+def package_edges() -> dict[str, dict[str, str]]:
+    """package -> {package it imports: one module that does}."""
+    edges: dict[str, dict[str, str]] = {}
+    for rel, path in _sources():
+        me = package_of(".".join(rel.with_suffix("").parts))
+        for name in _imports(path):
+            if name.split(".")[0] in TOPS and name not in TOPS:
+                other = package_of(name)
+                if other != me:
+                    edges.setdefault(me, {}).setdefault(other, str(rel))
+    return edges
+
+
+def test_every_package_has_a_place_in_the_layers():
+    found = {package_of(".".join(rel.with_suffix("").parts)) for rel, _ in _sources()}
+    found = found - {"quorum", "quorum.__init__"} | {top for top in TOPS if top != "quorum"}
+    assert found <= set(MAY_IMPORT), f"add {sorted(found - set(MAY_IMPORT))} to MAY_IMPORT and the README"
+
+
+def test_each_package_imports_only_what_it_may():
+    wrong = {f"{a} -> {b} ({where})" for a, targets in package_edges().items()
+             for b, where in targets.items() if b not in MAY_IMPORT.get(a, set())}
+    assert not wrong, f"imports against the layers: {sorted(wrong)}"
+
+
+def test_the_layers_have_no_cycle():
+    """MAY_IMPORT is a partial order (so the real imports, a subset, have no cycle either)."""
+    state: dict[str, str] = {}
+
+    def visit(p: str, path: list[str]) -> None:
+        if state.get(p) == "done":
+            return
+        assert state.get(p) != "open", f"cycle: {' -> '.join(path + [p])}"
+        state[p] = "open"
+        for q in MAY_IMPORT.get(p, ()):
+            visit(q, path + [p])
+        state[p] = "done"
+
+    for p in MAY_IMPORT:
+        visit(p, [])
+
+
+def test_the_readme_layout_names_every_package():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    section = section[:section.index("\n## ", 1)]
+    missing = [p for p in MAY_IMPORT
+               if not any(p.replace(".", "/") + end in section for end in ("/", ".py"))]
+    assert not missing, f"the README's layout section does not describe {missing}"
+
+
+def _core_closure() -> dict[str, set[str]]:
+    """Every quorum module the core reaches, with what each imports."""
+    seen: dict[str, set[str]] = {}
+    todo = list((ROOT / "quorum" / "raft").glob("*.py"))
+    while todo:
+        p = todo.pop()
+        key = str(p.relative_to(ROOT))
+        if key in seen:
+            continue
+        seen[key] = _imports(p)
+        for name in seen[key]:
+            if name.startswith("quorum."):
+                target = ROOT / (name.replace(".", "/") + ".py")
+                if target.exists():
+                    todo.append(target)
+    return seen
+
+
+def test_core_imports_no_io():
+    bad = {f: sorted(n for n in names if n.split(".")[0] in FORBIDDEN_IN_CORE) for f, names in _core_closure().items()}
+    bad = {f: n for f, n in bad.items() if n}
+    assert not bad, f"the sans-I/O core reaches I/O modules: {bad}"
+
+
+def test_closure_covers_the_log_interface():
+    files = _core_closure()
+    assert "quorum/log/api.py" in files and "quorum/log/batch.py" in files
+    assert "quorum/log/file_log.py" not in files
