@@ -17,6 +17,14 @@ the followers write the records while the leader does (Raft thesis §10.2.1).
 That is safe because a leader's own records count towards the high watermark
 only once flushed, and nothing it sends claims they are durable.
 
+The log is written from inside the core, through :class:`ReplicatedLog` (append as leader or
+follower, truncate, reset to a snapshot), as Kafka's KafkaRaftClient writes its ReplicatedLog;
+etcd's raft instead hands new entries out in its Ready. The core reads back what it appends at
+once (fetch answers, divergence checks, its last epoch for votes), so keeping the log behind the
+interface saves a second, unstable copy of the tail. What the driver owns is durability: with a
+:class:`FileLog` the core's writes reach the page cache only, nothing is fsynced but by the
+driver (``Ready.flush``), and nothing the core sends claims records that are not yet flushed.
+
 Snapshots (KIP-630): ``advance_log_start`` lets the log go below one of the node's snapshots
 (retention). A fetcher below the log start is answered with the newest snapshot's id; it then
 downloads that snapshot with FetchSnapshot through its :class:`SnapshotStore`, which verifies it,
@@ -51,6 +59,8 @@ from quorum.log.batch import CorruptBatchError
 from quorum.log.election_state import ElectionState
 from quorum.raft.accumulator import BatchAccumulator
 from quorum.raft.messages import (
+    REQUEST_TYPES,
+    RESPONSE_TYPES,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -67,10 +77,9 @@ from quorum.raft.messages import (
 )
 from quorum.raft.progress import LeaderProgress
 from quorum.raft.ready import Ready
-from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
+from quorum.raft.roles import ROLES, Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
 from quorum.raft.settings import RaftSettings
 from quorum.snapshot.api import SnapshotError, SnapshotStore
-from quorum.snapshot.memory_store import MemorySnapshotStore
 
 NO_DEADLINE = 1 << 62
 LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
@@ -86,22 +95,29 @@ MAX_EPOCH_JUMP = 10_000
 _CLAIMS_DURABLE_LOG = (FetchRequest, VoteRequest)
 
 
+# Errors, as h11 splits them. Neither is ever a peer's doing: a peer's message that would break the
+# protocol is refused without effect and reported in ``Ready.violations`` for the driver to log.
+class RaftUsageError(ValueError):
+    """The driver called the core wrongly (an empty proposal, a log start past the high watermark
+    or at a snapshot it does not hold). The call changed nothing."""
+
+
 class RaftSafetyError(AssertionError):
-    """The core's own state or its driver broke Raft's guarantees (a bug here, never a peer's doing:
-    a peer's message that would break them is refused and reported in ``Ready.violations``)."""
+    """The core's own state would break Raft's guarantees (an epoch going back, a transition the
+    table does not have, a high watermark past the log): a bug in the core, which stops here."""
 
 
 class RaftCore:
     def __init__(self, node_id: int, voters: Sequence[int], cluster_id: str, log: ReplicatedLog,
                  election: ElectionState, now_ms: int, settings: RaftSettings = RaftSettings(),
-                 rng: Optional[random.Random] = None, snapshots: Optional[SnapshotStore] = None):
+                 rng: Optional[random.Random] = None, *, snapshots: SnapshotStore):
         self.node_id = node_id
         self.voters = frozenset(voters)
         self.is_voter = node_id in self.voters
         self.cluster_id = cluster_id
         self.log = log
         # Snapshots: served to fetchers below the log start, downloaded when we are below the leader's.
-        self.snapshots = snapshots if snapshots is not None else MemorySnapshotStore()
+        self.snapshots = snapshots
         self.snapshots_installed = 0
         self.snapshot_failures = 0  # downloads refused because they did not verify
         self.settings = settings
@@ -129,9 +145,7 @@ class RaftCore:
     # ------------------------------------------------------------------ public inputs
     def receive(self, src: int, corr: int, msg: Message, now_ms: int) -> None:
         """A message arrived from ``src``. Requests are answered with the same ``corr``."""
-        handler = getattr(self, "_handle_" + type(msg).__name__)
-        if isinstance(msg, (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                            FetchSnapshotRequest)):
+        if type(msg) in _REQUEST_HANDLERS:
             if msg.cluster_id != self.cluster_id:
                 self._reply_error(src, corr, msg, Errors.INCONSISTENT_CLUSTER_ID)
             elif not 0 <= msg.epoch <= MAX_EPOCH:
@@ -146,7 +160,7 @@ class RaftCore:
                 self._violation(src, f"{type(msg).__name__} names node {_claimed_sender(msg)} as its sender")
                 self._reply_error(src, corr, msg, Errors.INVALID_REQUEST)
             else:
-                handler(src, corr, msg, now_ms)
+                _REQUEST_HANDLERS[type(msg)](self, src, corr, msg, now_ms)
         else:
             entry = self._inflight.pop(corr, None)
             if entry is None or entry[0] != src:
@@ -154,7 +168,7 @@ class RaftCore:
             if not 0 <= msg.epoch <= MAX_EPOCH:
                 self._violation(src, f"{type(msg).__name__} with epoch {msg.epoch}, outside 0..{MAX_EPOCH}")
             elif self._handle_common_response(src, msg, entry[1], now_ms):
-                handler(src, msg, entry[1], now_ms)
+                _RESPONSE_HANDLERS[type(msg)](self, src, msg, entry[1], now_ms)
         self._poll(now_ms)
 
     def request_failed(self, dest: int, corr: int, now_ms: int) -> None:
@@ -176,7 +190,7 @@ class RaftCore:
         if not isinstance(role, Leader):
             raise NotLeaderError(role.leader_id, role.epoch)
         if not records:
-            raise ValueError("propose needs at least one record")
+            raise RaftUsageError("propose needs at least one record")
         last = role.accumulator.append(records, now_ms)
         self._poll(now_ms)
         return last
@@ -191,9 +205,9 @@ class RaftCore:
         """Let the log go below ``snapshot``, one of our snapshots of committed records (retention:
         Kafka's deleteBeforeSnapshot). Fetchers below it are then sent the newest snapshot."""
         if snapshot not in self.snapshots.ids():
-            raise ValueError(f"snapshot {snapshot} is not held; the log start may only move to one")
+            raise RaftUsageError(f"snapshot {snapshot} is not held; the log start may only move to one")
         if snapshot.offset > self.high_watermark:
-            raise RaftSafetyError(f"snapshot {snapshot} is beyond the high watermark {self.high_watermark}")
+            raise RaftUsageError(f"snapshot {snapshot} is beyond the high watermark {self.high_watermark}")
         if snapshot.offset > self.log.end_offset:
             self.log.reset_to(snapshot)
         else:
@@ -288,20 +302,16 @@ class RaftCore:
         return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self._campaigns else now)
 
     def _election_state(self) -> ElectionState:
-        r = self.role
-        voted = getattr(r, "voted_id", None)
-        if isinstance(r, Candidate):
-            voted = self.node_id
-        leader = r.lost_leader_id if isinstance(r, Prospective) else r.leader_id
-        if isinstance(r, (Leader, Resigned)):
-            voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
-            leader = self.node_id  # a restart must know it led this epoch
-        return ElectionState(r.epoch, leader, voted, self.rejoining)
+        return self.role.election_state(self.node_id, self._persisted, self.rejoining)
 
     def _become(self, role: Role) -> None:
+        """Every role change: checked against the transition table (the module docstring, and
+        _TRANSITIONS below), never to a lower epoch; leaving leadership answers parked fetches."""
         old = self.role
         if old.epoch > role.epoch:
             raise RaftSafetyError(f"epoch would go back from {old.epoch} to {role.epoch}")
+        if type(role) not in _TRANSITIONS[type(old)]:
+            raise RaftSafetyError(f"no transition from {old.name} to {role.name} (epoch {old.epoch} -> {role.epoch})")
         if isinstance(old, Leader) and not isinstance(role, Leader):
             self._abandon_leadership(old, role)
         self.role = role
@@ -313,7 +323,7 @@ class RaftCore:
         self._become(Unattached(epoch, voted_id, deadline))
 
     def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
-        voted = getattr(self.role, "voted_id", None) if self.role.epoch == epoch else None
+        voted = self.role.voted_id if self.role.epoch == epoch else None
         self._become(Follower(epoch, leader_id, voted, self._fetch_deadline(now)))
 
     def _become_prospective(self, now: int) -> None:
@@ -365,29 +375,16 @@ class RaftCore:
     def _poll(self, now: int) -> None:
         """Fire whatever deadlines have passed and send whatever the role owes."""
         self._expire_requests(now)
-        getattr(self, "_poll_" + type(self.role).__name__)(now)
+        _POLLS[type(self.role)](self, now)
 
     def _next_deadline(self) -> int:
         r = self.role
         times = [d for (_dest, _msg, d) in self._inflight.values()]
         times += list(self._backoff.values())
-        if isinstance(r, Unattached):
-            if self._campaigns or not self._fetch_in_flight():
-                times.append(r.election_deadline)
-        elif isinstance(r, (Prospective, Candidate, Resigned)):
-            times.append(r.deadline)
-        elif isinstance(r, Follower):
-            times.append(r.fetch_deadline)
-        elif isinstance(r, Leader):
-            times += [d for (_req, d) in r.parked.values()]
-            if r.accumulator.deadline() is not None:
-                times.append(r.accumulator.deadline())
-            cq = r.progress.voters
-            fetched = sorted((v.last_fetch_ms for v in cq.values() if v.last_fetch_ms is not None
-                              and v.replica_id != self.node_id), reverse=True)
-            need = self._majority() - 1
-            if need > 0 and len(fetched) >= need:
-                times.append(fetched[need - 1] + self.settings.check_quorum_timeout_ms + 1)
+        if isinstance(r, Leader):
+            times += r.timers(self.node_id, self._majority(), self.settings.check_quorum_timeout_ms)
+        elif not (isinstance(r, Unattached) and not self._campaigns and self._fetch_in_flight()):
+            times.append(r.timer)  # an observer asking a voter for the leader waits for the answer
         return min(times, default=NO_DEADLINE)
 
     def _expire_requests(self, now: int) -> None:
@@ -413,7 +410,7 @@ class RaftCore:
     def _send(self, dest: int, corr: int, msg: Message) -> None:
         self._outbox.append(Outbound(dest, corr, msg))
 
-    def _poll_Unattached(self, now: int) -> None:
+    def _poll_unattached(self, now: int) -> None:
         r = self.role
         if self._campaigns:
             if now >= r.election_deadline:
@@ -422,7 +419,7 @@ class RaftCore:
         else:
             self._maybe_discover_leader(now)
 
-    def _poll_Prospective(self, now: int) -> None:
+    def _poll_prospective(self, now: int) -> None:
         r = self.role
         if now >= r.deadline:
             # Pre-vote lost or nobody answered: back off, try again later.
@@ -433,7 +430,7 @@ class RaftCore:
                 self._request(v, VoteRequest(self.cluster_id, r.epoch + 1, self.node_id, self.log.last_epoch,
                                              self.log.end_offset, pre_vote=True), now)
 
-    def _poll_Candidate(self, now: int) -> None:
+    def _poll_candidate(self, now: int) -> None:
         r = self.role
         if now >= r.deadline:
             self._become_prospective(now)
@@ -444,7 +441,7 @@ class RaftCore:
                 self._request(v, VoteRequest(self.cluster_id, r.epoch, self.node_id, self.log.last_epoch,
                                              self.log.end_offset), now)
 
-    def _poll_Leader(self, now: int) -> None:
+    def _poll_leader(self, now: int) -> None:
         r = self.role
         if not r.progress.has_quorum_since(now - self.settings.check_quorum_timeout_ms):
             self._become_resigned(now)  # check-quorum: we may be on the wrong side of a partition
@@ -460,7 +457,7 @@ class RaftCore:
                 self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id), now)
         self._complete_parked(r, now, only_expired=True)
 
-    def _poll_Follower(self, now: int) -> None:
+    def _poll_follower(self, now: int) -> None:
         r = self.role
         if now >= r.fetch_deadline:
             if self._campaigns:
@@ -477,7 +474,7 @@ class RaftCore:
         elif self._can_send(FetchRequest, r.leader_id):
             self._send_fetch(r.leader_id, r.epoch, now)
 
-    def _poll_Resigned(self, now: int) -> None:
+    def _poll_resigned(self, now: int) -> None:
         r = self.role
         if now >= r.deadline:
             self._become_prospective(now)
@@ -610,7 +607,7 @@ class RaftCore:
             and now - r.last_fetch_ok_ms < self.settings.fetch_timeout_ms
 
     # ------------------------------------------------------------------ Vote
-    def _handle_VoteRequest(self, src: int, corr: int, req: VoteRequest, now: int) -> None:
+    def _handle_vote_request(self, src: int, corr: int, req: VoteRequest, now: int) -> None:
         r = self.role
         if req.candidate_id not in self.voters or not self.is_voter:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
@@ -629,13 +626,12 @@ class RaftCore:
             self._become_unattached(req.epoch, now)
             r = self.role
         granted = False
-        if isinstance(r, (Unattached, Prospective)) and r.voted_id in (None, req.candidate_id) and up_to_date \
-                and not self.rejoining:
+        if r.can_grant_vote(req.candidate_id) and up_to_date and not self.rejoining:
             granted = True
             self._become_unattached(r.epoch, now, voted_id=req.candidate_id)
         self._send(src, corr, VoteResponse(Errors.NONE, self.role.epoch, self.role.leader_id, granted, False))
 
-    def _handle_VoteResponse(self, src: int, resp: VoteResponse, req: VoteRequest, now: int) -> None:
+    def _handle_vote_response(self, src: int, resp: VoteResponse, req: VoteRequest, now: int) -> None:
         r = self.role
         if resp.error is not Errors.NONE:
             self._backoff[(VoteRequest, src)] = now + self.settings.retry_backoff_ms
@@ -651,7 +647,7 @@ class RaftCore:
             self._maybe_win_election(now)
 
     # ------------------------------------------------------------------ BeginQuorumEpoch
-    def _handle_BeginQuorumEpochRequest(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
+    def _handle_begin_quorum_epoch_request(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
         r = self.role
         if req.leader_id not in self.voters:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
@@ -667,14 +663,14 @@ class RaftCore:
             self._become_follower(req.epoch, req.leader_id, now)
         self._send(src, corr, BeginQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
 
-    def _handle_BeginQuorumEpochResponse(self, src: int, resp: BeginQuorumEpochResponse,
+    def _handle_begin_quorum_epoch_response(self, src: int, resp: BeginQuorumEpochResponse,
                                          req: BeginQuorumEpochRequest, now: int) -> None:
         r = self.role
         if isinstance(r, Leader) and resp.error is Errors.NONE and req.epoch == r.epoch:
             r.begin_epoch_unacked.discard(src)
 
     # ------------------------------------------------------------------ EndQuorumEpoch
-    def _handle_EndQuorumEpochRequest(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
+    def _handle_end_quorum_epoch_request(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
         r = self.role
         if req.leader_id not in self.voters:
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
@@ -692,13 +688,13 @@ class RaftCore:
                     delay = min(self.settings.election_backoff_max_ms, self.settings.retry_backoff_ms << pos)
                 else:
                     delay = self._election_deadline(now) - now
-                voted = getattr(r, "voted_id", None) if r.epoch == req.epoch else None
+                voted = r.voted_id if r.epoch == req.epoch else None
                 self._become_unattached(req.epoch, now, voted_id=voted, deadline=now + delay)
             else:
                 self._become_unattached(req.epoch, now)
         self._send(src, corr, EndQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
 
-    def _handle_EndQuorumEpochResponse(self, src: int, resp: EndQuorumEpochResponse,
+    def _handle_end_quorum_epoch_response(self, src: int, resp: EndQuorumEpochResponse,
                                        req: EndQuorumEpochRequest, now: int) -> None:
         r = self.role
         if isinstance(r, Resigned) and req.epoch == r.epoch:
@@ -710,7 +706,7 @@ class RaftCore:
         return isinstance(self.role, Resigned) and not self.role.unacked
 
     # ------------------------------------------------------------------ Fetch (leader side)
-    def _handle_FetchRequest(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
+    def _handle_fetch_request(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
         r = self.role
         if not isinstance(r, Leader):
             return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
@@ -772,7 +768,7 @@ class RaftCore:
             self.high_watermark = hw
 
     # ------------------------------------------------------------------ Fetch (follower side)
-    def _handle_FetchResponse(self, src: int, resp: FetchResponse, req: FetchRequest, now: int) -> None:
+    def _handle_fetch_response(self, src: int, resp: FetchResponse, req: FetchRequest, now: int) -> None:
         r = self.role
         if not isinstance(r, Follower) or r.leader_id != src:
             return
@@ -814,7 +810,7 @@ class RaftCore:
         self._maybe_finish_rejoin(resp.high_watermark)
 
     # ------------------------------------------------------------------ FetchSnapshot (leader side)
-    def _handle_FetchSnapshotRequest(self, src: int, corr: int, req: FetchSnapshotRequest, now: int) -> None:
+    def _handle_fetch_snapshot_request(self, src: int, corr: int, req: FetchSnapshotRequest, now: int) -> None:
         r = self.role
         if not isinstance(r, Leader):
             return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
@@ -838,7 +834,7 @@ class RaftCore:
                                                     req.position, data))
 
     # ------------------------------------------------------------------ FetchSnapshot (follower side)
-    def _handle_FetchSnapshotResponse(self, src: int, resp: FetchSnapshotResponse, req: FetchSnapshotRequest,
+    def _handle_fetch_snapshot_response(self, src: int, resp: FetchSnapshotResponse, req: FetchSnapshotRequest,
                                       now: int) -> None:
         r = self.role
         if not isinstance(r, Follower) or r.leader_id != src or r.snapshot != req.snapshot_id:
@@ -884,6 +880,45 @@ class RaftCore:
         self.log.reset_to(snapshot)
         self.snapshots_installed += 1
         self._set_high_watermark(snapshot.offset)
+
+
+# The module docstring's transition table: from each role, the roles _become may go to.
+_TRANSITIONS: dict[type, frozenset[type]] = {
+    Unattached: frozenset({Unattached, Prospective, Follower}),
+    Prospective: frozenset({Unattached, Candidate, Follower}),
+    Candidate: frozenset({Unattached, Prospective, Leader, Follower}),
+    Leader: frozenset({Unattached, Follower, Resigned}),
+    Follower: frozenset({Unattached, Prospective, Follower}),
+    Resigned: frozenset({Unattached, Prospective, Follower}),
+}
+assert set(_TRANSITIONS) == set(ROLES), "a role has no row in the transition table"
+
+# Dispatch: one table per kind of input, each checked complete when the module is imported.
+_REQUEST_HANDLERS = {
+    VoteRequest: RaftCore._handle_vote_request,
+    BeginQuorumEpochRequest: RaftCore._handle_begin_quorum_epoch_request,
+    EndQuorumEpochRequest: RaftCore._handle_end_quorum_epoch_request,
+    FetchRequest: RaftCore._handle_fetch_request,
+    FetchSnapshotRequest: RaftCore._handle_fetch_snapshot_request,
+}
+_RESPONSE_HANDLERS = {
+    VoteResponse: RaftCore._handle_vote_response,
+    BeginQuorumEpochResponse: RaftCore._handle_begin_quorum_epoch_response,
+    EndQuorumEpochResponse: RaftCore._handle_end_quorum_epoch_response,
+    FetchResponse: RaftCore._handle_fetch_response,
+    FetchSnapshotResponse: RaftCore._handle_fetch_snapshot_response,
+}
+_POLLS = {
+    Unattached: RaftCore._poll_unattached,
+    Prospective: RaftCore._poll_prospective,
+    Candidate: RaftCore._poll_candidate,
+    Leader: RaftCore._poll_leader,
+    Follower: RaftCore._poll_follower,
+    Resigned: RaftCore._poll_resigned,
+}
+assert set(_REQUEST_HANDLERS) == set(REQUEST_TYPES), "a request type has no handler"
+assert set(_RESPONSE_HANDLERS) == set(RESPONSE_TYPES), "a response type has no handler"
+assert set(_POLLS) == set(ROLES), "a role has no poll"
 
 
 def _claimed_sender(msg: Message) -> int:

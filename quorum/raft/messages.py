@@ -113,6 +113,8 @@ Response = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
 Message = Union[Request, Response]
 
 REQUEST_TYPES = (VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchSnapshotRequest)
+RESPONSE_TYPES = (VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse, FetchResponse,
+                  FetchSnapshotResponse)
 
 
 @dataclass(frozen=True, slots=True)

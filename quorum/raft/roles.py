@@ -1,8 +1,11 @@
-"""One small class per election role, holding only that role's data and timers.
+"""One small class per election role, holding that role's data and timers, as Kafka's EpochState.
 
-``RaftCore`` owns the transitions between them (see its docstring for the table).
-Every role answers the same questions: its epoch, the leader it knows, whom it
-voted for, and its name as DescribeQuorum and the metrics report it.
+``RaftCore`` performs the transitions between them (see its docstring for the table). Every role
+answers the same questions, so the core asks instead of testing types: its ``epoch``, the
+``leader_id`` it tells others, whom it ``voted_id`` for, its ``name`` (as DescribeQuorum and the
+metrics report it), its ``timer`` (the role's own deadline, ms; the leader has several, see
+``Leader.timers``), whether it ``can_grant_vote`` to a candidate, and the election state it must
+persist (``election_state``).
 """
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.election_state import ElectionState
 from quorum.raft.accumulator import BatchAccumulator
 from quorum.raft.progress import LeaderProgress
 
@@ -29,6 +33,16 @@ class Unattached:
     def name(self) -> str:
         return "Voted" if self.voted_id is not None else "Unattached"
 
+    @property
+    def timer(self) -> int:
+        return self.election_deadline
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return self.voted_id in (None, candidate_id)
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return ElectionState(self.epoch, None, self.voted_id, rejoining)
+
 
 @dataclass(slots=True)
 class Prospective:
@@ -45,6 +59,16 @@ class Prospective:
     leader_id: None = None  # it has lost the leader: telling others about it would keep them following a corpse
     name = "Prospective"
 
+    @property
+    def timer(self) -> int:
+        return self.deadline
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return self.voted_id in (None, candidate_id)
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return ElectionState(self.epoch, self.lost_leader_id, self.voted_id, rejoining)
+
 
 @dataclass(slots=True)
 class Candidate:
@@ -55,7 +79,18 @@ class Candidate:
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
     leader_id: None = None
+    voted_id: None = None  # it voted for itself; a follower of this epoch does not carry that vote over
     name = "Candidate"
+
+    @property
+    def timer(self) -> int:
+        return self.deadline
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return ElectionState(self.epoch, None, node_id, rejoining)
 
 
 @dataclass(slots=True)
@@ -71,7 +106,28 @@ class Leader:
     # Fetches with nothing to return yet, held up to their max wait (long poll):
     # (replica id, corr) -> (request, deadline ms)
     parked: dict = field(default_factory=dict)
+    voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Leader"
+    timer = None
+
+    def timers(self, node_id: int, majority: int, check_quorum_timeout_ms: int) -> list[int]:
+        """Parked fetches' expiries, the accumulator's linger, and when check-quorum next looks:
+        just after the majority's oldest fetch is check_quorum_timeout_ms old."""
+        times = [d for (_req, d) in self.parked.values()]
+        if self.accumulator.deadline() is not None:
+            times.append(self.accumulator.deadline())
+        fetched = sorted((v.last_fetch_ms for v in self.progress.voters.values() if v.last_fetch_ms is not None
+                          and v.replica_id != node_id), reverse=True)
+        need = majority - 1
+        if need > 0 and len(fetched) >= need:
+            times.append(fetched[need - 1] + check_quorum_timeout_ms + 1)
+        return times
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return _led_epoch(self.epoch, node_id, persisted, rejoining)
 
 
 @dataclass(slots=True)
@@ -88,6 +144,16 @@ class Follower:
     snapshot: Optional[OffsetAndEpoch] = None  # being downloaded: FetchSnapshot instead of Fetch
     name = "Follower"
 
+    @property
+    def timer(self) -> int:
+        return self.fetch_deadline
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return ElectionState(self.epoch, self.leader_id, self.voted_id, rejoining)
+
 
 @dataclass(slots=True)
 class Resigned:
@@ -99,7 +165,26 @@ class Resigned:
     preferred_successors: tuple[int, ...]
     unacked: set[int]
     leader_id: None = None  # told to others as "no leader": they should elect, not follow us
+    voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Resigned"
+
+    @property
+    def timer(self) -> int:
+        return self.deadline
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+        return _led_epoch(self.epoch, node_id, persisted, rejoining)
+
+
+def _led_epoch(epoch: int, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
+    """A leader's (or resigned leader's) election state: a restart must know it led this epoch,
+    and keeps whatever vote it had persisted in it."""
+    voted = persisted.voted_id if persisted.epoch == epoch else None
+    return ElectionState(epoch, node_id, voted, rejoining)
 
 
 Role = Unattached | Prospective | Candidate | Leader | Follower | Resigned
+ROLES = (Unattached, Prospective, Candidate, Leader, Follower, Resigned)

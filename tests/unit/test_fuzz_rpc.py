@@ -25,6 +25,7 @@ from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import MAX_EPOCH, MAX_EPOCH_JUMP, RaftCore
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import convert
+from quorum.snapshot.memory_store import MemorySnapshotStore
 
 sys.path.insert(0, str(Path(__file__).parent / "controller"))
 from controller_helpers import controller, create  # noqa: E402
@@ -134,7 +135,7 @@ def test_every_raft_request_is_answered_or_refused_never_raised(request_pb, src,
     log.append_as_leader([b"a", b"b"], 3, 0)
     log.flush()
     election = ElectionState(3, 1 if role == "Leader" else 2, None)
-    core = RaftCore(1, (1, 2, 3), cid, log, election, 0)
+    core = RaftCore(1, (1, 2, 3), cid, log, election, 0, snapshots=MemorySnapshotStore())
     core.receive(src, 42, msg, 10)  # must not raise
     while core.has_ready():
         rd = core.ready()

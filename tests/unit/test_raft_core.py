@@ -9,6 +9,7 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
+from quorum.snapshot.memory_store import MemorySnapshotStore
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -24,7 +25,7 @@ S = RaftSettings()
 
 
 def make(election=ElectionState.empty(), log=None, node_id=1, voters=(1, 2, 3), now=0):
-    return RaftCore(node_id, voters, CID, log or MemoryLog(), election, now, S)
+    return RaftCore(node_id, voters, CID, log or MemoryLog(), election, now, S, snapshots=MemorySnapshotStore())
 
 
 def drain(core, now=0):
@@ -396,3 +397,30 @@ def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
     p.expire_observers(now_ms=1501)
     assert p.observers == {}
     assert len(p.describe(1, 1501).observers) == 0
+
+
+def test_a_transition_the_table_lacks_raises_and_changes_nothing():
+    from quorum.raft.core import RaftSafetyError
+    from quorum.raft.roles import Candidate, Leader
+
+    core = make()
+    before = core.role
+    with pytest.raises(RaftSafetyError, match="no transition from Unattached to Candidate"):
+        core._become(Candidate(before.epoch + 1, 0))
+    assert core.role is before
+    leader, _ = make_leader()
+    with pytest.raises(RaftSafetyError, match="epoch would go back"):
+        leader._become(Candidate(leader.epoch - 1, 0))
+    assert isinstance(leader.role, Leader)
+
+
+def test_wrong_calls_from_the_driver_are_usage_errors_that_change_nothing():
+    from quorum.raft.core import RaftUsageError
+
+    core, _ = make_leader()
+    end = core.log.end_offset
+    with pytest.raises(RaftUsageError):
+        core.propose([], 0)
+    with pytest.raises(RaftUsageError):
+        core.advance_log_start(OffsetAndEpoch(end, core.epoch), 0)
+    assert core.log.end_offset == end and core.is_leader
