@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Optional, Protocol
 
 from quorum.log.election_state import ElectionState
-from quorum.raft.messages import Outbound
+from quorum.raft.messages import Outbound, describe_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,28 @@ class Ready:
     # (peer, what) for each message from a peer that broke the protocol, refused without effect:
     # the driver logs them.
     violations: tuple[tuple[int, str], ...] = ()
+
+
+def describe_ready(rd: Ready) -> list[str]:
+    """The canonical text form of a Ready, one line per duty in the order they are done (for logs
+    and the scenario tests); an empty Ready is ``[]``."""
+    lines = [f"refused from {peer}: {what}" for peer, what in rd.violations]
+    st = rd.election_state
+    if st is not None:
+        lines.append(f"persist epoch={st.epoch} leader={_or_dash(st.leader_id)} voted={_or_dash(st.voted_id)}"
+                     + (" rejoining" if st.rejoining else ""))
+    if rd.flush and not rd.flush_after_send:
+        lines.append("flush")
+    lines += [f"send {out.dest} corr={out.corr} {describe_message(out.message)}" for out in rd.messages]
+    if rd.flush_after_send:
+        lines.append("flush (after send)")
+    if rd.high_watermark is not None:
+        lines.append(f"high watermark {rd.high_watermark}")
+    return lines
+
+
+def _or_dash(v: Optional[int]) -> str:
+    return "-" if v is None else str(v)
 
 
 class ReadyIO(Protocol):
