@@ -18,8 +18,21 @@ from quorum.raft.accumulator import BatchAccumulator
 from quorum.raft.progress import LeaderProgress
 
 
+class _Role:
+    """What every role shares: no vote to give unless it says otherwise, and one timer, ``deadline``."""
+
+    __slots__ = ()
+
+    @property
+    def timer(self) -> int:
+        return self.deadline  # type: ignore[attr-defined]
+
+    def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+
 @dataclass(slots=True)
-class Unattached:
+class Unattached(_Role):
     """No leader known in ``epoch``. A voter campaigns when ``election_deadline`` passes;
     an observer keeps asking voters who the leader is. With ``voted_id`` set this is
     the *voted* state: the vote for this epoch is spent."""
@@ -45,7 +58,7 @@ class Unattached:
 
 
 @dataclass(slots=True)
-class Prospective:
+class Prospective(_Role):
     """Pre-vote (KIP-996): asks voters whether they *would* vote for ``epoch + 1``
     without anyone changing state, so a node cut off from the leader cannot
     disrupt a healthy quorum when it comes back."""
@@ -59,10 +72,6 @@ class Prospective:
     leader_id: None = None  # it has lost the leader: telling others about it would keep them following a corpse
     name = "Prospective"
 
-    @property
-    def timer(self) -> int:
-        return self.deadline
-
     def can_grant_vote(self, candidate_id: int) -> bool:
         return self.voted_id in (None, candidate_id)
 
@@ -71,7 +80,7 @@ class Prospective:
 
 
 @dataclass(slots=True)
-class Candidate:
+class Candidate(_Role):
     """Voted for itself in ``epoch`` and asks the other voters for theirs."""
 
     epoch: int
@@ -82,19 +91,12 @@ class Candidate:
     voted_id: None = None  # it voted for itself; a follower of this epoch does not carry that vote over
     name = "Candidate"
 
-    @property
-    def timer(self) -> int:
-        return self.deadline
-
-    def can_grant_vote(self, candidate_id: int) -> bool:
-        return False
-
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return ElectionState(self.epoch, None, node_id, rejoining)
 
 
 @dataclass(slots=True)
-class Leader:
+class Leader(_Role):
     """The active leader of ``epoch``: appends, serves fetches, moves the high watermark."""
 
     epoch: int
@@ -123,15 +125,12 @@ class Leader:
             times.append(fetched[need - 1] + check_quorum_timeout_ms + 1)
         return times
 
-    def can_grant_vote(self, candidate_id: int) -> bool:
-        return False
-
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return _led_epoch(self.epoch, node_id, persisted, rejoining)
 
 
 @dataclass(slots=True)
-class Follower:
+class Follower(_Role):
     """Knows the leader of ``epoch`` and pulls from it; no fetch answer for
     ``fetch_timeout`` means the leader is gone."""
 
@@ -148,15 +147,12 @@ class Follower:
     def timer(self) -> int:
         return self.fetch_deadline
 
-    def can_grant_vote(self, candidate_id: int) -> bool:
-        return False
-
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_id, rejoining)
 
 
 @dataclass(slots=True)
-class Resigned:
+class Resigned(_Role):
     """A leader that gave up ``epoch`` (shutdown or lost quorum): tells voters with
     EndQuorumEpoch, accepts no writes, and campaigns again after its deadline."""
 
@@ -167,13 +163,6 @@ class Resigned:
     leader_id: None = None  # told to others as "no leader": they should elect, not follow us
     voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Resigned"
-
-    @property
-    def timer(self) -> int:
-        return self.deadline
-
-    def can_grant_vote(self, candidate_id: int) -> bool:
-        return False
 
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return _led_epoch(self.epoch, node_id, persisted, rejoining)

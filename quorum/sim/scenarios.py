@@ -11,7 +11,7 @@ import random
 from typing import Callable, Optional
 
 from quorum.log.api import OffsetAndEpoch
-from quorum.raft.core import MAX_EPOCH
+from quorum.raft.limits import MAX_EPOCH
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,

@@ -119,9 +119,9 @@ def test_believing_the_sender_a_message_names_is_caught(monkeypatch):
 
 
 def test_epochs_without_a_bound_are_caught(monkeypatch):
-    from quorum.raft import core
+    from quorum.raft import core, limits
 
-    monkeypatch.setattr(core, "MAX_EPOCH_JUMP", 1 << 40)
-    monkeypatch.setattr(core, "MAX_EPOCH", 1 << 62)
+    monkeypatch.setattr(limits, "MAX_EPOCH_JUMP", 1 << 40)
+    monkeypatch.setattr(limits, "MAX_EPOCH", 1 << 62)
     monkeypatch.setattr(core, "_claimed_sender", lambda msg: -1)
     assert _byzantine_violations(range(40)) > 0

@@ -22,7 +22,8 @@ from quorum.errors import SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2, raft_pb2
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
-from quorum.raft.core import MAX_EPOCH, MAX_EPOCH_JUMP, RaftCore
+from quorum.raft.core import RaftCore
+from quorum.raft.limits import MAX_EPOCH, MAX_EPOCH_JUMP
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import convert
 from quorum.snapshot.memory_store import MemorySnapshotStore

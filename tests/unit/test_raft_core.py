@@ -400,7 +400,7 @@ def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
 
 
 def test_a_transition_the_table_lacks_raises_and_changes_nothing():
-    from quorum.raft.core import RaftSafetyError
+    from quorum.raft.errors import RaftSafetyError
     from quorum.raft.roles import Candidate, Leader
 
     core = make()
@@ -415,7 +415,7 @@ def test_a_transition_the_table_lacks_raises_and_changes_nothing():
 
 
 def test_wrong_calls_from_the_driver_are_usage_errors_that_change_nothing():
-    from quorum.raft.core import RaftUsageError
+    from quorum.raft.errors import RaftUsageError
 
     core, _ = make_leader()
     end = core.log.end_offset

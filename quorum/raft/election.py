@@ -1,0 +1,120 @@
+"""The election RPCs of the Raft core: Vote (and pre-vote), BeginQuorumEpoch, EndQuorumEpoch.
+
+Part of :class:`~quorum.raft.core.RaftCore` (which inherits these handlers and dispatches to them
+through its tables); every handler runs after the core settled the epoch the message carries.
+"""
+from __future__ import annotations
+
+from quorum.errors import Errors
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned
+
+
+class ElectionRpcs:
+    """Vote, BeginQuorumEpoch and EndQuorumEpoch, requests and responses (mixed into RaftCore)."""
+
+    # ------------------------------------------------------------------ Vote
+    def _handle_vote_request(self, src: int, corr: int, req: VoteRequest, now: int) -> None:
+        r = self.role
+        if req.candidate_id not in self.voters or not self.is_voter:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+        if req.epoch < r.epoch:
+            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
+        if self._refuse_epoch_jump(src, corr, req):
+            return
+        if req.last_epoch > req.epoch:
+            self._violation(src, f"Vote for epoch {req.epoch} behind its own log's last epoch {req.last_epoch}")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
+        if req.pre_vote:
+            granted = up_to_date and not self._has_live_leader(now) and not self.rejoining
+            return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
+        if req.epoch > r.epoch:
+            self._become_unattached(req.epoch, now)
+            r = self.role
+        granted = False
+        if r.can_grant_vote(req.candidate_id) and up_to_date and not self.rejoining:
+            granted = True
+            self._become_unattached(r.epoch, now, voted_id=req.candidate_id)
+        self._send(src, corr, VoteResponse(Errors.NONE, self.role.epoch, self.role.leader_id, granted, False))
+
+    def _handle_vote_response(self, src: int, resp: VoteResponse, req: VoteRequest, now: int) -> None:
+        r = self.role
+        if resp.error is not Errors.NONE:
+            self._backoff[(VoteRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        if resp.pre_vote and isinstance(r, Prospective) and req.epoch == r.epoch + 1:
+            (r.granted if resp.granted else r.rejected).add(src)
+            if len(r.rejected) > len(self.voters) - self._majority():
+                self._become_unattached(r.epoch, now, r.voted_id)  # cannot win; back off
+            else:
+                self._maybe_win_prevote(now)
+        elif not resp.pre_vote and isinstance(r, Candidate) and req.epoch == r.epoch:
+            (r.granted if resp.granted else r.rejected).add(src)
+            self._maybe_win_election(now)
+
+    # ------------------------------------------------------------------ BeginQuorumEpoch
+    def _handle_begin_quorum_epoch_request(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if req.leader_id not in self.voters:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if self._refuse_epoch_jump(src, corr, req):
+            return
+        if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
+            self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
+                                 f"which this node leads or led")
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        if not (isinstance(r, Follower) and r.epoch == req.epoch and r.leader_id == req.leader_id):
+            self._become_follower(req.epoch, req.leader_id, now)
+        self._send(src, corr, BeginQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
+
+    def _handle_begin_quorum_epoch_response(self, src: int, resp: BeginQuorumEpochResponse,
+                                         req: BeginQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if isinstance(r, Leader) and resp.error is Errors.NONE and req.epoch == r.epoch:
+            r.begin_epoch_unacked.discard(src)
+
+    # ------------------------------------------------------------------ EndQuorumEpoch
+    def _handle_end_quorum_epoch_request(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if req.leader_id not in self.voters:
+            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if self._refuse_epoch_jump(src, corr, req):
+            return
+        if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
+            # The leader stepped down: campaign soon, the most caught-up successor first.
+            if self._campaigns:
+                pos = req.preferred_successors.index(self.node_id) if self.node_id in req.preferred_successors else -1
+                if pos == 0:
+                    delay = 0
+                elif pos > 0:
+                    delay = min(self.settings.election_backoff_max_ms, self.settings.retry_backoff_ms << pos)
+                else:
+                    delay = self._election_deadline(now) - now
+                voted = r.voted_id if r.epoch == req.epoch else None
+                self._become_unattached(req.epoch, now, voted_id=voted, deadline=now + delay)
+            else:
+                self._become_unattached(req.epoch, now)
+        self._send(src, corr, EndQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
+
+    def _handle_end_quorum_epoch_response(self, src: int, resp: EndQuorumEpochResponse,
+                                       req: EndQuorumEpochRequest, now: int) -> None:
+        r = self.role
+        if isinstance(r, Resigned) and req.epoch == r.epoch:
+            r.unacked.discard(src)
+
+    @property
+    def resignation_acknowledged(self) -> bool:
+        """A resigned leader has told every voter it stepped down (safe to exit now)."""
+        return isinstance(self.role, Resigned) and not self.role.unacked

@@ -1,0 +1,173 @@
+"""What each role of the Raft core does when its time comes (``tick``, and after every input):
+campaign, retry, fetch, check the quorum, expire requests; and when the next deadline is.
+
+Part of :class:`~quorum.raft.core.RaftCore` (mixed in); ``_poll`` dispatches by role through
+``_POLLS``, checked complete at import.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    Message,
+    Outbound,
+    VoteRequest,
+)
+from quorum.raft.roles import ROLES, Candidate, Follower, Leader, Prospective, Resigned, Unattached
+
+NO_DEADLINE = 1 << 62  # "no timer set": later than any real time
+
+
+class RolePolls:
+    # ------------------------------------------------------------------ polling
+    def _poll(self, now: int) -> None:
+        """Fire whatever deadlines have passed and send whatever the role owes."""
+        self._expire_requests(now)
+        _POLLS[type(self.role)](self, now)
+
+    def _next_deadline(self) -> int:
+        r = self.role
+        times = [d for (_dest, _msg, d) in self._inflight.values()]
+        times += list(self._backoff.values())
+        if isinstance(r, Leader):
+            times += r.timers(self.node_id, self._majority(), self.settings.check_quorum_timeout_ms)
+        elif not (isinstance(r, Unattached) and not self._campaigns and self._fetch_in_flight()):
+            times.append(r.timer)  # an observer asking a voter for the leader waits for the answer
+        return min(times, default=NO_DEADLINE)
+
+    def _expire_requests(self, now: int) -> None:
+        for corr, (dest, msg, deadline) in list(self._inflight.items()):
+            if now >= deadline:
+                del self._inflight[corr]
+                self._backoff[(type(msg), dest)] = now + self.settings.retry_backoff_ms
+        for key, t in list(self._backoff.items()):
+            if now >= t:
+                del self._backoff[key]
+
+    def _can_send(self, kind: type, dest: int) -> bool:
+        if (kind, dest) in self._backoff:
+            return False
+        return not any(d == dest and type(m) is kind for (d, m, _t) in self._inflight.values())
+
+    def _request(self, dest: int, msg: Message, now: int, timeout_ms: Optional[int] = None) -> None:
+        corr = self._next_corr
+        self._next_corr += 1
+        self._inflight[corr] = (dest, msg, now + (timeout_ms or self.settings.request_timeout_ms))
+        self._outbox.append(Outbound(dest, corr, msg))
+
+    def _send(self, dest: int, corr: int, msg: Message) -> None:
+        self._outbox.append(Outbound(dest, corr, msg))
+
+    def _poll_unattached(self, now: int) -> None:
+        r = self.role
+        if self._campaigns:
+            if now >= r.election_deadline:
+                self._become_prospective(now)
+                self._poll(now)
+        else:
+            self._maybe_discover_leader(now)
+
+    def _poll_prospective(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            # Pre-vote lost or nobody answered: back off, try again later.
+            self._become_unattached(r.epoch, now, r.voted_id)
+            return
+        for v in self.voters - r.granted - r.rejected - {self.node_id}:
+            if self._can_send(VoteRequest, v):
+                self._request(v, VoteRequest(self.cluster_id, r.epoch + 1, self.node_id, self.log.last_epoch,
+                                             self.log.end_offset, pre_vote=True), now)
+
+    def _poll_candidate(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            self._become_prospective(now)
+            self._poll(now)
+            return
+        for v in self.voters - r.granted - r.rejected - {self.node_id}:
+            if self._can_send(VoteRequest, v):
+                self._request(v, VoteRequest(self.cluster_id, r.epoch, self.node_id, self.log.last_epoch,
+                                             self.log.end_offset), now)
+
+    def _poll_leader(self, now: int) -> None:
+        r = self.role
+        if not r.progress.has_quorum_since(now - self.settings.check_quorum_timeout_ms):
+            self._become_resigned(now)  # check-quorum: we may be on the wrong side of a partition
+            self._poll(now)
+            return
+        idle = self.high_watermark >= self.log.end_offset
+        if r.accumulator.should_drain(now, idle):
+            for records in r.accumulator.drain():
+                self.log.append_as_leader(records, r.epoch, now)
+            self._complete_parked(r, now, only_expired=False)
+        for v in list(r.begin_epoch_unacked):
+            if self._can_send(BeginQuorumEpochRequest, v):
+                self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id), now)
+        self._complete_parked(r, now, only_expired=True)
+
+    def _poll_follower(self, now: int) -> None:
+        r = self.role
+        if now >= r.fetch_deadline:
+            if self._campaigns:
+                self._become_prospective(now)
+            else:
+                self._become_unattached(r.epoch, now)
+            self._poll(now)
+            return
+        if r.snapshot is not None and (self.snapshots.download or (None,))[0] != r.snapshot:
+            r.snapshot = None  # the download was dropped (a bad chunk): Fetch again
+        if r.snapshot is not None:
+            if self._can_send(FetchSnapshotRequest, r.leader_id):
+                self._send_fetch_snapshot(r, now)
+        elif self._can_send(FetchRequest, r.leader_id):
+            self._send_fetch(r.leader_id, r.epoch, now)
+
+    def _poll_resigned(self, now: int) -> None:
+        r = self.role
+        if now >= r.deadline:
+            self._become_prospective(now)
+            self._poll(now)
+            return
+        for v in list(r.unacked):
+            if self._can_send(EndQuorumEpochRequest, v):
+                self._request(v, EndQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id,
+                                                       r.preferred_successors), now)
+
+    def _maybe_discover_leader(self, now: int) -> None:
+        """An observer without a leader asks a voter; the answer names the leader."""
+        r = self.role
+        if now < r.election_deadline or self._fetch_in_flight():
+            return
+        ready = [v for v in sorted(self.voters) if v != self.node_id and self._can_send(FetchRequest, v)]
+        if ready:
+            self._send_fetch(self.rng.choice(ready), r.epoch, now)
+        r.election_deadline = now + self.settings.retry_backoff_ms
+
+    def _fetch_in_flight(self) -> bool:
+        return any(isinstance(m, FetchRequest) for (_d, m, _t) in self._inflight.values())
+
+    def _send_fetch_snapshot(self, r: Follower, now: int) -> None:
+        position = self.snapshots.download[1]
+        self._request(r.leader_id, FetchSnapshotRequest(self.cluster_id, r.epoch, self.node_id, r.snapshot, position,
+                                                        self.settings.fetch_max_bytes), now)
+
+    def _send_fetch(self, dest: int, epoch: int, now: int) -> None:
+        s = self.settings
+        self._request(dest, FetchRequest(self.cluster_id, epoch, self.node_id, self.log.end_offset,
+                                         self.log.last_epoch, s.fetch_max_wait_ms, s.fetch_max_bytes),
+                      now, timeout_ms=s.fetch_max_wait_ms + s.request_timeout_ms)
+
+
+_POLLS = {
+    Unattached: RolePolls._poll_unattached,
+    Prospective: RolePolls._poll_prospective,
+    Candidate: RolePolls._poll_candidate,
+    Leader: RolePolls._poll_leader,
+    Follower: RolePolls._poll_follower,
+    Resigned: RolePolls._poll_resigned,
+}
+assert set(_POLLS) == set(ROLES), "a role has no poll"

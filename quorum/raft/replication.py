@@ -1,0 +1,197 @@
+"""The replication RPCs of the Raft core: Fetch and FetchSnapshot, leader and follower sides, and
+the high watermark they move.
+
+Part of :class:`~quorum.raft.core.RaftCore` (which inherits these handlers and dispatches to them
+through its tables); every handler runs after the core settled the epoch the message carries.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.errors import Errors
+from quorum.log.api import LogError
+from quorum.log.batch import CorruptBatchError
+from quorum.raft.errors import RaftSafetyError
+from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
+from quorum.raft.roles import Follower, Leader
+from quorum.snapshot.api import SnapshotError
+
+
+class ReplicationRpcs:
+    """Fetch and FetchSnapshot, requests and responses (mixed into RaftCore)."""
+
+    # ------------------------------------------------------------------ Fetch (leader side)
+    def _handle_fetch_request(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Leader):
+            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
+                                     else Errors.FENCED_LEADER_EPOCH)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.last_fetched_epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
+        start = self.log.start_offset
+        if start > 0 and (req.fetch_offset < start or req.last_fetched_epoch < self.log.start_epoch):
+            # What the fetcher needs next is only in a snapshot now (or its log diverges below it).
+            snapshot = self.snapshots.latest()
+            if snapshot is None or snapshot.offset < start:
+                raise RaftSafetyError(f"log starts at {start} but no snapshot reaches it (newest: {snapshot})")
+            if src in self.voters:
+                r.begin_epoch_unacked.discard(src)
+                r.progress.touch(src, now)
+            return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                                                       start, snapshot_id=snapshot))
+        end = self.log.end_offset_for_epoch(req.last_fetched_epoch)
+        if end.epoch != req.last_fetched_epoch or end.offset < req.fetch_offset:
+            # The fetcher's log has records this leader does not: tell it where to cut.
+            return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                                                       self.log.start_offset, diverging=end))
+        if src in self.voters:
+            r.begin_epoch_unacked.discard(src)  # fetching in our epoch acknowledges it
+        hw_moved = r.progress.update_replica(req.replica_id, req.fetch_offset, self.log.end_offset, now)
+        if hw_moved:
+            self._on_leader_hw_moved(r)
+        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved:
+            self._send(src, corr, self._fetch_response(r, req))
+        else:
+            r.parked[(src, corr)] = (req, now + req.max_wait_ms)
+
+    def _fetch_response(self, r: Leader, req: FetchRequest) -> FetchResponse:
+        data = self.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < self.log.end_offset else b""
+        return FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
+                             self.log.start_offset, data)
+
+    def _on_leader_hw_moved(self, r: Leader) -> None:
+        self._set_high_watermark(r.progress.high_watermark)
+        # Followers learn the new high watermark from answers to their parked fetches.
+        for (src, corr), (req, _deadline) in r.parked.items():
+            self._send(src, corr, self._fetch_response(r, req))
+        r.parked.clear()
+
+    def _complete_parked(self, r: Leader, now: int, only_expired: bool) -> None:
+        for (src, corr), (req, deadline) in list(r.parked.items()):
+            if (only_expired and now >= deadline) or (not only_expired and req.fetch_offset < self.log.end_offset):
+                del r.parked[(src, corr)]
+                self._send(src, corr, self._fetch_response(r, req))
+
+    def _set_high_watermark(self, hw: Optional[int]) -> None:
+        if hw is not None and hw > self.high_watermark:
+            if hw > self.log.end_offset:
+                raise RaftSafetyError(f"high watermark {hw} beyond log end {self.log.end_offset}")
+            self.high_watermark = hw
+
+    # ------------------------------------------------------------------ Fetch (follower side)
+    def _handle_fetch_response(self, src: int, resp: FetchResponse, req: FetchRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Follower) or r.leader_id != src:
+            return
+        r.fetch_failures = 0  # it answered: alive
+        if resp.error is not Errors.NONE:
+            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        if req.fetch_offset != self.log.end_offset:
+            return  # our log moved since we asked (truncated); ask again
+        r.fetch_deadline = self._fetch_deadline(now)
+        r.last_fetch_ok_ms = now
+        if resp.diverging is not None:
+            target = min(resp.diverging.offset, self.log.end_offset_for_epoch(resp.diverging.epoch).offset)
+            if target < self.high_watermark:
+                return self._violation(src, f"the leader asked to truncate to {target}, below the high "
+                                            f"watermark {self.high_watermark} (committed records are never cut)")
+            self.log.truncate_to(target)
+            return
+        if resp.snapshot_id is not None:
+            # Either our log ends below the leader's log start, or it diverges from the leader's
+            # below it (our last epoch is older than the start's): nothing we hold after what we
+            # committed is of use, and the snapshot holds what we committed.
+            if resp.snapshot_id.offset < self.high_watermark:
+                return self._violation(src, f"the leader named snapshot {resp.snapshot_id}, below the high "
+                                            f"watermark {self.high_watermark}")
+            # Download from byte 0 from this leader: another node's file of the same snapshot may
+            # differ byte for byte, so a download never resumes across leaders.
+            r.snapshot = resp.snapshot_id  # the next poll sends FetchSnapshot
+            self.snapshots.begin_download(resp.snapshot_id)
+            return
+        if resp.records:
+            try:
+                self.log.append_as_follower(resp.records)
+            except (CorruptBatchError, LogError):
+                self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+                return
+        if resp.high_watermark is not None:
+            self._set_high_watermark(min(resp.high_watermark, self.log.end_offset))
+        self._maybe_finish_rejoin(resp.high_watermark)
+
+    # ------------------------------------------------------------------ FetchSnapshot (leader side)
+    def _handle_fetch_snapshot_request(self, src: int, corr: int, req: FetchSnapshotRequest, now: int) -> None:
+        r = self.role
+        if not isinstance(r, Leader):
+            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
+                                     else Errors.FENCED_LEADER_EPOCH)
+        if req.epoch < r.epoch:
+            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+        if req.epoch > r.epoch:
+            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if src in self.voters:
+            r.begin_epoch_unacked.discard(src)
+            r.progress.touch(src, now)
+        size = self.snapshots.size(req.snapshot_id)
+        if size is None:
+            return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
+        if req.position < 0 or req.position > size or req.max_bytes <= 0:
+            return self._reply_error(src, corr, req, Errors.POSITION_OUT_OF_RANGE)
+        data = self.snapshots.read(req.snapshot_id, req.position, req.max_bytes)
+        if data is None:  # deleted since size() answered
+            return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
+        self._send(src, corr, FetchSnapshotResponse(Errors.NONE, r.epoch, self.node_id, req.snapshot_id, size,
+                                                    req.position, data))
+
+    # ------------------------------------------------------------------ FetchSnapshot (follower side)
+    def _handle_fetch_snapshot_response(self, src: int, resp: FetchSnapshotResponse, req: FetchSnapshotRequest,
+                                      now: int) -> None:
+        r = self.role
+        if not isinstance(r, Follower) or r.leader_id != src or r.snapshot != req.snapshot_id:
+            return
+        r.fetch_failures = 0
+        if resp.error in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
+            # Deleted by retention meanwhile (or we lost our place): Fetch again for the newest one.
+            self.snapshots.abort_download()
+            r.snapshot = None
+            return
+        if resp.error is not Errors.NONE:
+            self._backoff[(FetchSnapshotRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        download = self.snapshots.download
+        if download is None or download != (req.snapshot_id, req.position) or resp.position != req.position:
+            return  # an answer to a request from before a restarted download
+        r.fetch_deadline = self._fetch_deadline(now)
+        r.last_fetch_ok_ms = now
+        received = self.snapshots.append_download(resp.data)
+        if received < resp.size and resp.data:
+            return  # the next poll asks for the next chunk
+        if received != resp.size:
+            self.snapshots.abort_download()
+            r.snapshot = None
+            self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
+            return
+        self._install_snapshot(r, src, now)
+
+    def _install_snapshot(self, r: Follower, src: int, now: int) -> None:
+        """The download is whole: verify it, make it our snapshot, and start the log after it."""
+        r.snapshot = None
+        try:
+            snapshot = self.snapshots.finish_download()
+        except SnapshotError:
+            # Damaged on the way or on the leader's disk: refuse it and ask again.
+            self.snapshot_failures += 1
+            self._backoff[(FetchRequest, src)] = now + self.settings.fetch_timeout_ms // 4
+            return
+        if isinstance(self.role, Leader):
+            raise RaftSafetyError("a leader never loads a snapshot")
+        if snapshot.offset < self.high_watermark:
+            raise RaftSafetyError(f"snapshot {snapshot} is below the high watermark {self.high_watermark}")
+        self.log.reset_to(snapshot)
+        self.snapshots_installed += 1
+        self._set_high_watermark(snapshot.offset)

@@ -1,0 +1,131 @@
+"""Every role change of the Raft core, as Kafka's QuorumState makes them: one method per target role,
+all through ``_become``, which checks the move against this table and never lowers the epoch. The
+election state each role must persist comes from the role (roles.py); the core hands it out in its
+next Ready, before anything is sent.
+
+Transitions::
+
+    from \\ to    Unattached  Prospective  Candidate  Leader  Follower  Resigned
+    Unattached    epoch up    timeout      -          -       leader    -
+    Prospective   lost/epoch  -            majority   -       leader    -
+    Candidate     epoch up    timeout(*)   -          majority leader   -
+    Leader        epoch up    -            -          -       epoch up  resign / no quorum
+    Follower      epoch up,   fetch timeout -         -       epoch up  -
+                  EndEpoch
+    Resigned      epoch up    timeout      -          -       leader    -
+
+    (*) a candidate whose election times out goes back to pre-vote.
+    Observers only ever are Unattached or Follower.
+
+"epoch up" means a message carried a higher epoch; "leader" means a message
+named the leader of the current or a higher epoch.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.errors import Errors
+from quorum.log import control_records
+from quorum.log.election_state import ElectionState
+from quorum.raft import limits
+from quorum.raft.accumulator import BatchAccumulator
+from quorum.raft.errors import RaftSafetyError
+from quorum.raft.messages import FetchResponse
+from quorum.raft.progress import LeaderProgress
+from quorum.raft.roles import ROLES, Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
+
+
+class Transitions:
+    # ------------------------------------------------------------------ transitions
+    def _initial_role(self, st: ElectionState, now: int) -> Role:
+        if st.leader_id == self.node_id:
+            # We led this epoch before a restart; we cannot know what we appended
+            # after the last flush, so we must not lead it again.
+            return Resigned(st.epoch, self._election_deadline(now), (), set())
+        if st.leader_id is not None:
+            return Follower(st.epoch, st.leader_id, st.voted_id, self._fetch_deadline(now))
+        if self._campaigns and self.voters == {self.node_id}:
+            return Unattached(st.epoch, st.voted_id, now)  # sole voter: campaign at once
+        return Unattached(st.epoch, st.voted_id, self._election_deadline(now) if self._campaigns else now)
+
+    def _election_state(self) -> ElectionState:
+        return self.role.election_state(self.node_id, self._persisted, self.rejoining)
+
+    def _become(self, role: Role) -> None:
+        """Every role change: checked against the transition table (the module docstring, and
+        _TRANSITIONS below), never to a lower epoch; leaving leadership answers parked fetches."""
+        old = self.role
+        if old.epoch > role.epoch:
+            raise RaftSafetyError(f"epoch would go back from {old.epoch} to {role.epoch}")
+        if type(role) not in _TRANSITIONS[type(old)]:
+            raise RaftSafetyError(f"no transition from {old.name} to {role.name} (epoch {old.epoch} -> {role.epoch})")
+        if isinstance(old, Leader) and not isinstance(role, Leader):
+            self._abandon_leadership(old, role)
+        self.role = role
+
+    def _become_unattached(self, epoch: int, now: int, voted_id: Optional[int] = None,
+                           deadline: Optional[int] = None) -> None:
+        if deadline is None:
+            deadline = self._election_deadline(now) if self._campaigns else now
+        self._become(Unattached(epoch, voted_id, deadline))
+
+    def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
+        voted = self.role.voted_id if self.role.epoch == epoch else None
+        self._become(Follower(epoch, leader_id, voted, self._fetch_deadline(now)))
+
+    def _become_prospective(self, now: int) -> None:
+        r = self.role
+        leader = r.leader_id if isinstance(r, Follower) else None
+        voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
+        self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted={self.node_id}))
+        self._maybe_win_prevote(now)
+
+    def _maybe_win_prevote(self, now: int) -> None:
+        r = self.role
+        if isinstance(r, Prospective) and len(r.granted) >= self._majority():
+            if r.epoch >= limits.MAX_EPOCH:  # never in practice: refuse to overflow, say why, stay put
+                self._violation(self.node_id, f"epoch {r.epoch} is the last one: no election can be held")
+                return self._become_unattached(r.epoch, now, r.voted_id)
+            self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted={self.node_id}))
+            self._maybe_win_election(now)
+
+    def _maybe_win_election(self, now: int) -> None:
+        r = self.role
+        if isinstance(r, Candidate) and len(r.granted) >= self._majority():
+            self._become_leader(r, now)
+
+    def _become_leader(self, cand: Candidate, now: int) -> None:
+        start = self.log.end_offset
+        self.log.append_as_leader([control_records.leader_change(self.node_id, self.voters, cand.granted)],
+                                  cand.epoch, now, control=True)
+        self._become(Leader(
+            epoch=cand.epoch, leader_id=self.node_id, epoch_start_offset=start,
+            progress=LeaderProgress(self.node_id, self.voters, start, now,
+                                    self.settings.observer_idle_timeout_ms, self.settings.max_observers),
+            accumulator=BatchAccumulator(cand.epoch, self.log.end_offset, self.settings.append_linger_ms,
+                                         self.settings.max_batch_bytes),
+            begin_epoch_unacked=set(self.voters - {self.node_id})))
+
+    def _become_resigned(self, now: int) -> None:
+        r = self.role
+        assert isinstance(r, Leader)
+        successors = r.progress.successors()
+        self._become(Resigned(r.epoch, self._election_deadline(now), successors, set(successors)))
+
+    def _abandon_leadership(self, old: Leader, new: Role) -> None:
+        old.accumulator.drain()  # unappended proposals are dropped; their callers see NOT_CONTROLLER
+        for (src, corr) in old.parked:
+            self._send(src, corr, FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, new.epoch, new.leader_id))
+        old.parked.clear()
+
+
+# The module docstring's transition table: from each role, the roles _become may go to.
+_TRANSITIONS: dict[type, frozenset[type]] = {
+    Unattached: frozenset({Unattached, Prospective, Follower}),
+    Prospective: frozenset({Unattached, Candidate, Follower}),
+    Candidate: frozenset({Unattached, Prospective, Leader, Follower}),
+    Leader: frozenset({Unattached, Follower, Resigned}),
+    Follower: frozenset({Unattached, Prospective, Follower}),
+    Resigned: frozenset({Unattached, Prospective, Follower}),
+}
+assert set(_TRANSITIONS) == set(ROLES), "a role has no row in the transition table"
