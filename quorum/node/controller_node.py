@@ -23,8 +23,8 @@ leaders has been replayed (high watermark > epoch start), as Kafka's QuorumContr
 shows another epoch or role, or a proposal fails with NotLeaderError; it is never re-activated in
 an epoch it was deactivated in.
 
-Replies. A request's reply is given once its LAST batch is committed *and* replayed here, so a
-read on this node right after a write sees the write. Replies are given in the order requests were
+Replies (pending_replies.py). A request's reply is given once its LAST batch is committed *and*
+replayed here, so a read on this node right after a write sees the write. Replies are given in the order requests were
 handled (FIFO), so an Operation without records (a heartbeat that changes nothing, a "topic already
 exists") is answered only after the records of every request handled before it: its answer never
 talks about uncommitted state. ``Operation.reply_fn`` (if set) builds the reply from the committed
@@ -35,27 +35,23 @@ committed by the new leader: clients retry, as with Kafka).
 """
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import logging
 import queue
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
 from quorum.controller.api import (
     READ_REQUESTS,
-    DescribeAclsRequest,
-    DescribeClusterRequest,
-    DescribeConfigsRequest,
-    DescribeTopicsRequest,
-    ListTopicsRequest,
 )
 from quorum.controller.core import ControllerCore, ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
+from quorum.node.controller_reads import READS
 from quorum.node.listeners import SnapshotLoad
+from quorum.node.pending_replies import Pending, PendingReplies, not_controller
 from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
 from quorum.raft.settings import RaftSettings
@@ -66,43 +62,6 @@ log = logging.getLogger(__name__)
 
 LEADERSHIP_POLL_S = 0.05  # how often the loop looks at the RaftNode's status when nothing arrives
 DEFAULT_TIMEOUT_S = 30.0
-
-
-def not_controller(node_id: int, leader_id: Optional[int], activating: bool = False) -> SparkraftError:
-    """NOT_CONTROLLER with the active controller's id in ``details['leader_id']`` (None if unknown)."""
-    if activating:
-        why = f"node {node_id} is becoming the active controller; retry shortly"
-    elif leader_id is not None and leader_id != node_id:
-        why = f"node {node_id} is not the active controller; the active controller is node {leader_id}"
-    else:
-        why = f"node {node_id} is not the active controller; no active controller is known"
-    return SparkraftError(Errors.NOT_CONTROLLER, why,
-                          leader_id=leader_id if leader_id != node_id else None)
-
-
-@dataclass(eq=False)
-class _Pending:
-    """A handled request whose records are proposed; answered when they are committed and replayed."""
-
-    op: Any  # the core's Operation
-    future: Optional[concurrent.futures.Future]  # None for operations from tick()
-    epoch: int
-    last_offsets: list = field(default_factory=list)  # per batch, once committed (None until then)
-    first_offset: Optional[int] = None  # offset of the first record of the first batch
-    failed: bool = False
-
-    @property
-    def committed(self) -> bool:
-        return all(o is not None for o in self.last_offsets)
-
-    @property
-    def last_offset(self) -> int:
-        return max(self.last_offsets) if self.last_offsets else -1
-
-
-# Most partitions one DescribeTopics answer holds per topic: a topic of a million partitions is
-# described in pages, each answered in a fraction of a second (Limits in the README).
-PARTITION_PAGE = 10_000
 
 
 # -- what arrives on the controller loop's queue, one type per kind (dispatched by _HANDLERS)
@@ -131,7 +90,7 @@ class _Request:
 class _Proposed:
     """One batch of a pending request's proposal is settled (committed or failed)."""
 
-    pending: "_Pending"
+    pending: Pending
     index: int
     proposal: concurrent.futures.Future
 
@@ -153,7 +112,7 @@ class ControllerNode:
         self.core = core
         self.node_id = raft.node_id
         self._inbox: "queue.SimpleQueue" = queue.SimpleQueue()
-        self._pending: collections.deque[_Pending] = collections.deque()
+        self._pending = PendingReplies()
         self._active_epoch: Optional[int] = None
         self._last_deactivated_epoch = -1
         self._last_replayed_epoch = -1
@@ -274,7 +233,7 @@ class ControllerNode:
     def read_async(self, request) -> concurrent.futures.Future:
         """Answer a read request (api.READ_REQUESTS) from this node's replayed metadata: any
         controller answers reads, from what it has committed and replayed."""
-        answer = _READS[type(request)]
+        answer = READS[type(request)]
         return self.call(lambda core: answer(core, request, self.leader_id()))
 
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
@@ -411,9 +370,7 @@ class ControllerNode:
         self.core.deactivate()
         log.info("Controller %d is no longer the active controller (epoch %d; leader now %s)", self.node_id,
                  epoch, "unknown" if leader_id is None else leader_id)
-        error = not_controller(self.node_id, leader_id)
-        while self._pending:
-            self._fail(self._pending.popleft(), error)
+        self._pending.fail_all(not_controller(self.node_id, leader_id))
         with self._state_cond:
             self._state_cond.notify_all()
 
@@ -439,14 +396,13 @@ class ControllerNode:
 
     def _start(self, op, future: Optional[concurrent.futures.Future]) -> None:
         """Propose an Operation's batches in order; its reply waits in FIFO order for their commit."""
-        pending = _Pending(op, future, self._active_epoch, [None] * len(op.batches))
-        self._pending.append(pending)
+        pending = self._pending.add(op, future, self._active_epoch)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
             proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(_Proposed(p, i, f)))
         self._settle()
 
-    def _proposed(self, pending: _Pending, index: int, proposal: concurrent.futures.Future) -> None:
+    def _proposed(self, pending: Pending, index: int, proposal: concurrent.futures.Future) -> None:
         if pending.failed:
             return
         error = proposal.exception()
@@ -455,41 +411,13 @@ class ControllerNode:
             if self._active_epoch is not None and self._active_epoch == pending.epoch:
                 self._deactivate(leader)  # fails every pending request, this one included
             else:
-                self._fail(pending, not_controller(self.node_id, leader))
+                pending.fail(not_controller(self.node_id, leader))
             return
-        last = proposal.result()
-        pending.last_offsets[index] = last
-        if index == 0:
-            pending.first_offset = last - len(pending.op.batches[0]) + 1
+        pending.batch_committed(index, proposal.result())
         self._settle()
 
     def _settle(self) -> None:
-        """Answer pending requests, in order, whose records are committed and replayed."""
-        replayed = self.core.last_committed_offset
-        while self._pending:
-            p = self._pending[0]
-            if p.failed:
-                self._pending.popleft()
-                continue
-            if not p.committed or p.last_offset > replayed:
-                return
-            self._pending.popleft()
-            if p.future is None:
-                continue
-            try:
-                reply = p.op.reply_fn(p.first_offset) if p.op.reply_fn is not None else p.op.reply
-            except SparkraftError as e:
-                p.future.set_exception(e)
-            except Exception as e:
-                p.future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
-            else:
-                p.future.set_result(reply)
-
-    @staticmethod
-    def _fail(pending: _Pending, error: BaseException) -> None:
-        pending.failed = True
-        if pending.future is not None and not pending.future.done():
-            pending.future.set_exception(error)
+        self._pending.settle(self.core.last_committed_offset)
 
     def _fail_everything(self) -> None:
         error = not_controller(self.node_id, None)
@@ -499,8 +427,7 @@ class ControllerNode:
                 self.core.deactivate()
             except Exception:
                 log.debug("deactivate failed during shutdown", exc_info=True)
-        while self._pending:
-            self._fail(self._pending.popleft(), error)
+        self._pending.fail_all(error)
         while True:
             try:
                 item = self._inbox.get_nowait()
@@ -515,50 +442,6 @@ class ControllerNode:
         with self._state_cond:
             self._state_cond.notify_all()
 
-
-# -- read requests, answered on the controller thread from the core's replayed state
-def _list_topics(core: ControllerCore, request: ListTopicsRequest, leader_id: Optional[int]) -> tuple[str, ...]:
-    return tuple(sorted(core.list_topics()))
-
-
-def _describe_topics(core: ControllerCore, request: DescribeTopicsRequest, leader_id: Optional[int]) -> tuple:
-    """Each topic's description (one page of its partitions) or its error, in the order asked."""
-    out: list = []
-    page = min(request.partition_limit or PARTITION_PAGE, PARTITION_PAGE)
-    for name in request.names:
-        try:
-            d = core.describe_topic(name, request.first_partition, page)
-        except SparkraftError as e:
-            out.append(SparkraftError(e.error, e.message, name=name))
-            continue
-        if d is None:
-            out.append(SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist",
-                                      name=name))
-        else:
-            out.append(d)
-    return tuple(out)
-
-
-def _describe_cluster(core: ControllerCore, request: DescribeClusterRequest, leader_id: Optional[int]):
-    return core.describe_cluster(leader_id)
-
-
-def _describe_acls(core: ControllerCore, request: DescribeAclsRequest, leader_id: Optional[int]) -> tuple:
-    return tuple(core.describe_acls(request.filter))
-
-
-def _describe_configs(core: ControllerCore, request: DescribeConfigsRequest, leader_id: Optional[int]) -> tuple:
-    return tuple(core.describe_configs(request))
-
-
-_READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
-    ListTopicsRequest: _list_topics,
-    DescribeTopicsRequest: _describe_topics,
-    DescribeClusterRequest: _describe_cluster,
-    DescribeAclsRequest: _describe_acls,
-    DescribeConfigsRequest: _describe_configs,
-}
-assert set(_READS) == set(READ_REQUESTS), "a read request has no answer"
 
 _HANDLERS: dict[type, Callable[[ControllerNode, Any], None]] = {
     _Committed: ControllerNode._on_committed,

@@ -54,12 +54,13 @@ from quorum.node.inbox import (
 )
 from quorum.node.listeners import CommitListener, SnapshotLoad
 from quorum.node.proposals import ProposalFuture, Proposals, fail, resolve
+from quorum.node.ready_io import NodeReadyIO
 from quorum.node.retention import apply_retention
 from quorum.node.server import DEFAULT_RPC_WORKERS, AddService, ClientSlots, bind_server
 from quorum.node.status import NodeStatus, StatusBoard
 from quorum.node.storage import NodeStorage
 from quorum.raft.core import RaftCore
-from quorum.raft.messages import REQUEST_TYPES, FetchRequest, Outbound, QuorumDescription
+from quorum.raft.messages import QuorumDescription
 from quorum.raft.ready import process_readies
 from quorum.raft.settings import RaftSettings
 from quorum.rpc import convert
@@ -386,7 +387,7 @@ class RaftNode:
 
     # ------------------------------------------------------------------ after each round
     def _process_ready(self) -> None:
-        process_readies(self.core, _NodeReadyIO(self))
+        process_readies(self.core, NodeReadyIO(self))
         self._after_ready()
 
     def _after_ready(self) -> None:
@@ -445,42 +446,6 @@ class RaftNode:
         self._proposals.fail_all(self._status.current.epoch)
         if self._resign_outcome is not None:
             fail(self._resign_outcome, error)
-
-
-class _NodeReadyIO:
-    """A Ready's side effects on a real node: quorum-state written atomically, the log fsynced,
-    requests sent through the PeerClient, answers handed to the servicer calls waiting for them."""
-
-    def __init__(self, node: RaftNode):
-        self.node = node
-
-    def refused(self, peer: int, what: str) -> None:
-        log.warning("Node %d refused a message from node %d that breaks the Raft protocol: %s",
-                    self.node.node_id, peer, what)
-
-    def persist(self, state: ElectionState) -> None:
-        self.node.store.write(state)
-
-    def flush(self, after_send: bool) -> None:
-        self.node.log.flush()
-
-    def send(self, out: Outbound, before_flush: bool) -> None:
-        msg = out.message
-        if isinstance(msg, REQUEST_TYPES):
-            timeout = self.node.settings.request_timeout_ms
-            if isinstance(msg, FetchRequest):
-                timeout += msg.max_wait_ms
-            self.node.peers.send(out.dest, out.corr, msg, timeout)
-        else:
-            future = self.node._waiting.pop(out.corr, None)
-            if future is not None and not future.done():
-                future.set_result(msg)
-
-    def now_ms(self) -> int:
-        return self.node.now_ms()
-
-    def advanced(self) -> None:
-        pass
 
 
 _HANDLERS: dict[type, Callable[[RaftNode, object, int], None]] = {

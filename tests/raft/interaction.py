@@ -37,7 +37,7 @@ from quorum.raft.core import RaftCore
 from quorum.raft.messages import Outbound, describe_message
 from quorum.raft.ready import describe_ready, process_readies
 from quorum.raft.settings import RaftSettings
-from quorum.snapshot.memory_store import MemorySnapshotStore, seal, unseal
+from quorum.snapshot.memory_store import MemorySnapshotStore, seal
 
 CLUSTER_ID = "scenario-cluster-000000"
 SETTINGS = RaftSettings()

@@ -2,7 +2,7 @@
 
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.core import RaftCore
-from quorum.sim.cluster import InvariantViolation
+from quorum.sim.invariants import InvariantViolation
 from quorum.sim.scenarios import chaos
 
 

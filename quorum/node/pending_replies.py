@@ -1,0 +1,93 @@
+"""Requests the active controller has proposed the records of, answered in the order they were
+handled, each once its last batch is committed *and* replayed (so a read right after sees the
+write), or failed with NOT_CONTROLLER when leadership is lost before then."""
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from quorum.errors import Errors, SparkraftError
+
+
+def not_controller(node_id: int, leader_id: Optional[int], activating: bool = False) -> SparkraftError:
+    """NOT_CONTROLLER with the active controller's id in ``details['leader_id']`` (None if unknown)."""
+    if activating:
+        why = f"node {node_id} is becoming the active controller; retry shortly"
+    elif leader_id is not None and leader_id != node_id:
+        why = f"node {node_id} is not the active controller; the active controller is node {leader_id}"
+    else:
+        why = f"node {node_id} is not the active controller; no active controller is known"
+    return SparkraftError(Errors.NOT_CONTROLLER, why,
+                          leader_id=leader_id if leader_id != node_id else None)
+
+
+@dataclass(eq=False)
+class Pending:
+    """A handled request whose records are proposed; answered when they are committed and replayed."""
+
+    op: Any  # the core's Operation
+    future: Optional[concurrent.futures.Future]  # None for operations from tick()
+    epoch: int
+    last_offsets: list = field(default_factory=list)  # per batch, once committed (None until then)
+    first_offset: Optional[int] = None  # offset of the first record of the first batch
+    failed: bool = False
+
+    @property
+    def committed(self) -> bool:
+        return all(o is not None for o in self.last_offsets)
+
+    @property
+    def last_offset(self) -> int:
+        return max(self.last_offsets) if self.last_offsets else -1
+
+    def batch_committed(self, index: int, last_offset: int) -> None:
+        self.last_offsets[index] = last_offset
+        if index == 0:
+            self.first_offset = last_offset - len(self.op.batches[0]) + 1
+
+    def fail(self, error: BaseException) -> None:
+        self.failed = True
+        if self.future is not None and not self.future.done():
+            self.future.set_exception(error)
+
+
+class PendingReplies:
+    """The pending requests, oldest first (controller thread only)."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque[Pending] = collections.deque()
+
+    def __bool__(self) -> bool:
+        return bool(self._queue)
+
+    def add(self, op, future: Optional[concurrent.futures.Future], epoch: int) -> Pending:
+        pending = Pending(op, future, epoch, [None] * len(op.batches))
+        self._queue.append(pending)
+        return pending
+
+    def settle(self, replayed: int) -> None:
+        """Answer pending requests, in order, whose records are committed and replayed up to ``replayed``."""
+        while self._queue:
+            p = self._queue[0]
+            if p.failed:
+                self._queue.popleft()
+                continue
+            if not p.committed or p.last_offset > replayed:
+                return
+            self._queue.popleft()
+            if p.future is None:
+                continue
+            try:
+                reply = p.op.reply_fn(p.first_offset) if p.op.reply_fn is not None else p.op.reply
+            except SparkraftError as e:
+                p.future.set_exception(e)
+            except Exception as e:
+                p.future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
+            else:
+                p.future.set_result(reply)
+
+    def fail_all(self, error: BaseException) -> None:
+        while self._queue:
+            self._queue.popleft().fail(error)

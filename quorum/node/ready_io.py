@@ -1,0 +1,48 @@
+"""How a real node carries out its core's Readies (the order is quorum/raft/ready.py's): quorum-state
+written atomically and fsynced, the log fsynced, requests handed to the PeerClient with the
+core's timeout, answers handed to the servicer calls waiting for them."""
+from __future__ import annotations
+
+import logging
+
+from quorum.log.election_state import ElectionState
+from quorum.raft.messages import REQUEST_TYPES, FetchRequest, Outbound
+
+log = logging.getLogger("quorum.node.raft_node")
+
+
+class NodeReadyIO:
+    """A Ready's side effects on a real node: quorum-state written atomically, the log fsynced,
+    requests sent through the PeerClient, answers handed to the servicer calls waiting for them."""
+
+    def __init__(self, node):
+        """``node``: the RaftNode whose Readies these are."""
+        self.node = node
+
+    def refused(self, peer: int, what: str) -> None:
+        log.warning("Node %d refused a message from node %d that breaks the Raft protocol: %s",
+                    self.node.node_id, peer, what)
+
+    def persist(self, state: ElectionState) -> None:
+        self.node.store.write(state)
+
+    def flush(self, after_send: bool) -> None:
+        self.node.log.flush()
+
+    def send(self, out: Outbound, before_flush: bool) -> None:
+        msg = out.message
+        if isinstance(msg, REQUEST_TYPES):
+            timeout = self.node.settings.request_timeout_ms
+            if isinstance(msg, FetchRequest):
+                timeout += msg.max_wait_ms
+            self.node.peers.send(out.dest, out.corr, msg, timeout)
+        else:
+            future = self.node._waiting.pop(out.corr, None)
+            if future is not None and not future.done():
+                future.set_result(msg)
+
+    def now_ms(self) -> int:
+        return self.node.now_ms()
+
+    def advanced(self) -> None:
+        pass

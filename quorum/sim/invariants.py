@@ -1,0 +1,159 @@
+"""What must stay true of a simulated cluster, checked after every event (Cluster.step).
+
+- at most one leader per epoch, ever;
+- a node's epoch never goes down (across restarts: it is persisted) and its
+  high watermark never goes down while it runs;
+- when a leader's high watermark reaches ``h``, a majority of voters hold offset
+  ``h - 1`` durably; every node's records below its high watermark are identical
+  to what every other node committed;
+- committed records never change or vanish: every new leader holds all of them;
+- every acknowledged write is committed at the offset it was acknowledged at;
+- with snapshots (``snapshot_every``): a node's log starts at 0 or at one of its snapshots' end
+  offsets; every snapshot holds exactly the committed records below its end; a leader never
+  installs a snapshot. Records below a node's log start are read from its snapshots.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Optional
+
+from quorum.log.api import OffsetAndEpoch
+from quorum.raft.roles import Leader
+from quorum.snapshot.memory_store import seal, unseal
+
+if TYPE_CHECKING:  # the cluster holds the invariants; they only read it
+    from quorum.sim.cluster import Cluster, Proposal, SimNode
+
+
+def encode_snapshot(records: list[tuple[int, bytes]]) -> bytes:
+    """The simulated state machine's snapshot: every committed (epoch, record) below its end."""
+    return seal(json.dumps([[e, r.hex()] for e, r in records]).encode())
+
+
+def decode_snapshot(data: bytes) -> list[tuple[int, bytes]]:
+    return [(e, bytes.fromhex(r)) for e, r in json.loads(unseal(data))]
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+class Invariants:
+    def __init__(self, cluster: "Cluster"):
+        self.c = cluster
+        self.leaders: dict[int, int] = {}  # epoch -> leader id
+        self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)
+        self.acked: list[Proposal] = []
+        self._decoded: dict[int, tuple[bytes, list]] = {}  # id(snapshot bytes) -> (bytes, records)
+        self._checked_snapshots: set[tuple[int, OffsetAndEpoch]] = set()
+
+    def fail(self, why: str) -> None:
+        raise InvariantViolation(f"seed {self.c.seed} t={self.c.now}ms: {why}")
+
+    def check(self) -> None:
+        c = self.c
+        for n in c.nodes.values():
+            if not n.alive:
+                continue
+            core = n.core
+            if core.epoch < n.last_epoch_seen:
+                self.fail(f"node {n.node_id} epoch went back {n.last_epoch_seen} -> {core.epoch}")
+            n.last_epoch_seen = core.epoch
+            if isinstance(core.role, Leader):
+                prev = self.leaders.setdefault(core.epoch, n.node_id)
+                if prev != n.node_id:
+                    self.fail(f"two leaders in epoch {core.epoch}: {prev} and {n.node_id}")
+                if prev == n.node_id and core.epoch not in c.checked_leader_epochs:
+                    c.checked_leader_epochs.add(core.epoch)
+                    self._check_leader_completeness(n)
+            if core.snapshots_installed != n.installs_seen:
+                if core.is_leader:
+                    self.fail(f"leader {n.node_id} installed a snapshot")
+                n.installs_seen = core.snapshots_installed
+            self._check_snapshots(n)
+            hw = core.high_watermark
+            if hw < n.last_hw_seen:
+                self.fail(f"node {n.node_id} high watermark went back {n.last_hw_seen} -> {hw}")
+            if hw > n.last_hw_seen:
+                self._check_new_commits(n, n.last_hw_seen, hw)
+                n.last_hw_seen = hw
+
+    def _snapshot_records(self, data: bytes) -> list:
+        hit = self._decoded.get(id(data))
+        if hit is None or hit[0] is not data:
+            hit = self._decoded[id(data)] = (data, decode_snapshot(data))
+        return hit[1]
+
+    def _check_snapshots(self, n: SimNode) -> None:
+        start = n.log.start_offset
+        ids = n.snapshots.ids()
+        if start > 0 and OffsetAndEpoch(start, n.log.start_epoch) not in ids:
+            self.fail(f"node {n.node_id} log starts at {start} (epoch {n.log.start_epoch}), "
+                      f"which is none of its snapshots {ids}")
+        for sid in ids:
+            if (n.node_id, sid) in self._checked_snapshots:
+                continue
+            self._checked_snapshots.add((n.node_id, sid))
+            records = self._snapshot_records(n.snapshots.snapshots[sid])
+            if len(records) != sid.offset or (records and records[-1][0] != sid.epoch):
+                self.fail(f"node {n.node_id} snapshot {sid} holds {len(records)} records")
+            for off, rec in enumerate(records):
+                known = self.committed.setdefault(off, rec)
+                if known != rec:
+                    self.fail(f"node {n.node_id} snapshot {sid} has {rec} at {off}, committed was {known}")
+
+    def record_at(self, n: SimNode, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
+        """What node ``n`` holds at ``offset``: from its log, or below the log start its snapshots."""
+        log = n.log
+        if offset < log.start_offset:
+            for sid in reversed(n.snapshots.ids()):
+                if sid.offset > offset:
+                    return self._snapshot_records(n.snapshots.snapshots[sid])[offset]
+            return None
+        if offset >= (log.flushed_offset if durable else log.end_offset):
+            return None
+        for b in log.batches(offset, offset + 1):
+            return b.epoch, b.records[offset - b.base_offset]
+        return None
+
+    def _check_new_commits(self, n: SimNode, lo: int, hi: int) -> None:
+        for off in range(lo, hi):
+            mine = self.record_at(n, off, durable=False)
+            if mine is None:
+                self.fail(f"node {n.node_id} high watermark {hi} but offset {off} missing from its log")
+            known = self.committed.setdefault(off, mine)
+            if known != mine:
+                self.fail(f"offset {off} committed as {known} but node {n.node_id} has {mine}")
+        if not n.core.is_leader:
+            return  # followers learn of commits later; a wipe since then may have removed a copy
+        if any(self.c.nodes[v].persisted.rejoining for v in self.c.voters):
+            # A replaced disk: until that voter fetches again the leader still counts what it
+            # held before. Only replica directory ids (KIP-853) could tell; see the README.
+            return
+        # Durable on a majority of voters at the moment the leader commits it.
+        holders = sum(1 for v in self.c.voters
+                      if self.record_at(self.c.nodes[v], hi - 1, durable=True) == self.committed[hi - 1])
+        if holders < len(self.c.voters) // 2 + 1:
+            self.fail(f"node {n.node_id} moved its high watermark to {hi} but only {holders} voters hold it durably")
+
+    def _check_leader_completeness(self, n: SimNode) -> None:
+        for off, rec in self.committed.items():
+            if self.record_at(n, off, durable=False) != rec:
+                self.fail(f"new leader {n.node_id} (epoch {n.core.epoch}) lacks committed offset {off}")
+
+    def check_acked(self) -> None:
+        for p in self.acked:
+            base = p.last_offset - len(p.records) + 1
+            for i, r in enumerate(p.records):
+                if self.committed.get(base + i) != (p.epoch, r):
+                    self.fail(f"acknowledged record {r!r} at offset {base + i} is not what was committed: "
+                              f"{self.committed.get(base + i)}")
+
+    def check_converged(self) -> None:
+        """After healing: every live voter's log equals the committed prefix."""
+        for n in self.c.nodes.values():
+            if not n.alive:
+                continue
+            for off in range(n.core.high_watermark):
+                if self.record_at(n, off, durable=False) != self.committed.get(off):
+                    self.fail(f"node {n.node_id} differs from the committed log at offset {off}")
