@@ -94,6 +94,9 @@ def test_a_forged_follower_fetch_cannot_get_a_write_acknowledged(controller_proc
         with channel:
             while not stop.is_set():
                 d = s.DescribeQuorum(raft_pb2.DescribeQuorumRequest(cluster_id=cp.cluster_id), timeout=2)
+                if not d.current_voters:  # it resigned (check-quorum: its followers are paused)
+                    time.sleep(0.05)
+                    continue
                 end = max(v.log_end_offset for v in d.current_voters)  # the leader's own log end
                 for f in followers:
                     request = raft_pb2.FetchRequest(cluster_id=cp.cluster_id, epoch=d.leader_epoch, replica_id=f,
