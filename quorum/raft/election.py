@@ -60,14 +60,21 @@ class ElectionRpcs:
             (r.granted if resp.granted else r.rejected).add(src)
             self._maybe_win_election(now)
 
+    def _refused_epoch_change(self, src: int, corr: int, req) -> bool:
+        """Begin/EndQuorumEpoch must name a voter as leader, not an old epoch, and not an epoch too far
+        ahead; True if it was refused."""
+        if req.leader_id not in self.voters:
+            self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
+            return True
+        if req.epoch < self.role.epoch:
+            self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
+            return True
+        return self._refuse_epoch_jump(src, corr, req)
+
     # ------------------------------------------------------------------ BeginQuorumEpoch
     def _handle_begin_quorum_epoch_request(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
         r = self.role
-        if req.leader_id not in self.voters:
-            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
-        if req.epoch < r.epoch:
-            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if self._refuse_epoch_jump(src, corr, req):
+        if self._refused_epoch_change(src, corr, req):
             return
         if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
             self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
@@ -86,11 +93,7 @@ class ElectionRpcs:
     # ------------------------------------------------------------------ EndQuorumEpoch
     def _handle_end_quorum_epoch_request(self, src: int, corr: int, req: EndQuorumEpochRequest, now: int) -> None:
         r = self.role
-        if req.leader_id not in self.voters:
-            return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
-        if req.epoch < r.epoch:
-            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if self._refuse_epoch_jump(src, corr, req):
+        if self._refused_epoch_change(src, corr, req):
             return
         if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
             # The leader stepped down: campaign soon, the most caught-up successor first.

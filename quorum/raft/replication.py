@@ -20,16 +20,23 @@ from quorum.snapshot.api import SnapshotError
 class ReplicationRpcs:
     """Fetch and FetchSnapshot, requests and responses (mixed into RaftCore)."""
 
+    def _refused_unless_leading(self, src: int, corr: int, req) -> bool:
+        """A Fetch or FetchSnapshot must reach the leader of its own epoch; True if it was refused."""
+        r = self.role
+        if not isinstance(r, Leader):
+            error = Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch else Errors.FENCED_LEADER_EPOCH
+        elif req.epoch != r.epoch:
+            error = Errors.FENCED_LEADER_EPOCH if req.epoch < r.epoch else Errors.UNKNOWN_LEADER_EPOCH
+        else:
+            return False
+        self._reply_error(src, corr, req, error)
+        return True
+
     # ------------------------------------------------------------------ Fetch (leader side)
     def _handle_fetch_request(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
         r = self.role
-        if not isinstance(r, Leader):
-            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
-                                     else Errors.FENCED_LEADER_EPOCH)
-        if req.epoch < r.epoch:
-            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if req.epoch > r.epoch:
-            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if self._refused_unless_leading(src, corr, req):
+            return
         if req.fetch_offset < 0 or req.last_fetched_epoch < 0 or req.last_fetched_epoch > r.epoch:
             return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         start = self.log.start_offset
@@ -127,13 +134,8 @@ class ReplicationRpcs:
     # ------------------------------------------------------------------ FetchSnapshot (leader side)
     def _handle_fetch_snapshot_request(self, src: int, corr: int, req: FetchSnapshotRequest, now: int) -> None:
         r = self.role
-        if not isinstance(r, Leader):
-            return self._reply_error(src, corr, req, Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch
-                                     else Errors.FENCED_LEADER_EPOCH)
-        if req.epoch < r.epoch:
-            return self._reply_error(src, corr, req, Errors.FENCED_LEADER_EPOCH)
-        if req.epoch > r.epoch:
-            return self._reply_error(src, corr, req, Errors.UNKNOWN_LEADER_EPOCH)
+        if self._refused_unless_leading(src, corr, req):
+            return
         if src in self.voters:
             r.begin_epoch_unacked.discard(src)
             r.progress.touch(src, now)
