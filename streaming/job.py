@@ -7,6 +7,7 @@ Delta tables own what has been applied (writer.py): the two together give exactl
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -120,14 +121,43 @@ def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint:
         raise RuntimeError(f"the streaming query failed: {query.exception()}")
 
 
+class _NotARefusal(logging.Filter):
+    """Drops py4j's report of a micro-batch the materialiser refused (StoppingError): raising is
+    how Spark is told not to commit that batch, which is the point, not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from streaming.materializer import StoppingError
+
+        return not (record.exc_info and isinstance(record.exc_info[1], StoppingError))
+
+
+def _quiet_shutdown_noise(spark) -> None:
+    """What PySpark reports while a job stops on purpose, and only then: py4j logs the StoppingError
+    of a refused micro-batch, and the accumulator server prints the EOF of the connection the JVM
+    closes as it exits (its handler reads updates until then). Anything else still shows."""
+    for name in ("py4j.clientserver", "py4j.java_gateway"):
+        logging.getLogger(name).addFilter(_NotARefusal())
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)  # PySpark's, private
+    if server is not None:
+        report = server.handle_error
+
+        def handle_error(request, client_address) -> None:
+            if not isinstance(sys.exc_info()[1], EOFError):
+                report(request, client_address)
+
+        server.handle_error = handle_error
+
+
 def _stop_between_batches(spark, query, materializer, patience_s: float = 300.0) -> None:
     """Stop ``query`` after the micro-batch in flight, if any, has finished writing.
 
     The materialiser is told to refuse batches from now on (one that starts is failed before it
     writes anything, so Spark never records it as done and replays it at the next start), then
     the query is stopped. Nothing is half written, and every offset lands exactly once either way.
-    Errors the JVM logs for a query stopped on purpose are silenced."""
+    Errors the JVM logs for a query stopped on purpose are silenced, and so is PySpark's own noise
+    about it (see _quiet_shutdown_noise)."""
     spark.sparkContext.setLogLevel("OFF")
+    _quiet_shutdown_noise(spark)
     if not materializer.refuse_batches(timeout=patience_s):
         log.warning("The micro-batch in flight did not finish in %.0fs; stopping anyway (it is replayed at the "
                     "next start)", patience_s)

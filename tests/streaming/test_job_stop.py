@@ -101,3 +101,36 @@ def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller
     offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
     assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
     assert_tables_equal_image(str(wh), image_at(cp.bootstrap(), cut.offset), cut)
+
+
+def test_only_the_noise_of_a_deliberate_stop_is_quieted(spark, capsys):
+    """A refused micro-batch (StoppingError) is not reported by py4j; the accumulator server's EOF
+    as the JVM exits is not printed; any other error still is, in both places."""
+    import logging
+
+    from streaming.job import _NotARefusal, _quiet_shutdown_noise
+    from streaming.materializer import StoppingError
+
+    def record(error: BaseException) -> logging.LogRecord:
+        try:
+            raise error
+        except BaseException:
+            return logging.LogRecord("py4j.clientserver", logging.ERROR, __file__, 1,
+                                     "There was an exception while executing the Python Proxy", (), sys.exc_info())
+
+    assert not _NotARefusal().filter(record(StoppingError("micro-batch 7 refused")))
+    assert _NotARefusal().filter(record(RuntimeError("a real failure")))
+
+    _quiet_shutdown_noise(spark)
+    server = spark.sparkContext._accumulatorServer
+    capsys.readouterr()
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert "Traceback" not in capsys.readouterr().err
+    try:
+        raise ValueError("an accumulator update that cannot be read")
+    except ValueError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert "ValueError: an accumulator update that cannot be read" in capsys.readouterr().err
