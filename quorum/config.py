@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from quorum.controller.core import ControllerSettings
+from quorum.controller.settings import ControllerSettings
 from quorum.properties import parse_properties
 from quorum.raft.settings import RaftSettings
 

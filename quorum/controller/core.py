@@ -51,6 +51,7 @@ from quorum.controller import (
     topics_control,
 )
 from quorum.controller.index import PartitionIndex
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
@@ -64,23 +65,6 @@ log = logging.getLogger(__name__)
 NO_DEADLINE = 1 << 62
 _RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka's ZERO and ONE
 _MARKERS = (pb.BeginTransactionRecord, pb.EndTransactionRecord, pb.AbortTransactionRecord)
-
-
-@dataclass(frozen=True)
-class ControllerSettings:
-    session_timeout_ms: int = 9000  # broker.session.timeout.ms
-    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
-    idle_interval_ms: int = 500  # a NoOpRecord after this long without a write
-    max_records_per_batch: int = 10000  # larger operations become transactions over several batches
-    # ...and so do operations whose records take more bytes than this: a batch must stay well below
-    # what a follower fetches at once (8 MiB) and what gRPC sends in one message.
-    max_batch_bytes: int = 4 * 1024 * 1024
-    max_partitions_per_request: int = 100_000  # max.partitions.per.request
-    max_partitions: int = 5_000_000  # max.partitions: all topics together
-    default_num_partitions: int = 1  # num.partitions
-    default_replication_factor: int = 1  # default.replication.factor
-    bootstrap_metadata_version: int = features_control.MV_BOOTSTRAP
-    seed: Optional[int] = None  # topic/ACL ids and placement; None: derived from cluster and node id
 
 
 @dataclass

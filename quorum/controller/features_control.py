@@ -8,14 +8,11 @@ downgrade could drop metadata that newer records carry).
 from __future__ import annotations
 
 from quorum.controller import api
+from quorum.controller.settings import MV_BOOTSTRAP, MV_MAX, MV_MIN
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
-
-MV_MIN = 1
-MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default
-MV_MAX = 3  # the highest metadata.version this controller supports
 
 # feature -> (lowest, highest) finalized level this controller implements; 0 = disabled. A level
 # is listed only once what it stands for works: a feature level that nothing implements would tell

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from quorum.controller.core import ControllerCore, ControllerSettings, Operation
+from quorum.controller.core import ControllerCore, Operation
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import SparkraftError
 from quorum.log import control_records
 from quorum.log.batch import Batch

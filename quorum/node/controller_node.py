@@ -46,7 +46,8 @@ from quorum.config import NodeConfig
 from quorum.controller.api import (
     READ_REQUESTS,
 )
-from quorum.controller.core import ControllerCore, ControllerSettings
+from quorum.controller.core import ControllerCore
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.node.controller_reads import READS

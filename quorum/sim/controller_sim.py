@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from quorum.controller.core import NO_DEADLINE, ControllerCore, ControllerSettings, Operation
+from quorum.controller.core import NO_DEADLINE, ControllerCore, Operation
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.raft.settings import RaftSettings
 from quorum.sim.cluster import CLUSTER_ID, Cluster

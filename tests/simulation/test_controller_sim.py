@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from quorum.controller import api
-from quorum.controller.core import ControllerSettings
 from quorum.controller.index import PartitionIndex
 from quorum.controller.local import LocalController
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors
 from quorum.metadata.invariants import violations
 from quorum.raft.settings import RaftSettings

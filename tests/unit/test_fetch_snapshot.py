@@ -16,7 +16,6 @@ from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
 from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from quorum.raft.settings import RaftSettings
-from quorum.snapshot.memory_store import MemorySnapshotStore
 from quorum.snapshot.api import SnapshotError
 from quorum.snapshot.memory_store import MemorySnapshotStore, seal
 

@@ -9,7 +9,6 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
 from quorum.raft.core import RaftCore
-from quorum.snapshot.memory_store import MemorySnapshotStore
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -19,6 +18,7 @@ from quorum.raft.messages import (
     VoteResponse,
 )
 from quorum.raft.settings import RaftSettings
+from quorum.snapshot.memory_store import MemorySnapshotStore
 
 CID = "test-cluster-000000000"
 S = RaftSettings()

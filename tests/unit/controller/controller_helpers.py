@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Optional
 
 from quorum.controller import api
-from quorum.controller.core import ControllerSettings
 from quorum.controller.local import LocalController
+from quorum.controller.settings import ControllerSettings
 
 
 def incarnation(broker_id: int, gen: int = 0) -> str:

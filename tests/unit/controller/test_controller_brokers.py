@@ -2,8 +2,8 @@
 from controller_helpers import controller, create, heartbeat, incarnation, register
 
 from quorum.controller import api
-from quorum.controller.core import ControllerSettings
 from quorum.controller.local import LocalController
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors
 from quorum.metadata.invariants import violations
 

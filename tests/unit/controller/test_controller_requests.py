@@ -3,8 +3,9 @@ import pytest
 from controller_helpers import controller, create, heartbeat
 
 from quorum.controller import api
-from quorum.controller.core import ControllerCore, ControllerSettings
+from quorum.controller.core import ControllerCore
 from quorum.controller.local import LocalController
+from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.metadata.invariants import violations
 

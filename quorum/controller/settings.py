@@ -1,0 +1,28 @@
+"""The controller core's settings, and the metadata.version levels it supports: what a node's
+configuration (quorum/config.py) maps onto, kept apart from the core so that reading a
+configuration does not load the controller."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+MV_MIN = 1
+MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default
+MV_MAX = 3  # the highest metadata.version this controller supports
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+    idle_interval_ms: int = 500  # a NoOpRecord after this long without a write
+    max_records_per_batch: int = 10000  # larger operations become transactions over several batches
+    # ...and so do operations whose records take more bytes than this: a batch must stay well below
+    # what a follower fetches at once (8 MiB) and what gRPC sends in one message.
+    max_batch_bytes: int = 4 * 1024 * 1024
+    max_partitions_per_request: int = 100_000  # max.partitions.per.request
+    max_partitions: int = 5_000_000  # max.partitions: all topics together
+    default_num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+    bootstrap_metadata_version: int = MV_BOOTSTRAP
+    seed: Optional[int] = None  # topic/ACL ids and placement; None: derived from cluster and node id
