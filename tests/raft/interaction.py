@@ -63,11 +63,29 @@ class _CrashNow(Exception):
     pass
 
 
-class _ScenarioIO:
-    """process_readies' side effects on a scenario node, each written down as it happens."""
+class _RecordingCore:
+    """The core as process_readies sees it, keeping every Ready it hands out (for the output)."""
 
-    def __init__(self, cluster: "Scenario", node: _Node, out: list[str], crash_before_flush: bool = False):
-        self.c, self.n, self.out, self.crash_before_flush = cluster, node, out, crash_before_flush
+    def __init__(self, core: RaftCore):
+        self.core = core
+        self.readies: list = []
+
+    def has_ready(self) -> bool:
+        return self.core.has_ready()
+
+    def ready(self):
+        self.readies.append(self.core.ready())
+        return self.readies[-1]
+
+    def advance(self, ready, now_ms: int) -> None:
+        self.core.advance(ready, now_ms)
+
+
+class _ScenarioIO:
+    """process_readies' side effects on a scenario node (what they were is in describe_ready's text)."""
+
+    def __init__(self, cluster: "Scenario", node: _Node, crash_before_flush: bool = False):
+        self.c, self.n, self.crash_before_flush = cluster, node, crash_before_flush
 
     def refused(self, peer: int, what: str) -> None:
         pass  # in describe_ready
@@ -148,22 +166,16 @@ class Scenario:
                 continue
             moved = True
             out.append(f"> {node.node_id} handles its Readies")
-            lines: list[str] = []
-            readies: list = []
-            original = node.core.ready
-            node.core.ready = lambda: readies.append(original()) or readies[-1]  # type: ignore[method-assign]
+            core = _RecordingCore(node.core)
             try:
-                process_readies(node.core, _ScenarioIO(self, node, lines, crash_before_flush))
+                process_readies(core, _ScenarioIO(self, node, crash_before_flush))
             except _CrashNow:
-                out += [f"  {line}" for rd in readies for line in describe_ready(rd)]
+                out += [f"  {line}" for rd in core.readies for line in describe_ready(rd)]
                 out.append(f"  crash before the flush (log end {node.log.end_offset}, flushed "
                            f"{node.log.flushed_offset})")
                 self._crash(node)
                 return True
-            finally:
-                if node.core is not None:
-                    del node.core.ready
-            out += [f"  {line}" for rd in readies for line in describe_ready(rd)]
+            out += [f"  {line}" for rd in core.readies for line in describe_ready(rd)]
         return moved
 
     def crash_before_flush(self, args: list[str], out: list[str]) -> None:
