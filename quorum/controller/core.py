@@ -43,11 +43,13 @@ from google.protobuf.message import Message
 from quorum.controller import (
     acls_control,
     api,
+    batching,
     brokers_control,
     configs_control,
     features_control,
     producer_ids_control,
     quotas_control,
+    reads,
     topics_control,
 )
 from quorum.controller.index import PartitionIndex
@@ -370,12 +372,8 @@ class ControllerCore:
         batches, self._pending_batches = self._pending_batches, []
         if records:
             snapshot, touched = self._apply(records)
-            encoded = [encode_record(r) for r in records]
-            chunks = _chunks(encoded, self.settings.max_records_per_batch, self.settings.max_batch_bytes)
-            if len(chunks) > 1:
-                encoded = ([encode_record(pb.BeginTransactionRecord(name=name or "operation"))] + encoded
-                           + [encode_record(pb.EndTransactionRecord())])
-                chunks = _chunks(encoded, self.settings.max_records_per_batch, self.settings.max_batch_bytes)
+            chunks = batching.batches([encode_record(r) for r in records], name or "operation",
+                                      self.settings.max_records_per_batch, self.settings.max_batch_bytes)
             for i, chunk in enumerate(chunks):
                 base = self._next_write_offset
                 self._next_write_offset += len(chunk)
@@ -407,35 +405,12 @@ class ControllerCore:
 
     def describe_topic(self, name: str, first_partition: int = 0,
                        limit: Optional[int] = None) -> api.TopicDescription:
-        """The topic with its partitions ``first_partition`` up to ``limit`` of them (all if None):
-        partition ids run from 0, so a page costs its own size, not the topic's."""
-        image = self.image
-        topic = image.topics.topic_by_name(name)
-        if topic is None:
-            raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        count = len(topic.partitions)
-        if first_partition < 0:
-            raise SparkraftError(Errors.INVALID_REQUEST, f"first partition {first_partition} is negative")
-        end = count if limit is None else min(count, first_partition + max(1, limit))
-        parts = []
-        for pid in range(first_partition, end):
-            p = topic.partitions.get(pid)
-            if p is not None:
-                parts.append(api.PartitionDescription(pid, p.leader, p.replicas, p.isr, p.leader_epoch,
-                                                      p.partition_epoch))
-        configs = dict(image.configs.configs(configs_control.ConfigResource(configs_control.TOPIC, name)))
-        return api.TopicDescription(name, topic.topic_id, tuple(parts), configs, count,
-                                    end if end < count else 0)
+        return reads.describe_topic(self.image, name, first_partition, limit)
 
     def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
-        image = self.image
-        brokers = tuple(
-            api.BrokerDescription(b.broker_id, b.fenced, b.in_controlled_shutdown, b.broker_epoch, b.rack,
-                                  tuple(api.BrokerEndpoint(e.name, e.host, e.port, e.security_protocol_name)
-                                        for e in b.endpoints), b.incarnation_id)
-            for b in (image.cluster.brokers[i] for i in image.cluster.broker_ids()))
-        offset = image.offset if self.in_transaction else self.last_committed_offset
-        return api.ClusterDescription(self.cluster_id, controller_id, offset, brokers)
+        # inside a transaction the committed image stops at its start; outside, at the last record
+        offset = self.image.offset if self.in_transaction else self.last_committed_offset
+        return reads.describe_cluster(self.image, self.cluster_id, controller_id, offset)
 
     def describe_configs(self, req: api.DescribeConfigsRequest
                          ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
@@ -491,20 +466,3 @@ _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]]
     api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
     api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
 }
-
-
-def _chunks(encoded: list[bytes], max_records: int, max_bytes: int) -> list[list[bytes]]:
-    """Consecutive runs of ``encoded`` of at most ``max_records`` records and ``max_bytes`` bytes (a
-    record larger than that alone); one batch each."""
-    chunks: list[list[bytes]] = []
-    current: list[bytes] = []
-    size = 0
-    for record in encoded:
-        if current and (len(current) >= max_records or size + len(record) > max_bytes):
-            chunks.append(current)
-            current, size = [], 0
-        current.append(record)
-        size += len(record)
-    if current:
-        chunks.append(current)
-    return chunks

@@ -1,0 +1,35 @@
+"""How one operation's records become log batches: at most ``max_records`` records and
+``max_bytes`` bytes each, so that a follower can always fetch a batch whole. An operation that
+needs more than one batch is wrapped in Begin/EndTransaction markers, so readers (the loader,
+brokers, the lakehouse) see all of it or none of it (Kafka's KIP-868)."""
+from __future__ import annotations
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.records import encode_record
+
+
+def batches(encoded: list[bytes], name: str, max_records: int, max_bytes: int) -> list[list[bytes]]:
+    """``encoded`` records as one batch, or as a transaction over several."""
+    chunks = chunk(encoded, max_records, max_bytes)
+    if len(chunks) <= 1:
+        return chunks
+    wrapped = ([encode_record(pb.BeginTransactionRecord(name=name))] + encoded
+               + [encode_record(pb.EndTransactionRecord())])
+    return chunk(wrapped, max_records, max_bytes)
+
+
+def chunk(encoded: list[bytes], max_records: int, max_bytes: int) -> list[list[bytes]]:
+    """Consecutive runs of ``encoded`` of at most ``max_records`` records and ``max_bytes`` bytes (a
+    record larger than that alone)."""
+    chunks: list[list[bytes]] = []
+    current: list[bytes] = []
+    size = 0
+    for record in encoded:
+        if current and (len(current) >= max_records or size + len(record) > max_bytes):
+            chunks.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += len(record)
+    if current:
+        chunks.append(current)
+    return chunks
