@@ -51,6 +51,9 @@ class Errors(enum.IntEnum):
     BROKER_ID_NOT_REGISTERED = 102
     INCONSISTENT_CLUSTER_ID = 104
     INELIGIBLE_REPLICA = 107
+    INVALID_VOTER_KEY = 125
+    DUPLICATE_VOTER = 126
+    VOTER_NOT_FOUND = 127
 
 class SparkraftError(Exception):
     """An error with a Kafka error name: what the CLI prints as ``NAME: message``."""

@@ -80,6 +80,11 @@ class ReplicatedLog(abc.ABC):
         """Decoded batches overlapping [start, end), in order."""
 
     @abc.abstractmethod
+    def control_batches(self) -> Iterator[Batch]:
+        """Every control batch that ends after ``start_offset``, decoded, in order: how the Raft core
+        finds the voter sets in its log at start without decoding the rest."""
+
+    @abc.abstractmethod
     def truncate_to(self, offset: int) -> None:
         """Remove every record at or after ``offset`` (rounded down to a batch boundary)."""
 

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 LEADER_CHANGE = 2  # Kafka's numbering
 SNAPSHOT_HEADER = 3
 SNAPSHOT_FOOTER = 4
-NAMES = {LEADER_CHANGE: "LEADER_CHANGE", SNAPSHOT_HEADER: "SNAPSHOT_HEADER", SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER"}
+KRAFT_VERSION = 5  # the kraft.version feature: 0 static voters, 1 voters in the log (KIP-853)
+KRAFT_VOTERS = 6  # the whole voter set from this offset on (quorum/log/voter_set.py)
+NAMES = {LEADER_CHANGE: "LEADER_CHANGE", SNAPSHOT_HEADER: "SNAPSHOT_HEADER", SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+         KRAFT_VERSION: "KRAFT_VERSION", KRAFT_VOTERS: "KRAFT_VOTERS"}
 _TYPE = struct.Struct(">H")
 
 
@@ -40,3 +43,7 @@ def leader_change(leader_id: int, voters, granting_voters) -> bytes:
     """The record a new leader appends first: committing it commits everything before it."""
     return encode_control(LEADER_CHANGE, {"version": 0, "leader_id": leader_id,
                                           "voters": sorted(voters), "granting_voters": sorted(granting_voters)})
+
+
+def kraft_version(level: int) -> bytes:
+    return encode_control(KRAFT_VERSION, {"version": 0, "kraft_version": level})

@@ -89,6 +89,7 @@ class FileLog(ReplicatedLog):
         self._segments: list[_Segment] = []
         self._seg_bases: list[int] = []  # base offset of each segment, for bisect
         self._bases: list[int] = []  # base offset of each batch
+        self._controls: list[int] = []  # base offset of each control batch
         self._vpos: list[int] = [0]  # virtual position of each batch's first byte, then of the end
         self._epochs = EpochIndex()  # its base is the log start: moves when a snapshot lets records go
         self._end = 0
@@ -274,6 +275,8 @@ class FileLog(ReplicatedLog):
         self._dirty.add(seg)
 
     def _index(self, h: BatchHeader) -> None:
+        if h.control:
+            self._controls.append(h.base_offset)
         self._bases.append(h.base_offset)
         self._vpos.append(self._vpos[-1] + h.size)
         self._epochs.note(h.epoch, h.base_offset)
@@ -303,6 +306,7 @@ class FileLog(ReplicatedLog):
             os.ftruncate(seg.fd, seg.size)
             self._dirty.add(seg)
         del self._bases[keep:], self._vpos[keep + 1:]
+        del self._controls[bisect.bisect_left(self._controls, new_end):]
         self._end = new_end
         self._epochs.truncate(new_end)
         self._flushed = min(self._flushed, new_end)
@@ -321,6 +325,7 @@ class FileLog(ReplicatedLog):
         first = self._seg_bases[0] if self._seg_bases else self._end
         gone = bisect.bisect_left(self._bases, first)
         del self._bases[:gone], self._vpos[:gone]
+        del self._controls[:bisect.bisect_left(self._controls, first)]
         self._epochs.trim(snapshot)
         if drop:
             log.info("Log start moved to offset %d: deleted %d segment(s) below it", snapshot.offset, drop)
@@ -328,7 +333,7 @@ class FileLog(ReplicatedLog):
     def reset_to(self, snapshot: OffsetAndEpoch) -> None:
         for seg in self._segments:
             self._delete_segment(seg)
-        self._segments, self._seg_bases, self._bases = [], [], []
+        self._segments, self._seg_bases, self._bases, self._controls = [], [], [], []
         self._vpos = [0]
         self._end = self._flushed = snapshot.offset
         self._epochs.reset(snapshot)
@@ -392,6 +397,13 @@ class FileLog(ReplicatedLog):
                     return
                 yield b
                 offset = b.end_offset
+
+    def control_batches(self) -> Iterator[Batch]:
+        for base in list(self._controls):
+            i = bisect.bisect_left(self._bases, base)
+            end = self._bases[i + 1] if i + 1 < len(self._bases) else self._end
+            if end > self.start_offset:  # (a segment may still hold batches below the start)
+                yield batchcodec.decode(self._read_stream(base, self._vpos[i], self._vpos[i + 1]))[0]
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         return self._epochs.end_offset_for(epoch, self._end)

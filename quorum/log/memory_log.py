@@ -121,5 +121,8 @@ class MemoryLog(ReplicatedLog):
             if b.end_offset > start:
                 yield b
 
+    def control_batches(self) -> Iterator[Batch]:
+        return iter([b for b in self._batches if b.control and b.end_offset > self.start_offset])
+
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         return self._epochs.end_offset_for(epoch, self.end_offset)

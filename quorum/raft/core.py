@@ -43,9 +43,11 @@ from typing import Optional, Sequence
 from quorum.errors import Errors, NotLeaderError
 from quorum.log.api import OffsetAndEpoch, ReplicatedLog
 from quorum.log.election_state import ElectionState
+from quorum.log.voter_set import ReplicaKey, VoterSet
 from quorum.raft import limits
 from quorum.raft.election import ElectionRpcs
 from quorum.raft.errors import RaftUsageError
+from quorum.raft.membership import Membership
 from quorum.raft.messages import (
     REQUEST_TYPES,
     RESPONSE_TYPES,
@@ -69,6 +71,7 @@ from quorum.raft.replication import ReplicationRpcs
 from quorum.raft.roles import Follower, Leader, Prospective, Resigned, Role
 from quorum.raft.settings import RaftSettings
 from quorum.raft.transitions import Transitions
+from quorum.raft.voter_history import VoterHistory, read_raft_state
 from quorum.snapshot.api import SnapshotStore
 
 LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the leader is gone"
@@ -79,17 +82,22 @@ LEADER_UNREACHABLE_FAILURES = 3  # failed Fetches in a row that count as "the le
 _CLAIMS_DURABLE_LOG = (FetchRequest, VoteRequest)
 
 
-class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs):
-    def __init__(self, node_id: int, voters: Sequence[int], cluster_id: str, log: ReplicatedLog,
+class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership):
+    def __init__(self, node_id: int, voters: Sequence[int] | VoterSet, cluster_id: str, log: ReplicatedLog,
                  election: ElectionState, now_ms: int, settings: RaftSettings = RaftSettings(),
-                 rng: Optional[random.Random] = None, *, snapshots: SnapshotStore):
+                 rng: Optional[random.Random] = None, *, snapshots: SnapshotStore,
+                 directory_id: Optional[str] = None, bootstrap: Sequence[int] = ()):
         self.node_id = node_id
-        self.voters = frozenset(voters)
-        self.is_voter = node_id in self.voters
+        self.key = ReplicaKey(node_id, directory_id)
+        # Nodes an observer that knows no voter asks for the leader (controller.quorum.bootstrap.servers).
+        self.bootstrap = tuple(b for b in bootstrap if b != node_id)
         self.cluster_id = cluster_id
         self.log = log
         # Snapshots: served to fetchers below the log start, downloaded when we are below the leader's.
         self.snapshots = snapshots
+        # The voter set: the latest in the log, committed or not (voter_history.py).
+        self.voter_history = VoterHistory(voters if isinstance(voters, VoterSet) else VoterSet.static(voters))
+        self._load_voter_history()
         self.snapshots_installed = 0
         self.snapshot_failures = 0  # downloads refused because they did not verify
         self.settings = settings
@@ -182,8 +190,10 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs):
             raise RaftUsageError(f"snapshot {snapshot} is beyond the high watermark {self.high_watermark}")
         if snapshot.offset > self.log.end_offset:
             self.log.reset_to(snapshot)
+            self.voter_history.reset(snapshot.offset, *read_raft_state(self.snapshots, snapshot))
         else:
             self.log.advance_start(snapshot)
+            self.voter_history.trim(self.log.start_offset)
         self._poll(now_ms)
 
     def tick(self, now_ms: int) -> int:
@@ -223,11 +233,43 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs):
             self._on_leader_hw_moved(role)
         self._poll(now_ms)
 
+    # ------------------------------------------------------------------ voters
+    @property
+    def voters(self) -> frozenset[int]:
+        """Node ids of the latest voter set in this node's log."""
+        return self.voter_history.latest.ids
+
+    @property
+    def is_voter(self) -> bool:
+        return self.voter_history.latest.is_voter(self.key)
+
+    def _recent_voter_sets(self) -> tuple[VoterSet, ...]:
+        """The latest voter set and, while it is not committed (as far as this node knows), the one
+        before it. A node of either may still be needed to elect a leader that commits the change
+        (Raft thesis §4.2.2: a leader that removed itself and crashed, whose removal only it holds),
+        so it campaigns and votes under both; votes are counted under the latest set only."""
+        h = self.voter_history
+        at = h.latest_offset
+        if at is None or at < self.high_watermark:
+            return (h.latest,)
+        return h.latest, h.at(at - 1)
+
+    def _in_recent_voter_sets(self, key: ReplicaKey) -> bool:
+        return any(v.is_voter(key) for v in self._recent_voter_sets())
+
+    def _load_voter_history(self) -> None:
+        """At start: the voter set of the snapshot the log starts from, then every voter record in the log."""
+        below = [s for s in self.snapshots.ids() if s.offset <= self.log.start_offset]
+        if below:
+            self.voter_history.reset(below[-1].offset, *read_raft_state(self.snapshots, below[-1]))
+        for batch in self.log.control_batches():
+            self.voter_history.note_batch(batch)
+
     # ------------------------------------------------------------------ rejoining
     @property
     def _campaigns(self) -> bool:
         """Whether this node may stand for election (and so times out into pre-vote)."""
-        return self.is_voter and not self.rejoining
+        return self._in_recent_voter_sets(self.key) and not self.rejoining
 
     def _maybe_finish_rejoin(self, leader_hw: Optional[int]) -> None:
         if not self.rejoining or leader_hw is None:

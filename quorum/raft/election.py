@@ -5,7 +5,10 @@ through its tables); every handler runs after the core settled the epoch the mes
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from quorum.errors import Errors
+from quorum.log.voter_set import ReplicaKey
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -23,7 +26,12 @@ class ElectionRpcs:
     # ------------------------------------------------------------------ Vote
     def _handle_vote_request(self, src: int, corr: int, req: VoteRequest, now: int) -> None:
         r = self.role
-        if req.candidate_id not in self.voters or not self.is_voter:
+        if not self._meant_for_this_replica(req.voter_directory_id):
+            return self._reply_error(src, corr, req, Errors.INVALID_VOTER_KEY)
+        if not self._in_recent_voter_sets(ReplicaKey(req.candidate_id, req.candidate_directory_id)):
+            # A node votes only for a voter of its own log's voter sets. It need not be one itself:
+            # a voter just added may not have fetched the record that says so (Raft thesis §4.1),
+            # and the candidate counts only the votes of its own voters.
             return self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
         if req.epoch < r.epoch:
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, False, req.pre_vote))
@@ -50,6 +58,8 @@ class ElectionRpcs:
         if resp.error is not Errors.NONE:
             self._backoff[(VoteRequest, src)] = now + self.settings.retry_backoff_ms
             return
+        if src not in self.voters:
+            return  # the voter set changed since we asked: only its voters count
         if resp.pre_vote and isinstance(r, Prospective) and req.epoch == r.epoch + 1:
             (r.granted if resp.granted else r.rejected).add(src)
             if len(r.rejected) > len(self.voters) - self._majority():
@@ -61,9 +71,9 @@ class ElectionRpcs:
             self._maybe_win_election(now)
 
     def _refused_epoch_change(self, src: int, corr: int, req) -> bool:
-        """Begin/EndQuorumEpoch must name a voter as leader, not an old epoch, and not an epoch too far
-        ahead; True if it was refused."""
-        if req.leader_id not in self.voters:
+        """Begin/EndQuorumEpoch must name a voter as leader (unless this node knows no voters yet: it
+        joins with an empty log), not an old epoch, and not an epoch too far ahead; True if it was refused."""
+        if self.voters and req.leader_id not in self.voters:
             self._reply_error(src, corr, req, Errors.INCONSISTENT_VOTER_SET)
             return True
         if req.epoch < self.role.epoch:
@@ -74,6 +84,8 @@ class ElectionRpcs:
     # ------------------------------------------------------------------ BeginQuorumEpoch
     def _handle_begin_quorum_epoch_request(self, src: int, corr: int, req: BeginQuorumEpochRequest, now: int) -> None:
         r = self.role
+        if not self._meant_for_this_replica(req.voter_directory_id):
+            return self._reply_error(src, corr, req, Errors.INVALID_VOTER_KEY)
         if self._refused_epoch_change(src, corr, req):
             return
         if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
@@ -116,6 +128,11 @@ class ElectionRpcs:
         r = self.role
         if isinstance(r, Resigned) and req.epoch == r.epoch:
             r.unacked.discard(src)
+
+    def _meant_for_this_replica(self, directory_id: Optional[str]) -> bool:
+        """A request naming this node's directory id names this replica (None: the sender does not know
+        it, as in a static quorum); another id means a replica this node's disk no longer is."""
+        return directory_id is None or self.key.directory_id is None or directory_id == self.key.directory_id
 
     @property
     def resignation_acknowledged(self) -> bool:

@@ -21,6 +21,8 @@ class VoteRequest:
     last_epoch: int  # epoch of the candidate's last batch
     last_offset: int  # candidate's log end offset
     pre_vote: bool = False
+    candidate_directory_id: Optional[str] = None  # KIP-853 replica keys: who asks
+    voter_directory_id: Optional[str] = None  # and which replica of the receiving node it asks
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,7 @@ class BeginQuorumEpochRequest:
     cluster_id: str
     epoch: int
     leader_id: int
+    voter_directory_id: Optional[str] = None  # the replica of the receiving node it is meant for
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class FetchRequest:
     last_fetched_epoch: int  # epoch of the fetcher's last batch
     max_wait_ms: int = 500  # long-poll: how long the leader may hold an empty answer
     max_bytes: int = 8 * 1024 * 1024
+    replica_directory_id: Optional[str] = None  # a voter's fetch counts only from the voter's directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,7 @@ class FetchSnapshotRequest:
     snapshot_id: OffsetAndEpoch
     position: int
     max_bytes: int = 8 * 1024 * 1024
+    replica_directory_id: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +139,7 @@ class ReplicaDescription:
     log_end_offset: int
     last_fetch_ms: Optional[int]
     last_caught_up_ms: Optional[int]
+    directory_id: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)

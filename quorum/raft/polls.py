@@ -79,8 +79,7 @@ class RolePolls:
             return
         for v in self.voters - r.granted - r.rejected - {self.node_id}:
             if self._can_send(VoteRequest, v):
-                self._request(v, VoteRequest(self.cluster_id, r.epoch + 1, self.node_id, self.log.last_epoch,
-                                             self.log.end_offset, pre_vote=True), now)
+                self._request(v, self._vote_request(r.epoch + 1, v, pre_vote=True), now)
 
     def _poll_candidate(self, now: int) -> None:
         r = self.role
@@ -90,11 +89,13 @@ class RolePolls:
             return
         for v in self.voters - r.granted - r.rejected - {self.node_id}:
             if self._can_send(VoteRequest, v):
-                self._request(v, VoteRequest(self.cluster_id, r.epoch, self.node_id, self.log.last_epoch,
-                                             self.log.end_offset), now)
+                self._request(v, self._vote_request(r.epoch, v, pre_vote=False), now)
 
     def _poll_leader(self, now: int) -> None:
         r = self.role
+        if self._resign_if_removed(r, now):
+            self._poll(now)
+            return
         if not r.progress.has_quorum_since(now - self.settings.check_quorum_timeout_ms):
             self._become_resigned(now)  # check-quorum: we may be on the wrong side of a partition
             self._poll(now)
@@ -106,7 +107,8 @@ class RolePolls:
             self._complete_parked(r, now, only_expired=False)
         for v in list(r.begin_epoch_unacked):
             if self._can_send(BeginQuorumEpochRequest, v):
-                self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id), now)
+                self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id,
+                                                         self._directory_of(v)), now)
         self._complete_parked(r, now, only_expired=True)
 
     def _poll_follower(self, now: int) -> None:
@@ -129,7 +131,10 @@ class RolePolls:
     def _poll_resigned(self, now: int) -> None:
         r = self.role
         if now >= r.deadline:
-            self._become_prospective(now)
+            if self._campaigns:
+                self._become_prospective(now)
+            else:
+                self._become_unattached(r.epoch, now)  # a leader that removed itself
             self._poll(now)
             return
         for v in list(r.unacked):
@@ -142,10 +147,20 @@ class RolePolls:
         r = self.role
         if now < r.election_deadline or self._fetch_in_flight():
             return
-        ready = [v for v in sorted(self.voters) if v != self.node_id and self._can_send(FetchRequest, v)]
+        ready = [v for v in sorted(self.voters or self.bootstrap)
+                 if v != self.node_id and self._can_send(FetchRequest, v)]
         if ready:
             self._send_fetch(self.rng.choice(ready), r.epoch, now)
         r.election_deadline = now + self.settings.retry_backoff_ms
+
+    def _vote_request(self, epoch: int, voter: int, pre_vote: bool) -> VoteRequest:
+        return VoteRequest(self.cluster_id, epoch, self.node_id, self.log.last_epoch, self.log.end_offset,
+                           pre_vote, self.key.directory_id, self._directory_of(voter))
+
+    def _directory_of(self, voter: int) -> Optional[str]:
+        """The directory id of ``voter`` in the latest voter set (None: static, or not a voter)."""
+        v = self.voter_history.latest.get(voter)
+        return None if v is None else v.key.directory_id
 
     def _fetch_in_flight(self) -> bool:
         return any(isinstance(m, FetchRequest) for (_d, m, _t) in self._inflight.values())
@@ -153,12 +168,13 @@ class RolePolls:
     def _send_fetch_snapshot(self, r: Follower, now: int) -> None:
         position = self.snapshots.download[1]
         self._request(r.leader_id, FetchSnapshotRequest(self.cluster_id, r.epoch, self.node_id, r.snapshot, position,
-                                                        self.settings.fetch_max_bytes), now)
+                                                        self.settings.fetch_max_bytes, self.key.directory_id), now)
 
     def _send_fetch(self, dest: int, epoch: int, now: int) -> None:
         s = self.settings
         self._request(dest, FetchRequest(self.cluster_id, epoch, self.node_id, self.log.end_offset,
-                                         self.log.last_epoch, s.fetch_max_wait_ms, s.fetch_max_bytes),
+                                         self.log.last_epoch, s.fetch_max_wait_ms, s.fetch_max_bytes,
+                                         self.key.directory_id),
                       now, timeout_ms=s.fetch_max_wait_ms + s.request_timeout_ms)
 
 

@@ -4,19 +4,23 @@ The high watermark is the largest offset that a majority of voters hold durably:
 the majority-th largest voter end offset (the leader counts its *flushed* end).
 It moves only once it passes ``epoch_start_offset`` (the leader's LeaderChange
 record is committed, so everything before it is too) and never backwards.
-Observers are tracked for DescribeQuorum but never count.
+Observers are tracked for DescribeQuorum but never count; neither does a fetch under a voter's
+node id from another directory (a replaced disk, KIP-853). The voter set may change while the
+leader leads (``set_voters``); a leader being removed keeps leading but no longer counts itself.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
+from quorum.log.voter_set import ReplicaKey, VoterSet
 from quorum.raft.messages import QuorumDescription, ReplicaDescription
 
 
 @dataclass(slots=True)
 class ReplicaState:
     replica_id: int
+    directory_id: Optional[str] = None
     end_offset: int = 0
     last_fetch_ms: Optional[int] = None
     last_caught_up_ms: Optional[int] = None
@@ -34,22 +38,45 @@ class ReplicaState:
         self._leader_end_at_last_fetch = leader_end
 
     def describe(self) -> ReplicaDescription:
-        return ReplicaDescription(self.replica_id, self.end_offset, self.last_fetch_ms, self.last_caught_up_ms)
+        return ReplicaDescription(self.replica_id, self.end_offset, self.last_fetch_ms, self.last_caught_up_ms,
+                                  self.directory_id)
 
 
 class LeaderProgress:
-    def __init__(self, leader_id: int, voters: Iterable[int], epoch_start_offset: int, now_ms: int,
+    def __init__(self, leader: ReplicaKey, voters: VoterSet, epoch_start_offset: int, now_ms: int,
                  observer_idle_timeout_ms: int = 300_000, max_observers: int = 10_000):
-        self.leader_id = leader_id
+        self.leader_id = leader.id
+        self.leader = leader
         self.epoch_start_offset = epoch_start_offset
-        self.voters = {v: ReplicaState(v) for v in voters}
-        for r in self.voters.values():
-            r.last_fetch_ms = now_ms if r.replica_id != leader_id else None  # grace for check-quorum
+        self.local = ReplicaState(leader.id, directory_id=leader.directory_id)
+        self.voters: dict[int, ReplicaState] = {}
         # Observers in the order of their last fetch (oldest first): expired from the front.
-        self.observers: dict[int, ReplicaState] = {}
+        self.observers: dict[ReplicaKey, ReplicaState] = {}
         self.observer_idle_timeout_ms = observer_idle_timeout_ms
         self.max_observers = max_observers
         self.high_watermark: Optional[int] = None
+        self.set_voters(voters, now_ms)
+
+    def set_voters(self, voters: VoterSet, now_ms: int) -> None:
+        """The voter set changed (the leader appended a KRAFT_VOTERS record; it takes effect at once,
+        committed or not). A new voter brings the progress it made as an observer; a voter that
+        left is forgotten (it shows up as an observer when it fetches again)."""
+        new: dict[int, ReplicaState] = {}
+        for key in voters.replica_keys:
+            if voters[key.id].matches(self.leader):
+                new[key.id] = self.local
+                continue
+            state = self.voters.get(key.id)
+            if state is None or not voters[key.id].matches(ReplicaKey(key.id, state.directory_id)):
+                state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
+                if state.last_fetch_ms is None:
+                    state.last_fetch_ms = now_ms  # grace for check-quorum
+            new[key.id] = state
+        self.voters = new
+
+    @property
+    def leader_votes(self) -> bool:
+        return self.voters.get(self.leader_id) is self.local
 
     @property
     def majority(self) -> int:
@@ -57,22 +84,31 @@ class LeaderProgress:
 
     def update_local(self, flushed_offset: int, now_ms: int) -> bool:
         """The leader flushed up to ``flushed_offset``; returns True if the high watermark moved."""
-        me = self.voters[self.leader_id]
+        me = self.local
         me.end_offset = flushed_offset
         me.last_fetch_ms = me.last_caught_up_ms = now_ms
         return self._maybe_advance()
 
-    def update_replica(self, replica_id: int, fetch_offset: int, leader_end: int, now_ms: int) -> bool:
-        """A replica fetched from ``fetch_offset``; returns True if the high watermark moved."""
-        if replica_id in self.voters:
-            self.voters[replica_id].update(fetch_offset, leader_end, now_ms)
+    def update_replica(self, key: ReplicaKey, is_voter: bool, fetch_offset: int, leader_end: int,
+                       now_ms: int) -> bool:
+        """A replica fetched from ``fetch_offset``; returns True if the high watermark moved. Only a
+        fetch from a voter's own directory (``is_voter``) counts."""
+        if is_voter and key.id in self.voters:
+            self.voters[key.id].update(fetch_offset, leader_end, now_ms)
             return self._maybe_advance()
-        if replica_id >= 0:
-            state = self.observers.pop(replica_id, None) or ReplicaState(replica_id)
+        if key.id >= 0:
+            state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
             state.update(fetch_offset, leader_end, now_ms)
-            self.observers[replica_id] = state  # to the back: the most recent fetch
+            self.observers[key] = state  # to the back: the most recent fetch
             self.expire_observers(now_ms)
         return False
+
+    def caught_up(self, key: ReplicaKey, now_ms: int, within_ms: int) -> bool:
+        """Has observer ``key`` held everything the leader had, as of at most ``within_ms`` ago?
+        (Only such a replica may be added as a voter: a lagging one would hold the high watermark.)"""
+        state = self.observers.get(key)
+        return state is not None and state.last_caught_up_ms is not None \
+            and now_ms - state.last_caught_up_ms <= within_ms
 
     def expire_observers(self, now_ms: int) -> None:
         """Forget observers idle past the timeout, and the idlest beyond ``max_observers``: made-up
@@ -82,12 +118,13 @@ class LeaderProgress:
             oldest = next(iter(self.observers.values()))
             if len(self.observers) <= self.max_observers and (oldest.last_fetch_ms or 0) >= cutoff:
                 break
-            del self.observers[oldest.replica_id]
+            del self.observers[ReplicaKey(oldest.replica_id, oldest.directory_id)]
 
     def touch(self, replica_id: int, now_ms: int) -> None:
         """A voter fetched a snapshot chunk: alive (check-quorum), though its log did not move."""
-        if replica_id in self.voters and replica_id != self.leader_id:
-            self.voters[replica_id].last_fetch_ms = now_ms
+        state = self.voters.get(replica_id)
+        if state is not None and state is not self.local:
+            state.last_fetch_ms = now_ms
 
     def _maybe_advance(self) -> bool:
         ends = sorted((r.end_offset for r in self.voters.values()), reverse=True)
@@ -100,12 +137,12 @@ class LeaderProgress:
     def has_quorum_since(self, cutoff_ms: int) -> bool:
         """Check-quorum: has a majority (the leader included) fetched since ``cutoff_ms``?"""
         live = sum(1 for r in self.voters.values()
-                   if r.replica_id == self.leader_id or (r.last_fetch_ms is not None and r.last_fetch_ms >= cutoff_ms))
+                   if r is self.local or (r.last_fetch_ms is not None and r.last_fetch_ms >= cutoff_ms))
         return live >= self.majority
 
     def successors(self) -> tuple[int, ...]:
         """Voters other than the leader, most caught-up first: EndQuorumEpoch's preferred order."""
-        others = [r for r in self.voters.values() if r.replica_id != self.leader_id]
+        others = [r for r in self.voters.values() if r is not self.local]
         return tuple(r.replica_id for r in sorted(others, key=lambda r: (-r.end_offset, r.replica_id)))
 
     def describe(self, epoch: int, now_ms: int) -> QuorumDescription:
@@ -113,4 +150,5 @@ class LeaderProgress:
             leader_id=self.leader_id, leader_epoch=epoch,
             high_watermark=self.high_watermark if self.high_watermark is not None else -1,
             voters=tuple(self.voters[v].describe() for v in sorted(self.voters)),
-            observers=tuple(self.observers[o].describe() for o in sorted(self.observers)))
+            observers=tuple(self.observers[o].describe() for o in sorted(self.observers,
+                                                                         key=lambda k: (k.id, k.directory_id or ""))))

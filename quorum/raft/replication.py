@@ -11,9 +11,11 @@ from typing import Optional
 from quorum.errors import Errors
 from quorum.log.api import LogError
 from quorum.log.batch import CorruptBatchError
+from quorum.log.voter_set import ReplicaKey
 from quorum.raft.errors import RaftSafetyError
 from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from quorum.raft.roles import Follower, Leader
+from quorum.raft.voter_history import read_raft_state
 from quorum.snapshot.api import SnapshotError
 
 
@@ -32,6 +34,10 @@ class ReplicationRpcs:
         self._reply_error(src, corr, req, error)
         return True
 
+    def _is_voter_replica(self, node_id: int, directory_id: Optional[str]) -> bool:
+        """Is this replica a voter? Under a voter's node id, only the voter's own directory is."""
+        return self.voter_history.latest.is_voter(ReplicaKey(node_id, directory_id))
+
     # ------------------------------------------------------------------ Fetch (leader side)
     def _handle_fetch_request(self, src: int, corr: int, req: FetchRequest, now: int) -> None:
         r = self.role
@@ -45,7 +51,7 @@ class ReplicationRpcs:
             snapshot = self.snapshots.latest()
             if snapshot is None or snapshot.offset < start:
                 raise RaftSafetyError(f"log starts at {start} but no snapshot reaches it (newest: {snapshot})")
-            if src in self.voters:
+            if self._is_voter_replica(src, req.replica_directory_id):
                 r.begin_epoch_unacked.discard(src)
                 r.progress.touch(src, now)
             return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
@@ -55,9 +61,11 @@ class ReplicationRpcs:
             # The fetcher's log has records this leader does not: tell it where to cut.
             return self._send(src, corr, FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
                                                        self.log.start_offset, diverging=end))
-        if src in self.voters:
+        voter = self._is_voter_replica(src, req.replica_directory_id)
+        if voter:
             r.begin_epoch_unacked.discard(src)  # fetching in our epoch acknowledges it
-        hw_moved = r.progress.update_replica(req.replica_id, req.fetch_offset, self.log.end_offset, now)
+        hw_moved = r.progress.update_replica(ReplicaKey(req.replica_id, req.replica_directory_id), voter,
+                                             req.fetch_offset, self.log.end_offset, now)
         if hw_moved:
             self._on_leader_hw_moved(r)
         if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved:
@@ -108,6 +116,7 @@ class ReplicationRpcs:
                 return self._violation(src, f"the leader asked to truncate to {target}, below the high "
                                             f"watermark {self.high_watermark} (committed records are never cut)")
             self.log.truncate_to(target)
+            self.voter_history.truncate(self.log.end_offset)
             return
         if resp.snapshot_id is not None:
             # Either our log ends below the leader's log start, or it diverges from the leader's
@@ -127,6 +136,9 @@ class ReplicationRpcs:
             except (CorruptBatchError, LogError):
                 self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
                 return
+            problem = self._note_appended(resp.records)
+            if problem:
+                self._violation(src, problem)
         if resp.high_watermark is not None:
             self._set_high_watermark(min(resp.high_watermark, self.log.end_offset))
         self._maybe_finish_rejoin(resp.high_watermark)
@@ -136,7 +148,7 @@ class ReplicationRpcs:
         r = self.role
         if self._refused_unless_leading(src, corr, req):
             return
-        if src in self.voters:
+        if self._is_voter_replica(src, req.replica_directory_id):
             r.begin_epoch_unacked.discard(src)
             r.progress.touch(src, now)
         size = self.snapshots.size(req.snapshot_id)
@@ -195,5 +207,6 @@ class ReplicationRpcs:
         if snapshot.offset < self.high_watermark:
             raise RaftSafetyError(f"snapshot {snapshot} is below the high watermark {self.high_watermark}")
         self.log.reset_to(snapshot)
+        self.voter_history.reset(snapshot.offset, *read_raft_state(self.snapshots, snapshot))
         self.snapshots_installed += 1
         self._set_high_watermark(snapshot.offset)

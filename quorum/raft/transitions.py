@@ -77,8 +77,12 @@ class Transitions:
         r = self.role
         leader = r.leader_id if isinstance(r, Follower) else None
         voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
-        self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted={self.node_id}))
+        self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted=self._own_vote()))
         self._maybe_win_prevote(now)
+
+    def _own_vote(self) -> set[int]:
+        """A candidate counts its own vote only if it is in its latest voter set."""
+        return {self.node_id} if self.is_voter else set()
 
     def _maybe_win_prevote(self, now: int) -> None:
         r = self.role
@@ -86,7 +90,7 @@ class Transitions:
             if r.epoch >= limits.MAX_EPOCH:  # never in practice: refuse to overflow, say why, stay put
                 self._violation(self.node_id, f"epoch {r.epoch} is the last one: no election can be held")
                 return self._become_unattached(r.epoch, now, r.voted_id)
-            self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted={self.node_id}))
+            self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted=self._own_vote()))
             self._maybe_win_election(now)
 
     def _maybe_win_election(self, now: int) -> None:
@@ -96,11 +100,18 @@ class Transitions:
 
     def _become_leader(self, cand: Candidate, now: int) -> None:
         start = self.log.end_offset
-        self.log.append_as_leader([control_records.leader_change(self.node_id, self.voters, cand.granted)],
-                                  cand.epoch, now, control=True)
+        records = [control_records.leader_change(self.node_id, self.voters, cand.granted)]
+        h = self.voter_history
+        from_bootstrap = h.kraft_version >= 1 and (h.latest_offset is None or h.latest_offset < 0)
+        if from_bootstrap:
+            # The voter set came from the bootstrap snapshot, not the log: write it into the log, so a
+            # node that fetches the log from its start learns it too (as Kafka's first leader does).
+            records += [control_records.kraft_version(h.kraft_version), h.latest.encode()]
+        batch = self.log.append_as_leader(records, cand.epoch, now, control=True)
+        self.voter_history.note_batch(batch)
         self._become(Leader(
             epoch=cand.epoch, leader_id=self.node_id, epoch_start_offset=start,
-            progress=LeaderProgress(self.node_id, self.voters, start, now,
+            progress=LeaderProgress(self.key, self.voter_history.latest, start, now,
                                     self.settings.observer_idle_timeout_ms, self.settings.max_observers),
             accumulator=BatchAccumulator(cand.epoch, self.log.end_offset, self.settings.append_linger_ms,
                                          self.settings.max_batch_bytes),

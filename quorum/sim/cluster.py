@@ -16,13 +16,17 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
+from quorum.log.voter_set import ReplicaKey, Voter, VoterSet
 from quorum.raft.core import RaftCore
+from quorum.raft.membership import VoterChangeError
 from quorum.raft.messages import Outbound, describe_message
 from quorum.raft.ready import process_readies
 from quorum.raft.settings import RaftSettings
+from quorum.raft.voter_history import raft_state_records
 from quorum.sim.invariants import Invariants, InvariantViolation, encode_snapshot
 from quorum.sim.network import Network, NetworkFaults
 from quorum.snapshot.memory_store import MemorySnapshotStore
@@ -46,6 +50,7 @@ class SimNode:
     last_epoch_seen: int = 0
     last_hw_seen: int = 0
     installs_seen: int = 0
+    directory_id: Optional[str] = None  # a dynamic quorum's replica key; a new one for each disk
 
     @property
     def alive(self) -> bool:
@@ -76,6 +81,9 @@ class _SimReadyIO:
             self.c.inv.fail(f"node {self.n.node_id} saw honest node {peer} break the protocol: {what}")
 
     def persist(self, state: ElectionState) -> None:
+        if state.voted_id is not None and (state.epoch, state.voted_id) != (self.n.persisted.epoch,
+                                                                             self.n.persisted.voted_id):
+            self.c.inv.check_vote(self.n, state.voted_id)
         self.n.persisted = state
 
     def flush(self, after_send: bool) -> None:
@@ -99,7 +107,7 @@ class Cluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
                  trace: Optional[Callable[[str], None]] = None, snapshot_every: Optional[int] = None,
-                 crash_before_flush: float = 0.0):
+                 crash_before_flush: float = 0.0, dynamic: bool = False, spares: int = 0):
         self.seed = seed
         self.snapshot_every = snapshot_every  # committed records between a node's snapshots
         # Chance that a leader crashes after sending a Ready's messages and before flushing its log
@@ -108,9 +116,24 @@ class Cluster:
         self.rng = random.Random(seed)
         self.now = 0
         self.settings = settings
-        self.voters = list(range(1, voters + 1))
+        self.voters = list(range(1, voters + 1))  # the initial voters
+        # A dynamic quorum (kraft.version 1, KIP-853): every node has a directory id; the initial
+        # voters are formatted with them as --initial-controllers (a bootstrap snapshot holding the
+        # voter set), spares and observers with --no-initial-controllers (they know no voters and
+        # ask the controllers, controller.quorum.bootstrap.servers, for the leader). Spares are
+        # controllers a scenario may add as voters.
+        self.dynamic = dynamic
+        self.spares = list(range(voters + 1, voters + 1 + spares))
         observer_ids = list(range(101, 101 + observers))
-        self.nodes = {i: SimNode(i) for i in self.voters + observer_ids}
+        self.nodes = {i: SimNode(i) for i in self.voters + self.spares + observer_ids}
+        if dynamic:
+            for n in self.nodes.values():
+                n.directory_id = f"dir{n.node_id}.0"
+            initial = VoterSet(Voter(ReplicaKey(i, self.nodes[i].directory_id)) for i in self.voters)
+            for i in self.voters:
+                self.nodes[i].snapshots.add(OffsetAndEpoch(0, 0), encode_snapshot(
+                    [], raft_state_records(initial, kraft_version=1)))
+        self.membership_results: dict[str, int] = {}  # "add NONE", "remove REQUEST_TIMED_OUT", ...
         self.net = Network(random.Random(self.rng.random()), faults or NetworkFaults())
         self.queue: list = []
         self._seq = itertools.count()
@@ -133,8 +156,9 @@ class Cluster:
         latest = n.snapshots.latest()
         if latest is not None and latest.offset > n.log.end_offset:
             n.log.reset_to(latest)  # what a node does at open: the log restarts at its newest snapshot
-        n.core = RaftCore(node_id, self.voters, CLUSTER_ID, n.log, n.persisted, self.now, self.settings,
-                          random.Random(self.rng.random()), snapshots=n.snapshots)
+        n.core = RaftCore(node_id, VoterSet() if self.dynamic else self.voters, CLUSTER_ID, n.log, n.persisted,
+                          self.now, self.settings, random.Random(self.rng.random()), snapshots=n.snapshots,
+                          directory_id=n.directory_id, bootstrap=self.voters + self.spares if self.dynamic else ())
         n.last_hw_seen = n.core.high_watermark
         n.installs_seen = 0
         n.next_tick = None
@@ -155,8 +179,13 @@ class Cluster:
         assert not n.alive
         n.log = MemoryLog()
         n.snapshots = MemorySnapshotStore()
-        n.persisted = ElectionState(0, rejoining=True)  # what `storage format --rejoin` writes
         n.last_epoch_seen = 0
+        if self.dynamic:  # formatted again with --no-initial-controllers: a new replica, an observer
+            disk = int(n.directory_id.rsplit(".", 1)[1]) + 1
+            n.directory_id = f"dir{node_id}.{disk}"
+            n.persisted = ElectionState.empty()
+        else:
+            n.persisted = ElectionState(0, rejoining=True)  # what `storage format --rejoin` writes
         self._log(f"wipe {node_id}")
 
     # -- the event loop ------------------------------------------------------------------
@@ -189,7 +218,7 @@ class Cluster:
         records = self._snapshot_records_of(n, latest) + [self.inv.record_at(n, off, durable=False)
                                                           for off in range(base, hw)]
         sid = OffsetAndEpoch(hw, records[-1][0])
-        n.snapshots.add(sid, encode_snapshot(records))
+        n.snapshots.add(sid, encode_snapshot(records, n.core.snapshot_raft_records(hw)))
         ids = n.snapshots.ids()
         for old in ids[:-SNAPSHOTS_KEPT]:
             n.snapshots.delete(old)
@@ -263,6 +292,27 @@ class Cluster:
         self._process(n)
         self.inv.check()
         return p
+
+    def change_voters(self, add: Optional[int] = None, remove: Optional[ReplicaKey] = None) -> Errors:
+        """Ask the leader to add node ``add`` (its current disk) or remove ``remove``; the error it
+        answers at once (NONE: the change is appended; it is done when committed)."""
+        n = self.leader()
+        if n is None:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        try:
+            if add is not None:
+                n.core.add_voter(Voter(ReplicaKey(add, self.nodes[add].directory_id)), self.now)
+            else:
+                n.core.remove_voter(remove, self.now)
+            error = Errors.NONE
+        except VoterChangeError as e:
+            error = e.error
+        what = f"{'add' if add is not None else 'remove'} {error.name}"
+        self.membership_results[what] = self.membership_results.get(what, 0) + 1
+        self._log(f"{what}: {add if add is not None else remove}")
+        self._process(n)
+        self.inv.check()
+        return error
 
     def _maybe_ack(self, n: SimNode) -> None:
         """A proposal is acknowledged once committed in the epoch that proposed it."""

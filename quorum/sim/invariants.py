@@ -15,9 +15,12 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
+from quorum.log import control_records
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.batch import HEADER, encode_batch
+from quorum.log.voter_set import ReplicaKey
 from quorum.raft.roles import Leader
 from quorum.snapshot.memory_store import seal, unseal
 
@@ -25,13 +28,18 @@ if TYPE_CHECKING:  # the cluster holds the invariants; they only read it
     from quorum.sim.cluster import Cluster, Proposal, SimNode
 
 
-def encode_snapshot(records: list[tuple[int, bytes]]) -> bytes:
-    """The simulated state machine's snapshot: every committed (epoch, record) below its end."""
-    return seal(json.dumps([[e, r.hex()] for e, r in records]).encode())
+def encode_snapshot(records: list[tuple[int, bytes]], raft_records: Sequence[bytes] = ()) -> bytes:
+    """The simulated state machine's snapshot: every committed (epoch, record) below its end, after
+    the control batch of the quorum's own state if it has one (RaftCore.snapshot_raft_records)."""
+    prefix = encode_batch(0, 0, 0, raft_records, control=True) if raft_records else b""
+    return seal(prefix + json.dumps([[e, r.hex()] for e, r in records]).encode())
 
 
 def decode_snapshot(data: bytes) -> list[tuple[int, bytes]]:
-    return [(e, bytes.fromhex(r)) for e, r in json.loads(unseal(data))]
+    content = unseal(data)
+    if content[:1] != b"[":  # JSON text never starts a batch; skip the control batch
+        content = content[8 + HEADER.unpack_from(content)[1]:]
+    return [(e, bytes.fromhex(r)) for e, r in json.loads(content)]
 
 
 class InvariantViolation(AssertionError):
@@ -66,6 +74,12 @@ class Invariants:
                 if prev == n.node_id and core.epoch not in c.checked_leader_epochs:
                     c.checked_leader_epochs.add(core.epoch)
                     self._check_leader_completeness(n)
+                    self._check_election(n)
+                # (against the cluster's commit point: a new leader learns it only as it commits)
+                committed_end = max(self.committed) + 1 if self.committed else 0
+                pending = [o for o in core.voter_history.offsets if o >= committed_end]
+                if len(pending) > 1:
+                    self.fail(f"leader {n.node_id} has {len(pending)} uncommitted voter changes at {pending}")
             if core.snapshots_installed != n.installs_seen:
                 if core.is_leader:
                     self.fail(f"leader {n.node_id} installed a snapshot")
@@ -127,19 +141,49 @@ class Invariants:
         if not n.core.is_leader:
             return  # followers learn of commits later; a wipe since then may have removed a copy
         if any(self.c.nodes[v].persisted.rejoining for v in self.c.voters):
-            # A replaced disk: until that voter fetches again the leader still counts what it
-            # held before. Only replica directory ids (KIP-853) could tell; see the README.
+            # A replaced disk in a static quorum: until that voter fetches again the leader still
+            # counts what it held before. A dynamic quorum tells it by its directory id.
             return
-        # Durable on a majority of voters at the moment the leader commits it.
-        holders = sum(1 for v in self.c.voters
-                      if self.record_at(self.c.nodes[v], hi - 1, durable=True) == self.committed[hi - 1])
-        if holders < len(self.c.voters) // 2 + 1:
-            self.fail(f"node {n.node_id} moved its high watermark to {hi} but only {holders} voters hold it durably")
+        # Durable on a majority of the leader's voters (its latest set: committed or not, it is the
+        # one it counts with) at the moment the leader commits it. A node whose disk is not the
+        # voter's (wiped and formatted again) holds nothing for that voter.
+        # A voter whose disk was wiped since (a replica that can never vote again) may have acknowledged
+        # it before it lost it: it is given the benefit of the doubt.
+        voters = n.core.voter_history.latest
+        lost = [v for v in voters if not voters[v].matches(ReplicaKey(v, self.c.nodes[v].directory_id))]
+        holders = sum(1 for v in voters if v not in lost
+                      and self.record_at(self.c.nodes[v], hi - 1, durable=True) == self.committed[hi - 1])
+        if holders + len(lost) < voters.majority:
+            self.fail(f"node {n.node_id} moved its high watermark to {hi} but only {holders} of voters "
+                      f"{voters} hold it durably")
 
     def _check_leader_completeness(self, n: SimNode) -> None:
         for off, rec in self.committed.items():
             if self.record_at(n, off, durable=False) != rec:
                 self.fail(f"new leader {n.node_id} (epoch {n.core.epoch}) lacks committed offset {off}")
+
+    def _check_election(self, n: SimNode) -> None:
+        """A new leader was elected by a majority of the voter set of its own log, every one a voter."""
+        core = n.core
+        start = core.role.epoch_start_offset
+        if start < core.log.start_offset:
+            return  # committed and snapshotted within the step that elected it
+        (batch,) = core.log.batches(start, start + 1)
+        change = control_records.decode_control(batch.records[start - batch.base_offset])
+        voters = core.voter_history.at(start - 1)
+        granted = set(change.data["granting_voters"])
+        if not granted <= voters.ids or len(granted) < voters.majority or set(change.data["voters"]) != voters.ids:
+            self.fail(f"leader {n.node_id} of epoch {core.epoch} elected by {sorted(granted)} under voters "
+                      f"{sorted(change.data['voters'])}; its log's voters are {voters}")
+
+    def check_vote(self, n: SimNode, voted_for: int) -> None:
+        """A node grants a vote only to a voter of its own log's latest set (or of the one before it,
+        while that change is not committed)."""
+        core = n.core
+        sets = core._recent_voter_sets()
+        if voted_for != n.node_id and not any(voted_for in s for s in sets):
+            self.fail(f"node {n.node_id} voted for {voted_for} under voters {core.voter_history.latest} "
+                      f"(itself {core.key})")
 
     def check_acked(self) -> None:
         for p in self.acked:

@@ -265,3 +265,133 @@ def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
         c.run_for(rng.choice([5, 20, 100, 400, 1500]))
     c.stabilize(limit_ms=120_000)
     return c
+
+
+def membership_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
+    """A dynamic quorum (KIP-853) whose voter set changes under random faults: spares added, voters
+    removed (the leader too), disks replaced (wipe a voter, it comes back as a new replica, the old
+    one is removed and the new one added), mixed with writes, crashes that lose unflushed writes,
+    partitions and lossy links. The operator's one rule is kept: a voter whose disk is lost is
+    removed before any other voter is (otherwise the quorum could be left without a majority)."""
+    rng = random.Random(seed ^ 0xD1A1)
+    voters = rng.choice([1, 3, 3, 5])
+    faults = NetworkFaults(drop_rate=rng.choice([0.0, 0.01, 0.05]), duplicate_rate=rng.choice([0.0, 0.01]),
+                           max_delay_ms=rng.choice([2, 10, 50]))
+    c = Cluster(seed, voters, observers=rng.randint(0, 1), faults=faults, dynamic=True, spares=2,
+                settings=RaftSettings(append_linger_ms=rng.choice([0, 5, 25])),
+                snapshot_every=rng.choice([None, 10, 40]), crash_before_flush=rng.choice([0.0, 0.002, 0.02]))
+    end = c.now + duration_ms
+    while c.now < end:
+        roll = rng.random()
+        ids = list(c.nodes)
+        ld = c.leader()
+        voter_set = ld.core.voter_history.latest if ld is not None else None
+        lost = [] if voter_set is None else [voter_set[v].key for v in voter_set
+                                             if voter_set[v].key.directory_id != c.nodes[v].directory_id]
+        if roll < 0.40:
+            c.write(rng.randint(1, 5))
+        elif roll < 0.50 and voter_set is not None:
+            if lost:
+                c.change_voters(remove=lost[0])
+            elif len(voter_set) > 1:
+                c.change_voters(remove=voter_set[rng.choice(sorted(voter_set))].key)
+        elif roll < 0.62 and voter_set is not None:
+            candidates = [i for i in ids if i < 100 and c.nodes[i].alive and i not in voter_set]
+            if candidates and len(voter_set) < 5:
+                c.change_voters(add=rng.choice(candidates))
+        elif roll < 0.70:
+            victim = rng.choice(ids)
+            if c.nodes[victim].alive:
+                c.crash(victim)
+        elif roll < 0.80:
+            dead = [i for i in ids if not c.nodes[i].alive]
+            if dead:
+                i = rng.choice(dead)
+                if voter_set is not None and not lost and len(voter_set) >= 3 and i in voter_set \
+                        and rng.random() < 0.3:
+                    c.wipe(i)  # a replaced disk: a new replica under the same node id
+                c.start(i)
+        elif roll < 0.86:
+            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
+            c.net.partition(group, set(ids) - group)
+        elif roll < 0.92:
+            c.net.heal()
+        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+    c.stabilize(limit_ms=120_000)
+    return c
+
+
+# -- dynamic quorum (KIP-853): each ends in stabilize() like the scenarios above ---------------------
+def _change(c: Cluster, add: Optional[int] = None, remove=None, limit_ms: int = 30_000) -> None:
+    """Make one voter change and wait until it is committed, writing meanwhile; retried while the
+    leader answers REQUEST_TIMED_OUT (the node is not caught up yet, or no leader)."""
+    from quorum.errors import Errors
+    end = c.now + limit_ms
+    while c.now < end:
+        if c.change_voters(add=add, remove=remove) is Errors.NONE:
+            break
+        _writes(c, 5)
+    else:
+        raise AssertionError(f"seed {c.seed}: the change (add {add}, remove {remove}) was never accepted")
+    want_in = add
+    assert c.run_until(lambda: c.leader() is not None and not c.leader().core.voter_change_pending
+                       and (want_in is None or want_in in c.leader().core.voters), limit_ms), \
+        f"seed {c.seed}: the change (add {add}, remove {remove}) never committed"
+
+
+def grow_and_shrink(seed: int) -> Cluster:
+    """1 -> 3 -> 5 -> 3 voters under a write load."""
+    c = Cluster(seed, voters=1, dynamic=True, spares=4)
+    _elect(c)
+    for node in (2, 3, 4, 5):
+        _writes(c, 5)
+        _change(c, add=node)
+    assert c.leader().core.voters == {1, 2, 3, 4, 5}
+    for node in (2, 4):
+        _change(c, remove=c.leader().core.voter_history.latest[node].key)
+        _writes(c, 5)
+    c.stabilize()
+    assert c.leader().core.voters == {1, 3, 5}
+    return c
+
+
+def remove_the_leader(seed: int) -> Cluster:
+    """The active controller removes itself: it leads until that commits, then the rest elect."""
+    c = Cluster(seed, voters=3, dynamic=True)
+    old = _elect(c)
+    _writes(c, 10)
+    _change(c, remove=c.leader().core.key)
+    assert c.run_until(lambda: c.leader() is not None and c.leader().node_id != old, 30_000)
+    _writes(c, 10)
+    c.stabilize()
+    assert old not in c.leader().core.voters and not c.nodes[old].core._campaigns
+    return c
+
+
+def replace_a_disk(seed: int) -> Cluster:
+    """A voter's disk dies: formatted again it is a new replica (an observer under the same node id);
+    the operator removes the old replica and adds the new one."""
+    c = Cluster(seed, voters=3, dynamic=True)
+    _elect(c)
+    _writes(c, 10)
+    victim = next(v for v in c.voters if v != c.leader().node_id)
+    old_key = c.leader().core.voter_history.latest[victim].key
+    c.crash(victim)
+    c.wipe(victim)
+    c.start(victim)
+    assert not c.nodes[victim].core.is_voter
+    _writes(c, 10)
+    _change(c, remove=old_key)
+    _change(c, add=victim)
+    _writes(c, 10)
+    c.stabilize()
+    new_key = c.leader().core.voter_history.latest[victim].key
+    assert new_key.directory_id == c.nodes[victim].directory_id != old_key.directory_id
+    return c
+
+
+MEMBERSHIP_SCENARIOS: dict[str, Callable[[int], Cluster]] = {
+    "grow_and_shrink": grow_and_shrink,
+    "remove_the_leader": remove_the_leader,
+    "replace_a_disk": replace_a_disk,
+}

@@ -26,10 +26,10 @@ def test_counting_observers_in_the_high_watermark_is_caught(monkeypatch):
 
     original = progress.LeaderProgress.update_replica
 
-    def count_everyone(self, replica_id, fetch_offset, leader_end, now_ms):
-        if replica_id not in self.voters and replica_id >= 0:
-            self.voters[replica_id] = progress.ReplicaState(replica_id)
-        return original(self, replica_id, fetch_offset, leader_end, now_ms)
+    def count_everyone(self, key, is_voter, fetch_offset, leader_end, now_ms):
+        if key.id not in self.voters and key.id >= 0:
+            self.voters[key.id] = progress.ReplicaState(key.id)
+        return original(self, key, True, fetch_offset, leader_end, now_ms)
 
     monkeypatch.setattr(progress.LeaderProgress, "update_replica", count_everyone)
     assert _violations(range(60)) > 0
@@ -83,7 +83,7 @@ def test_a_snapshot_one_record_short_is_caught(monkeypatch):
     from quorum.sim import cluster
 
     original = cluster.encode_snapshot
-    monkeypatch.setattr(cluster, "encode_snapshot", lambda records: original(records[:-1]))
+    monkeypatch.setattr(cluster, "encode_snapshot", lambda records, raft=(): original(records[:-1], raft))
     assert _snapshot_violations(range(5)) == 5
 
 
@@ -125,3 +125,41 @@ def test_epochs_without_a_bound_are_caught(monkeypatch):
     monkeypatch.setattr(limits, "MAX_EPOCH", 1 << 62)
     monkeypatch.setattr(core, "_claimed_sender", lambda msg: -1)
     assert _byzantine_violations(range(40)) > 0
+
+
+# -- dynamic quorum (KIP-853) -------------------------------------------------------------------
+def _membership_violations(seeds):
+    from quorum.sim.scenarios import membership_chaos
+    found = 0
+    for seed in seeds:
+        try:
+            membership_chaos(seed)
+        except (InvariantViolation, AssertionError):
+            found += 1
+    return found
+
+
+def test_a_second_voter_change_while_one_is_pending_is_caught(monkeypatch):
+    from quorum.raft.membership import Membership
+    monkeypatch.setattr(Membership, "voter_change_pending", property(lambda self: False))
+    assert _membership_violations(range(30)) > 0
+
+
+def test_a_leader_counting_the_old_voter_set_is_caught(monkeypatch):
+    # The new voter set takes effect when it is appended, not when it commits: a leader that keeps
+    # counting fetches under the old set commits records that the new majority does not hold.
+    from quorum.raft import progress
+    original = progress.LeaderProgress.set_voters
+
+    def only_the_first(self, voters, now_ms):
+        if not self.voters:
+            original(self, voters, now_ms)
+
+    monkeypatch.setattr(progress.LeaderProgress, "set_voters", only_the_first)
+    assert _membership_violations(range(10)) > 0
+
+
+def test_voting_for_a_node_outside_the_voter_set_is_caught(monkeypatch):
+    from quorum.raft.core import RaftCore
+    monkeypatch.setattr(RaftCore, "_in_recent_voter_sets", lambda self, key: True)
+    assert _membership_violations(range(30)) > 0

@@ -318,3 +318,29 @@ def test_reset_to_starts_empty_at_the_snapshot(logs):
     assert (log.start_offset, log.end_offset, log.last_epoch) == (40, 42, 6)
     assert log.end_offset_for_epoch(5) == OffsetAndEpoch(40, 5)
     assert [b.records for b in log.batches(0, 100)] == [(b"a", b"b")]
+
+
+def test_control_batches_follow_appends_truncation_start_and_restart(logs):
+    log = logs.open()
+    log.append_as_leader([b"c0"], 1, 0, control=True)  # 0
+    fill(log, [(1, 3)])  # 1..3
+    log.append_as_leader([b"c4", b"c5"], 2, 0, control=True)  # 4, 5
+    fill(log, [(2, 3)])  # 6..8
+    log.append_as_leader([b"c9"], 3, 0, control=True)  # 9
+    log.flush()
+    assert [(b.base_offset, b.records) for b in log.control_batches()] == [(0, (b"c0",)), (4, (b"c4", b"c5")),
+                                                                          (9, (b"c9",))]
+    log.truncate_to(9)
+    assert [b.base_offset for b in log.control_batches()] == [0, 4]
+    log.advance_start(OffsetAndEpoch(5, 2))  # inside the batch at 4..5: it still ends after the start
+    assert [b.base_offset for b in log.control_batches()] == [4]
+    log.advance_start(OffsetAndEpoch(6, 2))  # the batch at 4..5 is below the start now
+    assert list(log.control_batches()) == []
+    log.append_as_leader([b"c9"], 3, 0, control=True)
+    log.flush()
+    log = logs.restart(log)
+    if isinstance(log, FileLog):
+        log.advance_start(OffsetAndEpoch(6, 2))
+    assert [(b.base_offset, b.records, b.control) for b in log.control_batches()] == [(9, (b"c9",), True)]
+    log.reset_to(OffsetAndEpoch(20, 3))
+    assert list(log.control_batches()) == []

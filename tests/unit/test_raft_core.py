@@ -385,15 +385,17 @@ def test_votes_for_epochs_no_election_can_reach_are_refused_and_change_nothing()
 
 
 def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
+    from quorum.log.voter_set import ReplicaKey, VoterSet
     from quorum.raft.progress import LeaderProgress
 
-    p = LeaderProgress(1, (1, 2, 3), 0, now_ms=0, observer_idle_timeout_ms=1000, max_observers=50)
+    p = LeaderProgress(ReplicaKey(1), VoterSet.static((1, 2, 3)), 0, now_ms=0, observer_idle_timeout_ms=1000,
+                       max_observers=50)
     for i in range(100_000):  # made-up replica ids, as a flood would send them
-        p.update_replica(1000 + i, 0, 10, now_ms=i // 1000)
-    assert len(p.observers) == 50 and set(p.observers) == set(range(1000 + 99_950, 1000 + 100_000))
-    p.update_replica(7, 5, 10, now_ms=500)  # a real observer keeps fetching
+        p.update_replica(ReplicaKey(1000 + i), False, 0, 10, now_ms=i // 1000)
+    assert len(p.observers) == 50 and {k.id for k in p.observers} == set(range(1000 + 99_950, 1000 + 100_000))
+    p.update_replica(ReplicaKey(7), False, 5, 10, now_ms=500)  # a real observer keeps fetching
     p.expire_observers(now_ms=1200)
-    assert set(p.observers) == {7}
+    assert set(p.observers) == {ReplicaKey(7)}
     p.expire_observers(now_ms=1501)
     assert p.observers == {}
     assert len(p.describe(1, 1501).observers) == 0

@@ -1,0 +1,116 @@
+"""Changing the voter set while the quorum runs (KIP-853): AddRaftVoter and RemoveRaftVoter on the
+leader, one voter at a time.
+
+Raft's single-server change: a KRAFT_VOTERS record takes effect on every node as soon as it is in
+its log, committed or not, and the leader refuses a second change until the first is committed,
+so any majority of the old set meets any majority of the new one. The leader also refuses before
+it has committed a record of its own epoch (its LeaderChange): a change left uncommitted by an
+earlier leader may otherwise be overtaken (Ongaro's fix to the single-server algorithm).
+
+A leader that removes itself keeps leading until the removal commits (its own offset no longer
+counts towards the high watermark), then resigns, and the rest elect a leader among themselves.
+
+Part of :class:`~quorum.raft.core.RaftCore` (mixed in).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.log.batch import decode_one, scan
+from quorum.log.voter_set import ReplicaKey, Voter, VoterSet
+from quorum.raft.roles import Leader
+from quorum.raft.voter_history import raft_state_records
+
+
+class VoterChangeError(SparkraftError):
+    """A voter change the leader refused, with Kafka's error for it; nothing was appended."""
+
+
+class Membership:
+    # ------------------------------------------------------------------ public inputs
+    def add_voter(self, voter: Voter, now_ms: int) -> int:
+        """Append the voter set with ``voter`` added; the offset of that record (the change is done
+        once it commits). ``voter`` must be an observer that is caught up."""
+        r = self._voter_change_leader()
+        voters = self.voter_history.latest
+        if voter.key.id in voters:
+            raise VoterChangeError(Errors.DUPLICATE_VOTER, f"node {voter.key.id} is already a voter "
+                                                           f"({voters[voter.key.id].key}); remove it first")
+        if voter.key.directory_id is None:
+            raise VoterChangeError(Errors.INVALID_REQUEST, f"voter {voter.key.id} needs a directory id")
+        if not r.progress.caught_up(voter.key, now_ms, self.settings.fetch_timeout_ms):
+            raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"replica {voter.key} is not a caught-up observer "
+                                                             f"of this leader: start it and let it fetch first")
+        return self._append_voters(r, voters.with_voter(voter), now_ms)
+
+    def remove_voter(self, key: ReplicaKey, now_ms: int) -> int:
+        """Append the voter set without ``key``; the offset of that record."""
+        r = self._voter_change_leader()
+        voters = self.voter_history.latest
+        if not voters.is_voter(key):
+            raise VoterChangeError(Errors.VOTER_NOT_FOUND, f"{key} is not a voter; the voters are "
+                                                           f"{', '.join(map(str, voters.replica_keys))}")
+        if len(voters) == 1:
+            raise VoterChangeError(Errors.INVALID_REQUEST, f"{key} is the last voter: a quorum needs one")
+        return self._append_voters(r, voters.without_voter(key), now_ms)
+
+    def snapshot_raft_records(self, end_offset: int) -> list[bytes]:
+        """The control records a snapshot of the state below ``end_offset`` must begin with (the voter
+        set and kraft.version then; none for a static quorum)."""
+        h = self.voter_history
+        dynamic = h.latest_offset is not None and h.at(end_offset - 1) is not h.static
+        return raft_state_records(h.at(end_offset - 1) if dynamic else None, h.kraft_version_at(end_offset - 1))
+
+    @property
+    def voter_change_pending(self) -> bool:
+        """Is the latest voter record not committed yet?"""
+        at = self.voter_history.latest_offset
+        return at is not None and at >= self.high_watermark
+
+    # ------------------------------------------------------------------ inside
+    def _voter_change_leader(self) -> Leader:
+        r = self.role
+        if not isinstance(r, Leader):
+            raise NotLeaderError(r.leader_id, r.epoch)
+        if self.voter_history.kraft_version < 1:
+            raise VoterChangeError(Errors.UNSUPPORTED_VERSION, "the voter set is static (kraft.version 0): "
+                                                               "upgrade to kraft.version 1 first")
+        if r.progress.high_watermark is None:
+            raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"the leader of epoch {r.epoch} has not committed "
+                                                             f"its first record yet; try again")
+        if self.voter_change_pending:
+            raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"the voter change at offset "
+                                                             f"{self.voter_history.latest_offset} is not committed "
+                                                             f"yet; one change at a time")
+        return r
+
+    def _append_voters(self, r: Leader, voters: VoterSet, now: int) -> int:
+        """Append ``voters`` as the leader (after every record proposed before it) and use it at once."""
+        for records in r.accumulator.drain():
+            self.log.append_as_leader(records, r.epoch, now)
+        batch = self.log.append_as_leader([voters.encode()], r.epoch, now, control=True)
+        r.accumulator.next_offset = self.log.end_offset
+        self.voter_history.note(batch.base_offset, voters)
+        r.progress.set_voters(voters, now)
+        self._poll(now)
+        return batch.base_offset
+
+    def _resign_if_removed(self, r: Leader, now: int) -> bool:
+        """A leader outside the voter set resigns once that set is committed; True if it did."""
+        if self.is_voter or self.voter_change_pending:
+            return False
+        self._become_resigned(now)
+        return True
+
+    def _note_appended(self, data: bytes) -> Optional[str]:
+        """Batches fetched from the leader were appended: keep their voter records. An error message
+        if one does not decode (the batches stay: they passed their CRC; the leader wrote them)."""
+        try:
+            for h in scan(data, verify=False):
+                if h.control:
+                    self.voter_history.note_batch(decode_one(data, h))
+        except ValueError as e:
+            return f"a control record it sent does not decode: {e}"
+        return None
+

@@ -1,0 +1,27 @@
+"""Dynamic quorum (KIP-853) in the simulation: membership changes under faults, invariants on
+every step (invariants.py: one leader per epoch across voter sets, at most one uncommitted voter
+change, votes only for voters of the voter's own log, elections by a majority of the winner's own
+voter set, commits durable on a majority of the leader's current set, nothing committed lost)."""
+import pytest
+
+from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, membership_chaos
+
+
+@pytest.mark.parametrize("name", sorted(MEMBERSHIP_SCENARIOS))
+def test_membership_scenario_holds_invariants(name):
+    for seed in range(15):
+        c = MEMBERSHIP_SCENARIOS[name](seed)
+        assert c.inv.acked and c.leader() is not None
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_membership_chaos_seeds(block):
+    """200 seeds of voter changes (the leader's removal and disk replacements included) mixed with
+    crashes that lose unflushed writes, partitions and lossy links."""
+    changes = {}
+    for seed in range(block * 50, block * 50 + 50):
+        c = membership_chaos(seed)
+        assert c.leader() is not None
+        for what, n in c.membership_results.items():
+            changes[what] = changes.get(what, 0) + n
+    assert changes.get("add NONE", 0) > 10 and changes.get("remove NONE", 0) > 10, changes

@@ -1,0 +1,172 @@
+"""Dynamic quorum (KIP-853) in the Raft core, driven by hand: replica keys, voter changes and their
+refusals, and the voter history that follows the log. The simulation (tests/simulation/
+test_membership.py) covers the same under faults."""
+import pytest
+
+from quorum.errors import Errors, NotLeaderError
+from quorum.log.api import OffsetAndEpoch
+from quorum.log.batch import encode_batch
+from quorum.log.election_state import ElectionState
+from quorum.log.memory_log import MemoryLog
+from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
+from quorum.raft.core import RaftCore
+from quorum.raft.membership import VoterChangeError
+from quorum.raft.messages import FetchRequest, VoteRequest
+from quorum.raft.settings import RaftSettings
+from quorum.raft.voter_history import VoterHistory, raft_state_records, read_raft_state
+from quorum.snapshot.memory_store import MemorySnapshotStore
+from tests.unit.test_raft_core import CID, drain, make_leader, reply_to
+
+S = RaftSettings()
+
+
+def dynamic_voters(*ids):
+    return VoterSet(Voter(ReplicaKey(i, f"d{i}"), (Endpoint("CONTROLLER", "127.0.0.1", 9000 + i),)) for i in ids)
+
+
+def bootstrapped(node_id, voters, now=0):
+    """A node formatted with --initial-controllers: a bootstrap snapshot (0, 0) holding the voters."""
+    store = MemorySnapshotStore(verify=lambda sid, data: None)
+    store.add(OffsetAndEpoch(0, 0), encode_batch(0, 0, 0, raft_state_records(voters, 1), control=True))
+    return RaftCore(node_id, VoterSet(), CID, MemoryLog(), ElectionState.empty(), now, S, snapshots=store,
+                    directory_id=f"d{node_id}")
+
+
+def sole_leader():
+    """Node 1, the only voter of a dynamic quorum, elected and its first records committed."""
+    core = bootstrapped(1, dynamic_voters(1))
+    core.tick(0)
+    drain(core, 0)
+    assert core.is_leader and core.high_watermark == core.log.end_offset
+    return core
+
+
+def fetch(core, node, directory, offset, now, corr=50):
+    core.receive(node, corr, FetchRequest(CID, core.epoch, node, offset, core.log.last_epoch, 0, 1 << 20,
+                                          directory), now)
+    return reply_to(drain(core, now)[1], corr)
+
+
+def test_the_bootstrap_voters_are_written_into_the_log_by_the_first_leader():
+    core = sole_leader()
+    assert core.voter_history.latest == dynamic_voters(1) and core.voter_history.kraft_version == 1
+    assert core.voter_history.latest_offset is not None and core.voter_history.latest_offset >= 0
+    # a node with an empty log learns them from the log, as an observer fetching from 0 does
+    (control,) = [b for b in core.log.control_batches()]
+    h = VoterHistory(VoterSet())
+    h.note_batch(control)
+    assert h.latest == dynamic_voters(1) and h.kraft_version == 1
+
+
+def test_adding_a_voter_needs_a_caught_up_observer_and_one_change_at_a_time():
+    core = sole_leader()
+    new = dynamic_voters(2)[2]
+    with pytest.raises(VoterChangeError) as e:
+        core.add_voter(new, 10)
+    assert e.value.error is Errors.REQUEST_TIMED_OUT and "caught-up observer" in e.value.message
+    fetch(core, 2, "d2", core.log.end_offset, 10)
+    offset = core.add_voter(new, 10)
+    drain(core, 10)
+    assert core.voters == {1, 2} and core.voter_change_pending and core.high_watermark <= offset
+    with pytest.raises(VoterChangeError) as e:  # the first is not committed: it needs node 2 now
+        core.remove_voter(ReplicaKey(2, "d2"), 11)
+    assert e.value.error is Errors.REQUEST_TIMED_OUT and "one change at a time" in e.value.message
+    fetch(core, 2, "d2", core.log.end_offset, 12)
+    assert core.high_watermark == core.log.end_offset and not core.voter_change_pending
+    with pytest.raises(VoterChangeError) as e:
+        core.add_voter(Voter(ReplicaKey(2, "other")), 13)
+    assert e.value.error is Errors.DUPLICATE_VOTER
+    with pytest.raises(VoterChangeError) as e:
+        core.remove_voter(ReplicaKey(2, "other"), 13)
+    assert e.value.error is Errors.VOTER_NOT_FOUND and "2:d2" in e.value.message
+
+
+def test_the_last_voter_cannot_be_removed_and_a_static_quorum_cannot_change():
+    core = sole_leader()
+    with pytest.raises(VoterChangeError) as e:
+        core.remove_voter(ReplicaKey(1, "d1"), 5)
+    assert e.value.error is Errors.INVALID_REQUEST and "last voter" in e.value.message
+    static, _now = make_leader()
+    with pytest.raises(VoterChangeError) as e:
+        static.add_voter(Voter(ReplicaKey(4, "d4")), 5)
+    assert e.value.error is Errors.UNSUPPORTED_VERSION
+
+
+def test_only_the_leader_changes_voters():
+    core = bootstrapped(2, dynamic_voters(1, 2, 3))
+    with pytest.raises(NotLeaderError):
+        core.add_voter(Voter(ReplicaKey(4, "d4")), 0)
+
+
+def two_voter_leader():
+    core = sole_leader()
+    fetch(core, 2, "d2", core.log.end_offset, 10)
+    core.add_voter(dynamic_voters(2)[2], 10)
+    drain(core, 10)
+    fetch(core, 2, "d2", core.log.end_offset, 11)
+    assert core.voters == {1, 2} and not core.voter_change_pending
+    return core
+
+
+def test_a_fetch_under_a_voters_id_from_another_directory_does_not_count():
+    core = two_voter_leader()
+    core.propose([b"x"], 20)
+    drain(core, 20)
+    hw = core.high_watermark
+    fetch(core, 2, "wiped-and-formatted-again", core.log.end_offset, 21)
+    assert core.high_watermark == hw  # an observer's fetch: the voter's disk is not there
+    assert any(o.directory_id == "wiped-and-formatted-again" for o in core.describe_quorum(21).observers)
+    fetch(core, 2, "d2", core.log.end_offset, 22)
+    assert core.high_watermark == core.log.end_offset
+
+
+def test_a_vote_meant_for_another_directory_is_refused():
+    core = bootstrapped(2, dynamic_voters(1, 2, 3))
+    core.receive(1, 7, VoteRequest(CID, 1, 1, 0, 0, False, "d1", "not-my-directory"), 0)
+    (resp,) = reply_to(drain(core)[1], 7)
+    assert resp.error is Errors.INVALID_VOTER_KEY and not resp.granted and core.epoch == 0
+    core.receive(1, 8, VoteRequest(CID, 1, 1, 0, 0, False, "not-the-voters-directory", "d2"), 0)
+    (resp,) = reply_to(drain(core)[1], 8)
+    assert resp.error is Errors.INCONSISTENT_VOTER_SET and not resp.granted
+    core.receive(1, 9, VoteRequest(CID, 1, 1, 0, 0, False, "d1", "d2"), 0)
+    (resp,) = reply_to(drain(core)[1], 9)
+    assert resp.error is Errors.NONE and resp.granted
+
+
+def test_a_leader_that_removes_itself_leads_until_the_removal_commits_then_resigns():
+    core = two_voter_leader()
+    core.remove_voter(ReplicaKey(1, "d1"), 30)
+    drain(core, 30)
+    assert core.is_leader and not core.is_voter and core.voter_change_pending
+    fetch(core, 2, "d2", core.log.end_offset, 31)  # node 2 alone is the majority of {2}
+    assert core.state_name == "Resigned" and not core._campaigns
+    assert core.voter_history.latest == VoterSet([dynamic_voters(2)[2]])
+
+
+def test_voter_history_follows_truncation_start_and_snapshots():
+    h = VoterHistory(VoterSet.static([1, 2, 3]))
+    a, b = dynamic_voters(1, 2, 3), dynamic_voters(1, 2, 3, 4)
+    h.note(-1, a)
+    h.note(10, b)
+    assert h.latest == b and h.at(9) == a and h.at(10) == b and h.at(-5) == h.static
+    h.truncate(10)  # the record at 10 was not committed and a new leader cut it
+    assert h.latest == a and h.latest_offset == -1
+    h.note(12, b)
+    h.note(20, a)
+    h.trim(15)  # the log starts at 15: the set in force there (from 12) stays
+    assert h.offsets == (12, 20) and h.at(15) == b
+    h.reset(30, b, 1)
+    assert h.latest == b and h.offsets == (29,) and h.kraft_version == 1
+
+
+def test_snapshots_carry_the_voter_set_at_their_end():
+    core = two_voter_leader()
+    end = core.high_watermark
+    records = core.snapshot_raft_records(end)
+    store = MemorySnapshotStore(verify=lambda sid, data: None)
+    store.add(OffsetAndEpoch(end, core.epoch), encode_batch(0, 0, 0, records, control=True) + b"state")
+    assert read_raft_state(store, OffsetAndEpoch(end, core.epoch)) == (core.voter_history.latest, 1)
+    store.add(OffsetAndEpoch(1, 1), b"[not a batch]")
+    assert read_raft_state(store, OffsetAndEpoch(1, 1)) == (None, 0)
+    static, _ = make_leader()
+    assert static.snapshot_raft_records(static.high_watermark) == []
