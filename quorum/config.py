@@ -153,7 +153,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("process.roles", _roles, REQUIRED, "'controller', 'broker' or both."),
         _key("controller.quorum.voters", _voters, None, "The static voter set: ID@HOST:PORT,..."),
         _key("controller.quorum.bootstrap.servers", _host_ports, None,
-             "HOST:PORT,... a broker may use instead of the voters to find the controllers."),
+             "HOST:PORT,... of controllers to ask for the leader: a controller of a dynamic quorum "
+             "(KIP-853; its voters are in the log) uses it instead of the voters, a broker may."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
         _key("controller.listener.names", _listener_names, None,
              "Which listeners are the controller's (the first one serves the quorum)."),
@@ -262,6 +263,15 @@ class NodeConfig:
         return "broker" in self.process_roles
 
     @property
+    def dynamic_quorum(self) -> bool:
+        """A controller of a dynamic quorum (KIP-853): no controller.quorum.voters; the voters are in the log."""
+        return self.is_controller and not self.voters
+
+    @property
+    def controller_listener_name(self) -> str | None:
+        return self.controller_listener_names[0] if self.controller_listener_names else None
+
+    @property
     def controller_listener(self) -> HostPort | None:
         """The address this controller serves the quorum on (first controller listener)."""
         if not self.is_controller or not self.controller_listener_names or not self.listeners:
@@ -295,9 +305,13 @@ class NodeConfig:
 
         voter_ids = ", ".join(map(str, sorted(self.voters or ())))
         if self.is_controller:
-            if not self.voters:
-                fail("controller.quorum.voters is required for a controller")
-            if self.node_id not in self.voters:
+            if not self.voters and not self.bootstrap_servers:
+                fail("a controller needs controller.quorum.voters (a static quorum) or "
+                     "controller.quorum.bootstrap.servers (a dynamic one, whose voters are in the log)")
+            if self.voters and self.bootstrap_servers:
+                fail("set controller.quorum.voters (a static quorum) or controller.quorum.bootstrap.servers "
+                     "(a dynamic one), not both")
+            if self.voters and self.node_id not in self.voters:
                 fail(f"node.id {self.node_id} is not in controller.quorum.voters ({voter_ids})")
             if not self.controller_listener_names:
                 fail("controller.listener.names is required for a controller")
@@ -305,8 +319,8 @@ class NodeConfig:
             if missing:
                 fail(f"listeners must include the controller listener {missing[0]} "
                      f"(listeners: {','.join(self.listeners or {}) or 'none'})")
-            address, voter_address = self.controller_listener, self.voters[self.node_id]
-            if address[1] not in (0, voter_address[1]):
+            address, voter_address = self.controller_listener, (self.voters or {}).get(self.node_id, (None, 0))
+            if self.voters and address[1] not in (0, voter_address[1]):
                 log.warning("%s: listener %s port %d differs from node %d's voter entry %s:%d",
                             source, self.controller_listener_names[0], address[1], self.node_id,
                             *voter_address)

@@ -121,7 +121,9 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 class ControllerProcesses:
     def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, metrics: bool = False,
-                 **overrides: str):
+                 dynamic: bool = False, **overrides: str):
+        """``dynamic``: a dynamic quorum's controllers (KIP-853): controller.quorum.bootstrap.servers
+        (every controller) instead of controller.quorum.voters; format them with ``format_dynamic``."""
         self.root = root
         self.raft_only = raft_only  # run `controller start --raft-only` (the tests append raw records)
         self.voters = tuple(voters)
@@ -136,7 +138,8 @@ class ControllerProcesses:
             props = {
                 "process.roles": "controller",
                 "node.id": str(i),
-                "controller.quorum.voters": voter_list,
+                **({"controller.quorum.bootstrap.servers": self.bootstrap()} if dynamic
+                   else {"controller.quorum.voters": voter_list}),
                 "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
                 "controller.listener.names": "CONTROLLER",
                 "metadata.log.dir": str(self.log_dir(i)),
@@ -161,6 +164,18 @@ class ControllerProcesses:
     def format(self, ids=None, cluster_id: Optional[str] = None) -> None:
         for i in ids or self.voters:
             format_storage(self.log_dir(i), cluster_id or self.cluster_id, i)
+
+    def format_dynamic(self, how: dict[int, list[str]]) -> None:
+        """``sparkraft storage format`` with each node's flags (``--standalone``, ...), as an operator would."""
+        for i, flags in how.items():
+            result = subprocess.run(sparkraft_cmd("storage", "format", "--config", str(self.config(i)),
+                                                  "--cluster-id", self.cluster_id, *flags),
+                                    capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, result.stderr
+
+    def directory_id(self, i: int) -> str:
+        from quorum.log.meta_properties import read_meta_properties
+        return read_meta_properties(self.log_dir(i)).directory_id
 
     def start(self, ids=None) -> None:
         for i in ids or self.voters:

@@ -110,13 +110,14 @@ def _check_node_id(node_id: int) -> int:
 
 # -- formatting and checking a log directory -------------------------------------------------
 def format_storage(log_dir: str | os.PathLike, cluster_id: str, node_id: int,
-                   rejoin: bool = False) -> MetaProperties:
+                   rejoin: bool = False, directory_id: Optional[str] = None) -> MetaProperties:
     """Make ``log_dir`` a formatted, empty log directory for ``node_id`` in ``cluster_id``.
 
     Refuses a directory that exists and holds anything: formatting over a log would
     throw away what this node promised to the quorum. ``rejoin`` marks a replaced
     disk: the election state starts with ``rejoining`` set, so the node does not
-    vote before it has caught up (see ``RaftCore``).
+    vote before it has caught up (see ``RaftCore``). ``directory_id`` is this replica's id (random
+    unless ``--initial-controllers`` named it).
     """
     validate_cluster_id(cluster_id)
     _check_node_id(node_id)
@@ -129,7 +130,7 @@ def format_storage(log_dir: str | os.PathLike, cluster_id: str, node_id: int,
             raise StorageError(f"log directory {log_dir} {what}; refusing to format it")
     log_dir.mkdir(parents=True, exist_ok=True)
     fsync_directory(log_dir.parent)
-    meta = write_meta_properties(log_dir, cluster_id, node_id, directory_id=random_uuid())
+    meta = write_meta_properties(log_dir, cluster_id, node_id, directory_id=directory_id or random_uuid())
     metadata_partition_dir(log_dir).mkdir()
     if rejoin:
         FileElectionStore(metadata_partition_dir(log_dir) / QUORUM_STATE_FILE).write(ElectionState(0, rejoining=True))

@@ -107,6 +107,25 @@ class VoterSet(Mapping[int, Voter]):
             raise ValueError(f"{key} is not a voter")
         return VoterSet(v for i, v in self._voters.items() if i != key.id)
 
+    @classmethod
+    def parse(cls, text: str, listener: str = "CONTROLLER") -> "VoterSet":
+        """``storage format --initial-controllers``: ``ID@HOST:PORT:DIRECTORY_ID,...`` (Kafka's form).
+        ValueError, naming the entry, for anything else."""
+        voters = []
+        for entry in (e.strip() for e in text.split(",")):
+            node, at, rest = entry.partition("@")
+            host, _, tail = rest.rpartition(":") if rest.count(":") >= 2 else ("", "", "")
+            host, _, port = host.rpartition(":") if host else ("", "", "")
+            if not at or not node.isdigit() or not host or not port.isdigit() or not tail:
+                raise ValueError(f"{entry!r} is not ID@HOST:PORT:DIRECTORY_ID")
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"{entry!r}: port {port} is not in 1..65535")
+            voters.append(Voter(ReplicaKey(int(node), tail), (Endpoint(listener, host.strip("[]"), int(port)),)))
+        try:
+            return cls(voters)
+        except ValueError as e:
+            raise ValueError(f"--initial-controllers: {e}") from None
+
     # -- as a control record ----------------------------------------------------------------
     def encode(self) -> bytes:
         return control_records.encode_control(control_records.KRAFT_VOTERS, {"version": 0, "voters": [
@@ -124,3 +143,13 @@ class VoterSet(Mapping[int, Voter]):
                        for v in data["voters"])
         except (KeyError, TypeError) as e:
             raise ValueError(f"malformed voters record: {e}") from None
+
+
+def raft_state_records(voters: Optional[VoterSet], kraft_version: int) -> list[bytes]:
+    """The control records a snapshot carries for the quorum: none for a static quorum."""
+    if voters is None and not kraft_version:
+        return []
+    out = [control_records.kraft_version(kraft_version)]
+    if voters is not None:
+        out.append(voters.encode())
+    return out

@@ -144,12 +144,13 @@ class ControllerNode:
     @classmethod
     def from_config(cls, config: NodeConfig) -> "ControllerNode":
         listen = config.controller_listener
-        if listen is None or not config.voters:
+        if listen is None or not (config.voters or config.bootstrap_servers):
             raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
-                                 "controller.quorum.voters and a controller listener")
-        node = cls.create(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
+                                 "controller.quorum.voters or .bootstrap.servers and a controller listener")
+        node = cls.create(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
                           config.controller_settings(), segment_bytes=config.log_segment_bytes,
-                          retention=Retention.from_config(config))
+                          retention=Retention.from_config(config), bootstrap=config.bootstrap_servers or (),
+                          listener_name=config.controller_listener_name)
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None

@@ -81,7 +81,8 @@ class RaftNode:
                  log_dir: str | os.PathLike, settings: RaftSettings = RaftSettings(),
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
                  servicers: Sequence[AddService] = (), raw_appends: bool = False,
-                 retention: Retention = Retention()):
+                 retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
+                 listener_name: str = "CONTROLLER"):
         self.node_id = node_id
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
@@ -90,6 +91,13 @@ class RaftNode:
         self.client_slots = ClientSlots.for_workers(max_rpc_workers)
         self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
         self.voters: dict[int, HostPort] = dict(voters)
+        # A dynamic quorum (KIP-853) has no configured voters: they are in the log, and ``voters`` follows
+        # the core's latest voter set (_follow_voter_set). Until it knows one, it asks its bootstrap
+        # servers who leads, under Kafka's pseudo ids -2, -3, ... (they are addresses, not voters).
+        self.dynamic = not voters
+        self.bootstrap: dict[int, HostPort] = {}
+        self.listener_name = listener_name
+        self._voter_set = None  # the core's voter set ``voters`` was last set from
         self.log_dir = Path(log_dir)
         self.settings = settings
         self.retention = retention
@@ -109,8 +117,10 @@ class RaftNode:
             storage.close()
             raise
         self.listen = (listen[0], self.port)
-        self.peers = PeerClient({v: a for v, a in self.voters.items() if v != node_id}, self._inbox.put,
-                                metadata=self.identities.metadata)
+        others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
+        self.bootstrap = {-2 - i: hp for i, hp in enumerate(others)}
+        self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id}, **self.bootstrap},
+                                self._inbox.put, metadata=self.identities.metadata)
         self.core: Optional[RaftCore] = None
         self._status = StatusBoard(NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0,
                                               self.log.end_offset))
@@ -133,16 +143,26 @@ class RaftNode:
     @classmethod
     def from_config(cls, config: NodeConfig, raw_appends: bool = False) -> "RaftNode":
         listen = config.controller_listener
-        if listen is None or not config.voters:
+        if listen is None or not (config.voters or config.bootstrap_servers):
             raise SparkraftError(Errors.INVALID_REQUEST, "a Raft node needs process.roles=controller, "
-                                 "controller.quorum.voters and a controller listener")
-        return cls(config.node_id, config.voters, listen, config.log_dir, config.raft_settings(),
-                   config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config))
+                                 "controller.quorum.voters or .bootstrap.servers and a controller listener")
+        return cls(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
+                   config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config),
+                   bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name)
 
     def set_voter_addresses(self, voters: Mapping[int, HostPort]) -> None:
         """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""
         self.voters.update(voters)
         self.peers.set_addresses({v: a for v, a in voters.items() if v != self.node_id})
+
+    def endpoints_of(self, voter_id: int) -> tuple[str, ...]:
+        """``NAME://HOST:PORT`` of a voter's listeners (DescribeQuorum): the voter set's in a dynamic
+        quorum, the configured address under the controller listener's name in a static one."""
+        voters = self._voter_set
+        if self.dynamic and voters is not None and voter_id in voters:
+            return tuple(f"{e.name}://{convert.format_endpoint(e.host, e.port)}" for e in voters[voter_id].endpoints)
+        address = self.voters.get(voter_id)
+        return (f"{self.listener_name}://{convert.format_endpoint(*address)}",) if address else ()
 
     def endpoint_of(self, node_id: Optional[int]) -> str:
         """``host:port`` of a voter, or "" if unknown."""
@@ -166,7 +186,9 @@ class RaftNode:
             if check_cluster_id:
                 probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir)
             self.core = RaftCore(self.node_id, list(self.voters), self.cluster_id, self.log, self._election,
-                                 self.now_ms(), self.settings, snapshots=self.snapshot_store)
+                                 self.now_ms(), self.settings, snapshots=self.snapshot_store,
+                                 directory_id=self.storage.directory_id, bootstrap=list(self.bootstrap))
+            self._follow_voter_set()
             log.info("Node %d started: cluster %s, voters %s, listening on %s, log %s at offsets [%d, %d), "
                      "epoch %d", self.node_id, self.cluster_id, self._voters_text(),
                      convert.format_endpoint(*self.listen), self.log.directory, self.log.start_offset,
@@ -282,6 +304,31 @@ class RaftNode:
         self.snapshot_store.added(snapshot, size)
         self._inbox.put(SnapshotWritten())
 
+    def change_voters(self, change: Callable[[RaftCore, int], int]) -> concurrent.futures.Future:
+        """Run ``change`` (the core's ``add_voter`` or ``remove_voter``, which returns the offset of the
+        new voter set) on the loop; the future resolves with that offset once it is committed, or fails
+        with the core's refusal (VoterChangeError, NotLeaderError) or NotLeaderError if leadership moves
+        first."""
+        committed = ProposalFuture()
+
+        def run(core: RaftCore, now: int) -> int:
+            offset = change(core, now)
+            committed.set_running_or_notify_cancel()
+            self._proposals.accepted(core.epoch, offset, committed)
+            return offset
+
+        def refused(call: concurrent.futures.Future) -> None:
+            if call.exception() is not None:
+                fail(committed, call.exception())
+
+        self._call(run).add_done_callback(refused)
+        return committed
+
+    def snapshot_raft_records(self, end_offset: int, timeout: float = 30.0) -> list[bytes]:
+        """The quorum's control records a snapshot ending at ``end_offset`` must carry (the voter set
+        then), asked of the core on its own thread."""
+        return self._call(lambda core, now: core.snapshot_raft_records(end_offset)).result(timeout)
+
     def _call(self, fn: Callable[[RaftCore, int], object]) -> concurrent.futures.Future:
         if not self._running:
             raise NodeNotRunningError(f"node {self.node_id} is not running")
@@ -336,6 +383,10 @@ class RaftNode:
             self.core.request_failed(item.src, item.corr, now)
         else:
             self._cluster_rejections.pop(item.src, None)
+            leader = getattr(item.msg, "leader_id", None)
+            if item.leader_endpoint is not None and leader is not None and leader != self.node_id \
+                    and self.peers.address_of(leader) is None:
+                self.peers.set_addresses({leader: item.leader_endpoint})  # an observer learns where to fetch
             self.core.receive(item.src, item.corr, item.msg, now)
 
     def _on_peer_no_answer(self, item: PeerNoAnswer, now: int) -> None:
@@ -390,8 +441,26 @@ class RaftNode:
         process_readies(self.core, NodeReadyIO(self))
         self._after_ready()
 
+    def _follow_voter_set(self) -> None:
+        """A dynamic quorum's peers are the voters of the core's latest voter set, at their endpoints."""
+        voters = self.core.voter_history.latest
+        if not self.dynamic or voters is self._voter_set:
+            return
+        self._voter_set = voters
+        addresses = {}
+        for v in voters.values():
+            ep = next((e for e in v.endpoints if e.name == self.listener_name), v.endpoints[0] if v.endpoints else None)
+            if ep is not None:
+                addresses[v.key.id] = (ep.host, ep.port)
+        self.voters = addresses
+        self.peers.set_addresses({i: a for i, a in addresses.items() if i != self.node_id})
+        log.info("Node %d: the voters are now %s", self.node_id,
+                 ", ".join(f"{v.key}@{convert.format_endpoint(*addresses[v.key.id])}" if v.key.id in addresses
+                           else str(v.key) for v in voters.values()) or "unknown (asking the bootstrap servers)")
+
     def _after_ready(self) -> None:
         core = self.core
+        self._follow_voter_set()
         if self._proposals:
             self._proposals.settle(core, self.node_id, self._epoch_at)
         hw = core.high_watermark

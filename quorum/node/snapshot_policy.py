@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from quorum.errors import NodeNotRunningError
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import Batch
 from quorum.log.meta_properties import metadata_partition_dir
@@ -83,7 +84,10 @@ class SnapshotPolicy:
     def _write(self, image, snapshot) -> None:
         started = time.monotonic()
         try:
-            size = write_snapshot(self.directory, image, snapshot, self.raft.cluster_id)
+            size = write_snapshot(self.directory, image, snapshot, self.raft.cluster_id,
+                                  self.raft.snapshot_raft_records(snapshot.end_offset))
+        except NodeNotRunningError:
+            return  # the node is stopping: the next start writes one if it is due
         except Exception as e:  # a full disk, or a bug: never silent, and the controller goes on
             log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e,
                       exc_info=not isinstance(e, OSError))

@@ -52,12 +52,14 @@ class NodeStorage:
     snapshots: FileSnapshotStore
     election_store: FileElectionStore
     election: ElectionState  # as read at open (rejoining set if the log had to be dropped)
+    directory_id: Optional[str] = None  # meta.properties' directory.id: this replica's half of its key
 
     @classmethod
     def open(cls, log_dir: Path, node_id: int, segment_bytes: int) -> "NodeStorage":
         """Check ``meta.properties`` says this node, lock the directory, then open the partition
         directory's files; everything is closed again if any of it fails."""
-        cluster_id = check_storage(log_dir, node_id).cluster_id
+        meta = check_storage(log_dir, node_id)
+        cluster_id = meta.cluster_id
         lock_fd = lock_directory(log_dir)
         file_log = None
         try:
@@ -67,7 +69,7 @@ class NodeStorage:
             election = store.read()
             file_log = FileLog(partition, segment_bytes)
             storage = cls(log_dir, cluster_id, lock_fd, file_log, FileSnapshotStore(partition, cluster_id), store,
-                          election)
+                          election, meta.directory_id)
             storage._line_up_snapshots(node_id)
             storage._check_election_state_kept()
         except BaseException:
@@ -115,8 +117,9 @@ class NodeStorage:
         and leader before it fetches). Without it the node would start in epoch 0 having forgotten
         whom it voted for and whom it followed, and could vote twice in one epoch: refuse."""
         path = self.election_store.path
-        if path.exists() or (self.log.end_offset == 0 and self.snapshots.latest() is None):
-            return
+        latest = self.snapshots.latest()
+        if path.exists() or (self.log.end_offset == 0 and (latest is None or latest.offset == 0)):
+            return  # (a dynamic quorum's bootstrap snapshot, at offset 0, holds no records)
         raise StorageError(
             f"{path} is missing but the log holds records up to offset {self.log.end_offset - 1} "
             f"(epoch {self.log.last_epoch}): this node forgot its votes and could vote twice in one epoch. "

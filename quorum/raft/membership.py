@@ -18,9 +18,8 @@ from typing import Optional
 
 from quorum.errors import Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import decode_one, scan
-from quorum.log.voter_set import ReplicaKey, Voter, VoterSet
+from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.roles import Leader
-from quorum.raft.voter_history import raft_state_records
 
 
 class VoterChangeError(SparkraftError):

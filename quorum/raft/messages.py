@@ -140,6 +140,7 @@ class ReplicaDescription:
     last_fetch_ms: Optional[int]
     last_caught_up_ms: Optional[int]
     directory_id: Optional[str] = None
+    endpoints: tuple[str, ...] = ()  # "NAME://HOST:PORT" of a voter, added by the node (the core knows none)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,7 +94,9 @@ class LeaderProgress:
         """A replica fetched from ``fetch_offset``; returns True if the high watermark moved. Only a
         fetch from a voter's own directory (``is_voter``) counts."""
         if is_voter and key.id in self.voters:
-            self.voters[key.id].update(fetch_offset, leader_end, now_ms)
+            state = self.voters[key.id]
+            state.update(fetch_offset, leader_end, now_ms)
+            state.directory_id = key.directory_id or state.directory_id  # a static voter's, as it says
             return self._maybe_advance()
         if key.id >= 0:
             state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)

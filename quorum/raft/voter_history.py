@@ -111,16 +111,6 @@ class VoterHistory:
 _FIRST_BATCH_LIMIT = 1 << 20
 
 
-def raft_state_records(voters: Optional[VoterSet], kraft_version: int) -> list[bytes]:
-    """The control records a snapshot carries for the quorum: none for a static quorum."""
-    if voters is None and not kraft_version:
-        return []
-    out = [control_records.kraft_version(kraft_version)]
-    if voters is not None:
-        out.append(voters.encode())
-    return out
-
-
 def read_raft_state(store: SnapshotStore, snapshot: OffsetAndEpoch) -> tuple[Optional[VoterSet], int]:
     """(voters, kraft.version) that ``snapshot`` carries; (None, 0) if it carries none."""
     head = store.read(snapshot, 0, HEADER_SIZE)

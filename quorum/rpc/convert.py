@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from quorum.config import parse_host_port
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import raft_pb2 as pb
 from quorum.log.api import OffsetAndEpoch
@@ -71,12 +72,14 @@ def to_proto(msg: Message, dest: Optional[int] = None):
     if t is VoteRequest:
         return pb.VoteRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, candidate_id=msg.candidate_id,
                               last_epoch=msg.last_epoch, last_offset=msg.last_offset, pre_vote=msg.pre_vote,
-                              voter_id=_opt_id(dest))
+                              voter_id=_opt_id(dest), candidate_directory_id=msg.candidate_directory_id or "",
+                              voter_directory_id=msg.voter_directory_id or "")
     if t is VoteResponse:
         return pb.VoteResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
                                granted=msg.granted, pre_vote=msg.pre_vote)
     if t is BeginQuorumEpochRequest:
-        return pb.BeginQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id)
+        return pb.BeginQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
+                                          voter_directory_id=msg.voter_directory_id or "")
     if t is BeginQuorumEpochResponse:
         return pb.BeginQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch,
                                            leader_id=_opt_id(msg.leader_id))
@@ -88,7 +91,8 @@ def to_proto(msg: Message, dest: Optional[int] = None):
     if t is FetchRequest:
         return pb.FetchRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
                                fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch,
-                               max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes)
+                               max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes,
+                               replica_directory_id=msg.replica_directory_id or "")
     if t is FetchResponse:
         m = pb.FetchResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
                              high_watermark=_opt_id(msg.high_watermark), log_start_offset=msg.log_start_offset,
@@ -101,7 +105,7 @@ def to_proto(msg: Message, dest: Optional[int] = None):
     if t is FetchSnapshotRequest:
         return pb.FetchSnapshotRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
                                        snapshot_id=_oe_to_proto(msg.snapshot_id), position=msg.position,
-                                       max_bytes=msg.max_bytes)
+                                       max_bytes=msg.max_bytes, replica_directory_id=msg.replica_directory_id or "")
     if t is FetchSnapshotResponse:
         m = pb.FetchSnapshotResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
                                      size=msg.size, position=msg.position, data=msg.data)
@@ -115,11 +119,12 @@ def from_proto(m) -> Message:
     """The dataclass for a protobuf Raft message (VoteRequest.voter_id is dropped: the core knows who it is)."""
     t = type(m)
     if t is pb.VoteRequest:
-        return VoteRequest(m.cluster_id, m.epoch, m.candidate_id, m.last_epoch, m.last_offset, m.pre_vote)
+        return VoteRequest(m.cluster_id, m.epoch, m.candidate_id, m.last_epoch, m.last_offset, m.pre_vote,
+                           m.candidate_directory_id or None, m.voter_directory_id or None)
     if t is pb.VoteResponse:
         return VoteResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id), m.granted, m.pre_vote)
     if t is pb.BeginQuorumEpochRequest:
-        return BeginQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id)
+        return BeginQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, m.voter_directory_id or None)
     if t is pb.BeginQuorumEpochResponse:
         return BeginQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
     if t is pb.EndQuorumEpochRequest:
@@ -128,14 +133,15 @@ def from_proto(m) -> Message:
         return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
     if t is pb.FetchRequest:
         return FetchRequest(m.cluster_id, m.epoch, m.replica_id, m.fetch_offset, m.last_fetched_epoch,
-                            m.max_wait_ms, m.max_bytes)
+                            m.max_wait_ms, m.max_bytes, m.replica_directory_id or None)
     if t is pb.FetchResponse:
         return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
                              _id_or_none(m.high_watermark), m.log_start_offset, m.records,
                              _oe_from_proto(m, "diverging"), _oe_from_proto(m, "snapshot_id"))
     if t is pb.FetchSnapshotRequest:
         return FetchSnapshotRequest(m.cluster_id, m.epoch, m.replica_id,
-                                    OffsetAndEpoch(m.snapshot_id.offset, m.snapshot_id.epoch), m.position, m.max_bytes)
+                                    OffsetAndEpoch(m.snapshot_id.offset, m.snapshot_id.epoch), m.position, m.max_bytes,
+                                    m.replica_directory_id or None)
     if t is pb.FetchSnapshotResponse:
         return FetchSnapshotResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
                                      _oe_from_proto(m, "snapshot_id"), m.size, m.position, m.data)
@@ -155,14 +161,21 @@ def request_source(msg: Message) -> int:
 
 # -- DescribeQuorum -----------------------------------------------------------------------------
 def _replica_to_proto(r: ReplicaDescription) -> pb.ReplicaState:
+    listeners = []
+    for e in r.endpoints:
+        name, _, address = e.partition("://")
+        host, port = parse_host_port(address)
+        listeners.append(pb.Listener(name=name, host=host, port=port))
     return pb.ReplicaState(replica_id=r.replica_id, log_end_offset=r.log_end_offset,
                            last_fetch_timestamp=_opt_id(r.last_fetch_ms),
-                           last_caught_up_timestamp=_opt_id(r.last_caught_up_ms))
+                           last_caught_up_timestamp=_opt_id(r.last_caught_up_ms), directory_id=r.directory_id or "",
+                           listeners=listeners)
 
 
 def _replica_from_proto(m: pb.ReplicaState) -> ReplicaDescription:
     return ReplicaDescription(m.replica_id, m.log_end_offset, _id_or_none(m.last_fetch_timestamp),
-                              _id_or_none(m.last_caught_up_timestamp))
+                              _id_or_none(m.last_caught_up_timestamp), m.directory_id or None,
+                              tuple(f"{lst.name}://{format_endpoint(lst.host, lst.port)}" for lst in m.listeners))
 
 
 def describe_response(desc: QuorumDescription, cluster_id: str) -> pb.DescribeQuorumResponse:

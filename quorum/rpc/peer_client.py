@@ -21,7 +21,7 @@ from typing import Callable, Mapping, Optional, Union
 
 import grpc
 
-from quorum.config import HostPort
+from quorum.config import HostPort, parse_host_port
 from quorum.gen.sparkraft.v1 import raft_pb2_grpc
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
@@ -65,6 +65,7 @@ class PeerAnswer:
     src: int
     corr: int
     msg: Message
+    leader_endpoint: Optional[HostPort] = None  # where the answer says its leader listens, if it says
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +97,17 @@ class PeerClient:
         self._closed = False
 
     def set_addresses(self, addresses: Mapping[int, HostPort]) -> None:
-        """Replace peer addresses (before the first send, e.g. once ephemeral ports are known)."""
+        """Add or change peer addresses (once ephemeral ports are known; a dynamic quorum's voter set
+        changed; an answer named where the leader listens)."""
         with self._lock:
             self._addresses.update(addresses)
             for node_id in list(self._peers):
                 if self._peers[node_id].target != convert.format_endpoint(*self._addresses[node_id]):
                     self._peers.pop(node_id).channel.close()
+
+    def address_of(self, node_id: int) -> Optional[HostPort]:
+        with self._lock:
+            return self._addresses.get(node_id)
 
     def send(self, dest: int, corr: int, msg: Message, timeout_ms: int) -> None:
         """Start ``msg`` to ``dest``; the outcome arrives later through ``deliver``. Never blocks."""
@@ -137,7 +143,14 @@ class PeerClient:
             log.warning("node %d sent an answer that cannot be read: %s", peer.node_id, e)
             self._deliver(PeerNoAnswer(peer.node_id, corr))
             return
-        self._deliver(PeerAnswer(peer.node_id, corr, msg))
+        endpoint = None
+        if getattr(response, "leader_endpoint", ""):
+            try:
+                endpoint = parse_host_port(response.leader_endpoint)
+            except ValueError:
+                log.debug("node %d named a leader endpoint that is not HOST:PORT: %r", peer.node_id,
+                          response.leader_endpoint)
+        self._deliver(PeerAnswer(peer.node_id, corr, msg, endpoint))
 
     def _note_reachable(self, peer: _Peer, ok: bool, error: Optional[grpc.RpcError] = None) -> None:
         if ok:

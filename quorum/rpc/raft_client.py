@@ -83,6 +83,19 @@ class RaftClient(LeaderFollowingClient):
         d = convert.description_from_proto(resp)
         return QuorumInfo(resp.cluster_id, d.leader_id, d.leader_epoch, d.high_watermark, d.voters, d.observers)
 
+    def add_voter(self, voter_id: int, directory_id: str, listeners: Sequence[tuple[str, str, int]]) -> None:
+        """Add a caught-up observer to a dynamic quorum's voters; returns once committed. A leader that
+        is not ready yet (the observer still catching up, another change pending) is asked again until
+        the client's timeout."""
+        self._call_leader("AddRaftVoter", raft_pb2.AddRaftVoterRequest(
+            cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id,
+            listeners=[raft_pb2.Listener(name=n, host=h, port=p) for n, h, p in listeners]))
+
+    def remove_voter(self, voter_id: int, directory_id: str) -> None:
+        """Remove a voter of a dynamic quorum; returns once committed."""
+        self._call_leader("RemoveRaftVoter", raft_pb2.RemoveRaftVoterRequest(
+            cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id))
+
     def append(self, records: Sequence[bytes]) -> tuple[int, int]:
         """Append ``records`` as one batch; returns (base offset, last offset) once committed."""
         if not records:

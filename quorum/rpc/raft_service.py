@@ -16,6 +16,7 @@ stopping) answers UNAVAILABLE.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ import grpc
 
 from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.log.voter_set import Endpoint, ReplicaKey, Voter
 from quorum.rpc import convert
 from quorum.rpc.deadline import time_left
 
@@ -96,7 +98,47 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the Raft core in time")
         except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
-        return convert.to_proto(response)
+        proto = convert.to_proto(response)
+        if isinstance(proto, raft_pb2.FetchResponse) and proto.leader_id >= 0:
+            proto.leader_endpoint = self._node.endpoint_of(proto.leader_id)
+        return proto
+
+    # -- voter changes (KIP-853) -----------------------------------------------------------
+    def AddRaftVoter(self, request, context):
+        voter = Voter(ReplicaKey(request.voter_id, request.voter_directory_id or None),
+                      tuple(Endpoint(lst.name, lst.host, lst.port) for lst in request.listeners))
+        if not request.voter_directory_id or not request.listeners or request.voter_id < 0:
+            return raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST), error_message=(
+                "AddRaftVoter needs the new voter's id, directory id and at least one listener"))
+        if any(not 0 < lst.port < 65536 or not lst.host or not lst.name for lst in request.listeners):
+            return raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST),
+                                                error_message="a listener needs a name, a host and a port 1..65535")
+        return self._change_voters(request, context, lambda core, now: core.add_voter(voter, now))
+
+    def RemoveRaftVoter(self, request, context):
+        key = ReplicaKey(request.voter_id, request.voter_directory_id or None)
+        return self._change_voters(request, context, lambda core, now: core.remove_voter(key, now))
+
+    def _change_voters(self, request, context, change):
+        node = self._node
+        if request.cluster_id and request.cluster_id != node.cluster_id:
+            return raft_pb2.VoterChangeResponse(error=int(Errors.INCONSISTENT_CLUSTER_ID), error_message=(
+                f"this node is in cluster {node.cluster_id}, not {request.cluster_id}"))
+        try:
+            future = node.change_voters(change)
+            future.result(timeout=time_left(context))
+        except NotLeaderError as e:
+            return raft_pb2.VoterChangeResponse(error=int(e.error), error_message=e.message,
+                                                leader_id=-1 if e.leader_id is None else e.leader_id,
+                                                leader_endpoint=node.endpoint_of(e.leader_id))
+        except SparkraftError as e:
+            return raft_pb2.VoterChangeResponse(error=int(e.error), error_message=e.message, leader_id=node.node_id)
+        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
+        except concurrent.futures.TimeoutError:
+            return raft_pb2.VoterChangeResponse(error=int(Errors.REQUEST_TIMED_OUT), error_message=(
+                "the voter change was appended but not committed in time; see 'sparkraft quorum describe'"))
+        return raft_pb2.VoterChangeResponse(leader_id=node.node_id)
 
     # -- tools -----------------------------------------------------------------------------
     def DescribeQuorum(self, request, context):
@@ -114,6 +156,8 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
         except concurrent.futures.TimeoutError:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "no answer from the Raft core in time")
+        desc = dataclasses.replace(desc, voters=tuple(dataclasses.replace(v, endpoints=node.endpoints_of(v.replica_id))
+                                                      for v in desc.voters))
         return convert.describe_response(desc, node.cluster_id)
 
     def Append(self, request, context):

@@ -9,22 +9,25 @@ import sys
 import time
 
 from quorum.sim import cluster
-from quorum.sim.scenarios import SCENARIOS, chaos
+from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, SCENARIOS, chaos, membership_chaos
+
+RUNS = {**SCENARIOS, "chaos": chaos, **MEMBERSHIP_SCENARIOS, "membership_chaos": membership_chaos}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m quorum.sim", description=__doc__)
     p.add_argument("--seeds", type=int, default=1000, help="how many seeds per scenario (default 1000)")
     p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--scenario", choices=["chaos", *SCENARIOS], action="append",
-                   help="run only these (default: all named scenarios and chaos)")
+    p.add_argument("--scenario", choices=list(RUNS), action="append",
+                   help="run only these (default: all: the named scenarios, chaos, the dynamic quorum's "
+                        "scenarios and membership_chaos)")
     p.add_argument("--trace", action="store_true", help="print every delivered message (for one seed)")
     args = p.parse_args(argv)
-    names = args.scenario or [*SCENARIOS, "chaos"]
+    names = args.scenario or list(RUNS)
     failures = 0
     start = time.monotonic()
     for name in names:
-        fn = chaos if name == "chaos" else SCENARIOS[name]
+        fn = RUNS[name]
         t0, events = time.monotonic(), 0
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             try:

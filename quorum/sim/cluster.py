@@ -20,13 +20,12 @@ from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
-from quorum.log.voter_set import ReplicaKey, Voter, VoterSet
+from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.core import RaftCore
 from quorum.raft.membership import VoterChangeError
 from quorum.raft.messages import Outbound, describe_message
 from quorum.raft.ready import process_readies
 from quorum.raft.settings import RaftSettings
-from quorum.raft.voter_history import raft_state_records
 from quorum.sim.invariants import Invariants, InvariantViolation, encode_snapshot
 from quorum.sim.network import Network, NetworkFaults
 from quorum.snapshot.memory_store import MemorySnapshotStore

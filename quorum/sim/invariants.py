@@ -51,6 +51,7 @@ class Invariants:
         self.c = cluster
         self.leaders: dict[int, int] = {}  # epoch -> leader id
         self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)
+        self.committed_end = 0  # one past the highest offset any node committed
         self.acked: list[Proposal] = []
         self._decoded: dict[int, tuple[bytes, list]] = {}  # id(snapshot bytes) -> (bytes, records)
         self._checked_snapshots: set[tuple[int, OffsetAndEpoch]] = set()
@@ -76,8 +77,7 @@ class Invariants:
                     self._check_leader_completeness(n)
                     self._check_election(n)
                 # (against the cluster's commit point: a new leader learns it only as it commits)
-                committed_end = max(self.committed) + 1 if self.committed else 0
-                pending = [o for o in core.voter_history.offsets if o >= committed_end]
+                pending = [o for o in core.voter_history.offsets if o >= self.committed_end]
                 if len(pending) > 1:
                     self.fail(f"leader {n.node_id} has {len(pending)} uncommitted voter changes at {pending}")
             if core.snapshots_installed != n.installs_seen:
@@ -112,9 +112,14 @@ class Invariants:
             if len(records) != sid.offset or (records and records[-1][0] != sid.epoch):
                 self.fail(f"node {n.node_id} snapshot {sid} holds {len(records)} records")
             for off, rec in enumerate(records):
-                known = self.committed.setdefault(off, rec)
+                known = self._commit(off, rec)
                 if known != rec:
                     self.fail(f"node {n.node_id} snapshot {sid} has {rec} at {off}, committed was {known}")
+
+    def _commit(self, offset: int, record: tuple[int, bytes]) -> tuple[int, bytes]:
+        """Note ``record`` committed at ``offset``; what was known committed there (it, if new)."""
+        self.committed_end = max(self.committed_end, offset + 1)
+        return self.committed.setdefault(offset, record)
 
     def record_at(self, n: SimNode, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
         """What node ``n`` holds at ``offset``: from its log, or below the log start its snapshots."""
@@ -135,7 +140,7 @@ class Invariants:
             mine = self.record_at(n, off, durable=False)
             if mine is None:
                 self.fail(f"node {n.node_id} high watermark {hi} but offset {off} missing from its log")
-            known = self.committed.setdefault(off, mine)
+            known = self._commit(off, mine)
             if known != mine:
                 self.fail(f"offset {off} committed as {known} but node {n.node_id} has {mine}")
         if not n.core.is_leader:

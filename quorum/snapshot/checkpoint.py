@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from itertools import chain
 from pathlib import Path
+from typing import Sequence
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log import control_records
@@ -35,15 +36,17 @@ class CheckpointError(ValueError):
     broker's cache, of another cluster)."""
 
 
-def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict) -> int:
+def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict,
+                     raft_records: Sequence[bytes] = ()) -> int:
     """Write ``image`` to ``path`` in the checkpoint format, atomically; the file's size.
 
     ``header`` goes into the SnapshotHeader record beside the format version and the image's
-    provenance."""
+    provenance; ``raft_records`` (the quorum's KRAFT_VERSION and KRAFT_VOTERS at the snapshot's end,
+    quorum/raft/voter_history.py) follow it in the same first batch, where the Raft core reads them."""
     head = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
         "version": FORMAT_VERSION, "image_offset": image.provenance.offset,
         "image_epoch": image.provenance.epoch, **header})
-    parts = [encode_batch(0, 0, 0, [head], control=True)]
+    parts = [encode_batch(0, 0, 0, [head, *raft_records], control=True)]
     records = checkpoint_body(image)
     for i in range(0, len(records), RECORDS_PER_BATCH):
         parts.append(encode_batch(1 + i, 0, 0, records[i:i + RECORDS_PER_BATCH]))

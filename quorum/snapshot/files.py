@@ -12,10 +12,11 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from quorum.log import batch as batchcodec
 from quorum.log import control_records
+from quorum.log.voter_set import VoterSet, raft_state_records
 from quorum.metadata.image import MetadataImage
 from quorum.snapshot.api import SnapshotError
 from quorum.snapshot.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
@@ -37,11 +38,23 @@ class SnapshotId:
         return f"{self.end_offset:020d}-{self.epoch:010d}{SUFFIX}"
 
 
-def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, cluster_id: str) -> int:
-    """Write ``image`` as snapshot ``snapshot``; the file's size in bytes."""
+def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, cluster_id: str,
+                   raft_records: Sequence[bytes] = ()) -> int:
+    """Write ``image`` as snapshot ``snapshot`` (with the quorum's ``raft_records``); the file's size."""
     return write_checkpoint(directory / snapshot.name, image, {
         "cluster_id": cluster_id, "end_offset": snapshot.end_offset, "epoch": snapshot.epoch,
-        "next_offset": snapshot.end_offset})
+        "next_offset": snapshot.end_offset}, raft_records)
+
+
+BOOTSTRAP = SnapshotId(0, 0)
+
+
+def write_bootstrap_snapshot(directory: Path, cluster_id: str, voters: VoterSet) -> Path:
+    """``storage format --standalone | --initial-controllers``: the bootstrap snapshot (0, 0) of a
+    dynamic quorum, an empty image after the voter set and kraft.version 1 (KIP-853). The first leader
+    copies them into the log, so nodes that fetch the log from its start learn them too."""
+    write_snapshot(directory, MetadataImage.EMPTY, BOOTSTRAP, cluster_id, raft_state_records(voters, 1))
+    return directory / BOOTSTRAP.name
 
 
 def verify_checkpoint(data: bytes, cluster_id: str, snapshot: SnapshotId) -> dict:

@@ -1,10 +1,12 @@
 """``sparkraft quorum describe``: the quorum's state as its leader sees it (Kafka's kafka-metadata-quorum).
 
 ``--status`` prints one object (ClusterId, LeaderId, LeaderEpoch, HighWatermark, MaxFollowerLag,
-MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers); ``--replication`` one row per replica
-(NodeId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status). Timestamps are
-wall-clock ms, -1 when unknown, as Kafka prints them. The formatting functions here are reused by
-``sparkraft demo``.
+MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers; voters and observers as objects with ``id`` and
+``directoryId``, voters with their ``endpoints`` too, as Kafka 3.9+ prints them); ``--replication``
+one row per replica (NodeId, DirectoryId, LogEndOffset, Lag, LastFetchTimestamp,
+LastCaughtUpTimestamp, Status). Timestamps are wall-clock ms, -1 when unknown, and an unknown
+directory id (a static voter's) is Kafka's zero UUID, as Kafka prints them. The formatting functions
+here are reused by ``sparkraft demo``.
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ if TYPE_CHECKING:
 
 STATUS_KEYS = ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
                "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers")
-REPLICATION_KEYS = ("NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
+REPLICATION_KEYS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+                    "Status")
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID: a directory id nobody told
 
 
 def register(subparsers) -> None:
@@ -34,6 +38,23 @@ def register(subparsers) -> None:
     describe.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                           help="how long to look for the leader (default 15)")
 
+    add = add_command(commands, "add-controller", "add a controller to a dynamic quorum's voters (KIP-853): it "
+                      "must be running and caught up as an observer; returns once the change is committed",
+                      run_add_controller)
+    add.add_argument("-c", "--config", required=True, metavar="FILE",
+                     help="the new controller's properties file (its node.id, listener and formatted directory)")
+    remove = add_command(commands, "remove-controller", "remove a voter from a dynamic quorum (the active "
+                         "controller too: it hands over once the removal commits)", run_remove_controller)
+    remove.add_argument("--controller-id", required=True, type=int, metavar="N", help="the voter's node id")
+    remove.add_argument("--controller-directory-id", required=True, metavar="DIRID",
+                        help="the voter's directory id (quorum describe --status shows it)")
+    for cmd in (add, remove):
+        cmd.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                         help="any controllers of the quorum: the change goes to the leader")
+        cmd.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                         help="how long to keep asking while the leader is not ready (the new controller "
+                              "still catching up, another change pending; default 30)")
+
 
 def run_describe(args: argparse.Namespace) -> None:
     from quorum.rpc.raft_client import RaftClient
@@ -44,6 +65,35 @@ def run_describe(args: argparse.Namespace) -> None:
         print(json.dumps(status_fields(info)) if args.json else format_status(info))
     else:
         print(json.dumps(replication_rows(info)) if args.json else format_replication(info))
+
+
+def run_add_controller(args: argparse.Namespace) -> None:
+    from quorum.config import load_config
+    from quorum.log.meta_properties import read_meta_properties
+    from quorum.rpc.raft_client import RaftClient
+
+    config = load_config(args.config)
+    if not config.is_controller or config.controller_listener is None:
+        raise ValueError(f"{args.config} is not a controller's configuration (process.roles, listeners)")
+    meta = read_meta_properties(config.log_dir)
+    if meta.directory_id is None:
+        raise ValueError(f"{config.log_dir} has no directory.id; format it with 'sparkraft storage format "
+                         f"--no-initial-controllers'")
+    host, port = config.controller_listener
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout, cluster_id=meta.cluster_id) as client:
+        client.add_voter(config.node_id, meta.directory_id, [(config.controller_listener_name, host, port)])
+    print(f"Added controller {config.node_id} (directory {meta.directory_id}) at "
+          f"{config.controller_listener_name}://{host}:{port} to the voters")
+
+
+def run_remove_controller(args: argparse.Namespace) -> None:
+    from quorum.rpc.raft_client import RaftClient
+    from quorum.uuids import validate_uuid
+
+    validate_uuid(args.controller_directory_id, "--controller-directory-id")
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout) as client:
+        client.remove_voter(args.controller_id, args.controller_directory_id)
+    print(f"Removed controller {args.controller_id} (directory {args.controller_directory_id}) from the voters")
 
 
 def _ts(ms) -> int:
@@ -71,8 +121,10 @@ def status_fields(info: "QuorumInfo") -> dict:
         "HighWatermark": info.high_watermark,
         "MaxFollowerLag": max_lag,
         "MaxFollowerLagTimeMs": max_lag_ms,
-        "CurrentVoters": [v.replica_id for v in info.voters],
-        "CurrentObservers": [o.replica_id for o in info.observers],
+        "CurrentVoters": [{"id": v.replica_id, "directoryId": v.directory_id or ZERO_UUID,
+                           "endpoints": list(v.endpoints)} for v in info.voters],
+        "CurrentObservers": [{"id": o.replica_id, "directoryId": o.directory_id or ZERO_UUID}
+                             for o in info.observers],
     }
 
 
@@ -81,7 +133,7 @@ def replication_rows(info: "QuorumInfo") -> list[dict]:
     leader_end = next((v.log_end_offset for v in info.voters if v.replica_id == info.leader_id), 0)
 
     def row(r, status: str) -> dict:
-        return {"NodeId": r.replica_id, "LogEndOffset": r.log_end_offset,
+        return {"NodeId": r.replica_id, "DirectoryId": r.directory_id or ZERO_UUID, "LogEndOffset": r.log_end_offset,
                 "Lag": max(0, leader_end - r.log_end_offset),
                 "LastFetchTimestamp": _ts(r.last_fetch_ms), "LastCaughtUpTimestamp": _ts(r.last_caught_up_ms),
                 "Status": status}
@@ -97,7 +149,7 @@ def format_status(info: "QuorumInfo") -> str:
     for key in STATUS_KEYS:
         value = fields[key]
         if isinstance(value, list):
-            value = "[" + ",".join(map(str, value)) + "]"
+            value = "[" + ", ".join(json.dumps(v, separators=(", ", ": ")) for v in value) + "]"
         lines.append(f"{key + ':':<24}{value}")
     return "\n".join(lines)
 

@@ -14,10 +14,23 @@ def register(subparsers) -> None:
     fmt.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
     fmt.add_argument("-t", "--cluster-id", required=True, metavar="ID",
                      help="the cluster id (from 'sparkraft storage random-uuid'), the same on every node")
-    fmt.add_argument("--rejoin", action="store_true",
-                     help="this voter's disk was lost and replaced: it will not vote until it has caught "
-                          "up with the quorum again (without this, a replaced voter could help elect a "
-                          "stale leader and lose committed records)")
+    how = fmt.add_mutually_exclusive_group()
+    how.add_argument("--standalone", action="store_true",
+                     help="a dynamic quorum (kraft.version 1) of this one controller; grow it with "
+                          "'sparkraft quorum add-controller'")
+    how.add_argument("--initial-controllers", metavar="ID@HOST:PORT:DIRID,...",
+                     help="a dynamic quorum of these controllers (this node among them, with the directory "
+                          "id given here; make ids with 'sparkraft storage random-uuid')")
+    how.add_argument("--no-initial-controllers", action="store_true",
+                     help="a controller that joins a running dynamic quorum later (it starts as an observer)")
+    how.add_argument("--rejoin", action="store_true",
+                     help="static quorums: this voter's disk was lost and replaced: it will not vote until it "
+                          "has caught up with the quorum again (without this, a replaced voter could help "
+                          "elect a stale leader and lose committed records)")
+    info = add_command(commands, "info", "print a formatted directory's node id, directory id, cluster id and "
+                       "kraft.version", run_info)
+    info.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
+    info.add_argument("--json", action="store_true", help="one JSON object")
 
 
 def run_random_uuid(args: argparse.Namespace) -> None:
@@ -28,10 +41,84 @@ def run_random_uuid(args: argparse.Namespace) -> None:
 
 def run_format(args: argparse.Namespace) -> None:
     from quorum.config import load_config
-    from quorum.log.meta_properties import format_storage, validate_cluster_id
+    from quorum.log.meta_properties import format_storage, metadata_partition_dir, validate_cluster_id
+    from quorum.snapshot.files import write_bootstrap_snapshot
 
     validate_cluster_id(args.cluster_id)
     config = load_config(args.config)
-    format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin)
-    print(f"Formatting {config.log_dir} with cluster id {args.cluster_id} and node id {config.node_id}"
-          + (" (rejoining: no votes until caught up)" if args.rejoin else ""))
+    voters = _initial_voters(args, config)
+    directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
+    meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
+                          directory_id=directory_id)
+    if args.standalone:
+        voters = _standalone(config, meta.directory_id)
+    if voters is not None:
+        write_bootstrap_snapshot(metadata_partition_dir(config.log_dir), args.cluster_id, voters)
+    how = (" (rejoining: no votes until caught up)" if args.rejoin
+           else f" (a dynamic quorum of {', '.join(map(str, voters.replica_keys))})" if voters is not None
+           else " (joins a dynamic quorum as an observer)" if args.no_initial_controllers else "")
+    print(f"Formatting {config.log_dir} with cluster id {args.cluster_id}, node id {config.node_id} and "
+          f"directory id {meta.directory_id}{how}")
+
+
+def _initial_voters(args: argparse.Namespace, config):
+    """The voter set ``--initial-controllers`` names (checked), or None; refuses flags that do not fit
+    the configuration. Nothing is written before these checks pass."""
+    from quorum.log.voter_set import VoterSet
+    from quorum.uuids import validate_uuid
+
+    dynamic_flag = args.standalone or args.initial_controllers or args.no_initial_controllers
+    if dynamic_flag and not config.is_controller:
+        raise ValueError("--standalone, --initial-controllers and --no-initial-controllers are for controllers")
+    if dynamic_flag and not config.dynamic_quorum:
+        raise ValueError("this controller's configuration has controller.quorum.voters (a static quorum); a "
+                         "dynamic one is configured with controller.quorum.bootstrap.servers instead")
+    if config.dynamic_quorum and not dynamic_flag:
+        raise ValueError("a controller of a dynamic quorum (controller.quorum.bootstrap.servers) is formatted "
+                         "with --standalone, --initial-controllers or --no-initial-controllers")
+    if not args.initial_controllers:
+        return None
+    voters = VoterSet.parse(args.initial_controllers, config.controller_listener_name)
+    for v in voters.values():
+        validate_uuid(v.key.directory_id, f"directory id of controller {v.key.id}")
+    if config.node_id not in voters:
+        raise ValueError(f"--initial-controllers does not name this node (node.id {config.node_id})")
+    return voters
+
+
+def _standalone(config, directory_id: str):
+    from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
+
+    host, port = config.controller_listener
+    return VoterSet([Voter(ReplicaKey(config.node_id, directory_id),
+                           (Endpoint(config.controller_listener_name, host, port),))])
+
+
+def run_info(args: argparse.Namespace) -> None:
+    import json
+
+    from quorum.config import load_config
+    from quorum.log.api import OffsetAndEpoch
+    from quorum.log.meta_properties import metadata_partition_dir, read_meta_properties
+    from quorum.raft.voter_history import read_raft_state
+    from quorum.snapshot.file_store import FileSnapshotStore
+
+    config = load_config(args.config)
+    meta = read_meta_properties(config.log_dir)
+    store = FileSnapshotStore(metadata_partition_dir(config.log_dir), meta.cluster_id)
+    bootstrap = OffsetAndEpoch(0, 0)
+    voters, level = read_raft_state(store, bootstrap) if bootstrap in store.ids() else (None, 0)
+    level = max(level, 1 if config.dynamic_quorum else 0)
+    info = {"nodeId": meta.node_id, "directoryId": meta.directory_id, "clusterId": meta.cluster_id,
+            "kraftVersion": level, "logDir": str(config.log_dir),
+            "bootstrapVoters": None if voters is None else [
+                {"id": v.key.id, "directoryId": v.key.directory_id,
+                 "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in v.endpoints]} for v in voters.values()]}
+    if args.json:
+        print(json.dumps(info))
+        return
+    for key, value in info.items():
+        if key == "bootstrapVoters" and value is not None:
+            value = ", ".join(f"{v['id']}@{v['endpoints'][0] if v['endpoints'] else '?'} ({v['directoryId']})"
+                              for v in value)
+        print(f"{key}: {value}")

@@ -10,9 +10,12 @@ import time
 import pytest
 from conftest import sparkraft_cmd, wait_for
 
+from quorum.log.meta_properties import read_meta_properties
+
 STATUS_KEYS = {"ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
                "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers"}
-REPLICATION_KEYS = {"NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"}
+REPLICATION_KEYS = {"NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+                    "Status"}
 
 
 def sparkraft(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -54,7 +57,10 @@ def test_describe_status_and_replication_json(running_quorum):
     assert status["LeaderId"] == leader
     assert status["LeaderEpoch"] >= 1
     assert status["HighWatermark"] >= 3  # LeaderChange + our two records
-    assert status["CurrentVoters"] == [1, 2, 3]
+    assert [v["id"] for v in status["CurrentVoters"]] == [1, 2, 3]
+    for v in status["CurrentVoters"]:  # a static quorum: the directory ids its replicas fetch with
+        assert v["directoryId"] == read_meta_properties(cp.log_dir(v["id"])).directory_id
+        assert v["endpoints"] == [f"CONTROLLER://127.0.0.1:{cp.ports[v['id']]}"]
     assert status["CurrentObservers"] == []
     assert isinstance(status["MaxFollowerLag"], int) and isinstance(status["MaxFollowerLagTimeMs"], int)
 
@@ -83,11 +89,12 @@ def test_describe_text_is_kafka_like(running_quorum):
                                                       "MaxFollowerLag", "MaxFollowerLagTimeMs", "CurrentVoters",
                                                       "CurrentObservers"]
     assert lines[1].split() == ["LeaderId:", str(leader)]
-    assert lines[6].split() == ["CurrentVoters:", "[1,2,3]"]
+    assert lines[6].startswith('CurrentVoters:          [{"id": 1, "directoryId": ')
     result = sparkraft("quorum", "describe", "--replication", "--bootstrap-controller", cp.bootstrap())
     assert result.returncode == 0, result.stderr
     table = [line.split() for line in result.stdout.splitlines()]
-    assert table[0] == ["NodeId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status"]
+    assert table[0] == ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+                        "Status"]
     assert table[1][0] == str(leader) and table[1][-1] == "Leader"
     assert len(table) == 4
 
@@ -114,9 +121,9 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "Traceback" not in result.stderr
-    for key in ("ClusterId:", "LeaderId:", "HighWatermark:", "CurrentVoters:          [1,2,3]"):
+    for key in ("ClusterId:", "LeaderId:", "HighWatermark:", 'CurrentVoters:          [{"id": 1, '):
         assert key in out, out
-    assert "NodeId  LogEndOffset  Lag" in out
+    assert "NodeId  DirectoryId             LogEndOffset  Lag" in out
     assert "3 of 3 brokers registered and unfenced" in out
     assert out.count("metadata from log at offset -1") == 3  # a first start replays the log
     assert "Topic: orders\tTopicId: " in out and "PartitionCount: 6" in out

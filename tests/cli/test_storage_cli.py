@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
 import uuid
 
 import pytest
+
+from quorum.log.meta_properties import read_meta_properties
 
 VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
 
@@ -63,8 +66,57 @@ def test_format_writes_the_directory_and_says_so(controller_config, tmp_path):
     cluster_id = new_cluster_id()
     result = sparkraft("storage", "format", "--config", str(controller_config()), "--cluster-id", cluster_id)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"Formatting {tmp_path / 'c1'} with cluster id {cluster_id} and node id 1"
+    directory_id = read_meta_properties(tmp_path / "c1").directory_id
+    assert result.stdout.strip() == (f"Formatting {tmp_path / 'c1'} with cluster id {cluster_id}, node id 1 and "
+                                     f"directory id {directory_id}")
     assert any((tmp_path / "c1").iterdir())
+
+
+DYNAMIC = {"controller.quorum.voters": None, "controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.1:9094"}
+
+
+def info(config) -> dict:
+    result = sparkraft("storage", "info", "--config", str(config), "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_format_standalone_writes_a_bootstrap_snapshot_of_one_voter(controller_config, tmp_path):
+    cluster_id = new_cluster_id()
+    config = controller_config(**DYNAMIC)
+    result = sparkraft("storage", "format", "--config", str(config), "--cluster-id", cluster_id, "--standalone")
+    assert result.returncode == 0, result.stderr
+    got = info(config)
+    assert got["nodeId"] == 1 and got["clusterId"] == cluster_id and got["kraftVersion"] == 1
+    assert got["bootstrapVoters"] == [{"id": 1, "directoryId": got["directoryId"],
+                                       "endpoints": ["CONTROLLER://127.0.0.1:9093"]}]
+    assert (tmp_path / "c1" / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint").exists()
+
+
+def test_format_initial_controllers_takes_this_nodes_directory_id(controller_config, tmp_path):
+    ids = [new_cluster_id() for _ in range(3)]  # directory ids are UUIDs of the same form
+    config = controller_config(**DYNAMIC)
+    voters = ",".join(f"{i}@127.0.0.1:{9092 + i}:{d}" for i, d in enumerate(ids, 1))
+    result = sparkraft("storage", "format", "-c", str(config), "-t", new_cluster_id(), "--initial-controllers", voters)
+    assert result.returncode == 0, result.stderr
+    got = info(config)
+    assert got["directoryId"] == ids[0] and [v["id"] for v in got["bootstrapVoters"]] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("keys,flags,error", [
+    (DYNAMIC, ["--standalone", "--initial-controllers", "1@h:1:AAAAAAAAAAAAAAAAAAAAAQ"],
+     "ERROR: sparkraft storage format: argument --initial-controllers: not allowed with argument --standalone"),
+    ({}, ["--standalone"], "ERROR: this controller's configuration has controller.quorum.voters"),
+    (DYNAMIC, [], "ERROR: a controller of a dynamic quorum (controller.quorum.bootstrap.servers) is formatted with"),
+    (DYNAMIC, ["--initial-controllers", "2@127.0.0.1:9094:AAAAAAAAAAAAAAAAAAAAAQ"],
+     "ERROR: --initial-controllers does not name this node"),
+    (DYNAMIC, ["--initial-controllers", "1@127.0.0.1:9093"], "ERROR: '1@127.0.0.1:9093' is not ID@HOST:PORT:DIRECTORY_ID"),
+    (DYNAMIC, ["--initial-controllers", "1@127.0.0.1:9093:not-a-uuid"], "ERROR: invalid directory id of controller 1"),
+])
+def test_dynamic_format_refusals_are_one_line_and_write_nothing(controller_config, tmp_path, keys, flags, error):
+    result = sparkraft("storage", "format", "-c", str(controller_config(**keys)), "-t", new_cluster_id(), *flags)
+    assert_one_line_error(result, error)
+    assert not (tmp_path / "c1").exists()
 
 
 def test_format_refuses_a_non_empty_directory(controller_config, tmp_path):

@@ -160,8 +160,14 @@ def test_controller_node_id_must_be_a_voter():
 
 
 def test_controller_needs_voters_and_its_listener():
-    with pytest.raises(ConfigError, match="controller.quorum.voters is required"):
+    with pytest.raises(ConfigError, match="a controller needs controller.quorum.voters .a static quorum. or "
+                                          "controller.quorum.bootstrap.servers"):
         NodeConfig.from_properties(with_key(CONTROLLER, "controller.quorum.voters", None))
+    with pytest.raises(ConfigError, match="not both"):
+        config(CONTROLLER, **{"controller.quorum.bootstrap.servers": "127.0.0.1:9093"})
+    dynamic = NodeConfig.from_properties({**with_key(CONTROLLER, "controller.quorum.voters", None),
+                                          "controller.quorum.bootstrap.servers": "127.0.0.1:9093"})
+    assert dynamic.dynamic_quorum and dynamic.voters is None and dynamic.bootstrap_servers == (("127.0.0.1", 9093),)
     with pytest.raises(ConfigError, match="listeners must include the controller listener CONTROLLER"):
         config(CONTROLLER, listeners="PLAINTEXT://127.0.0.1:9092")
     with pytest.raises(ConfigError, match="controller.listener.names is required"):

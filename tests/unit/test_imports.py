@@ -32,7 +32,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.shell": {"quorum.metadata"},
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
     "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.rpc", "delta_tables"},
-    "sparkraft": {"quorum.errors", "quorum.gc_tuning", "quorum.metrics", "quorum.log", "quorum.metadata",
+    "sparkraft": {"quorum.errors", "quorum.uuids", "quorum.gc_tuning", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
                   "quorum.node", "quorum.shell", "delta_tables", "streaming"},
     "jobs": {"delta_tables", "sparkraft"},

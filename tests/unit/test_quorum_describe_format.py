@@ -14,10 +14,10 @@ from sparkraft.commands.quorum import (
 
 INFO = QuorumInfo(
     cluster_id="AAAAAAAAAAAAAAAAAAAAAA", leader_id=2, leader_epoch=7, high_watermark=95,
-    voters=(ReplicaDescription(1, 90, 1_000_500, 1_000_000),
+    voters=(ReplicaDescription(1, 90, 1_000_500, 1_000_000, "BBBBBBBBBBBBBBBBBBBBBQ", ("CONTROLLER://h1:9093",)),
             ReplicaDescription(2, 100, 1_001_000, 1_001_000),
             ReplicaDescription(3, 100, 1_000_900, 1_000_900)),
-    observers=(ReplicaDescription(101, 40, None, None),))
+    observers=(ReplicaDescription(101, 40, None, None, "CCCCCCCCCCCCCCCCCCCCCQ"),))
 
 
 def test_status_fields_follow_kafkas_tool():
@@ -26,7 +26,11 @@ def test_status_fields_follow_kafkas_tool():
     assert fields["LeaderId"] == 2 and fields["LeaderEpoch"] == 7 and fields["HighWatermark"] == 95
     assert fields["MaxFollowerLag"] == 10  # leader's end - the most lagging voter's end
     assert fields["MaxFollowerLagTimeMs"] == 1_000  # leader caught-up time - laggard's
-    assert fields["CurrentVoters"] == [1, 2, 3] and fields["CurrentObservers"] == [101]
+    assert fields["CurrentVoters"] == [
+        {"id": 1, "directoryId": "BBBBBBBBBBBBBBBBBBBBBQ", "endpoints": ["CONTROLLER://h1:9093"]},
+        {"id": 2, "directoryId": "AAAAAAAAAAAAAAAAAAAAAA", "endpoints": []},  # a static voter: Kafka's zero UUID
+        {"id": 3, "directoryId": "AAAAAAAAAAAAAAAAAAAAAA", "endpoints": []}]
+    assert fields["CurrentObservers"] == [{"id": 101, "directoryId": "CCCCCCCCCCCCCCCCCCCCCQ"}]
 
 
 def test_no_lag_and_unknown_times():
@@ -43,13 +47,15 @@ def test_replication_rows_leader_first_then_followers_then_observers():
     assert all(tuple(r) == REPLICATION_KEYS for r in rows)
     assert [(r["NodeId"], r["Status"], r["Lag"]) for r in rows] == [
         (2, "Leader", 0), (1, "Follower", 10), (3, "Follower", 0), (101, "Observer", 60)]
+    assert rows[1]["DirectoryId"] == "BBBBBBBBBBBBBBBBBBBBBQ" and rows[-1]["DirectoryId"] == "CCCCCCCCCCCCCCCCCCCCCQ"
     assert rows[-1]["LastFetchTimestamp"] == -1 and rows[-1]["LastCaughtUpTimestamp"] == -1
 
 
 def test_text_forms_are_aligned():
     status = format_status(INFO).splitlines()
     assert status[0] == "ClusterId:              AAAAAAAAAAAAAAAAAAAAAA"
-    assert status[6] == "CurrentVoters:          [1,2,3]"
+    assert status[6].startswith('CurrentVoters:          [{"id": 1, "directoryId": "BBBBBBBBBBBBBBBBBBBBBQ", '
+                                '"endpoints": ["CONTROLLER://h1:9093"]}, {"id": 2, ')
     table = format_replication(INFO).splitlines()
     assert table[0].split() == list(REPLICATION_KEYS)
     # every column starts at the same position on every line

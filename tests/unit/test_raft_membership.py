@@ -2,20 +2,20 @@
 refusals, and the voter history that follows the log. The simulation (tests/simulation/
 test_membership.py) covers the same under faults."""
 import pytest
+from test_raft_core import CID, drain, make_leader, reply_to
 
 from quorum.errors import Errors, NotLeaderError
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import encode_batch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
-from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
+from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.core import RaftCore
 from quorum.raft.membership import VoterChangeError
 from quorum.raft.messages import FetchRequest, VoteRequest
 from quorum.raft.settings import RaftSettings
-from quorum.raft.voter_history import VoterHistory, raft_state_records, read_raft_state
+from quorum.raft.voter_history import VoterHistory, read_raft_state
 from quorum.snapshot.memory_store import MemorySnapshotStore
-from tests.unit.test_raft_core import CID, drain, make_leader, reply_to
 
 S = RaftSettings()
 
@@ -170,3 +170,21 @@ def test_snapshots_carry_the_voter_set_at_their_end():
     assert read_raft_state(store, OffsetAndEpoch(1, 1)) == (None, 0)
     static, _ = make_leader()
     assert static.snapshot_raft_records(static.high_watermark) == []
+
+
+def test_a_controller_checkpoint_carries_the_voters_in_its_first_batch(tmp_path):
+    from quorum.metadata.image import MetadataImage
+    from quorum.snapshot.checkpoint import read_checkpoint
+    from quorum.snapshot.file_store import FileSnapshotStore
+    from quorum.snapshot.files import SnapshotId, write_snapshot
+
+    voters = dynamic_voters(1, 2, 3)
+    cid = "AAAAAAAAAAAAAAAAAAAAAA"
+    write_snapshot(tmp_path, MetadataImage(), SnapshotId(0, 0), cid, raft_state_records(voters, 1))
+    write_snapshot(tmp_path, MetadataImage(), SnapshotId(5, 1), cid)  # a static quorum's: none
+    store = FileSnapshotStore(tmp_path, cid)
+    assert store.ids() == [OffsetAndEpoch(0, 0), OffsetAndEpoch(5, 1)]  # both verify
+    assert read_raft_state(store, OffsetAndEpoch(0, 0)) == (voters, 1)
+    assert read_raft_state(store, OffsetAndEpoch(5, 1)) == (None, 0)
+    header, _image = read_checkpoint(tmp_path / SnapshotId(0, 0).name)
+    assert header["cluster_id"] == cid

@@ -28,10 +28,12 @@ CID = "AAAAAAAAAAAAAAAAAAAAAA"
 MESSAGES = [
     VoteRequest(CID, 5, 2, 4, 120),
     VoteRequest(CID, 6, 3, 0, 0, pre_vote=True),
+    VoteRequest(CID, 6, 3, 0, 0, False, "cand-dir-AAAAAAAAAAAAA", "voter-dir-BBBBBBBBBBBB"),  # KIP-853 keys
     VoteResponse(Errors.NONE, 5, None, True),
     VoteResponse(Errors.NONE, 5, 1, False, pre_vote=True),
     VoteResponse(Errors.INCONSISTENT_CLUSTER_ID, 7, 0, False),  # node 0 is a valid leader id
     BeginQuorumEpochRequest(CID, 3, 1),
+    BeginQuorumEpochRequest(CID, 3, 1, "voter-dir-BBBBBBBBBBBB"),
     BeginQuorumEpochResponse(Errors.NONE, 3, 1),
     BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, 4, None),
     EndQuorumEpochRequest(CID, 3, 1),
@@ -40,6 +42,7 @@ MESSAGES = [
     EndQuorumEpochResponse(Errors.INCONSISTENT_VOTER_SET, 3, 2),
     FetchRequest(CID, 2, 3, 1000, 2),
     FetchRequest(CID, 2, -1, 0, 0, max_wait_ms=0, max_bytes=1024),  # anonymous observer
+    FetchRequest(CID, 2, 3, 1000, 2, replica_directory_id="replica-dir-CCCCCCCCCC"),
     FetchResponse(Errors.NONE, 2, 1),
     FetchResponse(Errors.NONE, 2, 1, high_watermark=0, log_start_offset=10, records=b"\x00\x01batch"),
     FetchResponse(Errors.NONE, 2, 1, high_watermark=55, diverging=OffsetAndEpoch(40, 1)),
@@ -48,6 +51,7 @@ MESSAGES = [
     FetchResponse(Errors.UNKNOWN_LEADER_EPOCH, 3, 2, high_watermark=None, log_start_offset=0),
     FetchSnapshotRequest(CID, 4, 2, OffsetAndEpoch(900, 3), 8 << 20, 1024),
     FetchSnapshotRequest(CID, 4, -1, OffsetAndEpoch(900, 3), 0),
+    FetchSnapshotRequest(CID, 4, 2, OffsetAndEpoch(900, 3), 0, replica_directory_id="replica-dir-CCCCCCCCCC"),
     FetchSnapshotResponse(Errors.NONE, 4, 1, OffsetAndEpoch(900, 3), 12345, 1024, b"chunk"),
     FetchSnapshotResponse(Errors.SNAPSHOT_NOT_FOUND, 4, 1, OffsetAndEpoch(900, 3), position=7),
     FetchSnapshotResponse(Errors.NOT_LEADER_OR_FOLLOWER, 5, None),
@@ -93,7 +97,7 @@ def test_describe_quorum_round_trip():
     desc = QuorumDescription(1, 4, 120,
                              voters=(ReplicaDescription(1, 120, 1_700_000_000_000, 1_700_000_000_000),
                                      ReplicaDescription(2, 100, 1_700_000_000_100, None),
-                                     ReplicaDescription(3, 0, None, None)),
+                                     ReplicaDescription(3, 0, None, None, "dir-of-three-AAAAAAAAA")),
                              observers=(ReplicaDescription(101, 50, 1_700_000_000_200, 1_700_000_000_000),))
     m = pb.DescribeQuorumResponse.FromString(convert.describe_response(desc, CID).SerializeToString())
     assert m.error == 0 and m.cluster_id == CID

@@ -6,6 +6,50 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Listener(_message.Message):
+    __slots__ = ("name", "host", "port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class AddRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "voter_id", "voter_directory_id", "listeners")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LISTENERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    voter_id: int
+    voter_directory_id: str
+    listeners: _containers.RepeatedCompositeFieldContainer[Listener]
+    def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Listener, _Mapping]]] = ...) -> None: ...
+
+class RemoveRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "voter_id", "voter_directory_id")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    voter_id: int
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
+
+class VoterChangeResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...
+
 class VerifyPeerRequest(_message.Message):
     __slots__ = ("cluster_id", "node_id", "nonce")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -33,7 +77,7 @@ class OffsetAndEpoch(_message.Message):
     def __init__(self, offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class VoteRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "candidate_id", "last_epoch", "last_offset", "pre_vote", "voter_id")
+    __slots__ = ("cluster_id", "epoch", "candidate_id", "last_epoch", "last_offset", "pre_vote", "voter_id", "candidate_directory_id", "voter_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +85,8 @@ class VoteRequest(_message.Message):
     LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
     PRE_VOTE_FIELD_NUMBER: _ClassVar[int]
     VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     candidate_id: int
@@ -48,7 +94,9 @@ class VoteRequest(_message.Message):
     last_offset: int
     pre_vote: bool
     voter_id: int
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., candidate_id: _Optional[int] = ..., last_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ..., voter_id: _Optional[int] = ...) -> None: ...
+    candidate_directory_id: str
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., candidate_id: _Optional[int] = ..., last_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ..., voter_id: _Optional[int] = ..., candidate_directory_id: _Optional[str] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
 class VoteResponse(_message.Message):
     __slots__ = ("error", "epoch", "leader_id", "granted", "pre_vote")
@@ -65,14 +113,16 @@ class VoteResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., granted: _Optional[bool] = ..., pre_vote: _Optional[bool] = ...) -> None: ...
 
 class BeginQuorumEpochRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "leader_id")
+    __slots__ = ("cluster_id", "epoch", "leader_id", "voter_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     leader_id: int
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
 class BeginQuorumEpochResponse(_message.Message):
     __slots__ = ("error", "epoch", "leader_id")
@@ -107,7 +157,7 @@ class EndQuorumEpochResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "replica_id", "fetch_offset", "last_fetched_epoch", "max_wait_ms", "max_bytes")
+    __slots__ = ("cluster_id", "epoch", "replica_id", "fetch_offset", "last_fetched_epoch", "max_wait_ms", "max_bytes", "replica_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +165,7 @@ class FetchRequest(_message.Message):
     LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     replica_id: int
@@ -122,10 +173,11 @@ class FetchRequest(_message.Message):
     last_fetched_epoch: int
     max_wait_ms: int
     max_bytes: int
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    replica_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("error", "epoch", "leader_id", "high_watermark", "log_start_offset", "records", "diverging", "snapshot_id")
+    __slots__ = ("error", "epoch", "leader_id", "high_watermark", "log_start_offset", "records", "diverging", "snapshot_id", "leader_endpoint")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -134,6 +186,7 @@ class FetchResponse(_message.Message):
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     DIVERGING_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     error: int
     epoch: int
     leader_id: int
@@ -142,23 +195,26 @@ class FetchResponse(_message.Message):
     records: bytes
     diverging: OffsetAndEpoch
     snapshot_id: OffsetAndEpoch
-    def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., records: _Optional[bytes] = ..., diverging: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ...) -> None: ...
+    leader_endpoint: str
+    def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., records: _Optional[bytes] = ..., diverging: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...
 
 class FetchSnapshotRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "replica_id", "snapshot_id", "position", "max_bytes")
+    __slots__ = ("cluster_id", "epoch", "replica_id", "snapshot_id", "position", "max_bytes", "replica_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     replica_id: int
     snapshot_id: OffsetAndEpoch
     position: int
     max_bytes: int
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    replica_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., snapshot_id: _Optional[_Union[OffsetAndEpoch, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
 
 class FetchSnapshotResponse(_message.Message):
     __slots__ = ("error", "epoch", "leader_id", "snapshot_id", "size", "position", "data")
@@ -185,16 +241,20 @@ class DescribeQuorumRequest(_message.Message):
     def __init__(self, cluster_id: _Optional[str] = ...) -> None: ...
 
 class ReplicaState(_message.Message):
-    __slots__ = ("replica_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp")
+    __slots__ = ("replica_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp", "directory_id", "listeners")
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_FETCH_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     LAST_CAUGHT_UP_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LISTENERS_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
-    def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ...) -> None: ...
+    directory_id: str
+    listeners: _containers.RepeatedCompositeFieldContainer[Listener]
+    def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ..., directory_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Listener, _Mapping]]] = ...) -> None: ...
 
 class DescribeQuorumResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers", "cluster_id", "leader_endpoint")

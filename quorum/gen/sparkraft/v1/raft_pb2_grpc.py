@@ -75,6 +75,16 @@ class RaftStub:
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.FromString,
                 _registered_method=True)
+        self.AddRaftVoter = channel.unary_unary(
+                '/sparkraft.v1.Raft/AddRaftVoter',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.AddRaftVoterRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
+        self.RemoveRaftVoter = channel.unary_unary(
+                '/sparkraft.v1.Raft/RemoveRaftVoter',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -134,6 +144,20 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddRaftVoter(self, request, context):
+        """A dynamic quorum's voter changes (KIP-853), answered by the leader once the new voter set is
+        committed: `sparkraft quorum add-controller` and `remove-controller`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -176,6 +200,16 @@ def add_RaftServicer_to_server(servicer, server):
                     servicer.VerifyPeer,
                     request_deserializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.SerializeToString,
+            ),
+            'AddRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddRaftVoter,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.AddRaftVoterRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.SerializeToString,
+            ),
+            'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveRaftVoter,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -395,6 +429,60 @@ class Raft:
             '/sparkraft.v1.Raft/VerifyPeer',
             sparkraft_dot_v1_dot_raft__pb2.VerifyPeerRequest.SerializeToString,
             sparkraft_dot_v1_dot_raft__pb2.VerifyPeerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/AddRaftVoter',
+            sparkraft_dot_v1_dot_raft__pb2.AddRaftVoterRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/RemoveRaftVoter',
+            sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
             options,
             channel_credentials,
             insecure,
