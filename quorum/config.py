@@ -74,6 +74,14 @@ def _host_ports(s: str) -> tuple[HostPort, ...]:
         raise ValueError("expected HOST:PORT[,HOST:PORT...]") from None
 
 
+def _bool(s: str) -> bool:
+    """Java's Boolean.parseBoolean is lenient; a config typo should not silently mean false."""
+    value = s.strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return value == "true"
+
+
 def _roles(s: str) -> frozenset[str]:
     roles = [role.strip() for role in s.split(",")]
     if any(role not in ("controller", "broker") for role in roles) or len(set(roles)) != len(roles):
@@ -155,6 +163,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("controller.quorum.bootstrap.servers", _host_ports, None,
              "HOST:PORT,... of controllers to ask for the leader: a controller of a dynamic quorum "
              "(KIP-853; its voters are in the log) uses it instead of the voters, a broker may."),
+        _key("controller.quorum.auto.join.enable", _bool, False,
+             "A controller of a dynamic quorum that is not a voter adds itself once caught up (KIP-1186)."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
         _key("controller.listener.names", _listener_names, None,
              "Which listeners are the controller's (the first one serves the quorum)."),
@@ -209,6 +219,7 @@ class NodeConfig:
     process_roles: frozenset[str]
     voters: dict[int, HostPort] | None
     bootstrap_servers: tuple[HostPort, ...] | None
+    auto_join_enable: bool
     listeners: dict[str, HostPort] | None
     controller_listener_names: tuple[str, ...] | None
     log_dir: str

@@ -150,7 +150,7 @@ class ControllerNode:
         node = cls.create(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
                           config.controller_settings(), segment_bytes=config.log_segment_bytes,
                           retention=Retention.from_config(config), bootstrap=config.bootstrap_servers or (),
-                          listener_name=config.controller_listener_name)
+                          listener_name=config.controller_listener_name, auto_join=config.auto_join_enable)
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None

@@ -39,6 +39,7 @@ from quorum.log.batch import Batch
 from quorum.log.election_state import ElectionState
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
 from quorum.metrics.registry import Histogram
+from quorum.node.auto_join import AutoJoin
 from quorum.node.cluster_probe import foreign_cluster_error, majority_elsewhere, probe_cluster_id
 from quorum.node.inbox import (
     AWAITED,
@@ -82,7 +83,7 @@ class RaftNode:
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
                  servicers: Sequence[AddService] = (), raw_appends: bool = False,
                  retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
-                 listener_name: str = "CONTROLLER"):
+                 listener_name: str = "CONTROLLER", auto_join: bool = False):
         self.node_id = node_id
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
@@ -119,6 +120,7 @@ class RaftNode:
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
         self.bootstrap = {-2 - i: hp for i, hp in enumerate(others)}
+        self.auto_join = AutoJoin(node_id, listener_name, self.listen) if auto_join and self.dynamic else None
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id}, **self.bootstrap},
                                 self._inbox.put, metadata=self.identities.metadata)
         self.core: Optional[RaftCore] = None
@@ -148,7 +150,8 @@ class RaftNode:
                                  "controller.quorum.voters or .bootstrap.servers and a controller listener")
         return cls(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
                    config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config),
-                   bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name)
+                   bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name,
+                   auto_join=config.auto_join_enable)
 
     def set_voter_addresses(self, voters: Mapping[int, HostPort]) -> None:
         """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""
@@ -461,6 +464,9 @@ class RaftNode:
     def _after_ready(self) -> None:
         core = self.core
         self._follow_voter_set()
+        if self.auto_join is not None:
+            leader = core.leader_id
+            self.auto_join.poll(core, None if leader is None else self.peers.address_of(leader), self.cluster_id)
         if self._proposals:
             self._proposals.settle(core, self.node_id, self._epoch_at)
         hw = core.high_watermark

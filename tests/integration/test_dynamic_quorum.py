@@ -17,14 +17,15 @@ def sparkraft(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=timeout)
 
 
-def status(cp) -> dict:
-    result = sparkraft("quorum", "describe", "--status", "--json", "--bootstrap-controller", cp.bootstrap())
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+def status(cp, timeout: float = 15) -> dict:
+    """``quorum describe --status --json``; {} if no leader answered within ``timeout``."""
+    result = sparkraft("quorum", "describe", "--status", "--json", "--timeout", str(timeout),
+                       "--bootstrap-controller", cp.bootstrap())
+    return json.loads(result.stdout) if result.returncode == 0 else {}
 
 
 def voters(cp) -> dict[int, str]:
-    return {v["id"]: v["directoryId"] for v in status(cp)["CurrentVoters"]}
+    return {v["id"]: v["directoryId"] for v in status(cp).get("CurrentVoters", ())}
 
 
 def add(cp, i: int) -> None:
@@ -51,7 +52,7 @@ def test_grow_from_one_remove_the_leader_and_replace_a_disk(controller_processes
 
         write(5)
         assert voters(cp) == {1: cp.directory_id(1)}
-        wait_for(lambda: {o["id"] for o in status(cp)["CurrentObservers"]} >= {2, 3}, 30, "2 and 3 observing")
+        wait_for(lambda: {o["id"] for o in status(cp).get("CurrentObservers", ())} >= {2, 3}, 30, "2 and 3 observing")
         add(cp, 2)
         write(5)
         add(cp, 3)
@@ -69,17 +70,9 @@ def test_grow_from_one_remove_the_leader_and_replace_a_disk(controller_processes
         assert result.returncode == 1 and result.stderr.startswith("VOTER_NOT_FOUND"), result.stderr
         assert len(voters(cp)) == 3
 
-        # remove the active controller: it leads until that commits, then hands over
-        leader = current["LeaderId"]
-        result = remove(cp, leader, cp.directory_id(leader))
-        assert result.returncode == 0, result.stderr
-        wait_for(lambda: status(cp)["LeaderId"] not in (leader, -1), 30, "a new leader among the rest")
-        write(5)
-        rest = sorted({1, 2, 3} - {leader})
-        assert sorted(voters(cp)) == rest
-
-        # replace a disk: wipe a voter, format it as a new replica, remove the old one, add the new
-        victim = rest[0]
+        # replace a disk (of a follower: two of three voters keep the quorum going): wipe it, format a
+        # new replica, remove the old one, add the new
+        victim = next(i for i in (1, 2, 3) if i != current["LeaderId"])
         old_dir = cp.directory_id(victim)
         cp.kill(victim)
         shutil.rmtree(cp.log_dir(victim))
@@ -87,9 +80,19 @@ def test_grow_from_one_remove_the_leader_and_replace_a_disk(controller_processes
         assert cp.directory_id(victim) != old_dir
         cp.start([victim])
         assert remove(cp, victim, old_dir).returncode == 0
-        wait_for(lambda: victim in {o["id"] for o in status(cp)["CurrentObservers"]}, 30, "the new disk observing")
+        wait_for(lambda: victim in {o["id"] for o in status(cp).get("CurrentObservers", ())}, 30,
+                 "the new disk observing")
         add(cp, victim)
         write(5)
+        assert voters(cp) == {v: cp.directory_id(v) for v in (1, 2, 3)}
+
+        # remove the active controller: it leads until that commits, then hands over
+        leader = status(cp)["LeaderId"]
+        result = remove(cp, leader, cp.directory_id(leader))
+        assert result.returncode == 0, result.stderr
+        wait_for(lambda: status(cp, timeout=2).get("LeaderId") not in (leader, None), 30, "a new leader among the rest")
+        write(5)
+        rest = sorted({1, 2, 3} - {leader})
         assert voters(cp) == {v: cp.directory_id(v) for v in rest}
 
     # every acknowledged write is on every voter's disk, once the voters stop
@@ -105,3 +108,28 @@ def test_grow_from_one_remove_the_leader_and_replace_a_disk(controller_processes
     finally:
         for log in logs.values():
             log.close()
+
+
+def test_auto_join_makes_observers_voters_and_replaces_a_lost_disk(controller_processes):
+    cp = controller_processes(voters=(1, 2, 3), raft_only=True, dynamic=True,
+                              **{"controller.quorum.auto.join.enable": "true"})
+    cp.format_dynamic({1: ["--standalone"], 2: ["--no-initial-controllers"], 3: ["--no-initial-controllers"]})
+    cp.start()
+    wait_for(lambda: voters(cp) == {i: cp.directory_id(i) for i in (1, 2, 3)}, 60, "2 and 3 to join by themselves")
+    with cp.client(timeout=30) as c:
+        c.append([b"before"])
+    # node 3's disk is lost: formatted again and started, it removes its old replica and adds itself
+    old = cp.directory_id(3)
+    cp.kill(3)
+    shutil.rmtree(cp.log_dir(3))
+    cp.format_dynamic({3: ["--no-initial-controllers"]})
+    cp.start([3])
+    wait_for(lambda: voters(cp).get(3) == cp.directory_id(3) != old, 60, "the new disk of 3 to replace the old")
+    assert sorted(voters(cp)) == [1, 2, 3]
+    with cp.client(timeout=30) as c:
+        c.append([b"after"])
+    # an operator's removal of a running auto-joined voter sticks (KIP-1186: at most once per run)
+    assert remove(cp, 2, cp.directory_id(2)).returncode == 0
+    with cp.client(timeout=30) as c:
+        c.append([b"later"])
+    assert sorted(voters(cp)) == [1, 3]
