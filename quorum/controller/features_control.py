@@ -19,7 +19,9 @@ from quorum.metadata.image import MetadataImage
 # clients and operators the cluster can do what it cannot.
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MV_MIN, MV_MAX),
-    "kraft.version": (0, 0),  # 1 = a dynamic controller quorum (KIP-853): not implemented yet
+    # kraft.version lives in the Raft log (KRAFT_VERSION control records): a dynamic quorum is formatted
+    # at 1 (storage format --standalone | --initial-controllers); upgrading a static one is not built yet
+    "kraft.version": (0, 0),
     "transaction.version": (0, 0),  # brokers carry metadata only: no transaction coordinator
     "group.version": (0, 0),  # ...and no group coordinator
 }

@@ -6,11 +6,12 @@ from quorum.sim.invariants import InvariantViolation
 from quorum.sim.scenarios import chaos
 
 
-def _violations(seeds, **chaos_options):
+def _violations(seeds, run=chaos, **options):
+    """How many of ``seeds`` end in an invariant violation (or a scenario's own assertion)."""
     found = 0
     for seed in seeds:
         try:
-            chaos(seed, **chaos_options)
+            run(seed, **options)
         except (InvariantViolation, AssertionError):
             found += 1
     return found
@@ -62,13 +63,7 @@ def test_sending_before_flushing_is_safe_for_a_leader():
 def _snapshot_violations(seeds):
     from quorum.sim.scenarios import catch_up_by_snapshot
 
-    found = 0
-    for seed in seeds:
-        try:
-            catch_up_by_snapshot(seed)
-        except (InvariantViolation, AssertionError):
-            found += 1
-    return found
+    return _violations(seeds, run=catch_up_by_snapshot)
 
 
 def test_installing_a_snapshot_without_resetting_the_log_is_caught(monkeypatch):
@@ -130,13 +125,8 @@ def test_epochs_without_a_bound_are_caught(monkeypatch):
 # -- dynamic quorum (KIP-853) -------------------------------------------------------------------
 def _membership_violations(seeds):
     from quorum.sim.scenarios import membership_chaos
-    found = 0
-    for seed in seeds:
-        try:
-            membership_chaos(seed)
-        except (InvariantViolation, AssertionError):
-            found += 1
-    return found
+
+    return _violations(seeds, run=membership_chaos)
 
 
 def test_a_second_voter_change_while_one_is_pending_is_caught(monkeypatch):
