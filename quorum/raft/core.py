@@ -233,38 +233,6 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
             self._on_leader_hw_moved(role)
         self._poll(now_ms)
 
-    # ------------------------------------------------------------------ voters
-    @property
-    def voters(self) -> frozenset[int]:
-        """Node ids of the latest voter set in this node's log."""
-        return self.voter_history.latest.ids
-
-    @property
-    def is_voter(self) -> bool:
-        return self.voter_history.latest.is_voter(self.key)
-
-    def _recent_voter_sets(self) -> tuple[VoterSet, ...]:
-        """The latest voter set and, while it is not committed (as far as this node knows), the one
-        before it. A node of either may still be needed to elect a leader that commits the change
-        (Raft thesis §4.2.2: a leader that removed itself and crashed, whose removal only it holds),
-        so it campaigns and votes under both; votes are counted under the latest set only."""
-        h = self.voter_history
-        at = h.latest_offset
-        if at is None or at < self.high_watermark:
-            return (h.latest,)
-        return h.latest, h.at(at - 1)
-
-    def _in_recent_voter_sets(self, key: ReplicaKey) -> bool:
-        return any(v.is_voter(key) for v in self._recent_voter_sets())
-
-    def _load_voter_history(self) -> None:
-        """At start: the voter set of the snapshot the log starts from, then every voter record in the log."""
-        below = [s for s in self.snapshots.ids() if s.offset <= self.log.start_offset]
-        if below:
-            self.voter_history.reset(below[-1].offset, *read_raft_state(self.snapshots, below[-1]))
-        for batch in self.log.control_batches():
-            self.voter_history.note_batch(batch)
-
     # ------------------------------------------------------------------ rejoining
     @property
     def _campaigns(self) -> bool:
