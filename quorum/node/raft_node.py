@@ -38,6 +38,7 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import Batch
 from quorum.log.election_state import ElectionState
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
+from quorum.log.voter_set import Endpoint
 from quorum.metrics.registry import Histogram
 from quorum.node.auto_join import AutoJoin
 from quorum.node.cluster_probe import foreign_cluster_error, majority_elsewhere, probe_cluster_id
@@ -96,7 +97,6 @@ class RaftNode:
         # the core's latest voter set (_follow_voter_set). Until it knows one, it asks its bootstrap
         # servers who leads, under Kafka's pseudo ids -2, -3, ... (they are addresses, not voters).
         self.dynamic = not voters
-        self.bootstrap: dict[int, HostPort] = {}
         self.listener_name = listener_name
         self._voter_set = None  # the core's voter set ``voters`` was last set from
         self.log_dir = Path(log_dir)
@@ -119,7 +119,7 @@ class RaftNode:
             raise
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
-        self.bootstrap = {-2 - i: hp for i, hp in enumerate(others)}
+        self.bootstrap: dict[int, HostPort] = {-2 - i: hp for i, hp in enumerate(others)}
         self.auto_join = AutoJoin(node_id, listener_name, self.listen) if auto_join and self.dynamic else None
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id}, **self.bootstrap},
                                 self._inbox.put, metadata=self.identities.metadata)
@@ -158,14 +158,14 @@ class RaftNode:
         self.voters.update(voters)
         self.peers.set_addresses({v: a for v, a in voters.items() if v != self.node_id})
 
-    def endpoints_of(self, voter_id: int) -> tuple[str, ...]:
-        """``NAME://HOST:PORT`` of a voter's listeners (DescribeQuorum): the voter set's in a dynamic
-        quorum, the configured address under the controller listener's name in a static one."""
-        voters = self._voter_set
-        if self.dynamic and voters is not None and voter_id in voters:
-            return tuple(f"{e.name}://{convert.format_endpoint(e.host, e.port)}" for e in voters[voter_id].endpoints)
+    def endpoints_of(self, voter_id: int) -> tuple[Endpoint, ...]:
+        """A voter's listeners (DescribeQuorum): the voter set's in a dynamic quorum, the configured
+        address under the controller listener's name in a static one."""
+        voters = self._voter_set  # set only in a dynamic quorum
+        if voters is not None and voter_id in voters:
+            return voters[voter_id].endpoints
         address = self.voters.get(voter_id)
-        return (f"{self.listener_name}://{convert.format_endpoint(*address)}",) if address else ()
+        return (Endpoint(self.listener_name, *address),) if address else ()
 
     def endpoint_of(self, node_id: Optional[int]) -> str:
         """``host:port`` of a voter, or "" if unknown."""

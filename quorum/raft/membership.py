@@ -92,8 +92,8 @@ class Membership:
         """The control records a snapshot of the state below ``end_offset`` must begin with (the voter
         set and kraft.version then; none for a static quorum)."""
         h = self.voter_history
-        dynamic = h.latest_offset is not None and h.at(end_offset - 1) is not h.static
-        return raft_state_records(h.at(end_offset - 1) if dynamic else None, h.kraft_version_at(end_offset - 1))
+        voters = h.at(end_offset - 1)
+        return raft_state_records(None if voters is h.static else voters, h.kraft_version_at(end_offset - 1))
 
     @property
     def voter_change_pending(self) -> bool:

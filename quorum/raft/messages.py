@@ -11,6 +11,7 @@ from typing import Optional, Union
 
 from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.voter_set import Endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +141,7 @@ class ReplicaDescription:
     last_fetch_ms: Optional[int]
     last_caught_up_ms: Optional[int]
     directory_id: Optional[str] = None
-    endpoints: tuple[str, ...] = ()  # "NAME://HOST:PORT" of a voter, added by the node (the core knows none)
+    endpoints: tuple[Endpoint, ...] = ()  # a voter's listeners, added by the node (the core knows none)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ holds the set at offset ``E - 1``.
 from __future__ import annotations
 
 import bisect
-from typing import Optional
+from typing import Iterator, Optional
 
 from quorum.log import control_records
 from quorum.log.api import OffsetAndEpoch
@@ -62,12 +62,11 @@ class VoterHistory:
         """A batch was appended (by the leader or from a fetch): keep its voter records."""
         if not batch.control:
             return
-        for i, raw in enumerate(batch.records):
-            rec = control_records.decode_control(raw)
-            if rec.type == control_records.KRAFT_VOTERS:
-                self.note(batch.base_offset + i, VoterSet.from_control(rec.data))
-            elif rec.type == control_records.KRAFT_VERSION:
-                self.note_version(batch.base_offset + i, int(rec.data.get("kraft_version", 0)))
+        for i, voters, level in _raft_state_records(batch.records):
+            if voters is not None:
+                self.note(batch.base_offset + i, voters)
+            else:
+                self.note_version(batch.base_offset + i, level)
 
     def note(self, offset: int, voters: VoterSet) -> None:
         if self._offsets and offset <= self._offsets[-1]:
@@ -126,12 +125,20 @@ def read_raft_state(store: SnapshotStore, snapshot: OffsetAndEpoch) -> tuple[Opt
         return None, 0
     voters, level = None, 0
     try:
-        for raw in first.records:
-            rec = control_records.decode_control(raw)
-            if rec.type == control_records.KRAFT_VOTERS:
-                voters = VoterSet.from_control(rec.data)
-            elif rec.type == control_records.KRAFT_VERSION:
-                level = int(rec.data.get("kraft_version", 0))
+        for _i, found_voters, found_level in _raft_state_records(first.records):
+            voters = found_voters if found_voters is not None else voters
+            level = found_level if found_level is not None else level
     except (ValueError, TypeError, AttributeError):
         return None, 0  # not ours: a snapshot whose first batch is something else
     return voters, level
+
+
+def _raft_state_records(records) -> Iterator[tuple[int, Optional[VoterSet], Optional[int]]]:
+    """(index, voter set, None) of each KRAFT_VOTERS and (index, None, level) of each KRAFT_VERSION
+    record among control ``records``; ValueError if one does not decode."""
+    for i, raw in enumerate(records):
+        rec = control_records.decode_control(raw)
+        if rec.type == control_records.KRAFT_VOTERS:
+            yield i, VoterSet.from_control(rec.data), None
+        elif rec.type == control_records.KRAFT_VERSION:
+            yield i, None, int(rec.data.get("kraft_version", 0))

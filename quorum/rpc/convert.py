@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from quorum.config import parse_host_port
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import raft_pb2 as pb
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.voter_set import Endpoint
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -161,21 +161,16 @@ def request_source(msg: Message) -> int:
 
 # -- DescribeQuorum -----------------------------------------------------------------------------
 def _replica_to_proto(r: ReplicaDescription) -> pb.ReplicaState:
-    listeners = []
-    for e in r.endpoints:
-        name, _, address = e.partition("://")
-        host, port = parse_host_port(address)
-        listeners.append(pb.Listener(name=name, host=host, port=port))
     return pb.ReplicaState(replica_id=r.replica_id, log_end_offset=r.log_end_offset,
                            last_fetch_timestamp=_opt_id(r.last_fetch_ms),
                            last_caught_up_timestamp=_opt_id(r.last_caught_up_ms), directory_id=r.directory_id or "",
-                           listeners=listeners)
+                           listeners=[pb.Listener(name=e.name, host=e.host, port=e.port) for e in r.endpoints])
 
 
 def _replica_from_proto(m: pb.ReplicaState) -> ReplicaDescription:
     return ReplicaDescription(m.replica_id, m.log_end_offset, _id_or_none(m.last_fetch_timestamp),
                               _id_or_none(m.last_caught_up_timestamp), m.directory_id or None,
-                              tuple(f"{lst.name}://{format_endpoint(lst.host, lst.port)}" for lst in m.listeners))
+                              tuple(Endpoint(lst.name, lst.host, lst.port) for lst in m.listeners))
 
 
 def describe_response(desc: QuorumDescription, cluster_id: str) -> pb.DescribeQuorumResponse:
@@ -211,6 +206,11 @@ def append_error(error: Errors, message: str, leader_id: Optional[int] = None, e
                  leader_endpoint: str = "") -> pb.AppendResponse:
     return pb.AppendResponse(error=int(error), error_message=message, leader_id=_opt_id(leader_id),
                              epoch=epoch, base_offset=NONE, last_offset=NONE, leader_endpoint=leader_endpoint)
+
+
+def format_listener(e: Endpoint) -> str:
+    """``NAME://HOST:PORT``, as Kafka prints a listener."""
+    return f"{e.name}://{format_endpoint(e.host, e.port)}"
 
 
 def format_endpoint(host: str, port: int) -> str:

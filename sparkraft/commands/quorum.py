@@ -102,6 +102,8 @@ def _ts(ms) -> int:
 
 def status_fields(info: "QuorumInfo") -> dict:
     """The --status object, computed as Kafka's tool does (lag against the leader's log end)."""
+    from quorum.rpc.convert import format_listener
+
     leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
     laggard = min(info.voters, key=lambda v: v.log_end_offset, default=None)
     if leader is None or laggard is None:
@@ -122,7 +124,7 @@ def status_fields(info: "QuorumInfo") -> dict:
         "MaxFollowerLag": max_lag,
         "MaxFollowerLagTimeMs": max_lag_ms,
         "CurrentVoters": [{"id": v.replica_id, "directoryId": v.directory_id or ZERO_UUID,
-                           "endpoints": list(v.endpoints)} for v in info.voters],
+                           "endpoints": [format_listener(e) for e in v.endpoints]} for v in info.voters],
         "CurrentObservers": [{"id": o.replica_id, "directoryId": o.directory_id or ZERO_UUID}
                              for o in info.observers],
     }

@@ -101,6 +101,7 @@ def run_info(args: argparse.Namespace) -> None:
     from quorum.log.api import OffsetAndEpoch
     from quorum.log.meta_properties import metadata_partition_dir, read_meta_properties
     from quorum.raft.voter_history import read_raft_state
+    from quorum.rpc.convert import format_listener
     from quorum.snapshot.file_store import FileSnapshotStore
 
     config = load_config(args.config)
@@ -113,7 +114,7 @@ def run_info(args: argparse.Namespace) -> None:
             "kraftVersion": level, "logDir": str(config.log_dir),
             "bootstrapVoters": None if voters is None else [
                 {"id": v.key.id, "directoryId": v.key.directory_id,
-                 "endpoints": [f"{e.name}://{e.host}:{e.port}" for e in v.endpoints]} for v in voters.values()]}
+                 "endpoints": [format_listener(e) for e in v.endpoints]} for v in voters.values()]}
     if args.json:
         print(json.dumps(info))
         return

@@ -1,6 +1,7 @@
 """How ``sparkraft quorum describe`` turns a QuorumInfo into Kafka's fields and tables."""
 from __future__ import annotations
 
+from quorum.log.voter_set import Endpoint
 from quorum.raft.messages import ReplicaDescription
 from quorum.rpc.raft_client import QuorumInfo
 from sparkraft.commands.quorum import (
@@ -14,7 +15,8 @@ from sparkraft.commands.quorum import (
 
 INFO = QuorumInfo(
     cluster_id="AAAAAAAAAAAAAAAAAAAAAA", leader_id=2, leader_epoch=7, high_watermark=95,
-    voters=(ReplicaDescription(1, 90, 1_000_500, 1_000_000, "BBBBBBBBBBBBBBBBBBBBBQ", ("CONTROLLER://h1:9093",)),
+    voters=(ReplicaDescription(1, 90, 1_000_500, 1_000_000, "BBBBBBBBBBBBBBBBBBBBBQ",
+                               (Endpoint("CONTROLLER", "h1", 9093),)),
             ReplicaDescription(2, 100, 1_001_000, 1_001_000),
             ReplicaDescription(3, 100, 1_000_900, 1_000_900)),
     observers=(ReplicaDescription(101, 40, None, None, "CCCCCCCCCCCCCCCCCCCCCQ"),))

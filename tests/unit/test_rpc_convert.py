@@ -7,6 +7,7 @@ import pytest
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import raft_pb2 as pb
 from quorum.log.api import OffsetAndEpoch
+from quorum.log.voter_set import Endpoint
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -97,7 +98,8 @@ def test_describe_quorum_round_trip():
     desc = QuorumDescription(1, 4, 120,
                              voters=(ReplicaDescription(1, 120, 1_700_000_000_000, 1_700_000_000_000),
                                      ReplicaDescription(2, 100, 1_700_000_000_100, None),
-                                     ReplicaDescription(3, 0, None, None, "dir-of-three-AAAAAAAAA")),
+                                     ReplicaDescription(3, 0, None, None, "dir-of-three-AAAAAAAAA",
+                                                        (Endpoint("CONTROLLER", "::1", 9093),))),
                              observers=(ReplicaDescription(101, 50, 1_700_000_000_200, 1_700_000_000_000),))
     m = pb.DescribeQuorumResponse.FromString(convert.describe_response(desc, CID).SerializeToString())
     assert m.error == 0 and m.cluster_id == CID
