@@ -1,6 +1,6 @@
 """Consistent cuts: the tables as they were at a metadata offset, for SQL and bootstrapping brokers.
 
-A ``snapshots`` row is written only after the four state tables and ``records`` hold every record
+A ``snapshots`` row is written only after the state tables and ``records`` hold every record
 through its offset, and it names the version of each table at that moment. Reading every table at
 the versions of one row gives a consistent view of the cluster's metadata at that offset, however
 far the tables have moved on since.
@@ -55,8 +55,9 @@ def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
                   if first.num_rows else "; the materialiser has not written one yet")
         raise CutError(f"no consistent cut{where} in {warehouse}{oldest}")
     best = rows.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
+    # A cut written before the voters table existed names no version of it: its version 0 (empty).
     return Cut(best["offset"], best["epoch"],
-               {t: best[f"{t}_version"] for t in (*STATE_TABLES, RECORDS)})
+               {t: best.get(f"{t}_version") or 0 for t in (*STATE_TABLES, RECORDS)})
 
 
 def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:

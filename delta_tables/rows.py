@@ -5,13 +5,17 @@ use) and notes the keys each record touches. When it writes, every touched key i
 the image: present, its row is upserted; absent (a deleted topic, an unregistered broker, a
 deleted config), its row is deleted. So a PartitionChangeRecord, sparse by design, becomes the
 partition's whole new row, and a table always equals the image at the offset it was written at.
+
+The ``voters`` table works the same way over the voter set the log's control records give
+(streaming/materializer.py follows it): a change touches the node ids whose voter differs.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Optional
 
-from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, partition_bucket
+from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, VOTERS, partition_bucket
+from quorum.log.voter_set import ZERO_UUID, VoterSet
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import MetadataRecord, RecordType
@@ -31,12 +35,27 @@ class TouchedKeys:
     def clear(self) -> None:
         self.keys.clear()
 
-    def note_all(self, image: MetadataImage, offset: int) -> None:
-        """Every key ``image`` has (the image was replaced wholesale by a snapshot's: keys of the
-        old one are noted too, so rows that are gone get deleted)."""
+    def note_all(self, image: MetadataImage, voters: Optional[VoterSet], offset: int) -> None:
+        """Every key ``image`` and ``voters`` have (the image was replaced wholesale by a snapshot's:
+        keys of the old one are noted too, so rows that are gone get deleted)."""
         for table in STATE_TABLES:
-            for key in image_keys(table, image):
+            for key in image_keys(table, image, voters):
                 self.keys[table][key] = offset
+
+    def note_voters(self, before: Optional[VoterSet], after: VoterSet, offset: int) -> None:
+        """The node ids whose voter differs between two voter sets (added, removed or changed)."""
+        old = before or VoterSet()
+        for node_id in old.ids | after.ids:
+            if old.get(node_id) != after.get(node_id):
+                self.keys[VOTERS][(node_id,)] = offset
+
+    def drop_written(self, applied: dict[str, int]) -> None:
+        """Forget the keys each table already holds: those last touched at or below the offset
+        its last commit covers (``applied``, by table)."""
+        for table, keys in self.keys.items():
+            done = [k for k, o in keys.items() if o <= applied.get(table, -1)]
+            for k in done:
+                del keys[k]
 
     def note(self, record: MetadataRecord, offset: int, before: MetadataImage) -> None:
         """Note what ``record`` at ``offset`` touches; ``before`` is the image it applies to (a
@@ -67,8 +86,10 @@ class TouchedKeys:
             self.keys[BROKERS][(m.broker_id,)] = offset
 
 
-def row(table: str, key: Key, image: MetadataImage, last_offset: int) -> Optional[dict[str, Any]]:
-    """The row of ``key`` in ``table`` as of ``image``, or None if it does not exist there."""
+def row(table: str, key: Key, image: MetadataImage, last_offset: int,
+        voters: Optional[VoterSet] = None) -> Optional[dict[str, Any]]:
+    """The row of ``key`` in ``table`` as of ``image`` (``voters`` for the voters table), or None if
+    it does not exist there."""
     if table == TOPICS:
         topic = image.topics.topic(key[0])
         if topic is None:
@@ -102,17 +123,24 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int) -> Optiona
             return None
         return {"resource_type": kind, "resource_name": name, "name": config, "value": value,
                 "last_offset": last_offset}
+    if table == VOTERS:
+        v = None if voters is None else voters.get(key[0])
+        if v is None:
+            return None
+        return {"node_id": v.key.id, "directory_id": v.key.directory_id or ZERO_UUID,
+                "endpoints": [{"name": e.name, "host": e.host, "port": e.port} for e in v.endpoints],
+                "last_offset": last_offset}
     raise ValueError(f"not a state table: {table}")
 
 
-def image_rows(table: str, image: MetadataImage) -> list[dict[str, Any]]:
-    """Every row of ``table`` in ``image`` (last_offset -1: unknown), for comparing a table with an
-    image in tests and tools."""
-    return [row(table, k, image, -1) for k in image_keys(table, image)]
+def image_rows(table: str, image: MetadataImage, voters: Optional[VoterSet] = None) -> list[dict[str, Any]]:
+    """Every row of ``table`` in ``image`` and ``voters`` (last_offset -1: unknown), for comparing a
+    table with an image in tests and tools."""
+    return [row(table, k, image, -1, voters) for k in image_keys(table, image, voters)]
 
 
-def image_keys(table: str, image: MetadataImage) -> list[Key]:
-    """The key of every row ``table`` has for ``image``."""
+def image_keys(table: str, image: MetadataImage, voters: Optional[VoterSet] = None) -> list[Key]:
+    """The key of every row ``table`` has for ``image`` and ``voters``."""
     keys: list[Key]
     if table == TOPICS:
         keys = [(t,) for t in image.topics.by_id]
@@ -122,6 +150,8 @@ def image_keys(table: str, image: MetadataImage) -> list[Key]:
         keys = [(b,) for b in image.cluster.brokers]
     elif table == CONFIGS:
         keys = [(r.kind, r.name, n) for r, values in image.configs.resources.items() for n in values]
+    elif table == VOTERS:
+        keys = [(i,) for i in voters or ()]
     else:
         raise ValueError(f"not a state table: {table}")
     return keys

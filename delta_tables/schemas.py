@@ -1,4 +1,9 @@
-"""The six Delta tables (DESIGN §5, contract): names, Arrow schemas, keys and layout.
+"""The seven Delta tables (DESIGN §5 and §11, contract): names, Arrow schemas, keys and layout.
+
+``voters`` is the quorum's voter set, which lives in control records, not in the metadata image: a
+dynamic quorum's KRAFT_VOTERS records (directory ids and endpoints included), or, for a static quorum,
+the voter ids its LeaderChange records name (directory id Kafka's zero UUID and no endpoints: a
+static quorum keeps those in each controller's ``controller.quorum.voters``).
 
 Columns beyond the contract: ``partitions.bucket`` (the table is partitioned by it, so a micro-batch
 that changes a few partitions of a 2,000,000-row table rewrites a few small files, not the table)
@@ -11,9 +16,10 @@ import zlib
 
 import pyarrow as pa
 
-TOPICS, PARTITIONS, BROKERS, CONFIGS, RECORDS, SNAPSHOTS = (
-    "topics", "partitions", "brokers", "configs", "records", "snapshots")
-STATE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS)  # current state, merged by key
+TOPICS, PARTITIONS, BROKERS, CONFIGS, VOTERS, RECORDS, SNAPSHOTS = (
+    "topics", "partitions", "brokers", "configs", "voters", "records", "snapshots")
+IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS)  # rows of the metadata image
+STATE_TABLES = (*IMAGE_TABLES, VOTERS)  # current state, merged by key; voters from control records
 ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS)
 
 PARTITION_BUCKETS = 128
@@ -21,6 +27,7 @@ PARTITION_BUCKETS = 128
 _ENDPOINT = pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32()),
                        ("security_protocol", pa.string())])
 _INTS = pa.list_(pa.int32())
+_VOTER_ENDPOINT = pa.struct([("name", pa.string()), ("host", pa.string()), ("port", pa.int32())])
 
 SCHEMAS: dict[str, pa.Schema] = {
     TOPICS: pa.schema([("topic_id", pa.string()), ("name", pa.string()), ("partition_count", pa.int32()),
@@ -34,13 +41,15 @@ SCHEMAS: dict[str, pa.Schema] = {
                         ("in_controlled_shutdown", pa.bool_()), ("last_offset", pa.int64())]),
     CONFIGS: pa.schema([("resource_type", pa.string()), ("resource_name", pa.string()), ("name", pa.string()),
                         ("value", pa.string()), ("last_offset", pa.int64())]),
+    VOTERS: pa.schema([("node_id", pa.int32()), ("directory_id", pa.string()),
+                       ("endpoints", pa.list_(_VOTER_ENDPOINT)), ("last_offset", pa.int64())]),
     RECORDS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("append_time", pa.timestamp("ms", "UTC")),
                         ("type", pa.string()), ("version", pa.int32()), ("data", pa.string()),
                         ("raw", pa.binary())]),
     SNAPSHOTS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("created_at", pa.timestamp("ms", "UTC")),
                           ("topics_version", pa.int64()), ("partitions_version", pa.int64()),
                           ("brokers_version", pa.int64()), ("configs_version", pa.int64()),
-                          ("records_version", pa.int64())]),
+                          ("records_version", pa.int64()), ("voters_version", pa.int64())]),
 }
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -48,6 +57,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     PARTITIONS: ("topic_id", "partition"),
     BROKERS: ("broker_id",),
     CONFIGS: ("resource_type", "resource_name", "name"),
+    VOTERS: ("node_id",),
 }
 
 PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"]}

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.schema import Field
 
 from delta_tables.schemas import (
     KEYS,
@@ -46,6 +47,16 @@ def _txn(version: int) -> CommitProperties:
     return CommitProperties(app_transactions=[Transaction(APP_ID, version)])
 
 
+def _with_columns(dt: DeltaTable, schema: pa.Schema) -> DeltaTable:
+    """``dt`` with the columns of ``schema`` it lacks added (null in its existing rows): a warehouse
+    written by an older sparkraft gains the columns added since."""
+    have = set(pa.schema(dt.schema().to_arrow()).names)
+    missing = [Field.from_arrow(f) for f in schema if f.name not in have]
+    if missing:
+        dt.alter.add_columns(missing)
+    return dt
+
+
 class DeltaRsWriter:
     def __init__(self, warehouse: str | Path):
         self.warehouse = str(warehouse).rstrip("/")
@@ -56,7 +67,8 @@ class DeltaRsWriter:
 
     # -- tables --------------------------------------------------------------------------------
     def ensure_tables(self) -> None:
-        """Create the six tables that do not exist yet; refuse a path that is not a warehouse."""
+        """Create the tables that do not exist yet and add the columns a table of an older warehouse
+        lacks (``snapshots.voters_version``); refuse a path that is not a warehouse."""
         root = Path(self.warehouse)
         if "://" not in self.warehouse:
             if root.exists() and not root.is_dir():
@@ -65,7 +77,7 @@ class DeltaRsWriter:
         for name, schema in SCHEMAS.items():
             path = self.path(name)
             try:
-                self._tables[name] = DeltaTable(path)
+                self._tables[name] = _with_columns(DeltaTable(path), schema)
                 continue
             except TableNotFoundError:
                 pass

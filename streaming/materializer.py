@@ -8,14 +8,18 @@ brokers use, and for each micro-batch:
 2. appends them to ``records``;
 3. unless the log is inside a transaction (then the state tables wait for its end, so a cut never
    shows half an operation), merges the touched keys' rows, as the image has them, into
-   ``topics``, ``partitions``, ``brokers`` and ``configs`` (deletes included); a table no record
-   touched is left alone (its current version already holds the cut);
+   ``topics``, ``partitions``, ``brokers`` and ``configs`` (deletes included), and the voter set's
+   into ``voters``; a table no record touched is left alone (its current version already holds
+   the cut);
 4. writes the ``snapshots`` row naming the cut: the offset and each table's version.
 
+The voter set comes from control records: a dynamic quorum's KRAFT_VOTERS (and a snapshot's first
+batch); until one is seen, the voter ids of each LeaderChange (a static quorum).
+
 A ``SNAPSHOT`` row (the source's stand-in for records the quorum's log no longer holds) replaces
-the image with the snapshot's and notes every key of both images, so the next write makes the
-tables equal the snapshot; ``records`` keeps the row (its ``raw`` is the snapshot file), so a
-restart rebuilds through it.
+the image (and the voter set, if the snapshot carries one) with the snapshot's and notes every key
+of both, so the next write makes the tables equal the snapshot; ``records`` keeps the row (its
+``raw`` is the snapshot file), so a restart rebuilds through it.
 
 Exactly once: each commit carries the writer's application transaction (see writer.py), and on
 start the image is rebuilt from ``records`` (its ``raw`` column) with the keys touched since the
@@ -33,7 +37,10 @@ import pyarrow.compute as pc
 from delta_tables.rows import TouchedKeys, row
 from delta_tables.schemas import RECORDS, STATE_TABLES
 from delta_tables.writer import DeltaRsWriter
+from quorum.log import control_records
 from quorum.log.control_records import NAMES as CONTROL_NAMES
+from quorum.log.raft_state import raft_state_of
+from quorum.log.voter_set import VoterSet
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
 from quorum.snapshot.checkpoint import decode_checkpoint
@@ -58,6 +65,8 @@ class Materializer:
         writer.ensure_tables()
         self.loader = MetadataLoader()
         self.touched = TouchedKeys()
+        self.voters: Optional[VoterSet] = None
+        self.voters_in_log = False  # a KRAFT_VOTERS record was seen: LeaderChange voters no longer count
         self.next_offset = 0
         self.last_epoch = -1
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
@@ -71,7 +80,8 @@ class Materializer:
         applied = self.writer.applied(RECORDS)
         if applied < 0:
             return
-        state_applied = min(self.writer.applied(t) for t in STATE_TABLES)
+        tables_applied = {t: self.writer.applied(t) for t in STATE_TABLES}
+        state_applied = min(tables_applied.values())
         dataset = self.writer.table(RECORDS).to_pyarrow_dataset()
         table = dataset.to_table(columns=["offset", "epoch", "type", "raw"],
                                  filter=pc.field("offset") <= applied, use_threads=False)
@@ -79,6 +89,7 @@ class Materializer:
         for offset, epoch, kind, raw in zip(*(table.column(c).to_pylist() for c in ("offset", "epoch", "type", "raw"))):
             self._apply(offset, epoch, kind, raw, note=offset > state_applied)
         self.loader.flush()
+        self.touched.drop_written(tables_applied)  # a table added since (voters) need not redo the rest
         self.next_offset = applied + 1
         log.info("Materializer resumes after offset %d (state tables at %d, %d keys to write)", applied,
                  state_applied, sum(len(k) for k in self.touched.keys.values()))
@@ -89,18 +100,39 @@ class Materializer:
             self._load_snapshot(offset, raw, note)
             return
         if kind in _CONTROL_TYPES:
+            self._apply_control(offset, raw, note)
             return
         record = decode_record(raw)
         if note and isinstance(record, MetadataRecord):
             self.touched.note(record, offset, self.loader.image)
         self.loader.replay(record, offset, epoch)
 
+    def _apply_control(self, offset: int, raw: bytes, note: bool) -> None:
+        """Follow the voter set (see the module docstring); other control records change no table."""
+        record = control_records.decode_control(raw)
+        if record.type == control_records.KRAFT_VOTERS:
+            voters = VoterSet.from_control(record.data)
+            self.voters_in_log = True
+        elif record.type == control_records.LEADER_CHANGE and not self.voters_in_log:
+            voters = VoterSet.static(record.data.get("voters", ()))
+        else:
+            return
+        if note:
+            self.touched.note_voters(self.voters, voters, offset)
+        self.voters = voters
+
     def _load_snapshot(self, offset: int, raw: bytes, note: bool) -> None:
         image = decode_checkpoint(raw, f"the snapshot at offset {offset}")[1]
+        voters = raft_state_of(raw)[0]
+        if voters is None:  # a static quorum's snapshot: the voters stay as LeaderChange records said
+            voters = self.voters
+        else:
+            self.voters_in_log = True
         if note:
-            self.touched.note_all(self.loader.flush(), offset)  # rows of the old image that are gone
-            self.touched.note_all(image, offset)
+            self.touched.note_all(self.loader.flush(), self.voters, offset)  # rows of the old image that are gone
+            self.touched.note_all(image, voters, offset)
         self.loader.reset(image)
+        self.voters = voters
         log.info("Materializer loaded a snapshot ending at offset %d (the quorum's log starts after it)", offset)
 
     # -- a micro-batch -------------------------------------------------------------------------
@@ -148,7 +180,7 @@ class Materializer:
         for table in STATE_TABLES:
             upserts, deletes = [], []
             for key, offset in self.touched.keys.get(table, {}).items():
-                r = row(table, key, image, offset)
+                r = row(table, key, image, offset, self.voters)
                 if r is None:
                     deletes.append(key)
                 else:

@@ -14,14 +14,17 @@ from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
 
+KRAFT_VERSION = "kraft.version"
+
 # feature -> (lowest, highest) finalized level this controller implements; 0 = disabled. A level
 # is listed only once what it stands for works: a feature level that nothing implements would tell
 # clients and operators the cluster can do what it cannot.
 SUPPORTED: dict[str, tuple[int, int]] = {
     METADATA_VERSION: (MV_MIN, MV_MAX),
-    # kraft.version lives in the Raft log (KRAFT_VERSION control records): a dynamic quorum is formatted
-    # at 1 (storage format --standalone | --initial-controllers); upgrading a static one is not built yet
-    "kraft.version": (0, 0),
+    # kraft.version lives in the Raft log (KRAFT_VERSION control records), not in FeatureLevel records:
+    # a dynamic quorum is formatted at 1, and the controller node hands an upgrade of a static one to
+    # the Raft leader (quorum/node/controller_node.py; quorum/raft/membership.py). Here it is refused.
+    KRAFT_VERSION: (0, 1),
     "transaction.version": (0, 0),  # brokers carry metadata only: no transaction coordinator
     "group.version": (0, 0),  # ...and no group coordinator
 }
@@ -38,6 +41,9 @@ def _check(image: MetadataImage, name: str, level: int, node_id: int) -> None:
     if name not in SUPPORTED:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. The controller "
                                   f"does not support the given feature.")
+    if name == KRAFT_VERSION:
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}: it is the quorum's "
+                                  f"(its control records), upgraded by the Raft leader, not by this controller")
     lo, hi = SUPPORTED[name]
     if name == METADATA_VERSION:
         if level < MV_MIN:

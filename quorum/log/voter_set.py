@@ -16,6 +16,10 @@ from typing import Iterable, Iterator, Mapping, Optional
 
 from quorum.log import control_records
 
+# Kafka's Uuid.ZERO_UUID: how a directory id nobody told is shown (a static voter's, a peer's that
+# did not say)
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class ReplicaKey:

@@ -43,10 +43,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
-from quorum.controller.api import (
-    READ_REQUESTS,
-)
+from quorum.controller.api import READ_REQUESTS, ItemResult, UpdateFeaturesRequest
 from quorum.controller.core import ControllerCore
+from quorum.controller.features_control import KRAFT_VERSION
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
@@ -214,6 +213,8 @@ class ControllerNode:
     def submit(self, request) -> concurrent.futures.Future:
         """Hand a write request to the core; the future resolves with its reply once committed, or
         fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error)."""
+        if isinstance(request, UpdateFeaturesRequest) and any(n == KRAFT_VERSION for n, _ in request.updates):
+            return self._update_features(request)
         future: concurrent.futures.Future = concurrent.futures.Future()
         if not self._running:
             future.set_exception(not_controller(self.node_id, self.leader_id()))
@@ -222,6 +223,49 @@ class ControllerNode:
             # when the broker sent it, so the wait cannot expire its session.
             self._inbox.put(_Request(request, future, self.raft.now_ms()))
         return future
+
+    def _update_features(self, req: UpdateFeaturesRequest) -> concurrent.futures.Future:
+        """UpdateFeatures naming kraft.version. That feature lives in the Raft log (KRAFT_VERSION
+        control records), so the Raft leader upgrades it (RaftCore.upgrade_kraft_version); the other
+        features go to the core as usual; the results keep the request's order."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+        level = next(lvl for n, lvl in req.updates if n == KRAFT_VERSION)
+        others = tuple(u for u in req.updates if u[0] != KRAFT_VERSION)
+
+        def finish(kraft: ItemResult, rest: Optional[concurrent.futures.Future]) -> None:
+            if rest is not None and rest.exception() is not None:
+                out.set_exception(rest.exception())
+                return
+            rest_results = iter(rest.result() if rest is not None else ())
+            results, seen = [], False
+            for name, _ in req.updates:
+                if name != KRAFT_VERSION:
+                    results.append(next(rest_results))
+                elif seen:
+                    results.append(ItemResult(Errors.INVALID_REQUEST, f"Feature {name} appears more than once"))
+                else:
+                    results.append(kraft)
+                    seen = True
+            out.set_result(tuple(results))
+
+        def after_raft(upgrade: concurrent.futures.Future) -> None:
+            e = upgrade.exception()
+            if isinstance(e, NotLeaderError):
+                out.set_exception(not_controller(self.node_id, e.leader_id))
+                return
+            if e is not None and not isinstance(e, SparkraftError):
+                out.set_exception(e)
+                return
+            kraft = ItemResult() if e is None else ItemResult(e.error, e.message)
+            if others:
+                self.submit(UpdateFeaturesRequest(others, req.validate_only)).add_done_callback(
+                    lambda rest: finish(kraft, rest))
+            else:
+                finish(kraft, None)
+
+        self.raft.change_voters(lambda core, now: core.upgrade_kraft_version(level, now, req.validate_only)
+                                ).add_done_callback(after_raft)
+        return out
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
         """Run ``fn(core)`` on the controller thread (for reads of the replayed state)."""

@@ -38,9 +38,8 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import Batch
 from quorum.log.election_state import ElectionState
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
-from quorum.log.voter_set import Endpoint
+from quorum.log.voter_set import Endpoint, VoterSet
 from quorum.metrics.registry import Histogram
-from quorum.node.auto_join import AutoJoin
 from quorum.node.cluster_probe import foreign_cluster_error, majority_elsewhere, probe_cluster_id
 from quorum.node.inbox import (
     AWAITED,
@@ -58,6 +57,7 @@ from quorum.node.listeners import CommitListener, SnapshotLoad
 from quorum.node.proposals import ProposalFuture, Proposals, fail, resolve
 from quorum.node.ready_io import NodeReadyIO
 from quorum.node.retention import apply_retention
+from quorum.node.self_membership import SelfMembership
 from quorum.node.server import DEFAULT_RPC_WORKERS, AddService, ClientSlots, bind_server
 from quorum.node.status import NodeStatus, StatusBoard
 from quorum.node.storage import NodeStorage
@@ -120,7 +120,10 @@ class RaftNode:
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
         self.bootstrap: dict[int, HostPort] = {-2 - i: hp for i, hp in enumerate(others)}
-        self.auto_join = AutoJoin(node_id, listener_name, self.listen) if auto_join and self.dynamic else None
+        # Announcing its endpoints needs an address others can reach: not a wildcard bind address.
+        announce = self.listen[0] not in ("", "0.0.0.0", "::", "[::]")
+        self.self_membership = (SelfMembership(node_id, listener_name, self.listen, auto_join and self.dynamic)
+                                if announce or auto_join else None)
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id}, **self.bootstrap},
                                 self._inbox.put, metadata=self.identities.metadata)
         self.core: Optional[RaftCore] = None
@@ -161,7 +164,7 @@ class RaftNode:
     def endpoints_of(self, voter_id: int) -> tuple[Endpoint, ...]:
         """A voter's listeners (DescribeQuorum): the voter set's in a dynamic quorum, the configured
         address under the controller listener's name in a static one."""
-        voters = self._voter_set  # set only in a dynamic quorum
+        voters = self._voter_set  # set only in a dynamic quorum (kraft.version 1)
         if voters is not None and voter_id in voters:
             return voters[voter_id].endpoints
         address = self.voters.get(voter_id)
@@ -188,7 +191,9 @@ class RaftNode:
                 raise RuntimeError("a RaftNode starts once")
             if check_cluster_id:
                 probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir)
-            self.core = RaftCore(self.node_id, list(self.voters), self.cluster_id, self.log, self._election,
+            static = VoterSet.static(self.voters, {v: (Endpoint(self.listener_name, *a),)
+                                                   for v, a in self.voters.items()})
+            self.core = RaftCore(self.node_id, static, self.cluster_id, self.log, self._election,
                                  self.now_ms(), self.settings, snapshots=self.snapshot_store,
                                  directory_id=self.storage.directory_id, bootstrap=list(self.bootstrap))
             self._follow_voter_set()
@@ -445,9 +450,10 @@ class RaftNode:
         self._after_ready()
 
     def _follow_voter_set(self) -> None:
-        """A dynamic quorum's peers are the voters of the core's latest voter set, at their endpoints."""
+        """A dynamic quorum's peers (kraft.version 1, formatted so or upgraded) are the voters of the
+        core's latest voter set, at their endpoints."""
         voters = self.core.voter_history.latest
-        if not self.dynamic or voters is self._voter_set:
+        if (not self.dynamic and self.core.voter_history.kraft_version < 1) or voters is self._voter_set:
             return
         self._voter_set = voters
         addresses = {}
@@ -464,9 +470,10 @@ class RaftNode:
     def _after_ready(self) -> None:
         core = self.core
         self._follow_voter_set()
-        if self.auto_join is not None:
+        if self.self_membership is not None:
             leader = core.leader_id
-            self.auto_join.poll(core, None if leader is None else self.peers.address_of(leader), self.cluster_id)
+            self.self_membership.poll(core, None if leader is None else self.peers.address_of(leader),
+                                      self.cluster_id)
         if self._proposals:
             self._proposals.settle(core, self.node_id, self._epoch_at)
         hw = core.high_watermark

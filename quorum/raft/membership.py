@@ -1,11 +1,18 @@
-"""Changing the voter set while the quorum runs (KIP-853): AddRaftVoter and RemoveRaftVoter on the
-leader, one voter at a time.
+"""Changing the voter set while the quorum runs (KIP-853): AddRaftVoter, RemoveRaftVoter and
+UpdateRaftVoter on the leader, one voter at a time, and the upgrade of a static quorum to
+kraft.version 1.
 
 Raft's single-server change: a KRAFT_VOTERS record takes effect on every node as soon as it is in
 its log, committed or not, and the leader refuses a second change until the first is committed,
 so any majority of the old set meets any majority of the new one. The leader also refuses before
 it has committed a record of its own epoch (its LeaderChange): a change left uncommitted by an
 earlier leader may otherwise be overtaken (Ongaro's fix to the single-server algorithm).
+
+The upgrade writes KRAFT_VERSION 1 and the static voters as a KRAFT_VOTERS record, each voter
+with the directory id it sent in its fetches (its own for the leader) and the endpoints of
+``controller.quorum.voters``. A voter that has not fetched from this leader with a directory id
+(not running, or a version without KIP-853) makes the leader refuse: a set with a directory id
+guessed wrong would leave that voter outside its own quorum.
 
 A leader that removes itself keeps leading until the removal commits (its own offset no longer
 counts towards the high watermark), then resigns, and the rest elect a leader among themselves.
@@ -18,6 +25,7 @@ from __future__ import annotations
 from typing import Optional
 
 from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.log import control_records
 from quorum.log.batch import decode_one, scan
 from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.roles import Leader
@@ -88,6 +96,47 @@ class Membership:
             raise VoterChangeError(Errors.INVALID_REQUEST, f"{key} is the last voter: a quorum needs one")
         return self._append_voters(r, voters.without_voter(key), now_ms)
 
+    def update_voter(self, voter: Voter, now_ms: int) -> int:
+        """UpdateRaftVoter: a voter announces its endpoints. Append the voter set with them; the offset
+        of that record, or of this leader's first record if the set has them already."""
+        r = self._voter_change_leader()
+        voters = self.voter_history.latest
+        if not voters.is_voter(voter.key):
+            raise VoterChangeError(Errors.VOTER_NOT_FOUND, f"{voter.key} is not a voter; the voters are "
+                                                           f"{', '.join(map(str, voters.replica_keys))}")
+        if not voter.endpoints:
+            raise VoterChangeError(Errors.INVALID_REQUEST, f"voter {voter.key} announced no endpoint")
+        if voters[voter.key.id] == voter:
+            return r.epoch_start_offset
+        return self._append_voters(r, VoterSet(voter if i == voter.key.id else voters[i] for i in voters), now_ms)
+
+    def upgrade_kraft_version(self, level: int, now_ms: int, validate_only: bool = False) -> int:
+        """UpdateFeatures kraft.version: write the static voter set into the log (see the module
+        docstring). The offset of that record, or of this leader's first record if there is nothing
+        to write (already at ``level``, or ``validate_only``)."""
+        r = self._leader_with_first_commit()
+        h = self.voter_history
+        bad = Errors.INVALID_UPDATE_VERSION
+        if level < h.kraft_version:
+            raise VoterChangeError(bad, f"Invalid update version {level} for feature kraft.version: it is "
+                                        f"{h.kraft_version}, and the voter set cannot go back into the config")
+        if level > 1:
+            raise VoterChangeError(bad, f"Invalid update version {level} for feature kraft.version. Local "
+                                        f"controller {self.node_id} supports only versions 0-1")
+        if level == h.kraft_version:
+            return r.epoch_start_offset
+        voters = []
+        for i in h.static:
+            directory = self.key.directory_id if i == self.node_id else r.progress.directory_id_of(i)
+            if directory is None:
+                raise VoterChangeError(bad, f"Invalid update version {level} for feature kraft.version: voter "
+                                            f"{i} has not fetched from the leader with its directory id (is it "
+                                            f"running a version with dynamic quorums?)")
+            voters.append(Voter(ReplicaKey(i, directory), h.static[i].endpoints))
+        if validate_only:
+            return r.epoch_start_offset
+        return self._append_voters(r, VoterSet(voters), now_ms, kraft_version=level)
+
     def snapshot_raft_records(self, end_offset: int) -> list[bytes]:
         """The control records a snapshot of the state below ``end_offset`` must begin with (the voter
         set and kraft.version then; none for a static quorum)."""
@@ -102,32 +151,38 @@ class Membership:
         return at is not None and at >= self.high_watermark
 
     # ------------------------------------------------------------------ inside
-    def _voter_change_leader(self) -> Leader:
+    def _leader_with_first_commit(self) -> Leader:
         r = self.role
         if not isinstance(r, Leader):
             raise NotLeaderError(r.leader_id, r.epoch)
-        if self.voter_history.kraft_version < 1:
-            raise VoterChangeError(Errors.UNSUPPORTED_VERSION, "the voter set is static (kraft.version 0): "
-                                                               "upgrade to kraft.version 1 first")
         if r.progress.high_watermark is None:
             raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"the leader of epoch {r.epoch} has not committed "
                                                              f"its first record yet; try again")
+        return r
+
+    def _voter_change_leader(self) -> Leader:
+        if isinstance(self.role, Leader) and self.voter_history.kraft_version < 1:
+            raise VoterChangeError(Errors.UNSUPPORTED_VERSION, "the voter set is static (kraft.version 0): "
+                                                               "upgrade to kraft.version 1 first")
+        r = self._leader_with_first_commit()
         if self.voter_change_pending:
             raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"the voter change at offset "
                                                              f"{self.voter_history.latest_offset} is not committed "
                                                              f"yet; one change at a time")
         return r
 
-    def _append_voters(self, r: Leader, voters: VoterSet, now: int) -> int:
-        """Append ``voters`` as the leader (after every record proposed before it) and use it at once."""
+    def _append_voters(self, r: Leader, voters: VoterSet, now: int, kraft_version: Optional[int] = None) -> int:
+        """Append ``voters`` (after a KRAFT_VERSION record if ``kraft_version`` is given) as the leader,
+        after every record proposed before it, and use it at once; the offset of the voters record."""
         for records in r.accumulator.drain():
             self.log.append_as_leader(records, r.epoch, now)
-        batch = self.log.append_as_leader([voters.encode()], r.epoch, now, control=True)
+        head = [] if kraft_version is None else [control_records.kraft_version(kraft_version)]
+        batch = self.log.append_as_leader([*head, voters.encode()], r.epoch, now, control=True)
         r.accumulator.next_offset = self.log.end_offset
-        self.voter_history.note(batch.base_offset, voters)
+        self.voter_history.note_batch(batch)
         r.progress.set_voters(voters, now)
         self._poll(now)
-        return batch.base_offset
+        return batch.base_offset + len(head)
 
     def _resign_if_removed(self, r: Leader, now: int) -> bool:
         """A leader outside the voter set resigns once that set is committed; True if it did."""

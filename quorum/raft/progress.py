@@ -105,6 +105,11 @@ class LeaderProgress:
             self.expire_observers(now_ms)
         return False
 
+    def directory_id_of(self, voter_id: int) -> Optional[str]:
+        """The directory id voter ``voter_id`` fetched with (None: not known)."""
+        state = self.voters.get(voter_id)
+        return None if state is None else state.directory_id
+
     def caught_up(self, key: ReplicaKey, now_ms: int, within_ms: int) -> bool:
         """Has observer ``key`` held everything the leader had, as of at most ``within_ms`` ago?
         (Only such a replica may be added as a voter: a lagging one would hold the high watermark.)"""

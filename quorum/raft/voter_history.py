@@ -13,11 +13,11 @@ holds the set at offset ``E - 1``.
 from __future__ import annotations
 
 import bisect
-from typing import Iterator, Optional
+from typing import Optional
 
-from quorum.log import control_records
 from quorum.log.api import OffsetAndEpoch
-from quorum.log.batch import ATTR_CONTROL, HEADER, HEADER_SIZE, MAGIC, Batch, CorruptBatchError, decode
+from quorum.log.batch import HEADER_SIZE, Batch
+from quorum.log.raft_state import first_batch_size, raft_state_in, raft_state_of
 from quorum.log.voter_set import VoterSet
 from quorum.snapshot.api import SnapshotStore
 
@@ -62,7 +62,7 @@ class VoterHistory:
         """A batch was appended (by the leader or from a fetch): keep its voter records."""
         if not batch.control:
             return
-        for i, voters, level in _raft_state_records(batch.records):
+        for i, voters, level in raft_state_in(batch.records):
             if voters is not None:
                 self.note(batch.base_offset + i, voters)
             else:
@@ -104,41 +104,7 @@ class VoterHistory:
             self.note_version(snapshot_end - 1, kraft_version)
 
 
-# A snapshot starts with a control batch (quorum/log/batch.py) whose records may include the
-# KRAFT_VERSION and KRAFT_VOTERS in force at its end, as Kafka's snapshots do; the rest of it is
-# the state machine's business. At most this many bytes of that first batch are read.
-_FIRST_BATCH_LIMIT = 1 << 20
-
-
 def read_raft_state(store: SnapshotStore, snapshot: OffsetAndEpoch) -> tuple[Optional[VoterSet], int]:
     """(voters, kraft.version) that ``snapshot`` carries; (None, 0) if it carries none."""
-    head = store.read(snapshot, 0, HEADER_SIZE)
-    if head is None or len(head) < HEADER_SIZE:
-        return None, 0
-    _crc, length, magic, attrs, *_ = HEADER.unpack_from(head)
-    if magic != MAGIC or not attrs & ATTR_CONTROL or not 0 < length + 8 <= _FIRST_BATCH_LIMIT:
-        return None, 0
-    data = store.read(snapshot, 0, length + 8)
-    try:
-        first = decode(data)[0]
-    except (CorruptBatchError, IndexError, TypeError):
-        return None, 0
-    voters, level = None, 0
-    try:
-        for _i, found_voters, found_level in _raft_state_records(first.records):
-            voters = found_voters if found_voters is not None else voters
-            level = found_level if found_level is not None else level
-    except (ValueError, TypeError, AttributeError):
-        return None, 0  # not ours: a snapshot whose first batch is something else
-    return voters, level
-
-
-def _raft_state_records(records) -> Iterator[tuple[int, Optional[VoterSet], Optional[int]]]:
-    """(index, voter set, None) of each KRAFT_VOTERS and (index, None, level) of each KRAFT_VERSION
-    record among control ``records``; ValueError if one does not decode."""
-    for i, raw in enumerate(records):
-        rec = control_records.decode_control(raw)
-        if rec.type == control_records.KRAFT_VOTERS:
-            yield i, VoterSet.from_control(rec.data), None
-        elif rec.type == control_records.KRAFT_VERSION:
-            yield i, None, int(rec.data.get("kraft_version", 0))
+    size = first_batch_size(store.read(snapshot, 0, HEADER_SIZE) or b"")
+    return (None, 0) if size is None else raft_state_of(store.read(snapshot, 0, size) or b"")

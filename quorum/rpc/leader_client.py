@@ -55,6 +55,7 @@ class LeaderFollowingClient:
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self.attempts = 0  # attempts of the last call (a single-threaded caller's: the voter changes)
 
     def response_error(self, resp) -> Optional[SparkraftError]:
         """The refusal a response carries, or None for success."""
@@ -100,6 +101,7 @@ class LeaderFollowingClient:
         return ([self._leader] if self._leader else []) + rest
 
     def _attempt(self, target: str, method: str, request, deadline: float):
+        self.attempts += 1
         left = deadline - time.monotonic()
         return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
 
@@ -123,6 +125,7 @@ class LeaderFollowingClient:
         unreachable: dict[str, str] = {}  # target -> why, for the final error
         answered: Optional[str] = None  # the last refusal, if any server answered
         redirects = 0
+        self.attempts = 0  # of this call: more than one means an earlier one may have been applied
         notice_at = self._notice_at()
         while True:
             redirected = False

@@ -87,14 +87,37 @@ class RaftClient(LeaderFollowingClient):
         """Add a caught-up observer to a dynamic quorum's voters; returns once committed. A leader that
         is not ready yet (the observer still catching up, another change pending) is asked again until
         the client's timeout."""
-        self._call_leader("AddRaftVoter", raft_pb2.AddRaftVoterRequest(
+        try:
+            self._call_leader("AddRaftVoter", raft_pb2.AddRaftVoterRequest(
+                cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id,
+                listeners=[raft_pb2.Listener(name=n, host=h, port=p) for n, h, p in listeners]))
+        except SparkraftError as e:
+            if not (e.error is Errors.DUPLICATE_VOTER and self._applied_earlier(voter_id, directory_id, True)):
+                raise
+
+    def update_voter(self, voter_id: int, directory_id: str, listeners: Sequence[tuple[str, str, int]]) -> None:
+        """Announce a voter's listeners to the leader (UpdateRaftVoter); returns once committed."""
+        self._call_leader("UpdateRaftVoter", raft_pb2.UpdateRaftVoterRequest(
             cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id,
             listeners=[raft_pb2.Listener(name=n, host=h, port=p) for n, h, p in listeners]))
 
     def remove_voter(self, voter_id: int, directory_id: str) -> None:
         """Remove a voter of a dynamic quorum; returns once committed."""
-        self._call_leader("RemoveRaftVoter", raft_pb2.RemoveRaftVoterRequest(
-            cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id))
+        try:
+            self._call_leader("RemoveRaftVoter", raft_pb2.RemoveRaftVoterRequest(
+                cluster_id=self.cluster_id, voter_id=voter_id, voter_directory_id=directory_id))
+        except SparkraftError as e:
+            if not (e.error is Errors.VOTER_NOT_FOUND and self._applied_earlier(voter_id, directory_id, False)):
+                raise
+
+    def _applied_earlier(self, voter_id: int, directory_id: str, voting: bool) -> bool:
+        """After a voter change was refused as already done (DUPLICATE_VOTER, VOTER_NOT_FOUND): was it
+        this call's own earlier attempt, lost to a leader change or a timeout after the leader had
+        appended it? Only if there was one, and the voter set now is what the call asked for."""
+        if self.attempts < 2:
+            return False
+        voters = {(v.replica_id, v.directory_id) for v in self.describe_quorum().voters}
+        return ((voter_id, directory_id) in voters) == voting
 
     def append(self, records: Sequence[bytes]) -> tuple[int, int]:
         """Append ``records`` as one batch; returns (base offset, last offset) once committed."""

@@ -20,6 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
+from typing import Optional
 
 import grpc
 
@@ -105,15 +106,16 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     # -- voter changes (KIP-853) -----------------------------------------------------------
     def AddRaftVoter(self, request, context):
-        voter = Voter(ReplicaKey(request.voter_id, request.voter_directory_id or None),
-                      tuple(Endpoint(lst.name, lst.host, lst.port) for lst in request.listeners))
-        if not request.voter_directory_id or not request.listeners or request.voter_id < 0:
-            return raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST), error_message=(
-                "AddRaftVoter needs the new voter's id, directory id and at least one listener"))
-        if any(not 0 < lst.port < 65536 or not lst.host or not lst.name for lst in request.listeners):
-            return raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST),
-                                                error_message="a listener needs a name, a host and a port 1..65535")
+        voter, refusal = _voter_of(request, "AddRaftVoter")
+        if refusal is not None:
+            return refusal
         return self._change_voters(request, context, lambda core, now: core.add_voter(voter, now))
+
+    def UpdateRaftVoter(self, request, context):
+        voter, refusal = _voter_of(request, "UpdateRaftVoter")
+        if refusal is not None:
+            return refusal
+        return self._change_voters(request, context, lambda core, now: core.update_voter(voter, now))
 
     def RemoveRaftVoter(self, request, context):
         key = ReplicaKey(request.voter_id, request.voter_directory_id or None)
@@ -188,3 +190,15 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
         epoch = future.epoch if future.epoch is not None else node.status().epoch
         return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)
+
+
+def _voter_of(request, call: str) -> tuple[Optional[Voter], Optional[raft_pb2.VoterChangeResponse]]:
+    """The voter an AddRaftVoter or UpdateRaftVoter request names, or the refusal of a malformed one."""
+    if not request.voter_directory_id or not request.listeners or request.voter_id < 0:
+        return None, raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST), error_message=(
+            f"{call} needs the voter's id, directory id and at least one listener"))
+    if any(not 0 < lst.port < 65536 or not lst.host or not lst.name for lst in request.listeners):
+        return None, raft_pb2.VoterChangeResponse(error=int(Errors.INVALID_REQUEST),
+                                                  error_message="a listener needs a name, a host and a port 1..65535")
+    return Voter(ReplicaKey(request.voter_id, request.voter_directory_id),
+                 tuple(Endpoint(lst.name, lst.host, lst.port) for lst in request.listeners)), None

@@ -3,7 +3,7 @@
     sparkraft materialize --bootstrap-controller HOST:PORT --warehouse URI --checkpoint URI [--trigger SECONDS]
 
 A Structured Streaming query reads the committed metadata log (the ``sparkraft`` source) and
-merges each micro-batch into the six tables under ``--warehouse`` (delta-rs), exactly once; Spark's
+merges each micro-batch into the seven tables under ``--warehouse`` (delta-rs), exactly once; Spark's
 progress lives in ``--checkpoint``. It runs until SIGTERM/SIGINT; ``--available-now`` catches up
 and exits. An unreachable quorum, a warehouse that is not one, or a checkpoint of another cluster
 is one line and exit 1; a controller failover while it runs is retried with backoff.
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
                          run_materialize, log_default="INFO")
     parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
                         help="any controllers of the quorum (down or standby ones are fine)")
-    parser.add_argument("--warehouse", required=True, metavar="URI", help="where the six tables live")
+    parser.add_argument("--warehouse", required=True, metavar="URI", help="where the seven tables live")
     parser.add_argument("--checkpoint", required=True, metavar="URI", help="the streaming query's checkpoint")
     parser.add_argument("--trigger", type=float, default=1.0, metavar="SECONDS",
                         help="micro-batch interval (default 1)")

@@ -14,6 +14,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
+from quorum.log.voter_set import ZERO_UUID
 from sparkraft.commands import add_command, add_group
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ STATUS_KEYS = ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFoll
                "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers")
 REPLICATION_KEYS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
                     "Status")
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's Uuid.ZERO_UUID: a directory id nobody told
 
 
 def register(subparsers) -> None:

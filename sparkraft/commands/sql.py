@@ -1,6 +1,6 @@
 """``sparkraft sql "SELECT ..." --warehouse URI [--as-of-offset N] [--engine datafusion|spark] [--json]``.
 
-The six tables are registered under their names; ``--as-of-offset N`` reads them at the newest
+The seven tables are registered under their names; ``--as-of-offset N`` reads them at the newest
 consistent cut at or below N. DataFusion (through deltalake, no JVM) is the default engine. Both
 engines read one dialect: identifiers in double quotes (``"partition"``), strings in single quotes.
 ``--json`` prints a list of row objects (DESIGN §10).

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import sparkraft_cmd, wait_for
+from conftest import free_ports, sparkraft_cmd, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -128,8 +128,118 @@ def test_auto_join_makes_observers_voters_and_replaces_a_lost_disk(controller_pr
     assert sorted(voters(cp)) == [1, 2, 3]
     with cp.client(timeout=30) as c:
         c.append([b"after"])
+
+    # 3 restarts on another port: it announces it (UpdateRaftVoter) and the voter set follows (while two
+    # voters keep a leader: the others trust a voter's requests only from the endpoint they know for it)
+    assert cp.stop(3) == 0
+    cp.ports[3] = free_ports(1)[0]
+    config = cp.config(3).read_text()
+    cp.config(3).write_text("\n".join(f"listeners=CONTROLLER://127.0.0.1:{cp.ports[3]}" if line.startswith("listeners=")
+                                      else line for line in config.splitlines()) + "\n")
+    cp.start([3])
+    wait_for(lambda: {v["id"]: v["endpoints"] for v in status(cp).get("CurrentVoters", ())}.get(3)
+             == [f"CONTROLLER://127.0.0.1:{cp.ports[3]}"], 60, "3's new endpoint in the voter set")
+    with cp.client(timeout=30) as c:
+        c.append([b"moved"])
+
     # an operator's removal of a running auto-joined voter sticks (KIP-1186: at most once per run)
     assert remove(cp, 2, cp.directory_id(2)).returncode == 0
     with cp.client(timeout=30) as c:
         c.append([b"later"])
     assert sorted(voters(cp)) == [1, 3]
+
+
+def test_the_voters_table_equals_quorum_describe_at_its_cut(controller_processes, tmp_path):
+    """The streaming source's rows (read as the Spark job reads them, without Spark) into the
+    materialiser: at each cut the voters table is what `quorum describe` said then."""
+    import pyarrow as pa
+
+    from delta_tables.cut import latest_cut, read_table, tables_at
+    from delta_tables.writer import DeltaRsWriter
+    from streaming.materializer import Materializer
+    from streaming.source import ARROW_SCHEMA, LogRange, SparkraftStreamReader
+
+    cp = controller_processes(voters=(1, 2), dynamic=True)
+    cp.format_dynamic({1: ["--standalone"], 2: ["--no-initial-controllers"]})
+    cp.start()
+    wh = str(tmp_path / "wh")
+    materializer = Materializer(DeltaRsWriter(wh))
+
+    def catch_up() -> None:
+        reader = SparkraftStreamReader({"bootstrap.controllers": cp.bootstrap()})
+        try:
+            end = reader.latestOffset({"offset": materializer.next_offset}, None)["offset"]
+            batches = list(reader.read(LogRange(materializer.next_offset, end)))
+        finally:
+            reader.stop()
+        materializer.process(pa.Table.from_batches(batches, schema=ARROW_SCHEMA))
+
+    def table(cut) -> list[dict]:
+        rows = read_table(tables_at(wh, cut)["voters"]).to_pylist()
+        return sorted(({"id": r["node_id"], "directoryId": r["directory_id"],
+                        "endpoints": [f"{e['name']}://{e['host']}:{e['port']}" for e in r["endpoints"]]}
+                       for r in rows), key=lambda v: v["id"])
+
+    wait_for(lambda: 2 in {o["id"] for o in status(cp).get("CurrentObservers", ())}, 30, "2 observing")
+    alone = status(cp)["CurrentVoters"]
+    catch_up()
+    first = latest_cut(wh)
+    assert table(first) == alone and [v["id"] for v in alone] == [1]
+    add(cp, 2)
+    both = status(cp)["CurrentVoters"]
+    catch_up()
+    second = latest_cut(wh)
+    assert second.offset > first.offset
+    assert table(second) == sorted(both, key=lambda v: v["id"]) and len(both) == 2
+    assert table(first) == alone  # the earlier cut still reads as it was
+
+
+def test_a_static_quorum_upgraded_to_kraft_version_1_takes_a_new_controller(controller_processes):
+    """Three controllers of `controller.quorum.voters`, then `features upgrade --feature kraft.version=1`:
+    the voters land in the log with their directory ids, and a fourth controller (configured with the
+    bootstrap servers) is added; the static-config controllers follow the log's set from then on."""
+    cp = controller_processes(voters=(1, 2, 3, 4))
+    static = ",".join(f"{i}@127.0.0.1:{cp.ports[i]}" for i in (1, 2, 3))
+    for i in (1, 2, 3, 4):
+        lines = [line for line in cp.config(i).read_text().splitlines() if not line.startswith("controller.quorum.")]
+        lines.append(f"controller.quorum.voters={static}" if i != 4
+                     else f"controller.quorum.bootstrap.servers={cp.bootstrap((1, 2, 3))}")
+        cp.config(i).write_text("\n".join(lines) + "\n")
+    cp.format([1, 2, 3])
+    cp.format_dynamic({4: ["--no-initial-controllers"]})
+    cp.start([1, 2, 3])
+    first = cp.wait_leader()
+    assert sorted(v.replica_id for v in first.voters) == [1, 2, 3]
+
+    def features(*flags: str) -> subprocess.CompletedProcess:
+        return sparkraft("features", "upgrade", *flags, "--bootstrap-controller", cp.bootstrap((1, 2, 3)))
+
+    def static_refusal() -> None:
+        refused = sparkraft("quorum", "add-controller", "--config", str(cp.config(4)),
+                            "--bootstrap-controller", cp.bootstrap((1, 2, 3)))
+        assert refused.returncode == 1 and refused.stderr.startswith("UNSUPPORTED_VERSION"), refused.stderr
+
+    static_refusal()
+    result = features("--feature", "kraft.version=2")
+    assert result.returncode == 1 and "Could not upgrade kraft.version to 2. INVALID_UPDATE_VERSION" in result.stdout
+    wait_for(lambda: features("--feature", "kraft.version=1", "--dry-run").returncode == 0, 30,
+             "every voter to have fetched with its directory id")
+    static_refusal()  # a dry run changes nothing
+    result = features("--feature", "kraft.version=1")
+    assert result.returncode == 0 and "kraft.version was upgraded to 1." in result.stdout, result.stdout + result.stderr
+    assert voters(cp) == {i: cp.directory_id(i) for i in (1, 2, 3)}
+    result = features("--feature", "kraft.version=0")
+    assert result.returncode == 1 and "cannot go back" in result.stdout
+
+    cp.start([4])
+    wait_for(lambda: 4 in {o["id"] for o in status(cp).get("CurrentObservers", ())}, 30, "4 observing")
+    add(cp, 4)
+    assert voters(cp) == {i: cp.directory_id(i) for i in (1, 2, 3, 4)}
+    # the static-config controllers now reach 4 through the log's voter set: with the leader gone,
+    # a majority of the four still elects one
+    before = status(cp)
+    cp.kill(before["LeaderId"])
+    after = cp.wait_leader(timeout=30, exclude=(before["LeaderId"], None))
+    assert sorted(v.replica_id for v in after.voters) == [1, 2, 3, 4]
+    wait_for(lambda: status(cp).get("HighWatermark", -1) > before["HighWatermark"], 30,
+             "the new leader to commit")

@@ -10,7 +10,7 @@ import pytest
 
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.rows import image_rows
-from delta_tables.schemas import PARTITIONS, RECORDS, SNAPSHOTS, STATE_TABLES
+from delta_tables.schemas import IMAGE_TABLES, PARTITIONS, RECORDS, SNAPSHOTS
 from delta_tables.writer import DeltaRsWriter, WarehouseError
 from quorum.controller import api
 from quorum.controller.local import LocalController
@@ -57,7 +57,8 @@ def image_table(image, table: str) -> list[dict]:
 
 
 def assert_tables_equal_image(warehouse, image, cut=None):
-    for table in STATE_TABLES:
+    """The tables of the metadata image (the voters table is tests/streaming/test_voters_table.py's)."""
+    for table in IMAGE_TABLES:
         assert table_rows(warehouse, table, cut) == image_table(image, table), table
 
 

@@ -12,7 +12,7 @@ from quorum.log.memory_log import MemoryLog
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.core import RaftCore
 from quorum.raft.membership import VoterChangeError
-from quorum.raft.messages import FetchRequest, VoteRequest
+from quorum.raft.messages import FetchRequest, VoteRequest, VoteResponse
 from quorum.raft.settings import RaftSettings
 from quorum.raft.voter_history import VoterHistory, read_raft_state
 from quorum.snapshot.memory_store import MemorySnapshotStore
@@ -188,3 +188,78 @@ def test_a_controller_checkpoint_carries_the_voters_in_its_first_batch(tmp_path)
     assert read_raft_state(store, OffsetAndEpoch(5, 1)) == (None, 0)
     header, _image = read_checkpoint(tmp_path / SnapshotId(0, 0).name)
     assert header["cluster_id"] == cid
+
+
+def test_update_voter_writes_new_endpoints_and_nothing_when_they_are_the_same():
+    core = sole_leader()
+    end = core.log.end_offset
+    same = dynamic_voters(1)[1]
+    assert core.update_voter(same, 5) < end and core.log.end_offset == end  # nothing to write
+    moved = Voter(ReplicaKey(1, "d1"), (Endpoint("CONTROLLER", "10.0.0.7", 19093),))
+    offset = core.update_voter(moved, 6)
+    drain(core, 6)
+    assert offset == end and core.voter_history.latest[1] == moved and core.high_watermark == core.log.end_offset
+    with pytest.raises(VoterChangeError) as e:
+        core.update_voter(Voter(ReplicaKey(1, "other"), moved.endpoints), 7)
+    assert e.value.error is Errors.VOTER_NOT_FOUND
+    with pytest.raises(VoterChangeError) as e:
+        core.update_voter(Voter(ReplicaKey(1, "d1")), 7)
+    assert e.value.error is Errors.INVALID_REQUEST and "no endpoint" in e.value.message
+
+
+def static_leader():
+    """Node 1 (directory d1) leads a static quorum of 1, 2, 3 (with endpoints, as a node passes them)
+    and node 2 (d2) has fetched, so its LeaderChange is committed; node 3 has not fetched yet."""
+    endpoints = {i: (Endpoint("CONTROLLER", "127.0.0.1", 9000 + i),) for i in (1, 2, 3)}
+    core = RaftCore(1, VoterSet.static((1, 2, 3), endpoints), CID, MemoryLog(), ElectionState.empty(), 0, S,
+                    snapshots=MemorySnapshotStore(), directory_id="d1")
+    now = S.election_timeout_ms * 2
+    core.tick(now)
+    for pre_vote in (True, False):
+        sent = [o for o in drain(core, now)[1] if isinstance(o.message, VoteRequest) and o.dest == 2]
+        core.receive(2, sent[0].corr, VoteResponse(Errors.NONE, core.epoch, None, True, pre_vote), now)
+    assert core.is_leader
+    drain(core, now)
+    fetch(core, 2, "d2", core.log.end_offset, now)
+    assert core.high_watermark == core.log.end_offset
+    return core, now
+
+
+def test_upgrading_a_static_quorum_writes_its_voters_with_the_directory_ids_they_fetched_with():
+    core, now = static_leader()
+    with pytest.raises(VoterChangeError) as e:
+        core.upgrade_kraft_version(2, now)
+    assert e.value.error is Errors.INVALID_UPDATE_VERSION and "supports only versions 0-1" in e.value.message
+    end = core.log.end_offset
+    with pytest.raises(VoterChangeError) as e:  # node 3 never said which directory it is
+        core.upgrade_kraft_version(1, now)
+    assert e.value.error is Errors.INVALID_UPDATE_VERSION and "voter 3 has not fetched" in e.value.message
+    fetch(core, 3, "d3", core.log.end_offset, now + 1)
+    core.upgrade_kraft_version(1, now + 1, validate_only=True)
+    assert core.log.end_offset == end and core.voter_history.kraft_version == 0  # validated, nothing written
+
+    offset = core.upgrade_kraft_version(1, now + 2)
+    drain(core, now + 2)
+    h = core.voter_history
+    assert h.kraft_version == 1 and h.latest_offset == offset
+    assert h.latest == VoterSet(Voter(ReplicaKey(i, f"d{i}"), (Endpoint("CONTROLLER", "127.0.0.1", 9000 + i),))
+                                for i in (1, 2, 3))
+    with pytest.raises(VoterChangeError) as e:  # dynamic now, but one change at a time
+        core.add_voter(Voter(ReplicaKey(4, "d4")), now + 3)
+    assert e.value.error is Errors.REQUEST_TIMED_OUT
+    fetch(core, 2, "d2", core.log.end_offset, now + 4)
+    assert not core.voter_change_pending
+    assert core.upgrade_kraft_version(1, now + 5) < offset  # already there: nothing written
+    with pytest.raises(VoterChangeError) as e:
+        core.upgrade_kraft_version(0, now + 5)
+    assert e.value.error is Errors.INVALID_UPDATE_VERSION and "cannot go back" in e.value.message
+    # a snapshot now carries the voter set, and a fetch from node 3 under another directory is an observer's
+    assert read_raft_state_of(core.snapshot_raft_records(core.log.end_offset)) == (h.latest, 1)
+    fetch(core, 3, "elsewhere", core.log.end_offset, now + 6)
+    assert ReplicaKey(3, "elsewhere") in core.role.progress.observers
+
+
+def read_raft_state_of(records):
+    from quorum.log.raft_state import raft_state_of
+
+    return raft_state_of(encode_batch(0, 0, 0, records, control=True))

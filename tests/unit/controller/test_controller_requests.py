@@ -374,12 +374,15 @@ def test_bootstrap_metadata_version_and_upgrade_checks():
     (r,) = c.request(api.UpdateFeaturesRequest((("no.such.feature", 1),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION
     # a level nothing implements is refused with one line, and changes nothing
-    for name in ("kraft.version", "transaction.version", "group.version"):
+    for name in ("transaction.version", "group.version"):
         (r,) = c.request(api.UpdateFeaturesRequest(((name, 1),)))
         assert r.error is Errors.INVALID_UPDATE_VERSION and "higher levels are not implemented" in r.message
         assert c.core.image.features.level(name) == 0
-    (r,) = c.request(api.UpdateFeaturesRequest((("kraft.version", 0),)))
+    (r,) = c.request(api.UpdateFeaturesRequest((("group.version", 0),)))
     assert r.error is Errors.NONE
+    # kraft.version is the quorum's: a controller without a Raft leader behind it (this one) refuses it
+    (r,) = c.request(api.UpdateFeaturesRequest((("kraft.version", 1),)))
+    assert r.error is Errors.INVALID_UPDATE_VERSION and "Raft leader" in r.message
     # a broker that cannot read metadata.version 2 cannot register now
     e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", ()))
     assert e.error is Errors.UNSUPPORTED_VERSION

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17sparkraft/v1/raft.proto\x12\x0csparkraft.v1\"4\n\x08Listener\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\"\x82\x01\n\x13\x41\x64\x64RaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\x12)\n\tlisteners\x18\x04 \x03(\x0b\x32\x16.sparkraft.v1.Listener\"Z\n\x16RemoveRaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\"g\n\x13VoterChangeResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x17\n\x0fleader_endpoint\x18\x04 \x01(\t\"G\n\x11VerifyPeerRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\x05\x12\r\n\x05nonce\x18\x03 \x01(\x0c\"2\n\x12VerifyPeerResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05proof\x18\x02 \x01(\x0c\"/\n\x0eOffsetAndEpoch\x12\x0e\n\x06offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\"\xcf\x01\n\x0bVoteRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x03 \x01(\x05\x12\x12\n\nlast_epoch\x18\x04 \x01(\x05\x12\x13\n\x0blast_offset\x18\x05 \x01(\x03\x12\x10\n\x08pre_vote\x18\x06 \x01(\x08\x12\x10\n\x08voter_id\x18\x07 \x01(\x05\x12\x1e\n\x16\x63\x61ndidate_directory_id\x18\x08 \x01(\t\x12\x1a\n\x12voter_directory_id\x18\t \x01(\t\"b\n\x0cVoteResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x0f\n\x07granted\x18\x04 \x01(\x08\x12\x10\n\x08pre_vote\x18\x05 \x01(\x08\"k\n\x17\x42\x65ginQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x04 \x01(\t\"K\n\x18\x42\x65ginQuorumEpochResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\"k\n\x15\x45ndQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x1c\n\x14preferred_successors\x18\x04 \x03(\x05\"I\n\x16\x45ndQuorumEpochResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\"\xbd\x01\n\x0c\x46\x65tchRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x12\n\nreplica_id\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x06 \x01(\x05\x12\x11\n\tmax_bytes\x18\x07 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x08 \x01(\t\"\xa8\x02\n\rFetchResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x0f\n\x07records\x18\x06 \x01(\x0c\x12\x34\n\tdiverging\x18\x07 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpochH\x00\x88\x01\x01\x12\x36\n\x0bsnapshot_id\x18\x08 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpochH\x01\x88\x01\x01\x12\x17\n\x0fleader_endpoint\x18\t \x01(\tB\x0c\n\n_divergingB\x0e\n\x0c_snapshot_id\"\xc3\x01\n\x14\x46\x65tchSnapshotRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x12\n\nreplica_id\x18\x03 \x01(\x05\x12\x31\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpoch\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x07 \x01(\t\"\xa9\x01\n\x15\x46\x65tchSnapshotResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x31\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpoch\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x10\n\x08position\x18\x06 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x07 \x01(\x0c\"+\n\x15\x44\x65scribeQuorumRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\"\xbb\x01\n\x0cReplicaState\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x02 \x01(\x03\x12\x1c\n\x14last_fetch_timestamp\x18\x03 \x01(\x03\x12 \n\x18last_caught_up_timestamp\x18\x04 \x01(\x03\x12\x14\n\x0c\x64irectory_id\x18\x05 \x01(\t\x12)\n\tlisteners\x18\x06 \x03(\x0b\x32\x16.sparkraft.v1.Listener\"\x8f\x02\n\x16\x44\x65scribeQuorumResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x32\n\x0e\x63urrent_voters\x18\x06 \x03(\x0b\x32\x1a.sparkraft.v1.ReplicaState\x12-\n\tobservers\x18\x07 \x03(\x0b\x32\x1a.sparkraft.v1.ReplicaState\x12\x12\n\ncluster_id\x18\x08 \x01(\t\x12\x17\n\x0fleader_endpoint\x18\t \x01(\t\"4\n\rAppendRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07records\x18\x02 \x03(\x0c\"\x9b\x01\n\x0e\x41ppendResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\r\n\x05\x65poch\x18\x04 \x01(\x05\x12\x13\n\x0b\x62\x61se_offset\x18\x05 \x01(\x03\x12\x13\n\x0blast_offset\x18\x06 \x01(\x03\x12\x17\n\x0fleader_endpoint\x18\x07 \x01(\t2\xc6\x06\n\x04Raft\x12=\n\x04Vote\x12\x19.sparkraft.v1.VoteRequest\x1a\x1a.sparkraft.v1.VoteResponse\x12\x61\n\x10\x42\x65ginQuorumEpoch\x12%.sparkraft.v1.BeginQuorumEpochRequest\x1a&.sparkraft.v1.BeginQuorumEpochResponse\x12[\n\x0e\x45ndQuorumEpoch\x12#.sparkraft.v1.EndQuorumEpochRequest\x1a$.sparkraft.v1.EndQuorumEpochResponse\x12@\n\x05\x46\x65tch\x12\x1a.sparkraft.v1.FetchRequest\x1a\x1b.sparkraft.v1.FetchResponse\x12X\n\rFetchSnapshot\x12\".sparkraft.v1.FetchSnapshotRequest\x1a#.sparkraft.v1.FetchSnapshotResponse\x12[\n\x0e\x44\x65scribeQuorum\x12#.sparkraft.v1.DescribeQuorumRequest\x1a$.sparkraft.v1.DescribeQuorumResponse\x12\x43\n\x06\x41ppend\x12\x1b.sparkraft.v1.AppendRequest\x1a\x1c.sparkraft.v1.AppendResponse\x12O\n\nVerifyPeer\x12\x1f.sparkraft.v1.VerifyPeerRequest\x1a .sparkraft.v1.VerifyPeerResponse\x12T\n\x0c\x41\x64\x64RaftVoter\x12!.sparkraft.v1.AddRaftVoterRequest\x1a!.sparkraft.v1.VoterChangeResponse\x12Z\n\x0fRemoveRaftVoter\x12$.sparkraft.v1.RemoveRaftVoterRequest\x1a!.sparkraft.v1.VoterChangeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17sparkraft/v1/raft.proto\x12\x0csparkraft.v1\"4\n\x08Listener\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\"\x82\x01\n\x13\x41\x64\x64RaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\x12)\n\tlisteners\x18\x04 \x03(\x0b\x32\x16.sparkraft.v1.Listener\"Z\n\x16RemoveRaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\"\x85\x01\n\x16UpdateRaftVoterRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x10\n\x08voter_id\x18\x02 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x03 \x01(\t\x12)\n\tlisteners\x18\x04 \x03(\x0b\x32\x16.sparkraft.v1.Listener\"g\n\x13VoterChangeResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x17\n\x0fleader_endpoint\x18\x04 \x01(\t\"G\n\x11VerifyPeerRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\x05\x12\r\n\x05nonce\x18\x03 \x01(\x0c\"2\n\x12VerifyPeerResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05proof\x18\x02 \x01(\x0c\"/\n\x0eOffsetAndEpoch\x12\x0e\n\x06offset\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\"\xcf\x01\n\x0bVoteRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x14\n\x0c\x63\x61ndidate_id\x18\x03 \x01(\x05\x12\x12\n\nlast_epoch\x18\x04 \x01(\x05\x12\x13\n\x0blast_offset\x18\x05 \x01(\x03\x12\x10\n\x08pre_vote\x18\x06 \x01(\x08\x12\x10\n\x08voter_id\x18\x07 \x01(\x05\x12\x1e\n\x16\x63\x61ndidate_directory_id\x18\x08 \x01(\t\x12\x1a\n\x12voter_directory_id\x18\t \x01(\t\"b\n\x0cVoteResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x0f\n\x07granted\x18\x04 \x01(\x08\x12\x10\n\x08pre_vote\x18\x05 \x01(\x08\"k\n\x17\x42\x65ginQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x1a\n\x12voter_directory_id\x18\x04 \x01(\t\"K\n\x18\x42\x65ginQuorumEpochResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\"k\n\x15\x45ndQuorumEpochRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x1c\n\x14preferred_successors\x18\x04 \x03(\x05\"I\n\x16\x45ndQuorumEpochResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\"\xbd\x01\n\x0c\x46\x65tchRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x12\n\nreplica_id\x18\x03 \x01(\x05\x12\x14\n\x0c\x66\x65tch_offset\x18\x04 \x01(\x03\x12\x1a\n\x12last_fetched_epoch\x18\x05 \x01(\x05\x12\x13\n\x0bmax_wait_ms\x18\x06 \x01(\x05\x12\x11\n\tmax_bytes\x18\x07 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x08 \x01(\t\"\xa8\x02\n\rFetchResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x04 \x01(\x03\x12\x18\n\x10log_start_offset\x18\x05 \x01(\x03\x12\x0f\n\x07records\x18\x06 \x01(\x0c\x12\x34\n\tdiverging\x18\x07 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpochH\x00\x88\x01\x01\x12\x36\n\x0bsnapshot_id\x18\x08 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpochH\x01\x88\x01\x01\x12\x17\n\x0fleader_endpoint\x18\t \x01(\tB\x0c\n\n_divergingB\x0e\n\x0c_snapshot_id\"\xc3\x01\n\x14\x46\x65tchSnapshotRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x12\n\nreplica_id\x18\x03 \x01(\x05\x12\x31\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpoch\x12\x10\n\x08position\x18\x05 \x01(\x03\x12\x11\n\tmax_bytes\x18\x06 \x01(\x05\x12\x1c\n\x14replica_directory_id\x18\x07 \x01(\t\"\xa9\x01\n\x15\x46\x65tchSnapshotResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\r\n\x05\x65poch\x18\x02 \x01(\x05\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x31\n\x0bsnapshot_id\x18\x04 \x01(\x0b\x32\x1c.sparkraft.v1.OffsetAndEpoch\x12\x0c\n\x04size\x18\x05 \x01(\x03\x12\x10\n\x08position\x18\x06 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x07 \x01(\x0c\"+\n\x15\x44\x65scribeQuorumRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\"\xbb\x01\n\x0cReplicaState\x12\x12\n\nreplica_id\x18\x01 \x01(\x05\x12\x16\n\x0elog_end_offset\x18\x02 \x01(\x03\x12\x1c\n\x14last_fetch_timestamp\x18\x03 \x01(\x03\x12 \n\x18last_caught_up_timestamp\x18\x04 \x01(\x03\x12\x14\n\x0c\x64irectory_id\x18\x05 \x01(\t\x12)\n\tlisteners\x18\x06 \x03(\x0b\x32\x16.sparkraft.v1.Listener\"\x8f\x02\n\x16\x44\x65scribeQuorumResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x05\x12\x16\n\x0ehigh_watermark\x18\x05 \x01(\x03\x12\x32\n\x0e\x63urrent_voters\x18\x06 \x03(\x0b\x32\x1a.sparkraft.v1.ReplicaState\x12-\n\tobservers\x18\x07 \x03(\x0b\x32\x1a.sparkraft.v1.ReplicaState\x12\x12\n\ncluster_id\x18\x08 \x01(\t\x12\x17\n\x0fleader_endpoint\x18\t \x01(\t\"4\n\rAppendRequest\x12\x12\n\ncluster_id\x18\x01 \x01(\t\x12\x0f\n\x07records\x18\x02 \x03(\x0c\"\x9b\x01\n\x0e\x41ppendResponse\x12\r\n\x05\x65rror\x18\x01 \x01(\x05\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tleader_id\x18\x03 \x01(\x05\x12\r\n\x05\x65poch\x18\x04 \x01(\x05\x12\x13\n\x0b\x62\x61se_offset\x18\x05 \x01(\x03\x12\x13\n\x0blast_offset\x18\x06 \x01(\x03\x12\x17\n\x0fleader_endpoint\x18\x07 \x01(\t2\xa2\x07\n\x04Raft\x12=\n\x04Vote\x12\x19.sparkraft.v1.VoteRequest\x1a\x1a.sparkraft.v1.VoteResponse\x12\x61\n\x10\x42\x65ginQuorumEpoch\x12%.sparkraft.v1.BeginQuorumEpochRequest\x1a&.sparkraft.v1.BeginQuorumEpochResponse\x12[\n\x0e\x45ndQuorumEpoch\x12#.sparkraft.v1.EndQuorumEpochRequest\x1a$.sparkraft.v1.EndQuorumEpochResponse\x12@\n\x05\x46\x65tch\x12\x1a.sparkraft.v1.FetchRequest\x1a\x1b.sparkraft.v1.FetchResponse\x12X\n\rFetchSnapshot\x12\".sparkraft.v1.FetchSnapshotRequest\x1a#.sparkraft.v1.FetchSnapshotResponse\x12[\n\x0e\x44\x65scribeQuorum\x12#.sparkraft.v1.DescribeQuorumRequest\x1a$.sparkraft.v1.DescribeQuorumResponse\x12\x43\n\x06\x41ppend\x12\x1b.sparkraft.v1.AppendRequest\x1a\x1c.sparkraft.v1.AppendResponse\x12O\n\nVerifyPeer\x12\x1f.sparkraft.v1.VerifyPeerRequest\x1a .sparkraft.v1.VerifyPeerResponse\x12T\n\x0c\x41\x64\x64RaftVoter\x12!.sparkraft.v1.AddRaftVoterRequest\x1a!.sparkraft.v1.VoterChangeResponse\x12Z\n\x0fRemoveRaftVoter\x12$.sparkraft.v1.RemoveRaftVoterRequest\x1a!.sparkraft.v1.VoterChangeResponse\x12Z\n\x0fUpdateRaftVoter\x12$.sparkraft.v1.UpdateRaftVoterRequest\x1a!.sparkraft.v1.VoterChangeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,44 +37,46 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ADDRAFTVOTERREQUEST']._serialized_end=226
   _globals['_REMOVERAFTVOTERREQUEST']._serialized_start=228
   _globals['_REMOVERAFTVOTERREQUEST']._serialized_end=318
-  _globals['_VOTERCHANGERESPONSE']._serialized_start=320
-  _globals['_VOTERCHANGERESPONSE']._serialized_end=423
-  _globals['_VERIFYPEERREQUEST']._serialized_start=425
-  _globals['_VERIFYPEERREQUEST']._serialized_end=496
-  _globals['_VERIFYPEERRESPONSE']._serialized_start=498
-  _globals['_VERIFYPEERRESPONSE']._serialized_end=548
-  _globals['_OFFSETANDEPOCH']._serialized_start=550
-  _globals['_OFFSETANDEPOCH']._serialized_end=597
-  _globals['_VOTEREQUEST']._serialized_start=600
-  _globals['_VOTEREQUEST']._serialized_end=807
-  _globals['_VOTERESPONSE']._serialized_start=809
-  _globals['_VOTERESPONSE']._serialized_end=907
-  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_start=909
-  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_end=1016
-  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_start=1018
-  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_end=1093
-  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_start=1095
-  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_end=1202
-  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_start=1204
-  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_end=1277
-  _globals['_FETCHREQUEST']._serialized_start=1280
-  _globals['_FETCHREQUEST']._serialized_end=1469
-  _globals['_FETCHRESPONSE']._serialized_start=1472
-  _globals['_FETCHRESPONSE']._serialized_end=1768
-  _globals['_FETCHSNAPSHOTREQUEST']._serialized_start=1771
-  _globals['_FETCHSNAPSHOTREQUEST']._serialized_end=1966
-  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_start=1969
-  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_end=2138
-  _globals['_DESCRIBEQUORUMREQUEST']._serialized_start=2140
-  _globals['_DESCRIBEQUORUMREQUEST']._serialized_end=2183
-  _globals['_REPLICASTATE']._serialized_start=2186
-  _globals['_REPLICASTATE']._serialized_end=2373
-  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_start=2376
-  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_end=2647
-  _globals['_APPENDREQUEST']._serialized_start=2649
-  _globals['_APPENDREQUEST']._serialized_end=2701
-  _globals['_APPENDRESPONSE']._serialized_start=2704
-  _globals['_APPENDRESPONSE']._serialized_end=2859
-  _globals['_RAFT']._serialized_start=2862
-  _globals['_RAFT']._serialized_end=3700
+  _globals['_UPDATERAFTVOTERREQUEST']._serialized_start=321
+  _globals['_UPDATERAFTVOTERREQUEST']._serialized_end=454
+  _globals['_VOTERCHANGERESPONSE']._serialized_start=456
+  _globals['_VOTERCHANGERESPONSE']._serialized_end=559
+  _globals['_VERIFYPEERREQUEST']._serialized_start=561
+  _globals['_VERIFYPEERREQUEST']._serialized_end=632
+  _globals['_VERIFYPEERRESPONSE']._serialized_start=634
+  _globals['_VERIFYPEERRESPONSE']._serialized_end=684
+  _globals['_OFFSETANDEPOCH']._serialized_start=686
+  _globals['_OFFSETANDEPOCH']._serialized_end=733
+  _globals['_VOTEREQUEST']._serialized_start=736
+  _globals['_VOTEREQUEST']._serialized_end=943
+  _globals['_VOTERESPONSE']._serialized_start=945
+  _globals['_VOTERESPONSE']._serialized_end=1043
+  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_start=1045
+  _globals['_BEGINQUORUMEPOCHREQUEST']._serialized_end=1152
+  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_start=1154
+  _globals['_BEGINQUORUMEPOCHRESPONSE']._serialized_end=1229
+  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_start=1231
+  _globals['_ENDQUORUMEPOCHREQUEST']._serialized_end=1338
+  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_start=1340
+  _globals['_ENDQUORUMEPOCHRESPONSE']._serialized_end=1413
+  _globals['_FETCHREQUEST']._serialized_start=1416
+  _globals['_FETCHREQUEST']._serialized_end=1605
+  _globals['_FETCHRESPONSE']._serialized_start=1608
+  _globals['_FETCHRESPONSE']._serialized_end=1904
+  _globals['_FETCHSNAPSHOTREQUEST']._serialized_start=1907
+  _globals['_FETCHSNAPSHOTREQUEST']._serialized_end=2102
+  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_start=2105
+  _globals['_FETCHSNAPSHOTRESPONSE']._serialized_end=2274
+  _globals['_DESCRIBEQUORUMREQUEST']._serialized_start=2276
+  _globals['_DESCRIBEQUORUMREQUEST']._serialized_end=2319
+  _globals['_REPLICASTATE']._serialized_start=2322
+  _globals['_REPLICASTATE']._serialized_end=2509
+  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_start=2512
+  _globals['_DESCRIBEQUORUMRESPONSE']._serialized_end=2783
+  _globals['_APPENDREQUEST']._serialized_start=2785
+  _globals['_APPENDREQUEST']._serialized_end=2837
+  _globals['_APPENDRESPONSE']._serialized_start=2840
+  _globals['_APPENDRESPONSE']._serialized_end=2995
+  _globals['_RAFT']._serialized_start=2998
+  _globals['_RAFT']._serialized_end=3928
 # @@protoc_insertion_point(module_scope)

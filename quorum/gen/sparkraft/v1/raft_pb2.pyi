@@ -38,6 +38,18 @@ class RemoveRaftVoterRequest(_message.Message):
     voter_directory_id: str
     def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
+class UpdateRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "voter_id", "voter_directory_id", "listeners")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LISTENERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    voter_id: int
+    voter_directory_id: str
+    listeners: _containers.RepeatedCompositeFieldContainer[Listener]
+    def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[Listener, _Mapping]]] = ...) -> None: ...
+
 class VoterChangeResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint")
     ERROR_FIELD_NUMBER: _ClassVar[int]

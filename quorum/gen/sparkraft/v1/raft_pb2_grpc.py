@@ -85,6 +85,11 @@ class RaftStub:
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
                 _registered_method=True)
+        self.UpdateRaftVoter = channel.unary_unary(
+                '/sparkraft.v1.Raft/UpdateRaftVoter',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -158,6 +163,12 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -209,6 +220,11 @@ def add_RaftServicer_to_server(servicer, server):
             'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
                     servicer.RemoveRaftVoter,
                     request_deserializer=sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.SerializeToString,
+            ),
+            'UpdateRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateRaftVoter,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.SerializeToString,
             ),
     }
@@ -482,6 +498,33 @@ class Raft:
             target,
             '/sparkraft.v1.Raft/RemoveRaftVoter',
             sparkraft_dot_v1_dot_raft__pb2.RemoveRaftVoterRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/UpdateRaftVoter',
+            sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.SerializeToString,
             sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
             options,
             channel_credentials,
