@@ -178,6 +178,36 @@ class SparkraftCluster:
         self.wait_voters_caught_up(timeout, [node_id])
         return time.monotonic() - started
 
+    def start_joiner(self, node_id: int, cluster_id: str) -> str:
+        """Start controller ``node_id`` for a dynamic quorum (kraft.version 1): an empty directory
+        formatted ``--no-initial-controllers``, the others named by controller.quorum.bootstrap.servers;
+        it fetches as an observer until added. A voter's node id (whose process must be down and
+        whose disk is gone) comes back as a new replica. Its directory id."""
+        from quorum.log.meta_properties import read_meta_properties
+
+        self.ports.setdefault(node_id, free_ports(1)[0])
+        config = self._dir / f"controller-{node_id}.properties"
+        others = ",".join(f"127.0.0.1:{p}" for n, p in self.ports.items() if n != node_id)
+        _write_properties(config, {
+            "process.roles": "controller", "node.id": str(node_id),
+            "controller.quorum.bootstrap.servers": others,
+            "listeners": f"CONTROLLER://127.0.0.1:{self.ports[node_id]}",
+            "controller.listener.names": "CONTROLLER",
+            "metadata.log.dir": str(self._dir / f"c{node_id}"),
+            **self._overrides,
+        })
+        fmt = ChildProcess(f"format-{node_id}", python_module_command(
+            "sparkraft", "storage", "format", "--config", str(config), "--cluster-id", cluster_id,
+            "--no-initial-controllers"), self._dir / f"format-{node_id}.log").start()
+        if fmt.popen.wait() != 0:
+            raise RuntimeError(f"sparkraft storage format failed for node {node_id}: {fmt.log_tail(3)}")
+        self._start(node_id)
+        self._wait_listening(node_id)
+        return read_meta_properties(self._dir / f"c{node_id}").directory_id
+
+    def data_dir(self, node_id: int) -> Path:
+        return self._dir / f"c{node_id}"
+
     # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
     def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
         """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers)."""

@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "writes": "bench.writes_bench",
     "materialize": "bench.materialize_bench",
     "snapshot": "bench.snapshot_bench",
+    "membership": "bench.membership_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

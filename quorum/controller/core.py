@@ -186,7 +186,22 @@ class ControllerCore:
         if not batch.control:
             if not (self.is_active and batch.epoch == self._epoch and self._replay_own(batch)):
                 self._replay_decoded(batch)
+        elif self.is_active and batch.epoch == self._epoch:
+            self._make_room_for(batch)
         self.last_committed_offset = batch.last_offset
+
+    def _make_room_for(self, control: Batch) -> None:
+        """The Raft leader appended a control batch of its own in our epoch (a voter change, the
+        kraft.version upgrade). Our batches proposed after it, and the next write, sit that many
+        offsets later than we reckoned: those before it were in the log already (the leader appends
+        what was proposed first), and nothing after it has committed yet (commits come in order)."""
+        size = control.end_offset - control.base_offset
+        for e in self._inflight:
+            if e.base >= control.base_offset:
+                e.base += size
+                e.end += size
+        if self._next_write_offset >= control.base_offset:
+            self._next_write_offset += size
 
     def _replay_own(self, batch: Batch) -> bool:
         """Publish our own batch from the speculative images kept for it; False if it is not

@@ -9,9 +9,10 @@ import sys
 import time
 
 from quorum.sim import cluster
-from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, SCENARIOS, chaos, membership_chaos
+from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, SCENARIOS, chaos, membership_chaos, upgrade_chaos
 
-RUNS = {**SCENARIOS, "chaos": chaos, **MEMBERSHIP_SCENARIOS, "membership_chaos": membership_chaos}
+RUNS = {**SCENARIOS, "chaos": chaos, **MEMBERSHIP_SCENARIOS, "membership_chaos": membership_chaos,
+        "upgrade_chaos": upgrade_chaos}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--scenario", choices=list(RUNS), action="append",
                    help="run only these (default: all: the named scenarios, chaos, the dynamic quorum's "
-                        "scenarios and membership_chaos)")
+                        "scenarios, membership_chaos and upgrade_chaos)")
     p.add_argument("--trace", action="store_true", help="print every delivered message (for one seed)")
     args = p.parse_args(argv)
     names = args.scenario or list(RUNS)

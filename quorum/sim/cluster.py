@@ -20,7 +20,7 @@ from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
-from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
+from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.core import RaftCore
 from quorum.raft.membership import VoterChangeError
 from quorum.raft.messages import Outbound, describe_message
@@ -106,7 +106,8 @@ class Cluster:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  faults: Optional[NetworkFaults] = None, settings: RaftSettings = RaftSettings(),
                  trace: Optional[Callable[[str], None]] = None, snapshot_every: Optional[int] = None,
-                 crash_before_flush: float = 0.0, dynamic: bool = False, spares: int = 0):
+                 crash_before_flush: float = 0.0, dynamic: bool = False, spares: int = 0,
+                 directory_ids: bool = False):
         self.seed = seed
         self.snapshot_every = snapshot_every  # committed records between a node's snapshots
         # Chance that a leader crashes after sending a Ready's messages and before flushing its log
@@ -125,9 +126,10 @@ class Cluster:
         self.spares = list(range(voters + 1, voters + 1 + spares))
         observer_ids = list(range(101, 101 + observers))
         self.nodes = {i: SimNode(i) for i in self.voters + self.spares + observer_ids}
-        if dynamic:
+        if dynamic or directory_ids:  # a static quorum with directory ids can be upgraded to kraft.version 1
             for n in self.nodes.values():
                 n.directory_id = f"dir{n.node_id}.0"
+        if dynamic:
             initial = VoterSet(Voter(ReplicaKey(i, self.nodes[i].directory_id)) for i in self.voters)
             for i in self.voters:
                 self.nodes[i].snapshots.add(OffsetAndEpoch(0, 0), encode_snapshot(
@@ -295,20 +297,35 @@ class Cluster:
     def change_voters(self, add: Optional[int] = None, remove: Optional[ReplicaKey] = None) -> Errors:
         """Ask the leader to add node ``add`` (its current disk) or remove ``remove``; the error it
         answers at once (NONE: the change is appended; it is done when committed)."""
+        if add is not None:
+            voter = Voter(ReplicaKey(add, self.nodes[add].directory_id))
+            return self._ask_leader("add", lambda core: core.add_voter(voter, self.now), add)
+        return self._ask_leader("remove", lambda core: core.remove_voter(remove, self.now), remove)
+
+    def upgrade_kraft_version(self) -> Errors:
+        """UpdateFeatures kraft.version=1 at the leader; the error it answers at once (NONE: the
+        voter set is appended, or was already there)."""
+        return self._ask_leader("upgrade", lambda core: core.upgrade_kraft_version(1, self.now))
+
+    def update_voter(self, node_id: int, port: int) -> Errors:
+        """UpdateRaftVoter from ``node_id`` (its current disk), announcing a listener on ``port``."""
+        voter = Voter(ReplicaKey(node_id, self.nodes[node_id].directory_id),
+                      (Endpoint("CONTROLLER", f"node{node_id}", port),))
+        return self._ask_leader("update", lambda core: core.update_voter(voter, self.now))
+
+    def _ask_leader(self, what: str, call: Callable[[RaftCore], int], detail: object = None) -> Errors:
+        """``call`` the leader's core (a voter change); its refusal's error, NONE if accepted."""
         n = self.leader()
         if n is None:
             return Errors.NOT_LEADER_OR_FOLLOWER
         try:
-            if add is not None:
-                n.core.add_voter(Voter(ReplicaKey(add, self.nodes[add].directory_id)), self.now)
-            else:
-                n.core.remove_voter(remove, self.now)
+            call(n.core)
             error = Errors.NONE
         except VoterChangeError as e:
             error = e.error
-        what = f"{'add' if add is not None else 'remove'} {error.name}"
-        self.membership_results[what] = self.membership_results.get(what, 0) + 1
-        self._log(f"{what}: {add if add is not None else remove}")
+        key = f"{what} {error.name}"
+        self.membership_results[key] = self.membership_results.get(key, 0) + 1
+        self._log(key if detail is None else f"{key}: {detail}")
         self._process(n)
         self.inv.check()
         return error

@@ -24,6 +24,10 @@ from quorum.log.voter_set import ReplicaKey
 from quorum.raft.roles import Leader
 from quorum.snapshot.memory_store import seal, unseal
 
+# A KRAFT_VERSION control record's first bytes (its type, then its JSON); the simulation's own
+# records are short ASCII strings and never start so.
+_KRAFT_VERSION_PREFIX = control_records.encode_control(control_records.KRAFT_VERSION, {})[:3]
+
 if TYPE_CHECKING:  # the cluster holds the invariants; they only read it
     from quorum.sim.cluster import Cluster, Proposal, SimNode
 
@@ -52,6 +56,7 @@ class Invariants:
         self.leaders: dict[int, int] = {}  # epoch -> leader id
         self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)
         self.committed_end = 0  # one past the highest offset any node committed
+        self.kraft_versions: dict[int, int] = {}  # offset of a committed KRAFT_VERSION record -> level
         self.acked: list[Proposal] = []
         self._decoded: dict[int, tuple[bytes, list]] = {}  # id(snapshot bytes) -> (bytes, records)
         self._checked_snapshots: set[tuple[int, OffsetAndEpoch]] = set()
@@ -91,6 +96,10 @@ class Invariants:
             if hw > n.last_hw_seen:
                 self._check_new_commits(n, n.last_hw_seen, hw)
                 n.last_hw_seen = hw
+            expected = self._committed_kraft_version(hw - 1)
+            if expected is not None and core.voter_history.kraft_version_at(hw - 1) != expected:
+                self.fail(f"node {n.node_id} says kraft.version {core.voter_history.kraft_version_at(hw - 1)} "
+                          f"at its high watermark {hw}, the committed records say {expected}")
 
     def _snapshot_records(self, data: bytes) -> list:
         hit = self._decoded.get(id(data))
@@ -119,7 +128,20 @@ class Invariants:
     def _commit(self, offset: int, record: tuple[int, bytes]) -> tuple[int, bytes]:
         """Note ``record`` committed at ``offset``; what was known committed there (it, if new)."""
         self.committed_end = max(self.committed_end, offset + 1)
-        return self.committed.setdefault(offset, record)
+        known = self.committed.setdefault(offset, record)
+        raw = record[1]
+        if known is record and raw[:3] == _KRAFT_VERSION_PREFIX:
+            self.kraft_versions[offset] = int(control_records.decode_control(raw).data["kraft_version"])
+        return known
+
+    def _committed_kraft_version(self, offset: int) -> Optional[int]:
+        """kraft.version at ``offset`` by the committed KRAFT_VERSION records; None if they do not
+        say (a dynamic quorum's level before the first leader copied it into the log comes from its
+        bootstrap snapshot)."""
+        at = [o for o in self.kraft_versions if o <= offset]
+        if at:
+            return self.kraft_versions[max(at)]
+        return None if self.c.dynamic else 0
 
     def record_at(self, n: SimNode, offset: int, durable: bool) -> Optional[tuple[int, bytes]]:
         """What node ``n`` holds at ``offset``: from its log, or below the log start its snapshots."""

@@ -321,6 +321,62 @@ def membership_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
     return c
 
 
+def upgrade_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
+    """A static quorum upgraded to kraft.version 1 (UpdateFeatures) under random faults: writes,
+    crashes that lose unflushed writes, partitions, lossy links; once upgraded, voters announce new
+    endpoints (UpdateRaftVoter). Afterwards every node holds the static voters, each with the
+    directory id of its disk, in its log."""
+    rng = random.Random(seed ^ 0x0B6A)
+    voters = rng.choice([1, 3, 3, 5])
+    faults = NetworkFaults(drop_rate=rng.choice([0.0, 0.01, 0.05]), duplicate_rate=rng.choice([0.0, 0.01]),
+                           max_delay_ms=rng.choice([2, 10, 50]))
+    c = Cluster(seed, voters, observers=rng.randint(0, 1), faults=faults, directory_ids=True,
+                settings=RaftSettings(append_linger_ms=rng.choice([0, 5, 25])),
+                snapshot_every=rng.choice([None, 10, 40]), crash_before_flush=rng.choice([0.0, 0.002, 0.02]))
+    end = c.now + duration_ms
+    while c.now < end:
+        roll = rng.random()
+        ids = list(c.nodes)
+        ld = c.leader()
+        if roll < 0.45:
+            c.write(rng.randint(1, 5))
+        elif roll < 0.55 and ld is not None:
+            if ld.core.voter_history.kraft_version < 1:
+                c.upgrade_kraft_version()
+            else:
+                c.update_voter(rng.choice(c.voters), rng.randint(9000, 9009))
+        elif roll < 0.65:
+            victim = rng.choice(ids)
+            if c.nodes[victim].alive:
+                c.crash(victim)
+        elif roll < 0.77:
+            dead = [i for i in ids if not c.nodes[i].alive]
+            if dead:
+                c.start(rng.choice(dead))
+        elif roll < 0.84:
+            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
+            c.net.partition(group, set(ids) - group)
+        elif roll < 0.90:
+            c.net.heal()
+        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+    c.stabilize(limit_ms=120_000)
+    def upgraded() -> bool:
+        ld = c.leader()
+        return ld is not None and ld.core.voter_history.kraft_version == 1 and not ld.core.voter_change_pending
+
+    give_up = c.now + 60_000
+    while not upgraded() and c.now < give_up:  # asked again, as an operator would, until it is done
+        c.upgrade_kraft_version()
+        c.run_for(100)
+    assert upgraded(), f"seed {seed}: the upgrade never committed"
+    c.stabilize(limit_ms=120_000)
+    for n in c.nodes.values():
+        latest = n.core.voter_history.latest
+        assert n.core.voter_history.kraft_version == 1 and latest.ids == set(c.voters), (n.node_id, latest)
+        assert all(latest[v].key.directory_id == c.nodes[v].directory_id for v in c.voters), (n.node_id, latest)
+    return c
+
+
 # -- dynamic quorum (KIP-853): each ends in stabilize() like the scenarios above ---------------------
 def _change(c: Cluster, add: Optional[int] = None, remove=None, limit_ms: int = 30_000) -> None:
     """Make one voter change and wait until it is committed, writing meanwhile; retried while the

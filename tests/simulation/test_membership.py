@@ -1,10 +1,11 @@
 """Dynamic quorum (KIP-853) in the simulation: membership changes under faults, invariants on
 every step (invariants.py: one leader per epoch across voter sets, at most one uncommitted voter
 change, votes only for voters of the voter's own log, elections by a majority of the winner's own
-voter set, commits durable on a majority of the leader's current set, nothing committed lost)."""
+voter set, commits durable on a majority of the leader's current set, nothing committed lost, a
+node's kraft.version what the committed records say)."""
 import pytest
 
-from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, membership_chaos
+from quorum.sim.scenarios import MEMBERSHIP_SCENARIOS, membership_chaos, upgrade_chaos
 
 
 @pytest.mark.parametrize("name", sorted(MEMBERSHIP_SCENARIOS))
@@ -25,3 +26,14 @@ def test_membership_chaos_seeds(block):
         for what, n in c.membership_results.items():
             changes[what] = changes.get(what, 0) + n
     assert changes.get("add NONE", 0) > 10 and changes.get("remove NONE", 0) > 10, changes
+
+
+def test_upgrade_chaos_seeds():
+    """200 static quorums upgraded to kraft.version 1 under faults, voters announcing new endpoints
+    afterwards; each ends with every node holding the static voters and their directory ids."""
+    asked = {}
+    for seed in range(200):
+        c = upgrade_chaos(seed)
+        for what, n in c.membership_results.items():
+            asked[what] = asked.get(what, 0) + n
+    assert asked.get("upgrade NONE", 0) >= 200 and asked.get("update NONE", 0) > 50, asked

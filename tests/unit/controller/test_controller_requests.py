@@ -94,6 +94,25 @@ def test_pending_create_is_seen_by_the_next_request():
     assert c.core.list_topics() == ["t"]
 
 
+def test_a_control_batch_the_raft_leader_slips_between_proposals_shifts_the_ones_after_it():
+    """A voter change (or the kraft.version upgrade) is appended by the Raft leader in the middle of
+    the active controller's epoch: proposals already in the log keep their offsets, later ones move."""
+    from quorum.log.voter_set import ReplicaKey, Voter, VoterSet
+
+    c, _ = controller(1)
+    c.hold = True
+    c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("before", 1, 1),)), 0))
+    c._append([VoterSet([Voter(ReplicaKey(1, "d1"))]).encode()], control=True)  # the Raft leader's own
+    after = c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("after", 1, 1),)), 0)
+    c.propose(after)  # the core reckoned its offset before the control batch was there
+    fast = c.core.fast_replays
+    c.commit()
+    assert c.core.list_topics() == ["after", "before"] and not c.core._diverged
+    assert c.core.fast_replays == fast + 2  # both published from the speculative images: no re-decoding
+    c.hold = False
+    assert create(c, "later", 1, 1).error is Errors.NONE and c.core.image.provenance.offset == c.end_offset - 1
+
+
 def test_deactivate_drops_uncommitted_state():
     c, _ = controller(1)
     c.hold = True
