@@ -41,8 +41,12 @@ def encode_snapshot(records: list[tuple[int, bytes]], raft_records: Sequence[byt
 
 def decode_snapshot(data: bytes) -> list[tuple[int, bytes]]:
     content = unseal(data)
-    if content[:1] != b"[":  # JSON text never starts a batch; skip the control batch
-        content = content[8 + HEADER.unpack_from(content)[1]:]
+    if content[:1] == b"[":  # JSON text; or a control batch whose CRC happens to start with "["
+        try:
+            return [(e, bytes.fromhex(r)) for e, r in json.loads(content)]
+        except ValueError:
+            pass
+    content = content[8 + HEADER.unpack_from(content)[1]:]  # after the control batch
     return [(e, bytes.fromhex(r)) for e, r in json.loads(content)]
 
 

@@ -4,7 +4,7 @@ The first block is the fresh-machine pair (install and demo; the tests): ``.ci/r
 those commands and ``test_quorum_cli`` runs the demo, so here it is only checked to be that pair.
 Every other block runs, unchanged, in one ``bash`` (jobs started with ``&`` in one block are stopped
 with ``kill %N`` in a later one, as in a terminal), with ``-e -o pipefail`` so that any failing
-command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 7071-7073,
+command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 9193-9195, 7071-7073,
 7171) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171)
+FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195)  # + conf/dynamic/
 
 
 def shell_blocks(markdown: str) -> list[str]:

@@ -243,3 +243,92 @@ def test_a_static_quorum_upgraded_to_kraft_version_1_takes_a_new_controller(cont
     assert sorted(v.replica_id for v in after.voters) == [1, 2, 3, 4]
     wait_for(lambda: status(cp).get("HighWatermark", -1) > before["HighWatermark"], 30,
              "the new leader to commit")
+
+
+def test_grow_to_five_and_shrink_under_sigkill_and_sigstop_lose_no_acknowledged_write(controller_processes):
+    """1 -> 5 -> 3 voters and the active controller's removal while a client writes without pause,
+    each change between sets of three or more voters made while one random voter is SIGSTOPped or
+    SIGKILLed (restarted after; the seed is in every message). Then every
+    acknowledged write is on every voter's disk and their logs agree below the high watermark."""
+    import random
+    import signal
+    import threading
+
+    from quorum.errors import SparkraftError
+
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    cp = controller_processes(voters=(1, 2, 3, 4, 5), raft_only=True, dynamic=True)
+    cp.format_dynamic({1: ["--standalone"], **{i: ["--no-initial-controllers"] for i in (2, 3, 4, 5)}})
+    cp.start()
+    acked: list[tuple[int, bytes]] = []
+    stop = threading.Event()
+
+    def write() -> None:
+        with cp.client(timeout=60) as c:
+            n = 0
+            while not stop.is_set():
+                payload = f"w{n}".encode()
+                n += 1
+                try:
+                    acked.append((c.append([payload])[0], payload))
+                except SparkraftError:
+                    pass  # not acknowledged: it may or may not be in the log
+
+    writer = threading.Thread(target=write, name="writer", daemon=True)
+    writer.start()
+
+    def change_while_disturbed(change, spare=(), after: int = 0) -> None:
+        """``change()`` with one voter (not in ``spare``) stopped or killed meanwhile, if at least three
+        vote before and after it (``after`` voters): a majority of either set is then still up."""
+        current = sorted(voters(cp))
+        victims = [v for v in current if v not in spare]
+        if min(len(current), after) < 3 or not victims:
+            change()
+            return
+        victim, how = rng.choice(victims), rng.choice(["SIGSTOP", "SIGKILL"])
+        cp.send(victim, signal.SIGSTOP) if how == "SIGSTOP" else cp.kill(victim)
+        try:
+            change()
+        finally:
+            cp.send(victim, signal.SIGCONT) if how == "SIGSTOP" else cp.start([victim])
+
+    try:
+        wait_for(lambda: len(acked) > 10, 60, f"writes committing (seed {seed})")
+        for i in (2, 3, 4, 5):
+            wait_for(lambda: i in {o["id"] for o in status(cp).get("CurrentObservers", ())}, 60, f"{i} observing")
+            change_while_disturbed(lambda: add(cp, i), spare=(i,), after=i)
+        assert sorted(voters(cp)) == [1, 2, 3, 4, 5], seed
+        for i in (5, 4):
+            change_while_disturbed(lambda: assert_ok(remove(cp, i, cp.directory_id(i))), spare=(i,), after=i - 1)
+        assert sorted(voters(cp)) == [1, 2, 3], seed
+        leader = status(cp)["LeaderId"]
+        assert_ok(remove(cp, leader, cp.directory_id(leader)))  # to two voters: none may be down meanwhile
+        wait_for(lambda: status(cp, timeout=2).get("LeaderId") not in (leader, None), 60, "a leader among the rest")
+        count = len(acked)
+        wait_for(lambda: len(acked) > count + 10, 60, f"writes committing again (seed {seed})")
+    finally:
+        stop.set()
+        writer.join(90)
+    rest = sorted(voters(cp))
+    assert len(rest) == 2 and leader not in rest, seed
+    high_watermark = status(cp)["HighWatermark"]
+    for i in (1, 2, 3, 4, 5):
+        if cp.alive(i):
+            assert cp.stop(i) == 0, seed
+    from quorum.log.file_log import FileLog
+    logs = {i: FileLog(cp.partition_dir(i)) for i in rest}
+    try:
+        held = {i: {b.base_offset + k: r for b in log.batches(0, high_watermark) for k, r in enumerate(b.records)
+                    if b.base_offset + k < high_watermark} for i, log in logs.items()}
+    finally:
+        for log in logs.values():
+            log.close()
+    first, second = (held[i] for i in rest)
+    assert first == second, f"the voters' logs differ below the high watermark {high_watermark} (seed {seed})"
+    missing = [(o, p) for o, p in acked if first.get(o) != p]
+    assert not missing and len(acked) > 20, f"seed {seed}: acknowledged writes not on the voters: {missing[:5]}"
+
+
+def assert_ok(result: subprocess.CompletedProcess) -> None:
+    assert result.returncode == 0, result.stderr
