@@ -110,7 +110,7 @@ class ElectionRpcs:
         if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
             # The leader stepped down: campaign soon, the most caught-up successor first.
             if self._campaigns:
-                pos = req.preferred_successors.index(self.node_id) if self.node_id in req.preferred_successors else -1
+                pos = self._successor_position(req)
                 if pos == 0:
                     delay = 0
                 elif pos > 0:
@@ -122,6 +122,16 @@ class ElectionRpcs:
             else:
                 self._become_unattached(req.epoch, now)
         self._send(src, corr, EndQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
+
+    def _successor_position(self, req: EndQuorumEpochRequest) -> int:
+        """Where this replica is in the resigning leader's preferred order; -1 if absent (or named
+        under its node id with another directory: a hint for the disk it replaced)."""
+        dirs = req.preferred_directory_ids
+        for i, node in enumerate(req.preferred_successors):
+            if node == self.node_id:
+                theirs = dirs[i] if i < len(dirs) else None
+                return i if theirs is None or theirs == self.key.directory_id else -1
+        return -1
 
     def _handle_end_quorum_epoch_response(self, src: int, resp: EndQuorumEpochResponse,
                                        req: EndQuorumEpochRequest, now: int) -> None:

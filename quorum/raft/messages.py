@@ -56,6 +56,9 @@ class EndQuorumEpochRequest:
     epoch: int
     leader_id: int
     preferred_successors: tuple[int, ...] = ()  # most caught-up first
+    # Their directory ids in the same order (KIP-853; None: a static voter's), so a node that has
+    # the id but another disk knows the hint is not for it; () from a peer that sends none.
+    preferred_directory_ids: tuple[Optional[str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +174,7 @@ def describe_message(msg: Message) -> str:
             if v is Errors.NONE:
                 continue
             v = v.name
-        if v is None:
+        if v is None or (f == "preferred_directory_ids" and not any(v)):  # static voters have none
             continue
         parts.append(f"{f}={v}")
     return f"{name}({' '.join(parts)})"

@@ -140,7 +140,7 @@ class RolePolls:
         for v in list(r.unacked):
             if self._can_send(EndQuorumEpochRequest, v):
                 self._request(v, EndQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id,
-                                                       r.preferred_successors), now)
+                                                       r.preferred_successors, r.preferred_directory_ids), now)
 
     def _maybe_discover_leader(self, now: int) -> None:
         """An observer without a leader asks a voter; the answer names the leader."""

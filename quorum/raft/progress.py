@@ -147,10 +147,11 @@ class LeaderProgress:
                    if r is self.local or (r.last_fetch_ms is not None and r.last_fetch_ms >= cutoff_ms))
         return live >= self.majority
 
-    def successors(self) -> tuple[int, ...]:
+    def successors(self) -> tuple[ReplicaKey, ...]:
         """Voters other than the leader, most caught-up first: EndQuorumEpoch's preferred order."""
         others = [r for r in self.voters.values() if r is not self.local]
-        return tuple(r.replica_id for r in sorted(others, key=lambda r: (-r.end_offset, r.replica_id)))
+        return tuple(ReplicaKey(r.replica_id, r.directory_id)
+                     for r in sorted(others, key=lambda r: (-r.end_offset, r.replica_id)))
 
     def describe(self, epoch: int, now_ms: int) -> QuorumDescription:
         return QuorumDescription(

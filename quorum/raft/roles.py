@@ -160,6 +160,7 @@ class Resigned(_Role):
     deadline: int
     preferred_successors: tuple[int, ...]
     unacked: set[int]
+    preferred_directory_ids: tuple[Optional[str], ...] = ()  # the successors', in the same order
     leader_id: None = None  # told to others as "no leader": they should elect, not follow us
     voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Resigned"

@@ -121,7 +121,9 @@ class Transitions:
         r = self.role
         assert isinstance(r, Leader)
         successors = r.progress.successors()
-        self._become(Resigned(r.epoch, self._election_deadline(now), successors, set(successors)))
+        ids = tuple(k.id for k in successors)
+        self._become(Resigned(r.epoch, self._election_deadline(now), ids, set(ids),
+                              tuple(k.directory_id for k in successors)))
 
     def _abandon_leadership(self, old: Leader, new: Role) -> None:
         old.accumulator.drain()  # unappended proposals are dropped; their callers see NOT_CONTROLLER

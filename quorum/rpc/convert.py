@@ -85,7 +85,8 @@ def to_proto(msg: Message, dest: Optional[int] = None):
                                            leader_id=_opt_id(msg.leader_id))
     if t is EndQuorumEpochRequest:
         return pb.EndQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
-                                        preferred_successors=list(msg.preferred_successors))
+                                        preferred_successors=list(msg.preferred_successors),
+                                        preferred_successor_directory_ids=[d or "" for d in msg.preferred_directory_ids])
     if t is EndQuorumEpochResponse:
         return pb.EndQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id))
     if t is FetchRequest:
@@ -128,7 +129,8 @@ def from_proto(m) -> Message:
     if t is pb.BeginQuorumEpochResponse:
         return BeginQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
     if t is pb.EndQuorumEpochRequest:
-        return EndQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, tuple(m.preferred_successors))
+        return EndQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, tuple(m.preferred_successors),
+                                     tuple(d or None for d in m.preferred_successor_directory_ids))
     if t is pb.EndQuorumEpochResponse:
         return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
     if t is pb.FetchRequest:

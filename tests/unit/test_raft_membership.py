@@ -263,3 +263,13 @@ def read_raft_state_of(records):
     from quorum.log.raft_state import raft_state_of
 
     return raft_state_of(encode_batch(0, 0, 0, records, control=True))
+
+
+def test_end_quorum_epoch_hurries_a_successor_only_under_its_own_directory():
+    from quorum.raft.messages import EndQuorumEpochRequest
+
+    for named, hurried in (("d2", True), ("another-disk", False), (None, True)):
+        core = bootstrapped(2, dynamic_voters(1, 2, 3))
+        core.receive(1, 7, EndQuorumEpochRequest(CID, 1, 1, (2, 3), (named, "d3")), 10)
+        drain(core, 10)
+        assert (core.state_name == "Prospective") is hurried, named  # the first successor campaigns at once

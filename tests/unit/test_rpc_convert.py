@@ -39,6 +39,7 @@ MESSAGES = [
     BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, 4, None),
     EndQuorumEpochRequest(CID, 3, 1),
     EndQuorumEpochRequest(CID, 3, 1, (3, 2)),
+    EndQuorumEpochRequest(CID, 3, 1, (3, 2), ("kx3ZaHNxQ1-7s2m9dE5PFw", None)),
     EndQuorumEpochResponse(Errors.NONE, 3, None),
     EndQuorumEpochResponse(Errors.INCONSISTENT_VOTER_SET, 3, 2),
     FetchRequest(CID, 2, 3, 1000, 2),

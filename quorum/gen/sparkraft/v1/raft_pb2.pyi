@@ -147,16 +147,18 @@ class BeginQuorumEpochResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
 
 class EndQuorumEpochRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "leader_id", "preferred_successors")
+    __slots__ = ("cluster_id", "epoch", "leader_id", "preferred_successors", "preferred_successor_directory_ids")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_SUCCESSORS_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_SUCCESSOR_DIRECTORY_IDS_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     leader_id: int
     preferred_successors: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., preferred_successors: _Optional[_Iterable[int]] = ...) -> None: ...
+    preferred_successor_directory_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., preferred_successors: _Optional[_Iterable[int]] = ..., preferred_successor_directory_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EndQuorumEpochResponse(_message.Message):
     __slots__ = ("error", "epoch", "leader_id")
