@@ -86,7 +86,8 @@ def to_proto(msg: Message, dest: Optional[int] = None):
     if t is EndQuorumEpochRequest:
         return pb.EndQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
                                         preferred_successors=list(msg.preferred_successors),
-                                        preferred_successor_directory_ids=[d or "" for d in msg.preferred_directory_ids])
+                                        preferred_successor_directory_ids=[
+                                            d or "" for d in msg.preferred_directory_ids])
     if t is EndQuorumEpochResponse:
         return pb.EndQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id))
     if t is FetchRequest:
