@@ -120,7 +120,9 @@ class Leader(_Role):
             times.append(self.accumulator.deadline())
         fetched = sorted((v.last_fetch_ms for v in self.progress.voters.values() if v.last_fetch_ms is not None
                           and v.replica_id != node_id), reverse=True)
-        need = majority - 1
+        # Fetches needed besides the leader's own vote; all of a majority if it removed itself (it
+        # leads until that commits, and must notice if the new set has moved on without it).
+        need = majority - (1 if self.progress.leader_votes else 0)
         if need > 0 and len(fetched) >= need:
             times.append(fetched[need - 1] + check_quorum_timeout_ms + 1)
         return times

@@ -15,6 +15,16 @@ def test_membership_scenario_holds_invariants(name):
         assert c.inv.acked and c.leader() is not None
 
 
+@pytest.mark.parametrize("seed", [3767, 3985])
+def test_a_leader_that_removed_itself_notices_when_the_new_set_moved_on(seed):
+    """Found by hand-run seeds: a leader whose log holds its own removal, uncommitted, that the new
+    set committed and moved on from (a new leader elected without it) got no fetch and no message,
+    and as the set's majority no longer counted its own vote it never looked (check-quorum's timer
+    assumed the leader votes): a leader forever, in an old epoch."""
+    c = membership_chaos(seed)
+    assert sum(1 for n in c.nodes.values() if n.alive and n.core.is_leader) == 1
+
+
 @pytest.mark.parametrize("block", range(4))
 def test_membership_chaos_seeds(block):
     """200 seeds of voter changes (the leader's removal and disk replacements included) mixed with
