@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.controller_bench import PARTITIONS_PER_TOPIC, create_partitions, start_rig, stop_rig
 from bench.harness.plots import line_chart
-from bench.harness.results import fmt_number, markdown_table
+from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
 
 NAME = "broker"
@@ -168,7 +168,7 @@ def run(ctx: Context) -> dict:
 
 
 def report(document: dict) -> str:
-    results, machine = document["results"], document["machine"]
+    results = document["results"]
     rows, snapshot_rows = [], []
     for s in results["sizes"]:
         r, t, d, f = s["replay"], s["restart"], s.get("delta"), s.get("snapshot")
@@ -186,8 +186,7 @@ def report(document: dict) -> str:
                                   fmt_number(vr, 2), fmt_number(vs, 2), fmt_number(vr / vs, 1)])
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([
-        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
-        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode).",
+        f"{measured_on(document)}.",
         "",
         markdown_table(["partitions", "replay from 0: s", "MiB", "Delta cut + log: s", "of which cut load s",
                         "replay ÷ Delta", "restart after 1% missed: s", "MiB", "restart bytes ÷ replay bytes",

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from bench.harness.plots import line_chart
 from bench.harness.procs import ChildProcess, free_ports, python_module_command, wait_quiet
-from bench.harness.results import fmt_number, markdown_table
+from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.sparkraft_cluster import SparkraftCluster
 from bench.suite import Context
 
@@ -325,7 +325,7 @@ def _max_rss_gib(size: dict) -> float | None:
 
 
 def report(document: dict) -> str:
-    results, machine = document["results"], document["machine"]
+    results = document["results"]
     rows = []
     for s in results["sizes"]:
         rows.append([f"{s['partitions']:,}", fmt_number(s["create_s"], 1), fmt_number(s["create_partitions_per_s"]),
@@ -338,8 +338,7 @@ def report(document: dict) -> str:
                            rows)
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([
-        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
-        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode): "
+        f"{measured_on(document)}: "
         f"3 controller processes (fsync on), 30 brokers, topics of {PARTITIONS_PER_TOPIC} partitions, RF "
         f"{REPLICATION_FACTOR}.",
         "",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.controller_bench import create_partitions, settle, start_rig, stop_rig, wait_until
 from bench.harness.plots import _finish, _pyplot
-from bench.harness.results import fmt_number, markdown_table
+from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
 
 NAME = "membership"
@@ -185,7 +185,7 @@ def run(ctx: Context) -> dict:
 
 
 def report(document: dict) -> str:
-    results, machine = document["results"], document["machine"]
+    results = document["results"]
     rows = [[f"{s['partitions']:,}", fmt_number(s["upgrade_s"], 2), fmt_number(s["add"]["seconds"], 2),
              "yes" if s["add"]["via_snapshot"] else "no (the whole log)", fmt_number(s["replace"]["seconds"], 2),
              fmt_number(s["add"]["longest_write_gap_s"], 2), fmt_number(s["replace"]["longest_write_gap_s"], 2),
@@ -196,8 +196,7 @@ def report(document: dict) -> str:
                             "longest write gap, replace s", "election timeout s"], rows)
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     return "\n".join([
-        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
-        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode): "
+        f"{measured_on(document)}: "
         f"3 controller processes (fsync on, default timeouts), 28 brokers, topics of 100 partitions, RF 3; "
         f"a client writing config changes in a closed loop throughout.",
         "",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness.plots import grouped_bar_chart
-from bench.harness.results import fmt_number, markdown_table
+from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.harness.stats import ratio
 from bench.harness.workload import Load
 from bench.peers.etcd_cluster import EtcdCluster, etcd_binary
@@ -96,8 +96,7 @@ def report(document: dict) -> str:
                      fmt_number(ratio(_get(ours, c, "writes_per_s"), _get(etcd, c, "writes_per_s")), 2)])
     errors = [f"{s['label']}: {e}" for s in results["systems"].values() for e in s.get("errors", [])]
     return "\n".join([
-        f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']}, Python "
-        f"{machine['python']}, sparkraft {machine.get('sparkraft_revision')} ({document['mode']} mode); "
+        f"{measured_on(document)}; "
         f"fsync of 4 KiB here: p50 {machine['fsync_4k_ms']['p50']:.2f} ms. One {RECORD_BYTES}-byte record "
         f"per write, closed loop, {results['settings']['seconds']:g} s per point.",
         "",

@@ -51,3 +51,10 @@ def fmt_number(value: float | None, digits: int = 0) -> str | None:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     return f"{value:,.{digits}f}"
+
+
+def measured_on(document: dict) -> str:
+    """"Measured DATE on N × CPU, Python V, sparkraft REV (MODE mode)": how a report starts."""
+    m = document["machine"]
+    return (f"Measured {m['date']} on {m['cpu_count']} × {m['cpu_model']}, Python {m['python']}, sparkraft "
+            f"{m.get('sparkraft_revision')} ({document['mode']} mode)")
