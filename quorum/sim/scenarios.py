@@ -222,6 +222,35 @@ SCENARIOS: dict[str, Callable[[int], Cluster]] = {
 }
 
 
+# -- the faults the chaos runs draw from (each draws from ``rng`` in the same order every time) ---------
+PAUSES_MS = [5, 20, 100, 400, 1500]  # how long the cluster runs between two random steps
+
+
+def _crash_one(c: Cluster, rng: random.Random) -> None:
+    victim = rng.choice(list(c.nodes))
+    if c.nodes[victim].alive:
+        c.crash(victim)
+
+
+def _restart_one(c: Cluster, rng: random.Random, wipe: Callable[[int], bool] = lambda i: False) -> bool:
+    """Start a dead node (wiping its disk first if ``wipe(node)``); whether it was wiped."""
+    dead = [i for i in c.nodes if not c.nodes[i].alive]
+    if not dead:
+        return False
+    i = rng.choice(dead)
+    wiped = wipe(i)
+    if wiped:
+        c.wipe(i)
+    c.start(i)
+    return wiped
+
+
+def _partition(c: Cluster, rng: random.Random) -> None:
+    ids = list(c.nodes)
+    group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
+    c.net.partition(group, set(ids) - group)
+
+
 def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
           observers: Optional[int] = None, crash_before_flush: Optional[float] = None) -> Cluster:
     """Random faults for ``duration_ms``: crashes (some between a leader's send and its flush),
@@ -242,27 +271,18 @@ def chaos(seed: int, duration_ms: int = 20_000, voters: Optional[int] = None,
     end = c.now + duration_ms
     while c.now < end:
         roll = rng.random()
-        ids = list(c.nodes)
         if roll < 0.55:
             c.write(rng.randint(1, 5))
         elif roll < 0.65:
-            victim = rng.choice(ids)
-            if c.nodes[victim].alive:
-                c.crash(victim)
+            _crash_one(c, rng)
         elif roll < 0.77:
-            dead = [i for i in ids if not c.nodes[i].alive]
-            if dead:
-                i = rng.choice(dead)
-                if not wiped and voters >= 3 and i in c.voters and rng.random() < 0.2:
-                    c.wipe(i)
-                    wiped = True
-                c.start(i)
+            if _restart_one(c, rng, lambda i: not wiped and voters >= 3 and i in c.voters and rng.random() < 0.2):
+                wiped = True
         elif roll < 0.84:
-            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
-            c.net.partition(group, set(ids) - group)
+            _partition(c, rng)
         elif roll < 0.90:
             c.net.heal()
-        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+        c.run_for(rng.choice(PAUSES_MS))
     c.stabilize(limit_ms=120_000)
     return c
 
@@ -300,23 +320,15 @@ def membership_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
             if candidates and len(voter_set) < 5:
                 c.change_voters(add=rng.choice(candidates))
         elif roll < 0.70:
-            victim = rng.choice(ids)
-            if c.nodes[victim].alive:
-                c.crash(victim)
-        elif roll < 0.80:
-            dead = [i for i in ids if not c.nodes[i].alive]
-            if dead:
-                i = rng.choice(dead)
-                if voter_set is not None and not lost and len(voter_set) >= 3 and i in voter_set \
-                        and rng.random() < 0.3:
-                    c.wipe(i)  # a replaced disk: a new replica under the same node id
-                c.start(i)
+            _crash_one(c, rng)
+        elif roll < 0.80:  # a wipe is a replaced disk: a new replica under the same node id
+            _restart_one(c, rng, lambda i: voter_set is not None and not lost and len(voter_set) >= 3
+                         and i in voter_set and rng.random() < 0.3)
         elif roll < 0.86:
-            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
-            c.net.partition(group, set(ids) - group)
+            _partition(c, rng)
         elif roll < 0.92:
             c.net.heal()
-        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+        c.run_for(rng.choice(PAUSES_MS))
     c.stabilize(limit_ms=120_000)
     return c
 
@@ -336,7 +348,6 @@ def upgrade_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
     end = c.now + duration_ms
     while c.now < end:
         roll = rng.random()
-        ids = list(c.nodes)
         ld = c.leader()
         if roll < 0.45:
             c.write(rng.randint(1, 5))
@@ -346,19 +357,14 @@ def upgrade_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
             else:
                 c.update_voter(rng.choice(c.voters), rng.randint(9000, 9009))
         elif roll < 0.65:
-            victim = rng.choice(ids)
-            if c.nodes[victim].alive:
-                c.crash(victim)
+            _crash_one(c, rng)
         elif roll < 0.77:
-            dead = [i for i in ids if not c.nodes[i].alive]
-            if dead:
-                c.start(rng.choice(dead))
+            _restart_one(c, rng)
         elif roll < 0.84:
-            group = set(rng.sample(ids, rng.randint(1, max(1, len(ids) // 2))))
-            c.net.partition(group, set(ids) - group)
+            _partition(c, rng)
         elif roll < 0.90:
             c.net.heal()
-        c.run_for(rng.choice([5, 20, 100, 400, 1500]))
+        c.run_for(rng.choice(PAUSES_MS))
     c.stabilize(limit_ms=120_000)
     def upgraded() -> bool:
         ld = c.leader()
