@@ -27,7 +27,7 @@ from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
 from quorum.log.batch import Batch, BatchHeader, CorruptBatchError
 from quorum.log.durable import fsync_directory
 from quorum.log.errors import StorageError
-from quorum.log.index import EpochIndex, batch_holding, batches_below
+from quorum.log.index import EpochIndex, LogStartFromEpochs, batch_holding, batches_below
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class _Segment:
     size: int = 0  # bytes of whole batches in the file
 
 
-class FileLog(ReplicatedLog):
+class FileLog(LogStartFromEpochs, ReplicatedLog):
     def __init__(self, directory: str | os.PathLike, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
         if segment_bytes <= 0:
             raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
@@ -108,14 +108,6 @@ class FileLog(ReplicatedLog):
     def size_bytes(self) -> int:
         """Bytes of batches in the segment files (what retention counts)."""
         return sum(seg.size for seg in self._segments)
-
-    @property
-    def start_offset(self) -> int:
-        return self._epochs.base.offset
-
-    @property
-    def start_epoch(self) -> int:
-        return self._epochs.base.epoch
 
     @property
     def end_offset(self) -> int:

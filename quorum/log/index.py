@@ -87,3 +87,18 @@ class EpochIndex:
 
     def end_offset_for(self, epoch: int, log_end: int) -> OffsetAndEpoch:
         return epoch_end_offsets(self.starts, log_end, epoch, self.base)
+
+
+class LogStartFromEpochs:
+    """``start_offset`` and ``start_epoch`` of a log (FileLog, MemoryLog) whose EpochIndex
+    ``_epochs`` has the log start as its base."""
+
+    _epochs: EpochIndex
+
+    @property
+    def start_offset(self) -> int:
+        return self._epochs.base.offset
+
+    @property
+    def start_epoch(self) -> int:
+        return self._epochs.base.epoch

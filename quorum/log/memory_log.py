@@ -10,10 +10,10 @@ from typing import Iterator, Sequence
 from quorum.log import batch as batchcodec
 from quorum.log.api import LogError, OffsetAndEpoch, ReplicatedLog
 from quorum.log.batch import Batch
-from quorum.log.index import EpochIndex, batch_holding, batches_below
+from quorum.log.index import EpochIndex, LogStartFromEpochs, batch_holding, batches_below
 
 
-class MemoryLog(ReplicatedLog):
+class MemoryLog(LogStartFromEpochs, ReplicatedLog):
     def __init__(self) -> None:
         self._batches: list[Batch] = []
         self._encoded: list[bytes] = []
@@ -22,14 +22,6 @@ class MemoryLog(ReplicatedLog):
         self._flushed = 0
 
     # -- properties -------------------------------------------------------------------------
-    @property
-    def start_offset(self) -> int:
-        return self._epochs.base.offset
-
-    @property
-    def start_epoch(self) -> int:
-        return self._epochs.base.epoch
-
     @property
     def end_offset(self) -> int:
         return self._batches[-1].end_offset if self._batches else self._epochs.base.offset
