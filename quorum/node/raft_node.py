@@ -38,7 +38,7 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import Batch
 from quorum.log.election_state import ElectionState
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
-from quorum.log.voter_set import Endpoint, VoterSet
+from quorum.log.voter_set import Endpoint
 from quorum.metrics.registry import Histogram
 from quorum.node.cluster_probe import foreign_cluster_error, majority_elsewhere, probe_cluster_id
 from quorum.node.inbox import (
@@ -61,6 +61,7 @@ from quorum.node.self_membership import SelfMembership
 from quorum.node.server import DEFAULT_RPC_WORKERS, AddService, ClientSlots, bind_server
 from quorum.node.status import NodeStatus, StatusBoard
 from quorum.node.storage import NodeStorage
+from quorum.node.voter_addresses import VoterAddresses
 from quorum.raft.core import RaftCore
 from quorum.raft.messages import QuorumDescription
 from quorum.raft.ready import process_readies
@@ -92,13 +93,9 @@ class RaftNode:
         self.raw_appends = raw_appends
         self.client_slots = ClientSlots.for_workers(max_rpc_workers)
         self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
-        self.voters: dict[int, HostPort] = dict(voters)
-        # A dynamic quorum (KIP-853) has no configured voters: they are in the log, and ``voters`` follows
-        # the core's latest voter set (_follow_voter_set). Until it knows one, it asks its bootstrap
-        # servers who leads, under Kafka's pseudo ids -2, -3, ... (they are addresses, not voters).
-        self.dynamic = not voters
+        # Where the voters are (voter_addresses.py); the bootstrap servers are set once the port is bound.
+        self.addresses = VoterAddresses(voters, listener_name)
         self.listener_name = listener_name
-        self._voter_set = None  # the core's voter set ``voters`` was last set from
         self.log_dir = Path(log_dir)
         self.settings = settings
         self.retention = retention
@@ -119,12 +116,14 @@ class RaftNode:
             raise
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
-        self.bootstrap: dict[int, HostPort] = {-2 - i: hp for i, hp in enumerate(others)}
+        self.addresses.set_bootstrap(others)
         # Announcing its endpoints needs an address others can reach: not a wildcard bind address.
         announce = self.listen[0] not in ("", "0.0.0.0", "::", "[::]")
-        self.self_membership = (SelfMembership(node_id, listener_name, self.listen, auto_join and self.dynamic)
+        self.self_membership = (SelfMembership(node_id, listener_name, self.listen,
+                                               auto_join and self.addresses.dynamic)
                                 if announce or auto_join else None)
-        self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id}, **self.bootstrap},
+        self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id},
+                                 **self.addresses.bootstrap},
                                 self._inbox.put, metadata=self.identities.metadata)
         self.core: Optional[RaftCore] = None
         self._status = StatusBoard(NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0,
@@ -161,19 +160,16 @@ class RaftNode:
         self.voters.update(voters)
         self.peers.set_addresses({v: a for v, a in voters.items() if v != self.node_id})
 
+    @property
+    def voters(self) -> dict[int, HostPort]:
+        """Where each voter is reached (VoterAddresses)."""
+        return self.addresses.voters
+
     def endpoints_of(self, voter_id: int) -> tuple[Endpoint, ...]:
-        """A voter's listeners (DescribeQuorum): the voter set's in a dynamic quorum, the configured
-        address under the controller listener's name in a static one."""
-        voters = self._voter_set  # set only in a dynamic quorum (kraft.version 1)
-        if voters is not None and voter_id in voters:
-            return voters[voter_id].endpoints
-        address = self.voters.get(voter_id)
-        return (Endpoint(self.listener_name, *address),) if address else ()
+        return self.addresses.endpoints_of(voter_id)
 
     def endpoint_of(self, node_id: Optional[int]) -> str:
-        """``host:port`` of a voter, or "" if unknown."""
-        address = self.voters.get(node_id) if node_id is not None else None
-        return convert.format_endpoint(*address) if address else ""
+        return self.addresses.endpoint_of(node_id)
 
     # ------------------------------------------------------------------ lifecycle
     def now_ms(self) -> int:
@@ -191,14 +187,12 @@ class RaftNode:
                 raise RuntimeError("a RaftNode starts once")
             if check_cluster_id:
                 probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir)
-            static = VoterSet.static(self.voters, {v: (Endpoint(self.listener_name, *a),)
-                                                   for v, a in self.voters.items()})
-            self.core = RaftCore(self.node_id, static, self.cluster_id, self.log, self._election,
-                                 self.now_ms(), self.settings, snapshots=self.snapshot_store,
-                                 directory_id=self.storage.directory_id, bootstrap=list(self.bootstrap))
+            self.core = RaftCore(self.node_id, self.addresses.static_voter_set(), self.cluster_id, self.log,
+                                 self._election, self.now_ms(), self.settings, snapshots=self.snapshot_store,
+                                 directory_id=self.storage.directory_id, bootstrap=list(self.addresses.bootstrap))
             self._follow_voter_set()
             log.info("Node %d started: cluster %s, voters %s, listening on %s, log %s at offsets [%d, %d), "
-                     "epoch %d", self.node_id, self.cluster_id, self._voters_text(),
+                     "epoch %d", self.node_id, self.cluster_id, self.addresses.text(),
                      convert.format_endpoint(*self.listen), self.log.directory, self.log.start_offset,
                      self.log.end_offset, self._election.epoch)
             self._publish_status()
@@ -207,9 +201,6 @@ class RaftNode:
             self._inbox.put(SnapshotWritten())  # retention may have been lowered since the last run
             self._thread.start()
         return self
-
-    def _voters_text(self) -> str:
-        return ",".join(f"{v}@{convert.format_endpoint(*a)}" for v, a in sorted(self.voters.items()))
 
     def shutdown(self, graceful: bool = True, timeout: float = RESIGN_WAIT_S) -> None:
         """Stop. A leader first resigns (EndQuorumEpoch) and waits up to ``timeout`` for the voters'
@@ -450,22 +441,12 @@ class RaftNode:
         self._after_ready()
 
     def _follow_voter_set(self) -> None:
-        """A dynamic quorum's peers (kraft.version 1, formatted so or upgraded) are the voters of the
-        core's latest voter set, at their endpoints."""
-        voters = self.core.voter_history.latest
-        if (not self.dynamic and self.core.voter_history.kraft_version < 1) or voters is self._voter_set:
+        """A dynamic quorum's peers are the voters of the core's latest voter set (VoterAddresses)."""
+        addresses = self.addresses.follow(self.core.voter_history)
+        if addresses is None:
             return
-        self._voter_set = voters
-        addresses = {}
-        for v in voters.values():
-            ep = next((e for e in v.endpoints if e.name == self.listener_name), v.endpoints[0] if v.endpoints else None)
-            if ep is not None:
-                addresses[v.key.id] = (ep.host, ep.port)
-        self.voters = addresses
         self.peers.set_addresses({i: a for i, a in addresses.items() if i != self.node_id})
-        log.info("Node %d: the voters are now %s", self.node_id,
-                 ", ".join(f"{v.key}@{convert.format_endpoint(*addresses[v.key.id])}" if v.key.id in addresses
-                           else str(v.key) for v in voters.values()) or "unknown (asking the bootstrap servers)")
+        log.info("Node %d: the voters are now %s", self.node_id, self.addresses.describe_set())
 
     def _after_ready(self) -> None:
         core = self.core
