@@ -33,6 +33,9 @@ def transport_reason(e: grpc.RpcError) -> str:
     return f"{name}: {details[:80]}" if details else name
 
 
+# Transport failures after which a request may have reached the server and been carried out.
+_ANSWER_LOST = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+
 class LeaderFollowingClient:
     # Called once per call that has waited WAIT_NOTICE_S, with one line saying what for; the CLI
     # sets it when stderr is a terminal, so a person is never left in silence (None: quiet).
@@ -55,7 +58,11 @@ class LeaderFollowingClient:
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self.attempts = 0  # attempts of the last call (a single-threaded caller's: the voter changes)
+        # Whether the last call may have been carried out by an attempt whose answer was lost: an
+        # attempt timed out, the known leader dropped the connection, or a server answered
+        # REQUEST_TIMED_OUT (done but not yet committed, or its leadership moved after it appended:
+        # the voter changes say so). A single-threaded caller's: the voter changes, not idempotent.
+        self.maybe_applied = False
 
     def response_error(self, resp) -> Optional[SparkraftError]:
         """The refusal a response carries, or None for success."""
@@ -101,7 +108,6 @@ class LeaderFollowingClient:
         return ([self._leader] if self._leader else []) + rest
 
     def _attempt(self, target: str, method: str, request, deadline: float):
-        self.attempts += 1
         left = deadline - time.monotonic()
         return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
 
@@ -125,16 +131,19 @@ class LeaderFollowingClient:
         unreachable: dict[str, str] = {}  # target -> why, for the final error
         answered: Optional[str] = None  # the last refusal, if any server answered
         redirects = 0
-        self.attempts = 0  # of this call: more than one means an earlier one may have been applied
+        self.maybe_applied = False
         notice_at = self._notice_at()
         while True:
             redirected = False
             for target in self._candidates():
                 if time.monotonic() >= deadline:
                     break
+                to_leader = target == self._leader
                 try:
                     resp = self._attempt(target, method, request, deadline)
                 except grpc.RpcError as e:
+                    self.maybe_applied |= e.code() is grpc.StatusCode.DEADLINE_EXCEEDED or (
+                        to_leader and e.code() in _ANSWER_LOST)
                     unreachable[target] = self._unreachable(target, method, e)
                     continue
                 unreachable.pop(target, None)
@@ -145,6 +154,7 @@ class LeaderFollowingClient:
                     return resp
                 if error.error not in self.retriable:
                     raise error
+                self.maybe_applied |= error.error is Errors.REQUEST_TIMED_OUT
                 answered = f"{target} answered {error}"
                 if self._leader == target:
                     self._leader = None

@@ -112,9 +112,10 @@ class RaftClient(LeaderFollowingClient):
 
     def _applied_earlier(self, voter_id: int, directory_id: str, voting: bool) -> bool:
         """After a voter change was refused as already done (DUPLICATE_VOTER, VOTER_NOT_FOUND): was it
-        this call's own earlier attempt, lost to a leader change or a timeout after the leader had
-        appended it? Only if there was one, and the voter set now is what the call asked for."""
-        if self.attempts < 2:
+        this call's own earlier attempt, whose answer the leader lost (a timeout, a leader change after
+        it appended the change)? Only if there was such an attempt, and the voter set now is what the
+        call asked for."""
+        if not self.maybe_applied:
             return False
         voters = {(v.replica_id, v.directory_id) for v in self.describe_quorum().voters}
         return ((voter_id, directory_id) in voters) == voting

@@ -126,13 +126,18 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         if request.cluster_id and request.cluster_id != node.cluster_id:
             return raft_pb2.VoterChangeResponse(error=int(Errors.INCONSISTENT_CLUSTER_ID), error_message=(
                 f"this node is in cluster {node.cluster_id}, not {request.cluster_id}"))
+        future = None
         try:
             future = node.change_voters(change)
             future.result(timeout=time_left(context))
         except NotLeaderError as e:
-            return raft_pb2.VoterChangeResponse(error=int(e.error), error_message=e.message,
-                                                leader_id=-1 if e.leader_id is None else e.leader_id,
-                                                leader_endpoint=node.endpoint_of(e.leader_id))
+            leader = dict(leader_id=-1 if e.leader_id is None else e.leader_id,
+                          leader_endpoint=node.endpoint_of(e.leader_id))
+            if future is not None and future.epoch is not None:  # appended, then the leadership moved: it may still take effect
+                return raft_pb2.VoterChangeResponse(error=int(Errors.REQUEST_TIMED_OUT), error_message=(
+                    f"the voter change was appended in epoch {future.epoch} but leadership moved before it "
+                    f"committed; it may take effect or not: see 'sparkraft quorum describe'"), **leader)
+            return raft_pb2.VoterChangeResponse(error=int(e.error), error_message=e.message, **leader)
         except SparkraftError as e:
             return raft_pb2.VoterChangeResponse(error=int(e.error), error_message=e.message, leader_id=node.node_id)
         except (NodeNotRunningError, concurrent.futures.CancelledError) as e:

@@ -63,9 +63,11 @@ def test_grow_from_one_remove_the_leader_and_replace_a_disk(controller_processes
         assert all(v["endpoints"] == [f"CONTROLLER://127.0.0.1:{cp.ports[v['id']]}"] for v in current["CurrentVoters"])
 
         # refusals: one line with Kafka's error name, nothing changed
-        result = sparkraft("quorum", "add-controller", "--config", str(cp.config(2)),
-                           "--bootstrap-controller", cp.bootstrap())
-        assert result.returncode == 1 and result.stderr.startswith("DUPLICATE_VOTER"), result.stderr
+        follower = next(i for i in (1, 2, 3) if i != current["LeaderId"])
+        for bootstrap in (cp.bootstrap(), cp.bootstrap([follower])):  # also after a redirect to the leader
+            result = sparkraft("quorum", "add-controller", "--config", str(cp.config(2)),
+                               "--bootstrap-controller", bootstrap)
+            assert result.returncode == 1 and result.stderr.startswith("DUPLICATE_VOTER"), result.stderr
         result = remove(cp, 2, "AAAAAAAAAAAAAAAAAAAAAQ")
         assert result.returncode == 1 and result.stderr.startswith("VOTER_NOT_FOUND"), result.stderr
         assert len(voters(cp)) == 3
