@@ -58,12 +58,12 @@ class SelfMembership:
             step = ("remove", stale.key) if stale is not None else ("add", core.key)
         else:
             return
+        if core.is_leader:  # the leader asks itself: the same request, on its own endpoint
+            leader_address = self.listen
         if (leader_address is None or (self._busy is not None and self._busy.is_alive())
                 or time.monotonic() < self._next_try):
             return
         self._next_try = time.monotonic() + RETRY_S
-        if core.is_leader:  # the leader asks itself: the same request, on its own endpoint
-            leader_address = self.listen
         self._busy = threading.Thread(target=self._ask, args=(step, leader_address, cluster_id),
                                       name=f"self-membership-{self.node_id}", daemon=True)
         self._busy.start()

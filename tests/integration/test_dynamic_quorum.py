@@ -334,3 +334,19 @@ def test_grow_to_five_and_shrink_under_sigkill_and_sigstop_lose_no_acknowledged_
 
 def assert_ok(result: subprocess.CompletedProcess) -> None:
     assert result.returncode == 0, result.stderr
+
+
+def test_a_sole_voter_restarted_on_another_port_announces_it_to_itself(controller_processes):
+    """The leader is the voter that moved: it sends UpdateRaftVoter to its own listener."""
+    cp = controller_processes(voters=(1,), raft_only=True, dynamic=True)
+    cp.format_dynamic({1: ["--standalone"]})
+    cp.start()
+    wait_for(lambda: voters(cp) == {1: cp.directory_id(1)}, 30, "the standalone voter leading")
+    assert cp.stop(1) == 0
+    cp.ports[1] = free_ports(1)[0]
+    config = cp.config(1).read_text()
+    cp.config(1).write_text("\n".join(f"listeners=CONTROLLER://127.0.0.1:{cp.ports[1]}" if line.startswith("listeners=")
+                                      else line for line in config.splitlines()) + "\n")
+    cp.start([1])
+    wait_for(lambda: [v["endpoints"] for v in status(cp).get("CurrentVoters", ())]
+             == [[f"CONTROLLER://127.0.0.1:{cp.ports[1]}"]], 30, "its new endpoint in the voter set")
