@@ -35,6 +35,16 @@ def add(cp, i: int) -> None:
     assert f"Added controller {i}" in result.stdout
 
 
+def restart_on_another_port(cp, i: int) -> None:
+    """Stop controller ``i`` (cleanly), give its listener a free port and start it again."""
+    assert cp.stop(i) == 0
+    cp.ports[i] = free_ports(1)[0]
+    lines = cp.config(i).read_text().splitlines()
+    cp.config(i).write_text("\n".join(f"listeners=CONTROLLER://127.0.0.1:{cp.ports[i]}" if line.startswith("listeners=")
+                                      else line for line in lines) + "\n")
+    cp.start([i])
+
+
 def remove(cp, i: int, directory_id: str) -> subprocess.CompletedProcess:
     return sparkraft("quorum", "remove-controller", "--controller-id", str(i), "--controller-directory-id",
                      directory_id, "--bootstrap-controller", cp.bootstrap())
@@ -133,12 +143,7 @@ def test_auto_join_makes_observers_voters_and_replaces_a_lost_disk(controller_pr
 
     # 3 restarts on another port: it announces it (UpdateRaftVoter) and the voter set follows (while two
     # voters keep a leader: the others trust a voter's requests only from the endpoint they know for it)
-    assert cp.stop(3) == 0
-    cp.ports[3] = free_ports(1)[0]
-    config = cp.config(3).read_text()
-    cp.config(3).write_text("\n".join(f"listeners=CONTROLLER://127.0.0.1:{cp.ports[3]}" if line.startswith("listeners=")
-                                      else line for line in config.splitlines()) + "\n")
-    cp.start([3])
+    restart_on_another_port(cp, 3)
     wait_for(lambda: {v["id"]: v["endpoints"] for v in status(cp).get("CurrentVoters", ())}.get(3)
              == [f"CONTROLLER://127.0.0.1:{cp.ports[3]}"], 60, "3's new endpoint in the voter set")
     with cp.client(timeout=30) as c:
@@ -342,11 +347,6 @@ def test_a_sole_voter_restarted_on_another_port_announces_it_to_itself(controlle
     cp.format_dynamic({1: ["--standalone"]})
     cp.start()
     wait_for(lambda: voters(cp) == {1: cp.directory_id(1)}, 30, "the standalone voter leading")
-    assert cp.stop(1) == 0
-    cp.ports[1] = free_ports(1)[0]
-    config = cp.config(1).read_text()
-    cp.config(1).write_text("\n".join(f"listeners=CONTROLLER://127.0.0.1:{cp.ports[1]}" if line.startswith("listeners=")
-                                      else line for line in config.splitlines()) + "\n")
-    cp.start([1])
+    restart_on_another_port(cp, 1)
     wait_for(lambda: [v["endpoints"] for v in status(cp).get("CurrentVoters", ())]
              == [[f"CONTROLLER://127.0.0.1:{cp.ports[1]}"]], 30, "its new endpoint in the voter set")
