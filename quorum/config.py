@@ -15,6 +15,11 @@ from typing import Any, Callable
 from quorum.controller.settings import ControllerSettings
 from quorum.properties import parse_properties
 from quorum.raft.settings import RaftSettings
+from quorum.security.authorizer import Authorizer
+from quorum.security.client import ClientSecurity
+from quorum.security.node_security import DEFAULT_BROKER_PRINCIPAL, DEFAULT_VOTER_PRINCIPAL, NODE_ID_FIELD, NodeSecurity
+from quorum.security.principal import PrincipalMapper
+from quorum.security.tls import CLIENT_AUTH, ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +137,53 @@ def _listeners(s: str) -> dict[str, HostPort]:
     return listeners
 
 
+def _protocol_map(s: str) -> dict[str, str]:
+    expected = "expected NAME:PLAINTEXT|SSL[,NAME:PLAINTEXT|SSL...] with distinct names"
+    protocols: dict[str, str] = {}
+    try:
+        for item in _list(s):
+            name, sep, protocol = item.partition(":")
+            name, protocol = _listener_name(name), protocol.strip().upper()
+            if not sep or name in protocols or protocol not in ("PLAINTEXT", "SSL"):
+                raise ValueError
+            protocols[name] = protocol
+    except ValueError:
+        raise ValueError(expected) from None
+    return protocols
+
+
+def _pem(s: str) -> str:
+    if s.strip().upper() != "PEM":
+        raise ValueError("expected PEM (sparkraft reads PEM files: a private key with its certificate chain, "
+                         "and CA certificates)")
+    return "PEM"
+
+
+def _client_auth(s: str) -> str:
+    if s.strip().lower() not in CLIENT_AUTH:
+        raise ValueError(f"expected one of {', '.join(CLIENT_AUTH)}")
+    return s.strip().lower()
+
+
+def _mapping_rules(s: str) -> str:
+    PrincipalMapper(s)  # ValueError names the rule
+    return s
+
+
+def _principals(s: str) -> frozenset[str]:
+    """``super.users``: principals separated by ';' (Kafka's separator: a DN holds commas)."""
+    items = [item.strip() for item in s.split(";") if item.strip()]
+    if any(":" not in item or item.startswith(":") for item in items):
+        raise ValueError("expected TYPE:NAME[;TYPE:NAME...], e.g. User:admin;User:controller-1")
+    return frozenset(items)
+
+
+def _principal_template(s: str) -> str:
+    if ":" not in s or NODE_ID_FIELD not in s:
+        raise ValueError(f"expected a principal with {NODE_ID_FIELD} in it, e.g. User:controller-{NODE_ID_FIELD}")
+    return s.strip()
+
+
 # --- the table of known keys -----------------------------------------------------------------
 
 REQUIRED = object()  # default of a key that has no default
@@ -204,6 +256,27 @@ KEYS: dict[str, ConfigKey] = {
              "Most partitions the cluster may hold in all (POLICY_VIOLATION past it)."),
         _key("metrics.listener", _host_port, None, "HOST:PORT serving Prometheus /metrics."),
         _key("broker.rack", _non_empty, None, "The broker's rack, for rack-aware placement."),
+        # security (DESIGN §12)
+        _key("listener.security.protocol.map", _protocol_map, None,
+             "NAME:PLAINTEXT|SSL per listener; a listener not named here is PLAINTEXT."),
+        _key("ssl.keystore.type", _pem, "PEM", "The key store's format: PEM."),
+        _key("ssl.keystore.location", _non_empty, None,
+             "A PEM file: this node's private key and certificate chain (SSL listeners, and its own "
+             "client certificate towards SSL peers)."),
+        _key("ssl.truststore.type", _pem, "PEM", "The trust store's format: PEM."),
+        _key("ssl.truststore.location", _non_empty, None, "A PEM file of the CA certificates this node trusts."),
+        _key("ssl.client.auth", _client_auth, "none", "none, requested or required: whether SSL clients "
+             "must present a certificate signed by the trust store (mutual TLS)."),
+        _key("ssl.principal.mapping.rules", _mapping_rules, "DEFAULT",
+             "Kafka's rules from a certificate's distinguished name to a principal name."),
+        _key("authorizer.class.name", str, "", "Any non-empty value enables the built-in StandardAuthorizer."),
+        _key("super.users", _principals, frozenset(), "Principals allowed everything: User:A;User:B."),
+        _key("allow.everyone.if.no.acl.found", _bool, False,
+             "With an authorizer: allow an action on a resource that has no ACL at all."),
+        _key("controller.quorum.voter.principal", _principal_template, DEFAULT_VOTER_PRINCIPAL,
+             "Under mutual TLS, the principal voter N's certificate must map to ({node.id} = N)."),
+        _key("broker.principal", _principal_template, DEFAULT_BROKER_PRINCIPAL,
+             "Under mutual TLS, the principal broker N's certificate must map to ({node.id} = N)."),
     ]
 }
 
@@ -243,6 +316,18 @@ class NodeConfig:
     max_partitions: int
     metrics_listener: HostPort | None
     broker_rack: str | None
+    listener_security_protocol_map: dict[str, str] | None
+    ssl_keystore_type: str
+    ssl_keystore_location: str | None
+    ssl_truststore_type: str
+    ssl_truststore_location: str | None
+    ssl_client_auth: str
+    ssl_principal_mapping_rules: str
+    authorizer_class_name: str
+    super_users: frozenset[str]
+    allow_everyone_if_no_acl_found: bool
+    voter_principal: str
+    broker_principal: str
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = "config") -> "NodeConfig":
@@ -309,6 +394,31 @@ class NodeConfig:
                                   max_partitions_per_request=self.max_partitions_per_request,
                                   max_partitions=self.max_partitions)
 
+    def security_protocol(self, listener_name: str | None) -> str:
+        """PLAINTEXT or SSL: what ``listener.security.protocol.map`` says of a listener."""
+        return (self.listener_security_protocol_map or {}).get(listener_name or "", "PLAINTEXT")
+
+    def node_security(self, listener_name: str | None) -> NodeSecurity:
+        """TLS, principals and authorizer of the listener ``listener_name`` (None: no listener of its
+        own, a broker), and how this node connects to the controllers; ConfigError on bad key files."""
+        tls = None
+        try:
+            if listener_name is not None and self.security_protocol(listener_name) == "SSL":
+                tls = ServerTls(self.ssl_keystore_location or "", self.ssl_truststore_location, self.ssl_client_auth)
+            controller_protocol = self.security_protocol(self.controller_listener_name)
+            client = ClientSecurity(protocol=controller_protocol, truststore=self.ssl_truststore_location,
+                                    keystore=self.ssl_keystore_location if controller_protocol == "SSL" else None)
+            if client.keystore:
+                client.channel_credentials()  # bad files: one line now, not a handshake failure later
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        authorizer = None
+        if self.authorizer_class_name:
+            authorizer = Authorizer(self.super_users, self.allow_everyone_if_no_acl_found)
+        return NodeSecurity(tls=tls, mapper=PrincipalMapper(self.ssl_principal_mapping_rules), authorizer=authorizer,
+                            client=client, voter_principal=self.voter_principal,
+                            broker_principal=self.broker_principal)
+
     def _check(self, source: str) -> None:
         """Combinations of keys that Kafka also refuses."""
         def fail(message: str) -> None:
@@ -335,6 +445,11 @@ class NodeConfig:
                 log.warning("%s: listener %s port %d differs from node %d's voter entry %s:%d",
                             source, self.controller_listener_names[0], address[1], self.node_id,
                             *voter_address)
+        for name, protocol in (self.listener_security_protocol_map or {}).items():
+            if protocol == "SSL" and not self.ssl_keystore_location:
+                fail(f"listener {name} is SSL (listener.security.protocol.map) but ssl.keystore.location is not set")
+        if self.ssl_client_auth == "required" and not self.ssl_truststore_location:
+            fail("ssl.client.auth=required needs ssl.truststore.location (the CAs that sign client certificates)")
         if self.is_broker:
             if not self.voters and not self.bootstrap_servers:
                 fail("a broker needs controller.quorum.voters or controller.quorum.bootstrap.servers")

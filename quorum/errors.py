@@ -20,7 +20,10 @@ class Errors(enum.IntEnum):
     REQUEST_TIMED_OUT = 7
     NETWORK_EXCEPTION = 13
     INVALID_TOPIC_EXCEPTION = 17
+    TOPIC_AUTHORIZATION_FAILED = 29
     CLUSTER_AUTHORIZATION_FAILED = 31
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -31,6 +34,7 @@ class Errors(enum.IntEnum):
     INVALID_REQUEST = 42
     POLICY_VIOLATION = 44
     KAFKA_STORAGE_ERROR = 56
+    SASL_AUTHENTICATION_FAILED = 58
     REASSIGNMENT_IN_PROGRESS = 60
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
@@ -41,6 +45,7 @@ class Errors(enum.IntEnum):
     NO_REASSIGNMENT_IN_PROGRESS = 85
     INVALID_RECORD = 87
     RESOURCE_NOT_FOUND = 91
+    UNACCEPTABLE_CREDENTIAL = 93
     INCONSISTENT_VOTER_SET = 94
     INVALID_UPDATE_VERSION = 95
     FEATURE_UPDATE_FAILED = 96
@@ -54,6 +59,9 @@ class Errors(enum.IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    # Not a Kafka protocol code (Kafka's clients raise SslAuthenticationException, which has none):
+    # the one name a TLS handshake failure gets on a sparkraft command line (DESIGN §12).
+    SSL_HANDSHAKE_FAILED = 10_001
 
 class SparkraftError(Exception):
     """An error with a Kafka error name: what the CLI prints as ``NAME: message``."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Optional
 
 from delta_tables.spark_session import local_spark_session
+from quorum.security.client import ClientSecurity
 from streaming.stop import GracefulStop
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,8 @@ def check_checkpoint(checkpoint: str, cluster_id: str) -> None:
 
 def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
-        timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None) -> None:
+        timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None,
+        security: Optional[ClientSecurity] = None) -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up).
 
     ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
@@ -62,7 +64,7 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     from quorum.rpc.raft_client import RaftClient
     from streaming.materializer import Materializer
 
-    with RaftClient(bootstrap, timeout=timeout) as client:
+    with RaftClient(bootstrap, timeout=timeout, security=security) as client:
         cluster_id = client.describe_quorum().cluster_id
     check_checkpoint(checkpoint, cluster_id)
     spark = spark or spark_session()
@@ -74,15 +76,16 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         materializer = Materializer(DeltaRsWriter(warehouse))
     if not available_now:
         _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
-                   idle_flush_s)
+                   idle_flush_s, security)
         return
     # Available-now: up to what is committed now. Spark first re-runs a micro-batch that a killed
     # run had planned but not committed, and for a Python source that may be all it runs, so
     # repeat until the tables reach the high watermark seen at the start.
-    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
         target = reader.high_watermark()
     for _ in range(100):
-        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0)
+        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0,
+                   security)
         if materializer.next_offset >= target:
             return
     raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
@@ -90,12 +93,14 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
 
 def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float] = None) -> None:
+               idle_flush_s: Optional[float] = None, security: Optional[ClientSecurity] = None) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
     reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
               .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))
     if idle_flush_s is not None:
         reader = reader.option("idleFlushSeconds", str(idle_flush_s))
+    for key, value in (security.options() if security is not None else {}).items():
+        reader = reader.option(key, value)
     if max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
     writer = (reader.load().writeStream.foreachBatch(materializer.foreach_batch)

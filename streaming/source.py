@@ -112,6 +112,11 @@ class SparkraftStreamReader(DataSourceStreamReader):
         if self.max_records is not None and self.max_records <= 0:
             raise ValueError(f"maxRecordsPerTrigger must be positive, got {max_records}")
         self.cluster_id = options.get("cluster.id", "")
+        from quorum.security.client import CLIENT_KEYS, ClientSecurity
+
+        # security.protocol, ssl.*, sasl.*: Kafka's client keys, as options (Spark redacts the password)
+        self.security = ClientSecurity.from_properties({k: str(v) for k, v in options.items() if k in CLIENT_KEYS},
+                                                       source="the sparkraft source's options")
         try:
             self.idle_flush_s = float(options.get("idleFlushSeconds", IDLE_FLUSH_S))
         except ValueError:
@@ -127,7 +132,8 @@ class SparkraftStreamReader(DataSourceStreamReader):
         from quorum.rpc.log_reader import MetadataLogReader
 
         if self._reader is None:
-            self._reader = MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=10)
+            self._reader = MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=10,
+                                              security=self.security)
         return max(0, _with_retry("high watermark", self._reader.high_watermark))
 
     def initialOffset(self) -> dict:
@@ -197,7 +203,8 @@ class SparkraftStreamReader(DataSourceStreamReader):
         from quorum.rpc.log_reader import MetadataLogReader, SnapshotRequired
 
         rows: list[tuple] = []
-        with MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=30) as reader:
+        with MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=30,
+                               security=self.security) as reader:
             offset = partition.start
             while offset < partition.end:
                 try:

@@ -121,9 +121,12 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 class ControllerProcesses:
     def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, metrics: bool = False,
-                 dynamic: bool = False, **overrides: str):
+                 dynamic: bool = False, per_node=None, security=None, **overrides: str):
         """``dynamic``: a dynamic quorum's controllers (KIP-853): controller.quorum.bootstrap.servers
-        (every controller) instead of controller.quorum.voters; format them with ``format_dynamic``."""
+        (every controller) instead of controller.quorum.voters; format them with ``format_dynamic``.
+        ``per_node(i)``: more properties for controller i (its key store...); ``security``: the
+        ClientSecurity the test's own clients use."""
+        self.security = security
         self.root = root
         self.raft_only = raft_only  # run `controller start --raft-only` (the tests append raw records)
         self.voters = tuple(voters)
@@ -146,6 +149,7 @@ class ControllerProcesses:
                 **FAST_TIMEOUTS,
                 **({"metrics.listener": f"127.0.0.1:{self.metrics_ports[i]}"} if metrics else {}),
                 **overrides,
+                **(per_node(i) if per_node else {}),
             }
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
@@ -211,6 +215,7 @@ class ControllerProcesses:
 
         kw.setdefault("timeout", 20)
         kw.setdefault("rpc_timeout", 1.0)
+        kw.setdefault("security", self.security)
         return RaftClient(self.bootstrap(), **kw)
 
     def wait_leader(self, timeout: float = 20, exclude=(), ids=None):

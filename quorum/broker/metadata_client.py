@@ -41,6 +41,7 @@ from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import AnyRecord, decode_record
 from quorum.rpc.log_reader import LogRecord, MetadataLogReader, SnapshotRequired
+from quorum.security.client import ClientSecurity
 from quorum.snapshot.checkpoint import CheckpointError
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class BrokerMetadataClient:
     def __init__(self, bootstrap: str, cluster_id: str, cache_dir: Optional[str | Path] = None,
                  bootstrap_source: Optional[BootstrapSource] = None, cache_interval_s: float = 300.0,
                  cache_every_records: int = 100_000, fetch_wait_ms: int = 500,
-                 retry_backoff_s: tuple[float, float] = (0.1, 5.0)):
+                 retry_backoff_s: tuple[float, float] = (0.1, 5.0), security: Optional[ClientSecurity] = None):
         self.cluster_id = cluster_id
         self.cache = MetadataCache(cache_dir, cluster_id) if cache_dir is not None else None
         self.bootstrap_source = bootstrap_source
@@ -88,7 +89,7 @@ class BrokerMetadataClient:
         self.fetch_wait_ms = fetch_wait_ms
         self.retry_backoff_s = retry_backoff_s
         self.stats = MetadataClientStats()
-        self._reader = MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=10.0)
+        self._reader = MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=10.0, security=security)
         self._loader = MetadataLoader()
         self._next_offset = 0
         self._listeners: list[Callable[[MetadataUpdate], None]] = []
@@ -274,6 +275,10 @@ class BrokerMetadataClient:
             return
         self._cached_offset = next_offset
         self.stats.cache_writes += 1
+
+    def reopen(self) -> None:
+        """Fetch over new connections from now on (rotated TLS key files are read again)."""
+        self._reader.reopen()
 
     def start(self) -> "BrokerMetadataClient":
         """Bootstrap, then follow the log on a background thread."""

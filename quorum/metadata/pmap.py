@@ -114,6 +114,30 @@ class PMap(Mapping[K, V], Generic[K, V]):
         ev.discard(key)
         return ev.finish()
 
+    def diff(self, newer: PMap[K, V]) -> Iterator[tuple[K, V | None, V | None]]:
+        """(key, value here or None, value in ``newer`` or None) for every key whose value differs:
+        subtrees the two maps share are skipped, so a map derived by a few updates costs a few
+        paths, not a scan (how a follower of the image finds what one batch changed)."""
+        stack = [(self._root, newer._root)]
+        while stack:
+            a, b = stack.pop()
+            if a is b:
+                continue
+            if type(a) is list and type(b) is list:
+                stack.extend((x if x is not None else {}, y if y is not None else {})
+                             for x, y in zip(a, b) if x is not y)
+                continue
+            old, new = dict(_items(a)), dict(_items(b))
+            for key, value in old.items():
+                other = new.get(key, _MISSING)
+                if other is _MISSING:
+                    yield key, value, None
+                elif other is not value and other != value:
+                    yield key, value, other
+            for key, value in new.items():
+                if key not in old:
+                    yield key, None, value
+
     # -- structure (for tests and memory accounting) -------------------------------------------
     def nodes(self) -> Iterator[dict | list]:
         """Every node of the trie; tests compare them by identity to prove sharing."""
@@ -129,6 +153,15 @@ class PMap(Mapping[K, V], Generic[K, V]):
 
 
 EMPTY: PMap = PMap()
+
+
+def _items(node: dict | list) -> Iterator[tuple[Any, Any]]:
+    if type(node) is dict:
+        yield from node.items()
+        return
+    for child in node:
+        if child is not None:
+            yield from _items(child)
 
 
 def _lookup(node: dict | list, key: Any, default: Any) -> Any:

@@ -12,6 +12,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.convert import format_endpoint
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.security.client import PLAINTEXT, ClientSecurity
 
 CLUSTER_PROBE_S = 0.5  # how long to wait for the other voters' answers
 
@@ -21,7 +22,8 @@ def majority_elsewhere(voters: Mapping[int, HostPort], others: Mapping[int, str]
     return len(others) > len(voters) - (len(voters) // 2 + 1)
 
 
-def probe_cluster_id(node_id: int, cluster_id: str, voters: Mapping[int, HostPort], log_dir) -> None:
+def probe_cluster_id(node_id: int, cluster_id: str, voters: Mapping[int, HostPort], log_dir,
+                     security: ClientSecurity = PLAINTEXT) -> None:
     """Raise INCONSISTENT_CLUSTER_ID if a majority of the voters say they are in another cluster;
     voters that do not answer in CLUSTER_PROBE_S count for nothing."""
     others = [v for v in voters if v != node_id]
@@ -30,7 +32,7 @@ def probe_cluster_id(node_id: int, cluster_id: str, voters: Mapping[int, HostPor
     channels, calls = [], {}
     request = raft_pb2.DescribeQuorumRequest(cluster_id=cluster_id)
     for v in others:
-        ch = grpc.insecure_channel(format_endpoint(*voters[v]), options=CHANNEL_OPTIONS)
+        ch = security.channel(format_endpoint(*voters[v]), options=CHANNEL_OPTIONS)
         channels.append(ch)
         calls[v] = raft_pb2_grpc.RaftStub(ch).DescribeQuorum.future(request, timeout=CLUSTER_PROBE_S)
     theirs: dict[int, str] = {}

@@ -84,6 +84,7 @@ class _Request:
     request: Any
     future: concurrent.futures.Future
     arrived_ms: int
+    check: Optional[Callable[[], Optional[SparkraftError]]] = None  # authorization, on the active controller
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,7 @@ class ControllerNode:
         self.replay_errors = 0  # committed batches the core could not replay (logged)
         self._state_cond = threading.Condition()
         self.snapshots = SnapshotPolicy(raft, core)
+        self.security = raft.security
 
     @classmethod
     def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
@@ -149,7 +151,8 @@ class ControllerNode:
         node = cls.create(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
                           config.controller_settings(), segment_bytes=config.log_segment_bytes,
                           retention=Retention.from_config(config), bootstrap=config.bootstrap_servers or (),
-                          listener_name=config.controller_listener_name, auto_join=config.auto_join_enable)
+                          listener_name=config.controller_listener_name, auto_join=config.auto_join_enable,
+                          security=config.node_security(config.controller_listener_name))
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None
@@ -166,6 +169,7 @@ class ControllerNode:
         if self._thread is not None:
             raise RuntimeError("a ControllerNode starts once")
         self.snapshots.load()
+        self._follow_acls()
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
@@ -210,10 +214,18 @@ class ControllerNode:
         return st.leader_id
 
     # ------------------------------------------------------------------ the API (any thread)
-    def submit(self, request) -> concurrent.futures.Future:
+    def submit(self, request, check: Optional[Callable[[], Optional[SparkraftError]]] = None
+               ) -> concurrent.futures.Future:
         """Hand a write request to the core; the future resolves with its reply once committed, or
-        fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error)."""
+        fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error).
+        ``check`` (authorization) runs on the controller thread once this node is known to be the
+        active controller, against the ACLs of everything it has replayed; its error refuses the request."""
         if isinstance(request, UpdateFeaturesRequest) and any(n == KRAFT_VERSION for n, _ in request.updates):
+            denied = check() if check is not None else None
+            if denied is not None:
+                future: concurrent.futures.Future = concurrent.futures.Future()
+                future.set_exception(denied)
+                return future
             return self._update_features(request)
         future: concurrent.futures.Future = concurrent.futures.Future()
         if not self._running:
@@ -221,7 +233,7 @@ class ControllerNode:
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            self._inbox.put(_Request(request, future, self.raft.now_ms()))
+            self._inbox.put(_Request(request, future, self.raft.now_ms(), check))
         return future
 
     def _update_features(self, req: UpdateFeaturesRequest) -> concurrent.futures.Future:
@@ -356,6 +368,7 @@ class ControllerNode:
         try:
             for batch in item.batches:
                 self._replay(batch)
+            self._follow_acls()
         finally:
             item.done.set()
         self._check_leadership()
@@ -364,12 +377,13 @@ class ControllerNode:
     def _on_snapshot_installed(self, item: _SnapshotInstalled) -> None:
         try:
             self.snapshots.installed(item.load)
+            self._follow_acls()
         finally:
             item.done.set()
 
     def _on_request(self, item: _Request) -> None:
         if item.future.set_running_or_notify_cancel():
-            self._handle_request(item.request, item.future, item.arrived_ms)
+            self._handle_request(item.request, item.future, item.arrived_ms, item.check)
 
     def _on_proposed(self, item: _Proposed) -> None:
         self._proposed(item.pending, item.index, item.proposal)
@@ -396,6 +410,12 @@ class ControllerNode:
                           batch.epoch, e, self.replay_errors)
         self._last_replayed_epoch = batch.epoch
 
+    def _follow_acls(self) -> None:
+        """The authorizer takes the committed ACLs after each delivery (all of it at once), so every
+        controller decides by the committed log."""
+        if self.security.authorizer is not None:
+            self.security.authorizer.follow(self.core.image.acls)
+
     def _check_leadership(self) -> None:
         st = self.raft.status()
         leading = st.state == "Leader"
@@ -420,11 +440,16 @@ class ControllerNode:
         with self._state_cond:
             self._state_cond.notify_all()
 
-    def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int) -> None:
+    def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int,
+                        check: Optional[Callable[[], Optional[SparkraftError]]] = None) -> None:
         if self._active_epoch is None:
             st = self.raft.status()
             future.set_exception(not_controller(self.node_id, st.leader_id,
                                                 activating=st.state == "Leader"))
+            return
+        denied = check() if check is not None else None
+        if denied is not None:
+            future.set_exception(denied)
             return
         try:
             op = self.core.handle(request, arrived_ms)

@@ -70,6 +70,7 @@ from quorum.rpc import convert
 from quorum.rpc.peer_client import PeerAnswer, PeerClient, PeerNoAnswer
 from quorum.rpc.peer_identity import PeerIdentities
 from quorum.rpc.raft_service import RaftService
+from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
 from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
@@ -85,8 +86,10 @@ class RaftNode:
                  segment_bytes: int = DEFAULT_SEGMENT_BYTES, max_rpc_workers: int = DEFAULT_RPC_WORKERS,
                  servicers: Sequence[AddService] = (), raw_appends: bool = False,
                  retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
-                 listener_name: str = "CONTROLLER", auto_join: bool = False):
+                 listener_name: str = "CONTROLLER", auto_join: bool = False,
+                 security: NodeSecurity = PLAINTEXT_NODE):
         self.node_id = node_id
+        self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
         # controller's log they would be records the controller cannot read.
@@ -107,10 +110,11 @@ class RaftNode:
         self.log, self.snapshot_store, self.store = storage.log, storage.snapshots, storage.election_store
         self._election: ElectionState = storage.election
         # Who may speak as a voter: this node's session token, and its peers' proofs (peer_identity.py).
-        self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters)
+        self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters, security=security.client)
         services = [lambda server: raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server), *servicers]
         try:
-            self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services)
+            self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services,
+                                                  tls=security.tls)
         except BaseException:
             storage.close()
             raise
@@ -120,11 +124,11 @@ class RaftNode:
         # Announcing its endpoints needs an address others can reach: not a wildcard bind address.
         announce = self.listen[0] not in ("", "0.0.0.0", "::", "[::]")
         self.self_membership = (SelfMembership(node_id, listener_name, self.listen,
-                                               auto_join and self.addresses.dynamic)
+                                               auto_join and self.addresses.dynamic, security.client)
                                 if announce or auto_join else None)
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id},
                                  **self.addresses.bootstrap},
-                                self._inbox.put, metadata=self.identities.metadata)
+                                self._inbox.put, metadata=self.identities.metadata, security=security.client)
         self.core: Optional[RaftCore] = None
         self._status = StatusBoard(NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0,
                                               self.log.end_offset))
@@ -153,7 +157,17 @@ class RaftNode:
         return cls(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
                    config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config),
                    bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name,
-                   auto_join=config.auto_join_enable)
+                   auto_join=config.auto_join_enable,
+                   security=config.node_security(config.controller_listener_name))
+
+    def reload_tls(self) -> None:
+        """SIGHUP: read the key and trust stores again, for the listener's next handshakes and for new
+        connections to the peers; open connections stay up, so the quorum goes on."""
+        if self.security.tls is not None:
+            self.security.tls.reload()
+        if self.security.client.tls:
+            self.peers.reopen()
+        log.info("Node %d: SIGHUP: TLS key material is read again for new connections", self.node_id)
 
     def set_voter_addresses(self, voters: Mapping[int, HostPort]) -> None:
         """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""
@@ -186,7 +200,7 @@ class RaftNode:
             if self._thread is not None or self._shutdown_started:
                 raise RuntimeError("a RaftNode starts once")
             if check_cluster_id:
-                probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir)
+                probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir, self.security.client)
             self.core = RaftCore(self.node_id, self.addresses.static_voter_set(), self.cluster_id, self.log,
                                  self._election, self.now_ms(), self.settings, snapshots=self.snapshot_store,
                                  directory_id=self.storage.directory_id, bootstrap=list(self.addresses.bootstrap))

@@ -25,6 +25,7 @@ from typing import Optional
 from quorum.errors import SparkraftError
 from quorum.log.voter_set import Endpoint, ReplicaKey
 from quorum.rpc import convert
+from quorum.security.client import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,10 @@ RETRY_S = 1.0
 
 
 class SelfMembership:
-    def __init__(self, node_id: int, listener_name: str, listen: tuple[str, int], auto_join: bool):
+    def __init__(self, node_id: int, listener_name: str, listen: tuple[str, int], auto_join: bool,
+                 security: Optional[ClientSecurity] = None):
         self.node_id = node_id
+        self.security = security  # how it reaches the leader's listener
         self.listener_name = listener_name
         self.listen = listen
         self.endpoints = (Endpoint(listener_name, *listen),)
@@ -74,7 +77,8 @@ class SelfMembership:
         what, key = step
         listeners = [(self.listener_name, *self.listen)]
         try:
-            with RaftClient([leader], timeout=5, rpc_timeout=5, cluster_id=cluster_id) as client:
+            with RaftClient([leader], timeout=5, rpc_timeout=5, cluster_id=cluster_id,
+                            security=self.security) as client:
                 if what == "remove":
                     client.remove_voter(key.id, key.directory_id or "")
                 elif what == "add":

@@ -6,7 +6,7 @@ import concurrent.futures
 import errno
 import socket
 import threading
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import grpc
 
@@ -14,6 +14,7 @@ from quorum.config import HostPort
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc.convert import format_endpoint
 from quorum.rpc.peer_client import MAX_MESSAGE_BYTES
+from quorum.security.tls import ServerTls
 
 DEFAULT_RPC_WORKERS = 256  # threads of the gRPC server (each RPC in flight holds one)
 RAFT_RESERVED_WORKERS = 32  # of which client writes may never take these (Fetch, Vote, reads)
@@ -58,9 +59,10 @@ def check_port_free(host: str, port: int) -> None:
         s.close()
 
 
-def bind_server(listen: HostPort, workers: int, thread_prefix: str,
-                services: Sequence[AddService]) -> tuple[grpc.Server, int]:
-    """A gRPC server with ``services`` added, bound (not started) on ``listen``; and its port."""
+def bind_server(listen: HostPort, workers: int, thread_prefix: str, services: Sequence[AddService],
+                tls: Optional[ServerTls] = None) -> tuple[grpc.Server, int]:
+    """A gRPC server with ``services`` added, bound (not started) on ``listen``, over TLS if ``tls``
+    (quorum/security/tls.py); and its port."""
     host, port = listen
     check_port_free(host, port)
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix),
@@ -68,7 +70,10 @@ def bind_server(listen: HostPort, workers: int, thread_prefix: str,
     for add in services:
         add(server)
     try:
-        bound = server.add_insecure_port(format_endpoint(host, port))
+        if tls is None:
+            bound = server.add_insecure_port(format_endpoint(host, port))
+        else:
+            bound = server.add_secure_port(format_endpoint(host, port), tls.credentials())
     except RuntimeError:
         bound = 0
     if bound == 0:

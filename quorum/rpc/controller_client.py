@@ -34,6 +34,7 @@ from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+from quorum.security.client import ClientSecurity
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -47,8 +48,8 @@ class ControllerClient(LeaderFollowingClient):
     retriable_codes = frozenset(_RETRIABLE_CODES)
 
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 5.0,
-                 backoff: float = 0.05):
-        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
+                 backoff: float = 0.05, security: Optional[ClientSecurity] = None):
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff, security)
 
     def response_error(self, resp) -> Optional[SparkraftError]:
         return cc.response_error(resp)

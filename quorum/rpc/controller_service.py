@@ -26,10 +26,11 @@ from typing import Any, Optional
 
 import grpc
 
-from quorum.controller.api import READ_REQUESTS
+from quorum.controller.api import READ_REQUESTS, ListTopicsRequest
 from quorum.errors import ControllerNotRunningError, Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
+from quorum.rpc import request_actions
 from quorum.rpc.deadline import time_left
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,19 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             request = cc.request_from_proto(request_pb)
         except (ValueError, TypeError) as e:
             return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
+        try:
+            caller = node.security.caller(context)
+        except SparkraftError as e:  # a SCRAM token that does not verify
+            return cc.error_response(method, e.error, e.message)
         is_read = isinstance(request, READ_REQUESTS)
+
+        def check(topic_name=lambda topic_id: _topic_name(node, topic_id)):
+            return request_actions.refusal(node.security, caller, request, topic_name)
+
+        if is_read:  # any controller answers reads, by the ACLs it has replayed
+            denied = check()
+            if denied is not None:
+                return cc.error_response(method, denied.error, denied.message)
         future = None
         try:
             if is_read:
@@ -63,7 +76,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 reply = future.result(timeout=time_left(context))
             else:
                 with node.raft.client_slots:  # a write holds its thread until committed (see RaftNode)
-                    future = node.submit(request)
+                    future = node.submit(request, check if node.security.authorizer is not None else None)
                     reply = future.result(timeout=time_left(context))
         except SparkraftError as e:
             leader = e.details.get("leader_id")
@@ -79,6 +92,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         except Exception as e:
             log.warning("controller %s failed", method, exc_info=True)
             return cc.error_response(method, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+        if isinstance(request, ListTopicsRequest):
+            reply = request_actions.visible_topics(node.security, caller, reply)
         response = cc.reply_to_proto(method, reply)
         if is_read:
             leader = node.leader_id()
@@ -86,6 +101,13 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 response.leader_id = leader
                 response.leader_endpoint = node.raft.endpoint_of(leader)
         return response
+
+
+def _topic_name(node, topic_id: str) -> Optional[str]:
+    """The name of a live topic by id (DeleteTopics by id is authorized by name), or None; called on
+    the controller thread, so the core's image is read directly."""
+    topic = node.core.image.topics.topic(topic_id)
+    return topic.name if topic is not None else None
 
 
 def _rpc(method: str):

@@ -17,6 +17,7 @@ import grpc
 
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
 
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
 WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
@@ -46,8 +47,10 @@ class LeaderFollowingClient:
     retriable: frozenset[Errors] = frozenset()  # refusals that mean "ask again, here or elsewhere"
     retriable_codes: Optional[frozenset[grpc.StatusCode]] = None  # None: every transport error
 
-    def __init__(self, servers: list[str], timeout: float, rpc_timeout: float, backoff: float):
+    def __init__(self, servers: list[str], timeout: float, rpc_timeout: float, backoff: float,
+                 security: Optional[ClientSecurity] = None):
         self.servers = servers
+        self.security = security or PLAINTEXT
         self.timeout = timeout  # for a whole call, retries included
         self.rpc_timeout = rpc_timeout  # for one attempt
         self.backoff = backoff
@@ -73,6 +76,13 @@ class LeaderFollowingClient:
     def leader_endpoint(self) -> Optional[str]:
         return self._leader
 
+    def reopen(self) -> None:
+        """Open new channels from the next call on (rotated key files are read again)."""
+        with self._lock:
+            stubs, self._stubs = list(self._stubs.values()), {}
+        for channel, _ in stubs:
+            channel.close()
+
     def close(self) -> None:
         """Close the channels; a call still running fails, later calls raise ValueError."""
         with self._lock:
@@ -94,7 +104,7 @@ class LeaderFollowingClient:
                 raise ValueError(f"the {type(self).__name__} is closed")
             entry = self._stubs.get(target)
             if entry is None:
-                channel = grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+                channel = self.security.channel(target, options=CHANNEL_OPTIONS)
                 entry = self._stubs[target] = (channel, self.stub_class(channel))
             return entry[1]
 
@@ -117,6 +127,10 @@ class LeaderFollowingClient:
         if code is grpc.StatusCode.RESOURCE_EXHAUSTED:  # no other server would take it either
             raise SparkraftError(Errors.INVALID_REQUEST, f"{method} refused by {target}: the request is larger "
                                  f"than a controller accepts ({e.details()}); split it into smaller ones")
+        if code is grpc.StatusCode.UNAVAILABLE and "onnection refused" not in (e.details() or ""):
+            problem = handshake_problem(target, self.security)
+            if problem is not None:  # a configuration to fix, not a server to wait for
+                raise SparkraftError(Errors.SSL_HANDSHAKE_FAILED, problem)
         if self.retriable_codes is not None and code not in self.retriable_codes:
             raise SparkraftError(Errors.UNKNOWN_SERVER_ERROR,
                                  f"{method} failed at {target}: {code.name}: {e.details()}")

@@ -32,6 +32,7 @@ from quorum.metadata.records import decode_record
 from quorum.rpc import convert
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+from quorum.security.client import ClientSecurity
 from quorum.snapshot.api import SnapshotError
 from quorum.snapshot.checkpoint import CheckpointError, decode_checkpoint
 from quorum.snapshot.files import SnapshotId, verify_checkpoint
@@ -83,8 +84,9 @@ class MetadataLogReader(LeaderFollowingClient):
     retriable = frozenset({Errors.NOT_LEADER_OR_FOLLOWER, Errors.REQUEST_TIMED_OUT})
 
     def __init__(self, bootstrap: Bootstrap, cluster_id: str = "", timeout: float = 15.0,
-                 rpc_timeout: float = 2.0, backoff: float = 0.05, max_bytes: int = FETCH_MAX_BYTES):
-        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
+                 rpc_timeout: float = 2.0, backoff: float = 0.05, max_bytes: int = FETCH_MAX_BYTES,
+                 security: Optional[ClientSecurity] = None):
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff, security)
         self.cluster_id = cluster_id  # "": learnt from the quorum (DescribeQuorum) on first use
         self.max_bytes = max_bytes
         self.bytes_fetched = 0  # record batch bytes received (what a benchmark compares)
@@ -259,13 +261,14 @@ def replay(loader: MetadataLoader, records) -> MetadataImage:
 
 
 def read_image(bootstrap: Bootstrap, timeout: float = 30.0, cluster_id: str = "",
-               progress: Optional[Callable[[int, int], None]] = None) -> MetadataImage:
+               progress: Optional[Callable[[int, int], None]] = None,
+               security: Optional[ClientSecurity] = None) -> MetadataImage:
     """The committed metadata image as of the high watermark at the time of the call.
 
     Replays the log from offset 0, or, once the quorum's log starts later, from the leader's
     snapshot (FetchSnapshot) and the log after it.
     """
-    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout) as reader:
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
         hw = reader.high_watermark()
         loader = MetadataLoader()
         offset = 0

@@ -32,6 +32,7 @@ from quorum.raft.messages import (
     VoteRequest,
 )
 from quorum.rpc import convert
+from quorum.security.client import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -78,18 +79,19 @@ Deliver = Callable[[Union[PeerAnswer, PeerNoAnswer]], None]
 
 
 class _Peer:
-    def __init__(self, node_id: int, address: HostPort):
+    def __init__(self, node_id: int, address: HostPort, security: ClientSecurity):
         self.node_id = node_id
         self.target = convert.format_endpoint(*address)
-        self.channel = grpc.insecure_channel(self.target, options=CHANNEL_OPTIONS)
+        self.channel = security.channel(self.target, options=CHANNEL_OPTIONS)
         self.stub = raft_pb2_grpc.RaftStub(self.channel)
         self.reachable: Optional[bool] = None  # unknown until the first answer or failure
 
 
 class PeerClient:
     def __init__(self, addresses: Mapping[int, HostPort], deliver: Deliver,
-                 metadata: tuple[tuple[str, str], ...] = ()):
+                 metadata: tuple[tuple[str, str], ...] = (), security: ClientSecurity = PLAINTEXT):
         self._addresses = dict(addresses)
+        self._security = security
         self._deliver = deliver
         self._metadata = metadata  # sent with every request: this node's peer credentials
         self._peers: dict[int, _Peer] = {}
@@ -176,8 +178,16 @@ class PeerClient:
                 address = self._addresses.get(node_id)
                 if address is None:
                     return None
-                peer = self._peers[node_id] = _Peer(node_id, address)
+                peer = self._peers[node_id] = _Peer(node_id, address, self._security)
             return peer
+
+    def reopen(self) -> None:
+        """Open new channels from now on (rotated key files are read again); requests in flight on
+        the old ones fail as PeerNoAnswer and the core retries them."""
+        with self._lock:
+            peers, self._peers = list(self._peers.values()), {}
+        for peer in peers:
+            peer.channel.close()
 
     def close(self) -> None:
         """Close every channel; requests still running fail (and are delivered as failures)."""

@@ -36,6 +36,7 @@ from quorum.config import HostPort
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.convert import format_endpoint
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.security.client import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -85,12 +86,14 @@ class PeerIdentities:
     """Both sides of VerifyPeer for one node: proving its own token, checking its peers'."""
 
     def __init__(self, node_id: int, cluster_id: str, addresses: Callable[[], dict[int, HostPort]],
-                 prover: Optional[Prover] = None, token: Optional[str] = None):
+                 prover: Optional[Prover] = None, token: Optional[str] = None,
+                 security: ClientSecurity = PLAINTEXT):
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.token = token or new_session_token()  # this process's own
         self._addresses = addresses  # voter id -> its configured listener address
         self._prove_at = prover or self._ask
+        self._security = security  # how VerifyPeer reaches a voter's listener
         self._proofs: dict[int, _Proof] = {}
         self._lock = threading.Lock()
 
@@ -157,7 +160,7 @@ class PeerIdentities:
 
     def _ask(self, address: HostPort, node_id: int, nonce: bytes) -> Optional[bytes]:
         """VerifyPeer at ``address``; None if it cannot be asked or does not answer as ``node_id``."""
-        with grpc.insecure_channel(format_endpoint(*address), options=CHANNEL_OPTIONS) as channel:
+        with self._security.channel(format_endpoint(*address), options=CHANNEL_OPTIONS) as channel:
             try:
                 resp = raft_pb2_grpc.RaftStub(channel).VerifyPeer(
                     raft_pb2.VerifyPeerRequest(cluster_id=self.cluster_id, node_id=node_id, nonce=nonce),

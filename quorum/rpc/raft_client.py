@@ -22,6 +22,7 @@ from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.raft.messages import ReplicaDescription
 from quorum.rpc import convert
 from quorum.rpc.leader_client import LeaderFollowingClient
+from quorum.security.client import ClientSecurity
 
 Bootstrap = Union[str, Sequence[Union[HostPort, str]]]
 
@@ -67,8 +68,8 @@ class RaftClient(LeaderFollowingClient):
     retriable = frozenset(_RETRIABLE)
 
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 2.0,
-                 cluster_id: str = "", backoff: float = 0.05):
-        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff)
+                 cluster_id: str = "", backoff: float = 0.05, security: Optional[ClientSecurity] = None):
+        super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff, security)
         self.cluster_id = cluster_id  # "" = accept whatever cluster the servers are in
 
     def response_error(self, resp) -> Optional[SparkraftError]:

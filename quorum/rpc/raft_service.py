@@ -27,8 +27,9 @@ import grpc
 from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter
-from quorum.rpc import convert
+from quorum.rpc import convert, request_actions
 from quorum.rpc.deadline import time_left
+from quorum.security.principal import Caller
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,10 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def _to_core(self, request, context):
         msg = convert.from_proto(request)
-        refusal = self._node.identities.refusal(convert.request_source(msg), context.invocation_metadata())
+        refusal = self._principal_refusal(type(msg).__name__.removesuffix("Request"), convert.request_source(msg),
+                                          context)
+        if refusal is None:
+            refusal = self._node.identities.refusal(convert.request_source(msg), context.invocation_metadata())
         if refusal is not None:
             self._refused.note(type(msg).__name__, convert.request_source(msg), context.peer(), refusal)
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{type(msg).__name__} refused: {refusal}")
@@ -103,6 +107,18 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         if isinstance(proto, raft_pb2.FetchResponse) and proto.leader_id >= 0:
             proto.leader_endpoint = self._node.endpoint_of(proto.leader_id)
         return proto
+
+    def _caller(self, context) -> Caller:
+        try:
+            return self._node.security.caller(context)
+        except SparkraftError as e:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, str(e))
+
+    def _principal_refusal(self, kind: str, claimed: int, context) -> Optional[str]:
+        security = self._node.security
+        if not security.mutual_tls:
+            return None
+        return request_actions.raft_refusal(security, self._caller(context), kind, claimed, self._node.voters)
 
     # -- voter changes (KIP-853) -----------------------------------------------------------
     def AddRaftVoter(self, request, context):
@@ -123,6 +139,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def _change_voters(self, request, context, change):
         node = self._node
+        denied = request_actions.voter_change_refusal(node.security, self._caller(context), request.voter_id)
+        if denied is not None:
+            return raft_pb2.VoterChangeResponse(error=int(denied.error), error_message=denied.message)
         if request.cluster_id and request.cluster_id != node.cluster_id:
             return raft_pb2.VoterChangeResponse(error=int(Errors.INCONSISTENT_CLUSTER_ID), error_message=(
                 f"this node is in cluster {node.cluster_id}, not {request.cluster_id}"))
@@ -150,6 +169,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
     # -- tools -----------------------------------------------------------------------------
     def DescribeQuorum(self, request, context):
         node = self._node
+        denied = request_actions.describe_quorum_refusal(node.security, self._caller(context))
+        if denied is not None:
+            return convert.describe_error(denied.error, denied.message, node.cluster_id)
         if request.cluster_id and request.cluster_id != node.cluster_id:
             return convert.describe_error(Errors.INCONSISTENT_CLUSTER_ID,
                                           f"this node is in cluster {node.cluster_id}, not {request.cluster_id}",
@@ -169,6 +191,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def Append(self, request, context):
         node = self._node
+        denied = request_actions.voter_change_refusal(node.security, self._caller(context), -1)
+        if denied is not None:
+            return convert.append_error(denied.error, denied.message)
         if request.cluster_id and request.cluster_id != node.cluster_id:
             return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
                                         f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")

@@ -22,7 +22,18 @@ def common_options() -> argparse.ArgumentParser:
                         help="show tracebacks for errors")
     common.add_argument("--log-level", type=str.upper, choices=LEVELS, default=argparse.SUPPRESS,
                         help="log level (default: $SPARKRAFT_LOG_LEVEL, else WARNING or INFO)")
+    common.add_argument("--command-config", metavar="FILE", default=argparse.SUPPRESS,
+                        help="client security settings, Kafka's keys: security.protocol, ssl.truststore.location, "
+                             "ssl.keystore.location, sasl.mechanism, sasl.username, sasl.password")
     return common
+
+
+def client_security(args: argparse.Namespace):
+    """The ClientSecurity of ``--command-config`` (PLAINTEXT without it); ValueError on a bad file."""
+    from quorum.security.client import PLAINTEXT, ClientSecurity
+
+    path = getattr(args, "command_config", None)
+    return ClientSecurity.from_file(path) if path else PLAINTEXT
 
 
 _COMMON = common_options()

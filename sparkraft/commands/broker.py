@@ -75,8 +75,9 @@ def run_start(args: argparse.Namespace) -> int:
     stop = threading.Event()
     received: list[str] = []
 
+    security = config.node_security(None).client  # how this broker reaches the controllers' listener
     client = ControllerClient(controllers_of(config), timeout=max(2.0, config.broker_heartbeat_interval_ms / 1000),
-                              rpc_timeout=2.0)
+                              rpc_timeout=2.0, security=security)
     lifecycle: "BrokerLifecycle | None" = None
     metadata: "BrokerMetadataClient | None" = None
     metrics_server = None
@@ -87,7 +88,14 @@ def run_start(args: argparse.Namespace) -> int:
         if lifecycle is not None:
             lifecycle.stop()
 
+    def on_hangup(_signum, _frame) -> None:  # rotated key files: new connections read them again
+        client.reopen()
+        if metadata is not None:
+            metadata.reopen()
+        log.info("Broker %d: SIGHUP: TLS key material is read again for new connections", config.node_id)
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
     try:
         while not cluster_id and not stop.is_set():
             try:
@@ -101,7 +109,8 @@ def run_start(args: argparse.Namespace) -> int:
 
             source = lambda: image_from_cut(args.warehouse)  # noqa: E731
         metadata = BrokerMetadataClient(controllers_of(config), cluster_id, cache_dir=config.log_dir,
-                                        bootstrap_source=source, cache_interval_s=config.cache_interval_ms / 1000)
+                                        bootstrap_source=source, cache_interval_s=config.cache_interval_ms / 1000,
+                                        security=security)
         metadata.start()
         log.info("Broker %d: metadata bootstrapped from %s at offset %d in %.2fs; following the log",
                  config.node_id, metadata.stats.bootstrap_source, metadata.stats.bootstrap_offset,

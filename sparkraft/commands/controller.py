@@ -51,6 +51,8 @@ def run_start(args: argparse.Namespace) -> int:
         node = RaftNode.from_config(config, raw_appends=True)
     else:
         node = ControllerNode.from_config(config)
+    raft = node if args.raft_only else node.raft
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda *_: raft.reload_tls())
     metrics = None
     try:
         if config.metrics_listener:

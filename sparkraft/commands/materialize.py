@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command
+from sparkraft.commands import add_command, client_security
 
 
 def register(subparsers) -> None:
@@ -44,5 +44,6 @@ def run_materialize(args: argparse.Namespace) -> int:
         raise ValueError(f"--idle-flush must be >= 0, got {args.idle_flush}")
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
-            timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush)
+            timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,
+            security=client_security(args))
     return 0

@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING
 
 from quorum.log.voter_set import ZERO_UUID
-from sparkraft.commands import add_command, add_group
+from sparkraft.commands import add_command, add_group, client_security
 
 if TYPE_CHECKING:
     from quorum.rpc.raft_client import QuorumInfo
@@ -59,7 +59,7 @@ def register(subparsers) -> None:
 def run_describe(args: argparse.Namespace) -> None:
     from quorum.rpc.raft_client import RaftClient
 
-    with RaftClient(args.bootstrap_controller, timeout=args.timeout) as client:
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args)) as client:
         info = client.describe_quorum()
     if args.status:
         print(json.dumps(status_fields(info)) if args.json else format_status(info))
@@ -80,7 +80,8 @@ def run_add_controller(args: argparse.Namespace) -> None:
         raise ValueError(f"{config.log_dir} has no directory.id; format it with 'sparkraft storage format "
                          f"--no-initial-controllers'")
     host, port = config.controller_listener
-    with RaftClient(args.bootstrap_controller, timeout=args.timeout, cluster_id=meta.cluster_id) as client:
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout, cluster_id=meta.cluster_id,
+                    security=client_security(args)) as client:
         client.add_voter(config.node_id, meta.directory_id, [(config.controller_listener_name, host, port)])
     print(f"Added controller {config.node_id} (directory {meta.directory_id}) at "
           f"{config.controller_listener_name}://{host}:{port} to the voters")
@@ -91,7 +92,7 @@ def run_remove_controller(args: argparse.Namespace) -> None:
     from quorum.uuids import validate_uuid
 
     validate_uuid(args.controller_directory_id, "--controller-directory-id")
-    with RaftClient(args.bootstrap_controller, timeout=args.timeout) as client:
+    with RaftClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args)) as client:
         client.remove_voter(args.controller_id, args.controller_directory_id)
     print(f"Removed controller {args.controller_id} (directory {args.controller_directory_id}) from the voters")
 

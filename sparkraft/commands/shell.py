@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command
+from sparkraft.commands import add_command, client_security
 
 
 def register(subparsers) -> None:
@@ -36,5 +36,5 @@ def run_shell(args: argparse.Namespace) -> int:
     else:
         from quorum.rpc.log_reader import read_image
 
-        image = read_image(args.bootstrap_controller, timeout=args.timeout)
+        image = read_image(args.bootstrap_controller, timeout=args.timeout, security=client_security(args))
     return run_repl(Shell(image_tree(image)))

@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from sparkraft.commands import add_command, add_group
+from sparkraft.commands import add_command, add_group, client_security
 
 if TYPE_CHECKING:
     from quorum.controller.api import TopicDescription
@@ -30,7 +30,7 @@ def add_bootstrap(parser: argparse.ArgumentParser) -> None:
 def client(args: argparse.Namespace):
     from quorum.rpc.controller_client import ControllerClient
 
-    return ControllerClient(args.bootstrap_controller, timeout=args.timeout)
+    return ControllerClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args))
 
 
 def register(subparsers) -> None:

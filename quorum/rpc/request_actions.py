@@ -1,0 +1,155 @@
+"""What each Controller request needs to be allowed, as Kafka's brokers and controller check it.
+
+``refusal(security, caller, request, topic_name)`` is None when the caller may make the request,
+else the SparkraftError it is answered with (TOPIC_AUTHORIZATION_FAILED naming the topics, or
+CLUSTER_AUTHORIZATION_FAILED), before anything reaches the controller: a denied request changes
+nothing. A request naming several topics is refused whole if any of them is denied.
+
+| request | needs |
+|---|---|
+| CreateTopics | CREATE on the cluster, or CREATE on each topic |
+| DeleteTopics | DELETE on each topic |
+| CreatePartitions | ALTER on each topic |
+| IncrementalAlterConfigs | ALTER_CONFIGS on each topic; on the cluster for broker and cluster configs |
+| DescribeConfigs | DESCRIBE_CONFIGS likewise |
+| DescribeTopics | DESCRIBE on each topic (ListTopics lists only those: ``visible_topics``) |
+| ElectLeaders, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls | ALTER on the cluster |
+| AlterClientQuotas | ALTER_CONFIGS on the cluster |
+| DescribeAcls | DESCRIBE on the cluster |
+| RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
+| DescribeCluster | nothing |
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.security.authorizer import Action, cluster_action, topic_action
+from quorum.security.node_security import NodeSecurity
+from quorum.security.principal import Caller
+
+TopicName = Callable[[str], Optional[str]]  # topic id -> name, for DeleteTopics by id
+
+_CLUSTER_ALTER = (api.ElectLeadersRequest, api.UnregisterBrokerRequest, api.UpdateFeaturesRequest,
+                  api.CreateAclsRequest, api.DeleteAclsRequest)
+_BROKER_OWN = (api.RegisterBrokerRequest, api.BrokerHeartbeatRequest, api.AlterPartitionRequest,
+               api.AllocateProducerIdsRequest)
+
+
+def _config_action(operation: str, resource: api.ConfigResourceKey) -> Action:
+    return topic_action(operation, resource.name) if resource.type == "TOPIC" else cluster_action(operation)
+
+
+def _topic_refusal(security: NodeSecurity, caller: Caller, operation: str, names) -> Optional[SparkraftError]:
+    denied = sorted({n for n in names if not security.allows(caller, topic_action(operation, n))})
+    if not denied:
+        return None
+    return SparkraftError(Errors.TOPIC_AUTHORIZATION_FAILED, f"{caller.principal} may not {operation} topic"
+                          f"{'s' if len(denied) > 1 else ''} {', '.join(denied[:5])}"
+                          f"{' and more' if len(denied) > 5 else ''}")
+
+
+def _cluster_refusal(security: NodeSecurity, caller: Caller, operation: str,
+                     what: str) -> Optional[SparkraftError]:
+    if security.allows(caller, cluster_action(operation)):
+        return None
+    return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
+                          f"{caller.principal} may not {what} (needs {operation} on the cluster)")
+
+
+def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicName) -> Optional[SparkraftError]:
+    """None if ``caller`` may make ``request``; else the error it gets."""
+    if security.authorizer is None or security.is_super_user(caller):
+        return None
+    if isinstance(request, _BROKER_OWN):
+        if security.is_broker(caller, request.broker_id):
+            return None
+        return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"act for broker {request.broker_id}")
+    if isinstance(request, api.CreateTopicsRequest):
+        if security.allows(caller, cluster_action("CREATE")):
+            return None
+        return _topic_refusal(security, caller, "CREATE", [t.name for t in request.topics])
+    if isinstance(request, api.DeleteTopicsRequest):
+        names = list(request.names) + [topic_name(i) or i for i in request.topic_ids]
+        return _topic_refusal(security, caller, "DELETE", names)
+    if isinstance(request, api.CreatePartitionsRequest):
+        return _topic_refusal(security, caller, "ALTER", [u.name for u in request.updates])
+    if isinstance(request, api.DescribeTopicsRequest):
+        return _topic_refusal(security, caller, "DESCRIBE", request.names)
+    if isinstance(request, (api.IncrementalAlterConfigsRequest, api.DescribeConfigsRequest)):
+        alter = isinstance(request, api.IncrementalAlterConfigsRequest)
+        operation = "ALTER_CONFIGS" if alter else "DESCRIBE_CONFIGS"
+        resources = [r for r, _ in request.resources] if alter else list(request.resources)
+        topics = [r.name for r in resources if r.type == "TOPIC"]
+        if len(topics) < len(resources):
+            denied = _cluster_refusal(security, caller, operation, f"{operation.lower().replace('_', ' ')} of "
+                                      f"brokers or the cluster")
+            if denied is not None:
+                return denied
+        return _topic_refusal(security, caller, operation, topics)
+    if isinstance(request, _CLUSTER_ALTER):
+        return _cluster_refusal(security, caller, "ALTER", type(request).__name__.removesuffix("Request"))
+    if isinstance(request, api.AlterClientQuotasRequest):
+        return _cluster_refusal(security, caller, "ALTER_CONFIGS", "AlterClientQuotas")
+    if isinstance(request, api.DescribeAclsRequest):
+        return _cluster_refusal(security, caller, "DESCRIBE", "DescribeAcls")
+    if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest)):
+        return None
+    return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
+                          f"{type(request).__name__} has no authorization rule; refused")
+
+
+def visible_topics(security: NodeSecurity, caller: Caller, names) -> tuple[str, ...]:
+    """The topics of a ListTopics answer that ``caller`` may see (DESCRIBE), as Kafka's Metadata."""
+    if security.authorizer is None or security.is_super_user(caller):
+        return tuple(names)
+    return tuple(n for n in names if security.allows(caller, topic_action("DESCRIBE", n)))
+
+
+# -- the Raft listener ------------------------------------------------------------------------------
+def raft_refusal(security: NodeSecurity, caller: Caller, kind: str, claimed: int,
+                 voters) -> Optional[str]:
+    """Why a Raft request (``kind``: Vote, Fetch, ...) from ``caller`` claiming node ``claimed`` is
+    refused on this node's listener, or None. Under mutual TLS (where a principal proves a node):
+
+    - a request naming voter N as its sender comes only from voter N's principal;
+    - Vote and the epoch RPCs come only from some controller's principal;
+    - an observer's Fetch or FetchSnapshot from a controller's or a broker's principal, a super user,
+      or a principal with CLUSTER_ACTION on the cluster (the streaming source, a log reader).
+    Without mutual TLS voters are proven by their listener address instead (peer_identity.py)."""
+    if not security.mutual_tls:
+        return None
+    if claimed in voters:
+        if security.is_voter(caller, claimed):
+            return None
+        return f"{caller.principal} is not voter {claimed}'s principal ({security.voter_principal})"
+    fetch = kind in ("Fetch", "FetchSnapshot")
+    node_id = security.node_id_of(caller)
+    if node_id is not None and security.is_voter(caller, node_id):
+        return None  # a controller: fetching as an observer, or asking as a non-voter (the core refuses that)
+    if fetch and (_is_node(security, caller) or security.is_super_user(caller) or (
+            security.authorizer is not None and security.allows(caller, cluster_action("CLUSTER_ACTION")))):
+        return None
+    return (f"{caller.principal} is neither a controller's nor a broker's principal "
+            f"({security.voter_principal}, {security.broker_principal})"
+            + (" nor allowed CLUSTER_ACTION" if fetch else ""))
+
+
+def _is_node(security: NodeSecurity, caller: Caller) -> bool:
+    node_id = security.node_id_of(caller)
+    return node_id is not None and (security.is_voter(caller, node_id) or security.is_broker(caller, node_id))
+
+
+def voter_change_refusal(security: NodeSecurity, caller: Caller, voter_id: int) -> Optional[SparkraftError]:
+    """AddRaftVoter, UpdateRaftVoter, RemoveRaftVoter: ALTER on the cluster, or the voter's own
+    principal for a change of itself (auto-join, a moved endpoint)."""
+    if security.is_voter(caller, voter_id) or security.authorizer is None or security.is_super_user(caller):
+        return None
+    return _cluster_refusal(security, caller, "ALTER", f"change voter {voter_id}")
+
+
+def describe_quorum_refusal(security: NodeSecurity, caller: Caller) -> Optional[SparkraftError]:
+    if security.authorizer is None or security.is_super_user(caller) or _is_node(security, caller):
+        return None
+    return _cluster_refusal(security, caller, "DESCRIBE", "describe the quorum")

@@ -1,0 +1,88 @@
+"""A node's security settings in one place: its listener's TLS, how callers get their principal, the
+authorizer, and how the node itself connects to others (DESIGN §12).
+
+Node principals act for their own node. Under mutual TLS a controller's certificate must map to
+``controller.quorum.voter.principal`` with its node id filled in (``User:controller-{node.id}`` by
+default) and a broker's to ``broker.principal`` (``User:broker-{node.id}``). So a request claiming
+to come from voter 2 is taken only from voter 2's principal (a stranger with a valid certificate
+cannot vote or count towards a commit), and a broker registers and heartbeats only for itself,
+whatever the ACLs say.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+from quorum.security.authorizer import Action, Authorizer
+from quorum.security.client import PLAINTEXT, ClientSecurity
+from quorum.security.principal import ANONYMOUS, Caller, PrincipalMapper, certificate_subject, peer_host
+from quorum.security.tls import ServerTls
+
+log = logging.getLogger(__name__)
+
+NODE_ID_FIELD = "{node.id}"
+DEFAULT_VOTER_PRINCIPAL = "User:controller-{node.id}"
+DEFAULT_BROKER_PRINCIPAL = "User:broker-{node.id}"
+
+
+@dataclass
+class NodeSecurity:
+    tls: Optional[ServerTls] = None  # None: the listener is PLAINTEXT
+    mapper: PrincipalMapper = field(default_factory=PrincipalMapper)
+    authorizer: Optional[Authorizer] = None  # None: no authorizer.class.name, everything allowed
+    client: ClientSecurity = PLAINTEXT  # how this node reaches its peers and the controllers
+    voter_principal: str = DEFAULT_VOTER_PRINCIPAL
+    broker_principal: str = DEFAULT_BROKER_PRINCIPAL
+    tokens: Optional[object] = None  # a scram.TokenVerifier where SCRAM tokens are accepted
+
+    @property
+    def mutual_tls(self) -> bool:
+        """Callers prove who they are with a certificate: node identities are checked by principal."""
+        return self.tls is not None and self.tls.mutual
+
+    def caller(self, context) -> Caller:
+        """Who sent this gRPC request (see quorum/security/principal.py); a presented token that does
+        not verify raises SparkraftError SASL_AUTHENTICATION_FAILED."""
+        host = peer_host(context.peer())
+        if self.tokens is not None:
+            principal = self.tokens.principal_of(context.invocation_metadata())
+            if principal is not None:
+                return Caller(principal, host, authenticated=True)
+        if self.tls is not None:
+            subject = certificate_subject(context.auth_context())
+            if subject is not None:
+                principal = self.mapper.principal(subject)
+                if principal is not None:
+                    return Caller(principal, host, authenticated=True)
+                log.warning("no ssl.principal.mapping.rules rule applies to certificate %s: treated as %s",
+                            subject, ANONYMOUS)
+        return Caller(ANONYMOUS, host)
+
+    def allows(self, caller: Caller, action: Action) -> bool:
+        if self.authorizer is None:
+            return True
+        return self.authorizer.authorize(caller.principal, caller.host, action)
+
+    def is_super_user(self, caller: Caller) -> bool:
+        return self.authorizer is not None and self.authorizer.is_super_user(caller.principal)
+
+    def is_voter(self, caller: Caller, node_id: int) -> bool:
+        return caller.authenticated and caller.principal == self.voter_principal.replace(NODE_ID_FIELD, str(node_id))
+
+    def is_broker(self, caller: Caller, node_id: int) -> bool:
+        return caller.authenticated and caller.principal == self.broker_principal.replace(NODE_ID_FIELD, str(node_id))
+
+    def node_id_of(self, caller: Caller) -> Optional[int]:
+        """The node id a voter's or broker's principal names, if it is one."""
+        for template in (self.voter_principal, self.broker_principal):
+            head, sep, tail = template.partition(NODE_ID_FIELD)
+            p = caller.principal
+            if sep and caller.authenticated and p.startswith(head) and p.endswith(tail):
+                middle = p[len(head):len(p) - len(tail)]
+                if middle.isdigit() and len(middle) <= 10:
+                    return int(middle)
+        return None
+
+
+PLAINTEXT_NODE = NodeSecurity()
