@@ -26,7 +26,9 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
 
 class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
-                 overrides: dict[str, str] | None = None, raft_only: bool = True) -> None:
+                 overrides: dict[str, str] | None = None, raft_only: bool = True, tls: bool = False) -> None:
+        """``tls``: SSL listeners with mutual TLS (a throwaway CA under ``work_dir/pki``); the
+        benchmark's clients connect as ``CN=bench`` through ``command_config``."""
         self._dir = work_dir
         self.raft_only = raft_only
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -36,6 +38,16 @@ class SparkraftCluster:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self._voters: dict[int, ChildProcess] = {}
         self._client = None  # the benchmark's own RaftClient (describe, latency), made on first use
+        self._ca = None
+        self.command_config: Path | None = None
+        if tls:
+            from quorum.security.throwaway_ca import ThrowawayCa
+
+            self._ca = ThrowawayCa(work_dir / "pki", organization="sparkraft bench")
+            self.command_config = work_dir / "pki" / "bench.properties"
+            _write_properties(self.command_config, {"security.protocol": "SSL",
+                                                    "ssl.truststore.location": str(self._ca.truststore),
+                                                    "ssl.keystore.location": str(self._ca.keystore("bench"))})
 
     # -- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "SparkraftCluster":
@@ -79,6 +91,10 @@ class SparkraftCluster:
             "listeners": f"CONTROLLER://127.0.0.1:{self.ports[node_id]}",
             "controller.listener.names": "CONTROLLER",
             "metadata.log.dir": str(self._dir / f"c{node_id}"),
+            **({"listener.security.protocol.map": "CONTROLLER:SSL",
+                "ssl.keystore.location": str(self._ca.keystore(f"controller-{node_id}")),
+                "ssl.truststore.location": str(self._ca.truststore), "ssl.client.auth": "required",
+                "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/"} if self._ca else {}),
             **self._overrides,
         })
         return path
@@ -99,8 +115,10 @@ class SparkraftCluster:
     def client(self):
         if self._client is None:
             from quorum.rpc.raft_client import RaftClient
+            from quorum.security.client import PLAINTEXT, ClientSecurity
 
-            self._client = RaftClient(self.bootstrap, timeout=30.0)
+            security = ClientSecurity.from_file(str(self.command_config)) if self.command_config else PLAINTEXT
+            self._client = RaftClient(self.bootstrap, timeout=30.0, security=security)
         return self._client
 
     def leader_id(self) -> int:
@@ -212,7 +230,7 @@ class SparkraftCluster:
     def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
         """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers)."""
         with sparkraft_load.Writers(self.bootstrap, load, CLIENT_PROCESSES, warmup, seconds,
-                                    self._dir) as writers:
+                                    self._dir, command_config=self.command_config) as writers:
             pids = {**self.pids(), **writers.pids()}
             start_in = max(0.0, writers.measured_from - time.monotonic())
             result, cpu = cpu_during(pids, start_in, seconds, writers.collect)

@@ -40,14 +40,15 @@ class Writers:
     """
 
     def __init__(self, bootstrap: str, load: Load, processes: int, warmup: float, seconds: float,
-                 log_dir: Path, target: str = "sparkraft") -> None:
+                 log_dir: Path, target: str = "sparkraft", command_config: Path | None = None) -> None:
         self._warmup, self._seconds = warmup, seconds
         n = max(1, min(processes, load.writers))
         shares = [load.writers // n + (1 if i < load.writers % n else 0) for i in range(n)]
         self._clients = [
             ChildProcess(f"client-{i}", python_module_command(
                 "bench.sparkraft_load", "--target", target, "--bootstrap", bootstrap, "--threads", str(share),
-                "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes)),
+                "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes),
+                *(("--command-config", str(command_config)) if command_config else ())),
                 log_dir / f"client-{i}.log", json_control=True)
             for i, share in enumerate(shares)]
         self.measured_from = 0.0  # time.monotonic() at which the measured window opens
@@ -157,6 +158,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--records", type=int, required=True, help="records per append")
     parser.add_argument("--record-bytes", type=int, required=True)
+    parser.add_argument("--command-config", help="client security settings (the TLS benchmark)")
     args = parser.parse_args()
     if args.target == "etcd":
         clients = [EtcdAppender(args.bootstrap, f"bench-{os.getpid()}-{i}".encode()) for i in range(args.threads)]
@@ -164,8 +166,10 @@ def main() -> None:
             client.connect()
     else:
         from quorum.rpc.raft_client import RaftClient
+        from quorum.security.client import PLAINTEXT, ClientSecurity
 
-        clients = [RaftClient(args.bootstrap, timeout=30.0) for _ in range(args.threads)]
+        security = ClientSecurity.from_file(args.command_config) if args.command_config else PLAINTEXT
+        clients = [RaftClient(args.bootstrap, timeout=30.0, security=security) for _ in range(args.threads)]
         for client in clients:
             client.describe_quorum()  # connect and find the leader before the clock starts
     records = [bench_record(args.record_bytes) for _ in range(args.records)]

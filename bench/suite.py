@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "materialize": "bench.materialize_bench",
     "snapshot": "bench.snapshot_bench",
     "membership": "bench.membership_bench",
+    "security": "bench.security_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
-from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, VOTERS, partition_bucket
+from delta_tables.schemas import ACLS, BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, VOTERS, partition_bucket
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.voter_set import ZERO_UUID, VoterSet
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
@@ -84,6 +85,8 @@ class TouchedKeys:
         elif t in (RecordType.REGISTER_BROKER_RECORD, RecordType.UNREGISTER_BROKER_RECORD,
                    RecordType.BROKER_REGISTRATION_CHANGE_RECORD):
             self.keys[BROKERS][(m.broker_id,)] = offset
+        elif t in (RecordType.ACCESS_CONTROL_ENTRY_RECORD, RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD):
+            self.keys[ACLS][(m.id,)] = offset
 
 
 def row(table: str, key: Key, image: MetadataImage, last_offset: int,
@@ -123,6 +126,15 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
             return None
         return {"resource_type": kind, "resource_name": name, "name": config, "value": value,
                 "last_offset": last_offset}
+    if table == ACLS:
+        a = image.acls.acl(key[0])
+        if a is None:
+            return None
+        return {"acl_id": a.id, "principal": a.principal, "host": a.host,
+                "operation": pb.AclOperation.Code.Name(a.operation),
+                "permission_type": pb.AclPermissionType.Code.Name(a.permission_type),
+                "resource_type": pb.AclResourceType.Code.Name(a.resource_type), "resource_name": a.resource_name,
+                "pattern_type": pb.PatternType.Code.Name(a.pattern_type), "last_offset": last_offset}
     if table == VOTERS:
         v = None if voters is None else voters.get(key[0])
         if v is None:
@@ -150,6 +162,8 @@ def image_keys(table: str, image: MetadataImage, voters: Optional[VoterSet] = No
         keys = [(b,) for b in image.cluster.brokers]
     elif table == CONFIGS:
         keys = [(r.kind, r.name, n) for r, values in image.configs.resources.items() for n in values]
+    elif table == ACLS:
+        keys = [(i,) for i in image.acls.acls]
     elif table == VOTERS:
         keys = [(i,) for i in voters or ()]
     else:

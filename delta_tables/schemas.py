@@ -1,4 +1,4 @@
-"""The seven Delta tables (DESIGN §5 and §11, contract): names, Arrow schemas, keys and layout.
+"""The Delta tables (DESIGN §5, §11 and §12, contract): names, Arrow schemas, keys and layout.
 
 ``voters`` is the quorum's voter set, which lives in control records, not in the metadata image: a
 dynamic quorum's KRAFT_VOTERS records (directory ids and endpoints included), or, for a static quorum,
@@ -7,8 +7,8 @@ static quorum keeps those in each controller's ``controller.quorum.voters``).
 
 Columns beyond the contract: ``partitions.bucket`` (the table is partitioned by it, so a micro-batch
 that changes a few partitions of a 2,000,000-row table rewrites a few small files, not the table)
-and ``records.raw`` (the record's binary frame, so the materialiser can rebuild its image exactly
-on restart).
+``records.raw`` (the record's binary frame, so the materialiser can rebuild its image exactly
+on restart) and ``acls.acl_id`` (the binding's id in the log, its key).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import zlib
 
 import pyarrow as pa
 
-TOPICS, PARTITIONS, BROKERS, CONFIGS, VOTERS, RECORDS, SNAPSHOTS = (
-    "topics", "partitions", "brokers", "configs", "voters", "records", "snapshots")
-IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS)  # rows of the metadata image
+TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, VOTERS, RECORDS, SNAPSHOTS = (
+    "topics", "partitions", "brokers", "configs", "acls", "voters", "records", "snapshots")
+IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS)  # rows of the metadata image
 STATE_TABLES = (*IMAGE_TABLES, VOTERS)  # current state, merged by key; voters from control records
 ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS)
 
@@ -41,6 +41,9 @@ SCHEMAS: dict[str, pa.Schema] = {
                         ("in_controlled_shutdown", pa.bool_()), ("last_offset", pa.int64())]),
     CONFIGS: pa.schema([("resource_type", pa.string()), ("resource_name", pa.string()), ("name", pa.string()),
                         ("value", pa.string()), ("last_offset", pa.int64())]),
+    ACLS: pa.schema([("acl_id", pa.string()), ("principal", pa.string()), ("host", pa.string()),
+                     ("operation", pa.string()), ("permission_type", pa.string()), ("resource_type", pa.string()),
+                     ("resource_name", pa.string()), ("pattern_type", pa.string()), ("last_offset", pa.int64())]),
     VOTERS: pa.schema([("node_id", pa.int32()), ("directory_id", pa.string()),
                        ("endpoints", pa.list_(_VOTER_ENDPOINT)), ("last_offset", pa.int64())]),
     RECORDS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("append_time", pa.timestamp("ms", "UTC")),
@@ -49,7 +52,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     SNAPSHOTS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("created_at", pa.timestamp("ms", "UTC")),
                           ("topics_version", pa.int64()), ("partitions_version", pa.int64()),
                           ("brokers_version", pa.int64()), ("configs_version", pa.int64()),
-                          ("records_version", pa.int64()), ("voters_version", pa.int64())]),
+                          ("records_version", pa.int64()), ("voters_version", pa.int64()),
+                          ("acls_version", pa.int64())]),
 }
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -57,6 +61,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     PARTITIONS: ("topic_id", "partition"),
     BROKERS: ("broker_id",),
     CONFIGS: ("resource_type", "resource_name", "name"),
+    ACLS: ("acl_id",),
     VOTERS: ("node_id",),
 }
 

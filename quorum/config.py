@@ -94,19 +94,29 @@ def _roles(s: str) -> frozenset[str]:
     return frozenset(roles)
 
 
-def _voters(s: str) -> dict[int, HostPort]:
-    expected = "expected ID@HOST:PORT[,ID@HOST:PORT...] with distinct ids >= 0"
-    voters: dict[int, HostPort] = {}
+def _keyed_list(s: str, item: Callable[[str], tuple[Any, Any]], expected: str) -> dict:
+    """``A,B,...`` where ``item`` turns each entry into (key, value), keys distinct; else ``expected``."""
+    out: dict = {}
     try:
-        for item in _list(s):
-            node, _, address = item.partition("@")
-            node_id = int(node)
-            if node_id < 0 or node_id in voters:
+        for entry in _list(s):
+            key, value = item(entry)
+            if key in out:
                 raise ValueError
-            voters[node_id] = parse_host_port(address)
+            out[key] = value
     except ValueError:
         raise ValueError(expected) from None
-    return voters
+    return out
+
+
+def _voter(entry: str) -> tuple[int, HostPort]:
+    node, _, address = entry.partition("@")
+    if int(node) < 0:
+        raise ValueError
+    return int(node), parse_host_port(address)
+
+
+def _voters(s: str) -> dict[int, HostPort]:
+    return _keyed_list(s, _voter, "expected ID@HOST:PORT[,ID@HOST:PORT...] with distinct ids >= 0")
 
 
 def _listener_name(name: str) -> str:
@@ -122,34 +132,26 @@ def _listener_names(s: str) -> tuple[str, ...]:
         raise ValueError("expected NAME[,NAME...] of letters, digits and '_'") from None
 
 
+def _listener(entry: str) -> tuple[str, HostPort]:
+    name, sep, address = entry.partition("://")
+    if not sep:
+        raise ValueError
+    return _listener_name(name), parse_host_port(address, allow_port_zero=True)
+
+
 def _listeners(s: str) -> dict[str, HostPort]:
-    expected = "expected NAME://HOST:PORT[,NAME://HOST:PORT...] with distinct names"
-    listeners: dict[str, HostPort] = {}
-    try:
-        for item in _list(s):
-            name, sep, address = item.partition("://")
-            name = _listener_name(name)
-            if not sep or name in listeners:
-                raise ValueError
-            listeners[name] = parse_host_port(address, allow_port_zero=True)
-    except ValueError:
-        raise ValueError(expected) from None
-    return listeners
+    return _keyed_list(s, _listener, "expected NAME://HOST:PORT[,NAME://HOST:PORT...] with distinct names")
+
+
+def _protocol(entry: str) -> tuple[str, str]:
+    name, sep, protocol = entry.partition(":")
+    if not sep or protocol.strip().upper() not in ("PLAINTEXT", "SSL"):
+        raise ValueError
+    return _listener_name(name), protocol.strip().upper()
 
 
 def _protocol_map(s: str) -> dict[str, str]:
-    expected = "expected NAME:PLAINTEXT|SSL[,NAME:PLAINTEXT|SSL...] with distinct names"
-    protocols: dict[str, str] = {}
-    try:
-        for item in _list(s):
-            name, sep, protocol = item.partition(":")
-            name, protocol = _listener_name(name), protocol.strip().upper()
-            if not sep or name in protocols or protocol not in ("PLAINTEXT", "SSL"):
-                raise ValueError
-            protocols[name] = protocol
-    except ValueError:
-        raise ValueError(expected) from None
-    return protocols
+    return _keyed_list(s, _protocol, "expected NAME:PLAINTEXT|SSL[,NAME:PLAINTEXT|SSL...] with distinct names")
 
 
 def _pem(s: str) -> str:

@@ -78,55 +78,70 @@ def _applies(acl: AclEntry, operation: int, principal: str, host: str) -> bool:
     return False
 
 
+ByPrincipal = dict[str, list[AclEntry]]  # the ACLs of one pattern, by principal
+
+
+def _add(acls: ByPrincipal, acl: AclEntry) -> None:
+    acls.setdefault(acl.principal, []).append(acl)
+
+
+def _remove(acls: ByPrincipal, acl: AclEntry) -> None:
+    same = acls[acl.principal]
+    same.remove(acl)
+    if not same:
+        del acls[acl.principal]
+
+
 class _Node:
     """A trie node: the PREFIXED ACLs whose prefix ends here, and the next characters."""
 
     __slots__ = ("acls", "children")
 
     def __init__(self) -> None:
-        self.acls: list[AclEntry] = []
+        self.acls: ByPrincipal = {}
         self.children: dict[str, _Node] = {}
 
 
 class _TypeIndex:
-    """The ACLs of one resource type."""
+    """The ACLs of one resource type: literal names in a dict, prefixes in a trie, each pattern's
+    ACLs by principal (a decision looks at the caller's and ``User:*``'s only)."""
 
     __slots__ = ("literal", "prefixes", "count")
 
     def __init__(self) -> None:
-        self.literal: dict[str, list[AclEntry]] = {}
+        self.literal: dict[str, ByPrincipal] = {}
         self.prefixes = _Node()
         self.count = 0
 
     def add(self, acl: AclEntry) -> None:
         if acl.pattern_type == _LITERAL:
-            self.literal.setdefault(acl.resource_name, []).append(acl)
+            _add(self.literal.setdefault(acl.resource_name, {}), acl)
         else:
             node = self.prefixes
             for ch in acl.resource_name:
                 node = node.children.setdefault(ch, _Node())
-            node.acls.append(acl)
+            _add(node.acls, acl)
         self.count += 1
 
     def remove(self, acl: AclEntry) -> None:
         if acl.pattern_type == _LITERAL:
-            acls = self.literal.get(acl.resource_name, [])
-            acls.remove(acl)
+            acls = self.literal[acl.resource_name]
+            _remove(acls, acl)
             if not acls:
                 del self.literal[acl.resource_name]
         else:
             path = [self.prefixes]
             for ch in acl.resource_name:
                 path.append(path[-1].children[ch])
-            path[-1].acls.remove(acl)
+            _remove(path[-1].acls, acl)
             for parent, ch, node in zip(reversed(path[:-1]), reversed(acl.resource_name), reversed(path[1:])):
                 if node.acls or node.children:
                     break
                 del parent.children[ch]  # prune the branch nothing hangs on any more
         self.count -= 1
 
-    def matching(self, name: str) -> Iterable[list[AclEntry]]:
-        """Lists of the ACLs whose pattern matches ``name``."""
+    def matching(self, name: str) -> Iterable[ByPrincipal]:
+        """The ACLs (by principal) of every pattern that matches ``name``; none is empty."""
         exact = self.literal.get(name)
         if exact:
             yield exact
@@ -197,13 +212,14 @@ class Authorizer:
         with self._lock:
             index = self._types.get(action.resource_type)
             if index is not None:
-                for acls in index.matching(action.resource_name):
+                for by_principal in index.matching(action.resource_name):
                     found = True
-                    for acl in acls:
-                        if _applies(acl, action.operation, principal, host):
-                            if acl.permission_type == _DENY:
-                                return False
-                            allowed = True
+                    for who in (principal, WILDCARD_PRINCIPAL):
+                        for acl in by_principal.get(who, ()):
+                            if _applies(acl, action.operation, principal, host):
+                                if acl.permission_type == _DENY:
+                                    return False
+                                allowed = True
         if allowed:
             return True
         return self.allow_if_no_acl and not found

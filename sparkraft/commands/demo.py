@@ -24,6 +24,7 @@ from typing import Callable, Optional
 from sparkraft.commands import add_command
 
 VOTERS = (1, 2, 3)
+SECURE_MAPPING_RULES = "RULE:^CN=(.*?),.*$/$1/,DEFAULT"  # CN=admin,O=... -> User:admin
 BROKERS = ((101, "rack-a"), (102, "rack-b"), (103, "rack-c"))
 TOPICS = (("orders", 6, 3), ("payments", 3, 2), ("audit-log", 1, 3))  # name, partitions, replication factor
 
@@ -33,6 +34,10 @@ def register(subparsers) -> None:
                        run_demo)
     demo.add_argument("--dir", metavar="DIR",
                       help="where to keep the controllers' storage (kept afterwards; default: a temp dir, removed)")
+    demo.add_argument("--secure", action="store_true",
+                      help="the same over mutual TLS with the ACL authorizer on: a throwaway CA and certificates "
+                           "in DIR/pki, controllers and brokers with principals of their own, an admin super user, "
+                           "and ACLs for the streaming job")
 
 
 @dataclass
@@ -48,6 +53,32 @@ class Demo:
     client: Optional[object] = None  # a ControllerClient
     brokers: dict = field(default_factory=dict)  # broker id -> DemoBroker
     spark: Optional[object] = None  # the SparkSession of the streaming step
+    ca: Optional[object] = None  # --secure: the ThrowawayCa whose certificates everyone uses
+
+    @property
+    def secure(self) -> bool:
+        return self.ca is not None
+
+    def client_security(self, cn: str):
+        """How ``CN=cn`` connects: mutual TLS with its own certificate (--secure), else PLAINTEXT."""
+        from quorum.security.client import PLAINTEXT, ClientSecurity
+
+        if self.ca is None:
+            return PLAINTEXT
+        return ClientSecurity("SSL", str(self.ca.truststore), str(self.ca.keystore(cn)))
+
+    def node_security(self, node_id: int):
+        from quorum.security.authorizer import Authorizer
+        from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
+        from quorum.security.principal import PrincipalMapper
+        from quorum.security.tls import ServerTls
+
+        if self.ca is None:
+            return PLAINTEXT_NODE
+        cn = f"controller-{node_id}"
+        return NodeSecurity(tls=ServerTls(str(self.ca.keystore(cn)), str(self.ca.truststore), "required"),
+                            mapper=PrincipalMapper(SECURE_MAPPING_RULES),
+                            authorizer=Authorizer({"User:admin"}), client=self.client_security(cn))
 
     @property
     def warehouse(self) -> Path:
@@ -84,13 +115,15 @@ def step_start(demo: Demo) -> None:
     settings = RaftSettings(election_timeout_ms=500, fetch_timeout_ms=1000)
     placeholder = {i: ("127.0.0.1", 0) for i in VOTERS}
     for i in VOTERS:
-        demo.nodes[i] = ControllerNode.create(i, placeholder, ("127.0.0.1", 0), demo.node_dir(i), settings)
+        demo.nodes[i] = ControllerNode.create(i, placeholder, ("127.0.0.1", 0), demo.node_dir(i), settings,
+                                              security=demo.node_security(i))
     addresses = {i: ("127.0.0.1", n.port) for i, n in demo.nodes.items()}
     for node in demo.nodes.values():
         node.raft.set_voter_addresses(addresses)
     for node in demo.nodes.values():
         node.start()
-    demo.out("      voters " + ",".join(f"{i}@127.0.0.1:{p}" for i, (_, p) in addresses.items()))
+    demo.out("      voters " + ",".join(f"{i}@127.0.0.1:{p}" for i, (_, p) in addresses.items())
+             + (": SSL listeners, mutual TLS, StandardAuthorizer, super user User:admin" if demo.secure else ""))
 
 
 def step_elect(demo: Demo) -> None:
@@ -106,7 +139,7 @@ def step_elect(demo: Demo) -> None:
     demo.leader_id = active[0]
     for node in demo.nodes.values():  # every node agrees before we go on
         node.raft.wait_for_leader(timeout=15)
-    demo.client = ControllerClient(demo.bootstrap)
+    demo.client = ControllerClient(demo.bootstrap, security=demo.client_security("admin"))
     demo.out(f"      controller {demo.leader_id} is active in epoch {demo.nodes[demo.leader_id].raft.status().epoch} "
              f"(elected in {time.monotonic() - t0:.2f}s)")
 
@@ -133,10 +166,14 @@ class DemoBroker:
         from quorum.controller import api
 
         self.broker_id = broker_id
+        from quorum.rpc.controller_client import ControllerClient
+
+        security = demo.client_security(f"broker-{broker_id}")  # --secure: its own principal, User:broker-N
         self.metadata = BrokerMetadataClient(demo.bootstrap, demo.cluster_id, demo.root / f"broker-{broker_id}",
-                                             bootstrap_source=bootstrap_source, fetch_wait_ms=200)
+                                             bootstrap_source=bootstrap_source, fetch_wait_ms=200, security=security)
+        self.client = ControllerClient(demo.bootstrap, security=security)
         endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id - 101)
-        self.lifecycle = BrokerLifecycle(demo.client, broker_id, demo.cluster_id,
+        self.lifecycle = BrokerLifecycle(self.client, broker_id, demo.cluster_id,
                                          _incarnation_id(demo.cluster_id, broker_id), (endpoint,), rack,
                                          heartbeat_interval_ms=500,
                                          offset_source=lambda: self.metadata.applied_offset)
@@ -151,6 +188,7 @@ class DemoBroker:
         self.thread.join(5)
         self.lifecycle.controlled_shutdown(timeout=5)
         self.metadata.stop(save=True)
+        self.client.close()
 
 
 def step_brokers(demo: Demo) -> None:
@@ -171,7 +209,7 @@ def step_brokers(demo: Demo) -> None:
 def step_broker_images(demo: Demo) -> None:
     from quorum.rpc.log_reader import MetadataLogReader
 
-    with MetadataLogReader(demo.bootstrap) as reader:
+    with MetadataLogReader(demo.bootstrap, security=demo.client_security("admin")) as reader:
         hw = reader.high_watermark()
     for b in demo.brokers.values():
         b.metadata.wait_for(hw - 1, timeout=10)
@@ -212,6 +250,30 @@ def _set(key: str, value: str):
     return AlterableConfig(key, "SET", value)
 
 
+def step_acls(demo: Demo) -> None:
+    """--secure: the streaming job's principal may read the log (CLUSTER_ACTION) and find the quorum
+    (DESCRIBE) on the cluster, and nothing else; a stranger's request is refused."""
+    from quorum.controller import api
+    from quorum.errors import SparkraftError
+    from quorum.rpc.controller_client import ControllerClient
+
+    bindings = [api.AclBinding("CLUSTER", "kafka-cluster", "LITERAL", "User:materializer", "*", op, "ALLOW")
+                for op in ("CLUSTER_ACTION", "DESCRIBE")]
+    demo.client.create_acls(bindings)
+    for b in bindings:
+        demo.out(f"      ALLOW {b.principal} {b.operation} on the cluster")
+    with ControllerClient(demo.bootstrap, timeout=5, security=demo.client_security("stranger")) as stranger:
+        try:
+            stranger.create_topic("not-yours", 1, 1)
+            raise RuntimeError("the authorizer let User:stranger create a topic")
+        except SparkraftError as e:
+            demo.out(f"      User:stranger creating a topic: {e}")
+    config = demo.ca.root / "admin.properties"
+    config.write_text(f"security.protocol=SSL\nssl.truststore.location={demo.ca.truststore}\n"
+                      f"ssl.keystore.location={demo.ca.keystore('admin')}\n")
+    demo.out(f"      client settings for User:admin: --command-config {config}")
+
+
 def step_materialize(demo: Demo) -> None:
     from delta_tables.cut import latest_cut
     from streaming import job
@@ -221,7 +283,7 @@ def step_materialize(demo: Demo) -> None:
     demo.out(f"      Spark session up in {time.monotonic() - t0:.1f}s")
     t1 = time.monotonic()
     job.run(demo.bootstrap, str(demo.warehouse), str(demo.root / "checkpoint"), available_now=True,
-            spark=demo.spark)
+            spark=demo.spark, security=demo.client_security("materializer"))
     cut = latest_cut(str(demo.warehouse))
     demo.out(f"      tables in {demo.warehouse} at consistent cut offset {cut.offset} "
              f"({time.monotonic() - t1:.1f}s): " + ", ".join(f"{t} v{v}" for t, v in cut.versions.items()))
@@ -263,7 +325,7 @@ def step_broker_from_delta(demo: Demo) -> None:
     stats = broker.metadata.stats
     demo.out(f"      broker 104: metadata from {stats.bootstrap_source} at offset {stats.bootstrap_offset} "
              f"in {stats.bootstrap_seconds * 1000:.0f} ms (the consistent cut in {demo.warehouse})")
-    with MetadataLogReader(demo.bootstrap) as reader:
+    with MetadataLogReader(demo.bootstrap, security=demo.client_security("admin")) as reader:
         hw = reader.high_watermark()
     broker.metadata.wait_for(hw - 1, timeout=10)
     m = broker.metadata
@@ -292,7 +354,7 @@ def step_status(demo: Demo) -> None:
     deadline = time.monotonic() + 2
     while time.monotonic() < deadline and any(n.raft.status().high_watermark < target for n in demo.nodes.values()):
         time.sleep(0.02)
-    with RaftClient(demo.bootstrap) as client:
+    with RaftClient(demo.bootstrap, security=demo.client_security("admin")) as client:
         info = client.describe_quorum()
     demo.out("")
     demo.out(format_status(info))
@@ -310,6 +372,7 @@ STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     ("Each broker's own metadata image, by offset", step_broker_images),
     ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
+    ("ACLs (--secure): the streaming job may read the log; a stranger may do nothing", step_acls),
     ("Materialise the metadata log into Delta tables (Spark Structured Streaming, available-now)",
      step_materialize),
     ("SQL over the cluster's metadata (DataFusion over the Delta tables)", step_sql),
@@ -343,14 +406,20 @@ def run_demo(args: argparse.Namespace) -> None:
     temporary = args.dir is None
     root = Path(tempfile.mkdtemp(prefix="sparkraft-demo-")) if temporary else Path(args.dir)
     demo = Demo(root, kept=not temporary)
+    steps = [(title, step) for title, step in STEPS if args.secure or step is not step_acls]
     t0 = time.monotonic()
     try:
-        for i, (title, step) in enumerate(STEPS, 1):
-            demo.out(f"[{i}/{len(STEPS) + 1}] {title}")
+        if args.secure:
+            from quorum.security.throwaway_ca import ThrowawayCa
+
+            demo.ca = ThrowawayCa(root / "pki")
+            demo.out(f"      a throwaway CA and certificates in {demo.ca.root} (not for production)")
+        for i, (title, step) in enumerate(steps, 1):
+            demo.out(f"[{i}/{len(steps) + 1}] {title}")
             step(demo)
     finally:
         if demo.nodes:
-            demo.out(f"[{len(STEPS) + 1}/{len(STEPS) + 1}] Shut down")
+            demo.out(f"[{len(steps) + 1}/{len(steps) + 1}] Shut down")
             shutdown(demo)
         if temporary:
             shutil.rmtree(root, ignore_errors=True)

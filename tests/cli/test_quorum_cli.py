@@ -148,6 +148,32 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert again.stdout.count("metadata from cache at offset") == 3
 
 
+def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path):
+    """``demo --secure``: the same cluster with every connection over mutual TLS, each node under its
+    own principal, and the streaming job reading by an ACL; the admin config it writes works for the
+    CLI against the listeners it used (a listener check from outside, while they ran, is in
+    tests/integration/test_security_processes.py)."""
+    from quorum.security.tls import load_key_store
+
+    result = sparkraft("demo", "--secure", "--dir", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "SSL listeners, mutual TLS, StandardAuthorizer, super user User:admin" in out
+    assert "3 of 3 brokers registered and unfenced" in out  # brokers act for themselves as User:broker-N
+    assert "ALLOW User:materializer CLUSTER_ACTION on the cluster" in out
+    assert "User:stranger creating a topic: TOPIC_AUTHORIZATION_FAILED" in out
+    assert "at consistent cut offset" in out and "acls v" in out  # the job read the log under its ACLs
+    assert "broker 104: metadata from delta at offset" in out
+    pki = tmp_path / "demo" / "pki"
+    assert load_key_store(str(pki / "controller-1.pem")).subject.startswith("CN=controller-1,")
+    assert (pki / "admin.pem").stat().st_mode & 0o077 == 0  # keys readable by their owner only
+    assert "ssl.keystore.location=" in (pki / "admin.properties").read_text()
+    rows = sparkraft("sql", "SELECT principal, operation FROM acls ORDER BY operation", "--warehouse",
+                     str(tmp_path / "demo" / "warehouse"), "--json")
+    assert json.loads(rows.stdout) == [{"principal": "User:materializer", "operation": "CLUSTER_ACTION"},
+                                       {"principal": "User:materializer", "operation": "DESCRIBE"}]
+
+
 def test_help():
     for args in (["controller", "start"], ["quorum", "describe"], ["demo"]):
         result = sparkraft(*args, "--help")
