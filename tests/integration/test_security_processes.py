@@ -282,3 +282,16 @@ def test_certificates_rotate_on_sighup_under_a_write_load_and_a_leader_kill(secu
         entries = {e.name: e.value for e in c.describe_configs(api.ConfigResourceKey("BROKER", ""))}
     assert entries["log.retention.ms"] == str(acked[-1])
     assert all("AUTHORIZATION" not in e and "SSL" not in e for e in errors), errors[:3]
+
+
+def test_a_broker_cannot_act_for_another_broker_id(secure):
+    """Broker 101 started with broker 102's certificate: its registration is refused by principal
+    (not a super user, no CLUSTER_ACTION), so it never registers; the real broker 102 does."""
+    impostor = start_broker(secure, 101, "broker-102")
+    start_broker(secure, 102, "broker-102")
+    ok(secure, "brokers", "list", "--wait-unfenced", "1")
+    log = secure.root / "broker-101.log"
+    wait_for(lambda: "CLUSTER_AUTHORIZATION_FAILED" in log.read_text(errors="replace"), 60,
+             "broker 101's refusal in its log")
+    assert [b["broker_id"] for b in json.loads(ok(secure, "brokers", "list", "--json"))] == [102]
+    assert impostor.poll() is None or impostor.returncode != 0
