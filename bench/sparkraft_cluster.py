@@ -38,16 +38,18 @@ class SparkraftCluster:
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self._voters: dict[int, ChildProcess] = {}
         self._client = None  # the benchmark's own RaftClient (describe, latency), made on first use
+        from quorum.security.client import PLAINTEXT, ClientSecurity
+
         self._ca = None
-        self.command_config: Path | None = None
+        self.security = PLAINTEXT  # how the benchmark's own clients connect
+        self.command_config: Path | None = None  # the same, for the load processes
         if tls:
             from quorum.security.throwaway_ca import ThrowawayCa
 
             self._ca = ThrowawayCa(work_dir / "pki", organization="sparkraft bench")
+            self.security = ClientSecurity("SSL", str(self._ca.truststore), str(self._ca.keystore("bench")))
             self.command_config = work_dir / "pki" / "bench.properties"
-            _write_properties(self.command_config, {"security.protocol": "SSL",
-                                                    "ssl.truststore.location": str(self._ca.truststore),
-                                                    "ssl.keystore.location": str(self._ca.keystore("bench"))})
+            _write_properties(self.command_config, self.security.options())
 
     # -- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "SparkraftCluster":
@@ -115,10 +117,7 @@ class SparkraftCluster:
     def client(self):
         if self._client is None:
             from quorum.rpc.raft_client import RaftClient
-            from quorum.security.client import PLAINTEXT, ClientSecurity
-
-            security = ClientSecurity.from_file(str(self.command_config)) if self.command_config else PLAINTEXT
-            self._client = RaftClient(self.bootstrap, timeout=30.0, security=security)
+            self._client = RaftClient(self.bootstrap, timeout=30.0, security=self.security)
         return self._client
 
     def leader_id(self) -> int:

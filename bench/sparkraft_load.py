@@ -166,9 +166,9 @@ def main() -> None:
             client.connect()
     else:
         from quorum.rpc.raft_client import RaftClient
-        from quorum.security.client import PLAINTEXT, ClientSecurity
+        from quorum.security.client import ClientSecurity
 
-        security = ClientSecurity.from_file(args.command_config) if args.command_config else PLAINTEXT
+        security = ClientSecurity.from_command_config(args.command_config)
         clients = [RaftClient(args.bootstrap, timeout=30.0, security=security) for _ in range(args.threads)]
         for client in clients:
             client.describe_quorum()  # connect and find the leader before the clock starts

@@ -79,12 +79,16 @@ class _SnapshotInstalled:
     done: threading.Event
 
 
+# Authorization of a write: None to go on, else the error that refuses it (quorum/rpc/request_actions.py).
+Check = Callable[[], Optional[SparkraftError]]
+
+
 @dataclass(frozen=True, slots=True)
 class _Request:
     request: Any
     future: concurrent.futures.Future
     arrived_ms: int
-    check: Optional[Callable[[], Optional[SparkraftError]]] = None  # authorization, on the active controller
+    check: Optional[Check] = None  # runs on the controller thread once this node is active
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +218,7 @@ class ControllerNode:
         return st.leader_id
 
     # ------------------------------------------------------------------ the API (any thread)
-    def submit(self, request, check: Optional[Callable[[], Optional[SparkraftError]]] = None
-               ) -> concurrent.futures.Future:
+    def submit(self, request, check: Optional[Check] = None) -> concurrent.futures.Future:
         """Hand a write request to the core; the future resolves with its reply once committed, or
         fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error).
         ``check`` (authorization) runs on the controller thread once this node is known to be the
@@ -441,7 +444,7 @@ class ControllerNode:
             self._state_cond.notify_all()
 
     def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int,
-                        check: Optional[Callable[[], Optional[SparkraftError]]] = None) -> None:
+                        check: Optional[Check] = None) -> None:
         if self._active_epoch is None:
             st = self.raft.status()
             future.set_exception(not_controller(self.node_id, st.leader_id,

@@ -56,19 +56,21 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             request = cc.request_from_proto(request_pb)
         except (ValueError, TypeError) as e:
             return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
-        try:
-            caller = node.security.caller(context)
-        except SparkraftError as e:  # a SCRAM token that does not verify
-            return cc.error_response(method, e.error, e.message)
         is_read = isinstance(request, READ_REQUESTS)
+        security, check = node.security, None
+        if security.authorizer is not None:  # else the caller is not worked out at all
+            try:
+                caller = security.caller(context)
+            except SparkraftError as e:  # a SCRAM token that does not verify
+                return cc.error_response(method, e.error, e.message)
 
-        def check(topic_name=lambda topic_id: _topic_name(node, topic_id)):
-            return request_actions.refusal(node.security, caller, request, topic_name)
+            def check():
+                return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
 
-        if is_read:  # any controller answers reads, by the ACLs it has replayed
-            denied = check()
-            if denied is not None:
-                return cc.error_response(method, denied.error, denied.message)
+            if is_read:  # any controller answers reads, by the ACLs it has replayed
+                denied = check()
+                if denied is not None:
+                    return cc.error_response(method, denied.error, denied.message)
         future = None
         try:
             if is_read:
@@ -76,7 +78,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 reply = future.result(timeout=time_left(context))
             else:
                 with node.raft.client_slots:  # a write holds its thread until committed (see RaftNode)
-                    future = node.submit(request, check if node.security.authorizer is not None else None)
+                    future = node.submit(request, check)  # writes: checked by the active controller
                     reply = future.result(timeout=time_left(context))
         except SparkraftError as e:
             leader = e.details.get("leader_id")
@@ -92,8 +94,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         except Exception as e:
             log.warning("controller %s failed", method, exc_info=True)
             return cc.error_response(method, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
-        if isinstance(request, ListTopicsRequest):
-            reply = request_actions.visible_topics(node.security, caller, reply)
+        if check is not None and isinstance(request, ListTopicsRequest):
+            reply = request_actions.visible_topics(security, caller, reply)
         response = cc.reply_to_proto(method, reply)
         if is_read:
             leader = node.leader_id()

@@ -87,9 +87,7 @@ class LeaderFollowingClient:
         """Close the channels; a call still running fails, later calls raise ValueError."""
         with self._lock:
             self._closed = True
-            stubs, self._stubs = list(self._stubs.values()), {}
-        for channel, _ in stubs:
-            channel.close()
+        self.reopen()
 
     def __enter__(self):
         return self

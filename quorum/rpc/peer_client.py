@@ -193,6 +193,4 @@ class PeerClient:
         """Close every channel; requests still running fail (and are delivered as failures)."""
         with self._lock:
             self._closed = True
-            peers, self._peers = list(self._peers.values()), {}
-        for peer in peers:
-            peer.channel.close()
+        self.reopen()

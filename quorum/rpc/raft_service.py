@@ -114,6 +114,14 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         except SparkraftError as e:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, str(e))
 
+    def _authorized(self, refusal, context, *args):
+        """``refusal(security, caller, *args)``, where an authorizer decides; None (allowed) without
+        one, and then the caller is not worked out at all (Append is a benchmark's hot path)."""
+        security = self._node.security
+        if security.authorizer is None:
+            return None
+        return refusal(security, self._caller(context), *args)
+
     def _principal_refusal(self, kind: str, claimed: int, context) -> Optional[str]:
         security = self._node.security
         if not security.mutual_tls:
@@ -139,7 +147,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def _change_voters(self, request, context, change):
         node = self._node
-        denied = request_actions.voter_change_refusal(node.security, self._caller(context), request.voter_id)
+        denied = self._authorized(request_actions.voter_change_refusal, context, request.voter_id)
         if denied is not None:
             return raft_pb2.VoterChangeResponse(error=int(denied.error), error_message=denied.message)
         if request.cluster_id and request.cluster_id != node.cluster_id:
@@ -169,7 +177,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
     # -- tools -----------------------------------------------------------------------------
     def DescribeQuorum(self, request, context):
         node = self._node
-        denied = request_actions.describe_quorum_refusal(node.security, self._caller(context))
+        denied = self._authorized(request_actions.describe_quorum_refusal, context)
         if denied is not None:
             return convert.describe_error(denied.error, denied.message, node.cluster_id)
         if request.cluster_id and request.cluster_id != node.cluster_id:
@@ -191,7 +199,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
 
     def Append(self, request, context):
         node = self._node
-        denied = request_actions.voter_change_refusal(node.security, self._caller(context), -1)
+        denied = self._authorized(request_actions.voter_change_refusal, context, -1)
         if denied is not None:
             return convert.append_error(denied.error, denied.message)
         if request.cluster_id and request.cluster_id != node.cluster_id:

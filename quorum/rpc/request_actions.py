@@ -128,17 +128,12 @@ def raft_refusal(security: NodeSecurity, caller: Caller, kind: str, claimed: int
     node_id = security.node_id_of(caller)
     if node_id is not None and security.is_voter(caller, node_id):
         return None  # a controller: fetching as an observer, or asking as a non-voter (the core refuses that)
-    if fetch and (_is_node(security, caller) or security.is_super_user(caller) or (
+    if fetch and (node_id is not None or security.is_super_user(caller) or (
             security.authorizer is not None and security.allows(caller, cluster_action("CLUSTER_ACTION")))):
         return None
     return (f"{caller.principal} is neither a controller's nor a broker's principal "
             f"({security.voter_principal}, {security.broker_principal})"
             + (" nor allowed CLUSTER_ACTION" if fetch else ""))
-
-
-def _is_node(security: NodeSecurity, caller: Caller) -> bool:
-    node_id = security.node_id_of(caller)
-    return node_id is not None and (security.is_voter(caller, node_id) or security.is_broker(caller, node_id))
 
 
 def voter_change_refusal(security: NodeSecurity, caller: Caller, voter_id: int) -> Optional[SparkraftError]:
@@ -150,6 +145,6 @@ def voter_change_refusal(security: NodeSecurity, caller: Caller, voter_id: int) 
 
 
 def describe_quorum_refusal(security: NodeSecurity, caller: Caller) -> Optional[SparkraftError]:
-    if security.authorizer is None or security.is_super_user(caller) or _is_node(security, caller):
+    if security.authorizer is None or security.is_super_user(caller) or security.node_id_of(caller) is not None:
         return None
     return _cluster_refusal(security, caller, "DESCRIBE", "describe the quorum")

@@ -90,6 +90,11 @@ class ClientSecurity:
                 "sasl.username": self.sasl_username, "sasl.password": self.sasl_password}
         return {k: v for k, v in keys.items() if v is not None}
 
+    @classmethod
+    def from_command_config(cls, path: Optional[str]) -> "ClientSecurity":
+        """``--command-config FILE``: its settings, or PLAINTEXT when no file is given."""
+        return cls.from_file(path) if path else PLAINTEXT
+
     # -- channels -----------------------------------------------------------------------------------
     def channel_credentials(self) -> grpc.ChannelCredentials:
         roots = load_trust_store(self.truststore) if self.truststore else None

@@ -74,7 +74,8 @@ class NodeSecurity:
         return caller.authenticated and caller.principal == self.broker_principal.replace(NODE_ID_FIELD, str(node_id))
 
     def node_id_of(self, caller: Caller) -> Optional[int]:
-        """The node id a voter's or broker's principal names, if it is one."""
+        """The node id a voter's or broker's principal names, if it is one of them (``is_voter`` or
+        ``is_broker`` of that id holds)."""
         for template in (self.voter_principal, self.broker_principal):
             head, sep, tail = template.partition(NODE_ID_FIELD)
             p = caller.principal

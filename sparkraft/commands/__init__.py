@@ -30,10 +30,9 @@ def common_options() -> argparse.ArgumentParser:
 
 def client_security(args: argparse.Namespace):
     """The ClientSecurity of ``--command-config`` (PLAINTEXT without it); ValueError on a bad file."""
-    from quorum.security.client import PLAINTEXT, ClientSecurity
+    from quorum.security.client import ClientSecurity
 
-    path = getattr(args, "command_config", None)
-    return ClientSecurity.from_file(path) if path else PLAINTEXT
+    return ClientSecurity.from_command_config(getattr(args, "command_config", None))
 
 
 _COMMON = common_options()
