@@ -55,7 +55,7 @@ def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
                   if first.num_rows else "; the materialiser has not written one yet")
         raise CutError(f"no consistent cut{where} in {warehouse}{oldest}")
     best = rows.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
-    # A cut written before the voters or acls table existed names no version of it: its version 0 (empty).
+    # A cut written before the voters, acls or users table existed names no version of it: its version 0 (empty).
     return Cut(best["offset"], best["epoch"],
                {t: best.get(f"{t}_version") or 0 for t in (*STATE_TABLES, RECORDS)})
 

@@ -14,12 +14,23 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
-from delta_tables.schemas import ACLS, BROKERS, CONFIGS, PARTITIONS, STATE_TABLES, TOPICS, VOTERS, partition_bucket
+from delta_tables.schemas import (
+    ACLS,
+    BROKERS,
+    CONFIGS,
+    PARTITIONS,
+    STATE_TABLES,
+    TOPICS,
+    USERS,
+    VOTERS,
+    partition_bucket,
+)
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.voter_set import ZERO_UUID, VoterSet
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import MetadataRecord, RecordType
+from quorum.metadata.scram import MECHANISM_CODES, mechanism_name
 
 Key = tuple
 
@@ -87,6 +98,8 @@ class TouchedKeys:
             self.keys[BROKERS][(m.broker_id,)] = offset
         elif t in (RecordType.ACCESS_CONTROL_ENTRY_RECORD, RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD):
             self.keys[ACLS][(m.id,)] = offset
+        elif t in (RecordType.USER_SCRAM_CREDENTIAL_RECORD, RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD):
+            self.keys[USERS][(m.name, mechanism_name(m.mechanism))] = offset
 
 
 def row(table: str, key: Key, image: MetadataImage, last_offset: int,
@@ -135,6 +148,11 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
                 "permission_type": pb.AclPermissionType.Code.Name(a.permission_type),
                 "resource_type": pb.AclResourceType.Code.Name(a.resource_type), "resource_name": a.resource_name,
                 "pattern_type": pb.PatternType.Code.Name(a.pattern_type), "last_offset": last_offset}
+    if table == USERS:
+        c = image.scram.credential(key[0], MECHANISM_CODES.get(key[1], -1))
+        if c is None:
+            return None
+        return {"name": key[0], "mechanism": key[1], "iterations": c.iterations, "last_offset": last_offset}
     if table == VOTERS:
         v = None if voters is None else voters.get(key[0])
         if v is None:
@@ -164,6 +182,8 @@ def image_keys(table: str, image: MetadataImage, voters: Optional[VoterSet] = No
         keys = [(r.kind, r.name, n) for r, values in image.configs.resources.items() for n in values]
     elif table == ACLS:
         keys = [(i,) for i in image.acls.acls]
+    elif table == USERS:
+        keys = [(user, mechanism_name(code)) for user, code in image.scram.credentials]
     elif table == VOTERS:
         keys = [(i,) for i in voters or ()]
     else:

@@ -16,9 +16,9 @@ import zlib
 
 import pyarrow as pa
 
-TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, VOTERS, RECORDS, SNAPSHOTS = (
-    "topics", "partitions", "brokers", "configs", "acls", "voters", "records", "snapshots")
-IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS)  # rows of the metadata image
+TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, USERS, VOTERS, RECORDS, SNAPSHOTS = (
+    "topics", "partitions", "brokers", "configs", "acls", "users", "voters", "records", "snapshots")
+IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, USERS)  # rows of the metadata image
 STATE_TABLES = (*IMAGE_TABLES, VOTERS)  # current state, merged by key; voters from control records
 ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS)
 
@@ -44,6 +44,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ACLS: pa.schema([("acl_id", pa.string()), ("principal", pa.string()), ("host", pa.string()),
                      ("operation", pa.string()), ("permission_type", pa.string()), ("resource_type", pa.string()),
                      ("resource_name", pa.string()), ("pattern_type", pa.string()), ("last_offset", pa.int64())]),
+    # SCRAM users: which mechanisms and iterations, never salts, keys or passwords
+    USERS: pa.schema([("name", pa.string()), ("mechanism", pa.string()), ("iterations", pa.int32()),
+                      ("last_offset", pa.int64())]),
     VOTERS: pa.schema([("node_id", pa.int32()), ("directory_id", pa.string()),
                        ("endpoints", pa.list_(_VOTER_ENDPOINT)), ("last_offset", pa.int64())]),
     RECORDS: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("append_time", pa.timestamp("ms", "UTC")),
@@ -53,7 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
                           ("topics_version", pa.int64()), ("partitions_version", pa.int64()),
                           ("brokers_version", pa.int64()), ("configs_version", pa.int64()),
                           ("records_version", pa.int64()), ("voters_version", pa.int64()),
-                          ("acls_version", pa.int64())]),
+                          ("acls_version", pa.int64()), ("users_version", pa.int64())]),
 }
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -62,6 +65,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     BROKERS: ("broker_id",),
     CONFIGS: ("resource_type", "resource_name", "name"),
     ACLS: ("acl_id",),
+    USERS: ("name", "mechanism"),
     VOTERS: ("node_id",),
 }
 

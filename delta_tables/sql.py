@@ -1,7 +1,7 @@
 """SQL over the warehouse's tables: DataFusion through ``deltalake.QueryBuilder`` (no JVM), or Spark.
 
 Both register the tables under their own names (``topics``, ``partitions``, ``brokers``,
-``configs``, ``acls``, ``voters``, ``records``, ``snapshots``), at a consistent cut when one is asked for.
+``configs``, ``acls``, ``users``, ``voters``, ``records``, ``snapshots``), at a consistent cut when one is asked for.
 
 One dialect for both: standard SQL quoting, identifiers in double quotes (``"partition"``, or
 backticks) and strings in single quotes. DataFusion reads SQL that way already; Spark is put in

@@ -68,7 +68,8 @@ class DeltaRsWriter:
     # -- tables --------------------------------------------------------------------------------
     def ensure_tables(self) -> None:
         """Create the tables that do not exist yet and add the columns a table of an older warehouse
-        lacks (``snapshots.voters_version``, ``acls_version``); refuse a path that is not a warehouse."""
+        lacks (``snapshots.voters_version``, ``acls_version``, ``users_version``); refuse a path that
+        is not a warehouse."""
         root = Path(self.warehouse)
         if "://" not in self.warehouse:
             if root.exists() and not root.is_dir():

@@ -19,6 +19,7 @@ from quorum.security.authorizer import Authorizer
 from quorum.security.client import ClientSecurity
 from quorum.security.node_security import DEFAULT_BROKER_PRINCIPAL, DEFAULT_VOTER_PRINCIPAL, NODE_ID_FIELD, NodeSecurity
 from quorum.security.principal import PrincipalMapper
+from quorum.security.sasl_server import DEFAULT_LIFETIME_MS, ScramAuthenticator
 from quorum.security.tls import CLIENT_AUTH, ServerTls
 
 log = logging.getLogger(__name__)
@@ -275,6 +276,8 @@ KEYS: dict[str, ConfigKey] = {
         _key("super.users", _principals, frozenset(), "Principals allowed everything: User:A;User:B."),
         _key("allow.everyone.if.no.acl.found", _bool, False,
              "With an authorizer: allow an action on a resource that has no ACL at all."),
+        _key("connections.max.reauth.ms", _POSITIVE, DEFAULT_LIFETIME_MS,
+             "How long a SASL/SCRAM login lasts (its session token); clients log in again before it ends."),
         _key("controller.quorum.voter.principal", _principal_template, DEFAULT_VOTER_PRINCIPAL,
              "Under mutual TLS, the principal voter N's certificate must map to ({node.id} = N)."),
         _key("broker.principal", _principal_template, DEFAULT_BROKER_PRINCIPAL,
@@ -328,6 +331,7 @@ class NodeConfig:
     authorizer_class_name: str
     super_users: frozenset[str]
     allow_everyone_if_no_acl_found: bool
+    connections_max_reauth_ms: int
     voter_principal: str
     broker_principal: str
 
@@ -417,9 +421,12 @@ class NodeConfig:
         authorizer = None
         if self.authorizer_class_name:
             authorizer = Authorizer(self.super_users, self.allow_everyone_if_no_acl_found)
+        # SCRAM logins are served where a controller's listener is TLS (a token must not cross in clear)
+        scram = ScramAuthenticator(self.connections_max_reauth_ms) \
+            if tls is not None and listener_name in (self.controller_listener_names or ()) else None
         return NodeSecurity(tls=tls, mapper=PrincipalMapper(self.ssl_principal_mapping_rules), authorizer=authorizer,
                             client=client, voter_principal=self.voter_principal,
-                            broker_principal=self.broker_principal)
+                            broker_principal=self.broker_principal, scram=scram)
 
     def _check(self, source: str) -> None:
         """Combinations of keys that Kafka also refuses."""

@@ -62,22 +62,31 @@ class LogRange(InputPartition):
 
 
 def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool) -> tuple:
-    """One record as the source's columns (type and version from its JSON form)."""
+    """One record as the source's columns (type and version from its JSON form); a SCRAM credential's
+    salt and keys are cleared, in the JSON and in the raw frame."""
     if control:
         from quorum.log.control_records import decode_control
 
         c = decode_control(data)
         form = {"type": c.type_name, "version": c.data.get("version", 0), "data": c.data}
     else:
-        from quorum.metadata.records import decode_record, to_json
+        from quorum.metadata.records import decode_record, encode_record, redacted, to_json
 
-        form = to_json(decode_record(data))
+        record = decode_record(data)
+        form = to_json(record)
+        safe = redacted(record)
+        if safe is not record:  # credentials never reach the lakehouse, not even as raw bytes
+            data = encode_record(safe)
     return (offset, epoch, append_time_ms * 1000, form["type"], form["version"],
             json.dumps(form, separators=(",", ":"), sort_keys=True), data)
 
 
 def snapshot_row(snapshot_id, data: bytes) -> tuple:
-    """The row that stands for every record below ``snapshot_id.offset`` the log no longer holds."""
+    """The row that stands for every record below ``snapshot_id.offset`` the log no longer holds (its
+    raw column is the snapshot, credentials cleared)."""
+    from quorum.snapshot.checkpoint import redact_checkpoint
+
+    data = redact_checkpoint(data)
     form = {"type": SNAPSHOT_TYPE, "version": 0,
             "data": {"end_offset": snapshot_id.offset, "epoch": snapshot_id.epoch, "bytes": len(data)}}
     return (snapshot_id.offset - 1, snapshot_id.epoch, int(time.time() * 1_000_000), SNAPSHOT_TYPE, 0,

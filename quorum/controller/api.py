@@ -291,6 +291,49 @@ class DeleteAclsRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ScramCredentialUpsertion:
+    """A user's SCRAM credential to set: salted and iterated by the client, so the password itself
+    never reaches the controller (Kafka's AlterUserScramCredentials)."""
+
+    name: str
+    mechanism: str  # SCRAM-SHA-256 | SCRAM-SHA-512
+    iterations: int
+    salt: bytes = field(repr=False)
+    salted_password: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredentialDeletion:
+    name: str
+    mechanism: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUserScramCredentialsRequest:
+    deletions: tuple[ScramCredentialDeletion, ...] = ()
+    upsertions: tuple[ScramCredentialUpsertion, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UserResult:
+    """The outcome for one user of an AlterUserScramCredentials (all of its changes, or none)."""
+
+    user: str
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UserScramCredentials:
+    """A user's credentials as DescribeUserScramCredentials shows them: mechanism and iterations."""
+
+    user: str
+    error: Errors = Errors.NONE
+    message: str = ""
+    credentials: tuple[tuple[str, int], ...] = ()  # (mechanism, iterations)
+
+
+@dataclass(frozen=True, slots=True)
 class ItemResult:
     """Per-item outcome of requests that return nothing else (alter quotas, create ACLs...)."""
 
@@ -321,5 +364,10 @@ class DescribeAclsRequest:
     filter: AclBinding
 
 
+@dataclass(frozen=True, slots=True)
+class DescribeUserScramCredentialsRequest:
+    users: tuple[str, ...] = ()  # none: every user with a credential
+
+
 READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
-                 DescribeConfigsRequest)
+                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest)

@@ -50,6 +50,7 @@ from quorum.controller import (
     producer_ids_control,
     quotas_control,
     reads,
+    scram_control,
     topics_control,
 )
 from quorum.controller.index import PartitionIndex
@@ -306,7 +307,9 @@ class ControllerCore:
         if self.loader.in_transaction:
             records.append(pb.AbortTransactionRecord(reason="the active controller changed during the "
                                                             "transaction"))
-        records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
+        if self._spec.features.metadata_version is None:  # an empty log: write the bootstrap metadata
+            records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
+            records += self.settings.bootstrap_records
         if records:
             self._pending_batches = self._emit(records, now_ms).batches
 
@@ -434,6 +437,10 @@ class ControllerCore:
     def describe_acls(self, filter: api.AclBinding) -> list[api.AclBinding]:
         return acls_control.describe(self.image, filter)
 
+    def describe_user_scram_credentials(self, req: api.DescribeUserScramCredentialsRequest
+                                        ) -> tuple[api.UserScramCredentials, ...]:
+        return scram_control.describe(self.image, req)
+
 
 def _note(message: Message, parts: set, topics: set) -> None:
     """Remember which partitions / topics a record may change (for the index)."""
@@ -480,4 +487,5 @@ _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]]
     api.AllocateProducerIdsRequest: lambda c, r, now: producer_ids_control.allocate(c.spec, r),
     api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
     api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
+    api.AlterUserScramCredentialsRequest: lambda c, r, now: scram_control.alter(c.spec, r),
 }

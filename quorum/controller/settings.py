@@ -3,7 +3,7 @@ configuration (quorum/config.py) maps onto, kept apart from the core so that rea
 configuration does not load the controller."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 MV_MIN = 1
@@ -25,4 +25,7 @@ class ControllerSettings:
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
     bootstrap_metadata_version: int = MV_BOOTSTRAP
+    # records the first active controller of an empty log writes after metadata.version: the SCRAM
+    # credentials of 'storage format --add-scram' (read from the log directory's bootstrap.checkpoint)
+    bootstrap_records: tuple = field(default=(), repr=False)
     seed: Optional[int] = None  # topic/ACL ids and placement; None: derived from cluster and node id

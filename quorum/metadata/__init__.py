@@ -6,7 +6,7 @@ Kafka's design (apache/kafka ``metadata/``, ``org.apache.kafka.image``), rebuilt
   ``<u16 type><u16 version><payload>`` inside a quorum batch, with a JSON form for humans and the
   ``records`` table. Old readers skip fields they do not know; unknown types are kept, not fatal.
 - **Image** (``image``): an immutable ``MetadataImage`` of per-domain sub-images (features,
-  cluster, topics, configs, client quotas, producer ids, ACLs) and the provenance (offset, epoch)
+  cluster, topics, configs, client quotas, producer ids, ACLs, SCRAM credentials) and the provenance (offset, epoch)
   of the last record it contains. Images are what the controller, brokers, snapshots and the
   materialiser read; ``records()`` turns one back into the records that rebuild it (a snapshot).
 - **Delta** (``delta``): ``MetadataDelta(image)`` replays records into sub-deltas created on first

@@ -26,6 +26,7 @@ from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.producer_ids import ProducerIdsDelta
 from quorum.metadata.quotas import ClientQuotasDelta
 from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
+from quorum.metadata.scram import ScramDelta
 from quorum.metadata.topics import TopicsDelta
 
 TRANSACTION_MARKERS = frozenset({RecordType.BEGIN_TRANSACTION_RECORD,
@@ -46,6 +47,7 @@ class MetadataDelta:
         self.client_quotas: Optional[ClientQuotasDelta] = None
         self.producer_ids: Optional[ProducerIdsDelta] = None
         self.acls: Optional[AclsDelta] = None
+        self.scram: Optional[ScramDelta] = None
 
     def replay(self, record: Message | AnyRecord, offset: Optional[int] = None) -> None:
         """Replay one record at ``offset``, which must be past every offset replayed before
@@ -87,7 +89,7 @@ class MetadataDelta:
 _DELTA_CLASS: dict[str, type] = {
     "features": FeaturesDelta, "cluster": ClusterDelta, "topics": TopicsDelta,
     "configs": ConfigsDelta, "client_quotas": ClientQuotasDelta,
-    "producer_ids": ProducerIdsDelta, "acls": AclsDelta,
+    "producer_ids": ProducerIdsDelta, "acls": AclsDelta, "scram": ScramDelta,
 }
 
 
@@ -109,6 +111,8 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.PRODUCER_IDS_RECORD: _to("producer_ids", "replay_producer_ids"),
     RecordType.ACCESS_CONTROL_ENTRY_RECORD: _to("acls", "replay_access_control_entry"),
     RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD: _to("acls", "replay_remove_access_control_entry"),
+    RecordType.USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_user_scram_credential"),
+    RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_remove_user_scram_credential"),
     RecordType.NO_OP_RECORD: lambda delta, message: None,
 }
 assert set(_HANDLERS) | TRANSACTION_MARKERS == set(RecordType), "a record type has no handler"

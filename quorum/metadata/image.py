@@ -14,6 +14,7 @@ from quorum.metadata.configs import ConfigsImage
 from quorum.metadata.features import FeaturesImage
 from quorum.metadata.producer_ids import ProducerIdsImage
 from quorum.metadata.quotas import ClientQuotasImage
+from quorum.metadata.scram import ScramImage
 from quorum.metadata.topics import TopicsImage
 
 
@@ -41,6 +42,7 @@ class MetadataImage:
     client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     acls: AclsImage = field(default_factory=AclsImage)
+    scram: ScramImage = field(default_factory=ScramImage)
 
     EMPTY: ClassVar[MetadataImage]
 
@@ -57,7 +59,7 @@ class MetadataImage:
         """
         return chain(self.features.records(), self.cluster.records(), self.topics.records(),
                      self.configs.records(), self.client_quotas.records(),
-                     self.producer_ids.records(), self.acls.records())
+                     self.producer_ids.records(), self.acls.records(), self.scram.records())
 
 
 MetadataImage.EMPTY = MetadataImage()

@@ -47,12 +47,14 @@ class RecordType(IntEnum):
     PARTITION_CHANGE_RECORD = 5
     REMOVE_TOPIC_RECORD = 9
     FEATURE_LEVEL_RECORD = 12
+    USER_SCRAM_CREDENTIAL_RECORD = 11
     CLIENT_QUOTA_RECORD = 14
     PRODUCER_IDS_RECORD = 15
     BROKER_REGISTRATION_CHANGE_RECORD = 17
     ACCESS_CONTROL_ENTRY_RECORD = 18
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD = 19
     NO_OP_RECORD = 20
+    REMOVE_USER_SCRAM_CREDENTIAL_RECORD = 22
     BEGIN_TRANSACTION_RECORD = 23
     END_TRANSACTION_RECORD = 24
     ABORT_TRANSACTION_RECORD = 25
@@ -81,6 +83,14 @@ _UUID_FIELDS: dict[RecordType, tuple[str, ...]] = {
     RecordType.ACCESS_CONTROL_ENTRY_RECORD: ("id",),
     RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD: ("id",),
 }
+
+
+# Fields that hold credentials. Their JSON form (dump-log, the records table, the shell) says
+# "(redacted)", as Kafka's tools print them, and ``redacted()`` clears them in a record's copy.
+SENSITIVE_FIELDS: dict[RecordType, tuple[str, ...]] = {
+    RecordType.USER_SCRAM_CREDENTIAL_RECORD: ("salt", "stored_key", "server_key"),
+}
+REDACTED = "(redacted)"
 
 
 class DecodeError(ValueError):
@@ -137,6 +147,18 @@ def as_record(record: Message | AnyRecord) -> AnyRecord:
     return MetadataRecord(t, WRITE_VERSION[t], record)
 
 
+def redacted(record: AnyRecord) -> AnyRecord:
+    """``record`` with its credential fields cleared (itself if it has none): what may leave the log
+    for places that must not hold secrets, such as the ``records`` table's raw column."""
+    fields = SENSITIVE_FIELDS.get(getattr(record, "type", None), ())
+    if not fields:
+        return record
+    message = copy.copy(record.message)
+    for name in fields:
+        message.ClearField(name)
+    return MetadataRecord(record.type, record.version, message)
+
+
 def validate(record: MetadataRecord) -> None:
     """Raise ValueError if a field holding an id is not a Kafka Uuid string."""
     for name in _UUID_FIELDS.get(record.type, ()):
@@ -178,6 +200,7 @@ def to_json(record: Message | AnyRecord) -> dict[str, Any]:
     Every field without presence is shown (zeros included), optional fields only when set (an
     absent PartitionChangeRecord field means "unchanged"), 64-bit ints as JSON numbers, enums by
     Kafka's names, broker id lists as plain arrays. An unknown record shows its payload in base64.
+    Credential fields (SENSITIVE_FIELDS) show as "(redacted)".
     """
     record = as_record(record)
     if isinstance(record, UnknownRecord):
@@ -186,6 +209,8 @@ def to_json(record: Message | AnyRecord) -> dict[str, Any]:
         data = _to_plain(json_format.MessageToDict(record.message, preserving_proto_field_name=True,
                                                    always_print_fields_with_no_presence=True),
                          record.message.DESCRIPTOR)
+        for name in SENSITIVE_FIELDS.get(record.type, ()):
+            data[name] = REDACTED
     return {"type": record.type_name, "version": record.version, "data": data}
 
 
@@ -195,6 +220,8 @@ def from_json(obj: dict[str, Any]) -> MetadataRecord:
         t = RecordType[obj["type"]]
     except KeyError:
         raise ValueError(f"not a known metadata record type: {obj.get('type')!r}") from None
+    if any(obj.get("data", {}).get(name) == REDACTED for name in SENSITIVE_FIELDS.get(t, ())):
+        raise ValueError(f"a {t.name}'s credentials were redacted from its JSON form: it cannot be rebuilt")
     data = _from_plain(copy.deepcopy(obj.get("data", {})), t.message_class.DESCRIPTOR)
     message = json_format.ParseDict(data, t.message_class())
     return MetadataRecord(t, int(obj.get("version", WRITE_VERSION[t])), message)

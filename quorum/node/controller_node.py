@@ -39,7 +39,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
@@ -56,6 +56,8 @@ from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
 from quorum.raft.settings import RaftSettings
 from quorum.rpc.controller_service import ControllerService
+from quorum.rpc.sasl_service import SaslService
+from quorum.snapshot.files import read_bootstrap_metadata
 from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
@@ -134,9 +136,9 @@ class ControllerNode:
     def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
                **raft_kw) -> "ControllerNode":
         """A RaftNode serving both the Raft and the Controller gRPC services on ``listen``, and its core."""
-        service = ControllerService()
+        service, sasl = ControllerService(), SaslService()
         raft = RaftNode(node_id, voters, listen, log_dir, raft_settings or RaftSettings(),
-                        servicers=(service.add_to_server,), **raft_kw)
+                        servicers=(service.add_to_server, sasl.add_to_server), **raft_kw)
         try:
             core = ControllerCore(node_id, raft.cluster_id, controller_settings_ or ControllerSettings())
             node = cls(raft, core)
@@ -144,6 +146,7 @@ class ControllerNode:
             raft.shutdown(graceful=False)
             raise
         service.attach(node)
+        sasl.attach(node.security)
         return node
 
     @classmethod
@@ -152,8 +155,9 @@ class ControllerNode:
         if listen is None or not (config.voters or config.bootstrap_servers):
             raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
                                  "controller.quorum.voters or .bootstrap.servers and a controller listener")
+        settings = replace(config.controller_settings(), bootstrap_records=read_bootstrap_metadata(config.log_dir))
         node = cls.create(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
-                          config.controller_settings(), segment_bytes=config.log_segment_bytes,
+                          settings, segment_bytes=config.log_segment_bytes,
                           retention=Retention.from_config(config), bootstrap=config.bootstrap_servers or (),
                           listener_name=config.controller_listener_name, auto_join=config.auto_join_enable,
                           security=config.node_security(config.controller_listener_name))
@@ -173,7 +177,7 @@ class ControllerNode:
         if self._thread is not None:
             raise RuntimeError("a ControllerNode starts once")
         self.snapshots.load()
-        self._follow_acls()
+        self._follow_security()
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
@@ -371,7 +375,7 @@ class ControllerNode:
         try:
             for batch in item.batches:
                 self._replay(batch)
-            self._follow_acls()
+            self._follow_security()
         finally:
             item.done.set()
         self._check_leadership()
@@ -380,7 +384,7 @@ class ControllerNode:
     def _on_snapshot_installed(self, item: _SnapshotInstalled) -> None:
         try:
             self.snapshots.installed(item.load)
-            self._follow_acls()
+            self._follow_security()
         finally:
             item.done.set()
 
@@ -413,11 +417,13 @@ class ControllerNode:
                           batch.epoch, e, self.replay_errors)
         self._last_replayed_epoch = batch.epoch
 
-    def _follow_acls(self) -> None:
-        """The authorizer takes the committed ACLs after each delivery (all of it at once), so every
-        controller decides by the committed log."""
+    def _follow_security(self) -> None:
+        """The authorizer and the SCRAM logins take the committed ACLs and credentials after each
+        delivery (all of it at once), so every controller decides by the committed log."""
         if self.security.authorizer is not None:
             self.security.authorizer.follow(self.core.image.acls)
+        if self.security.scram is not None:
+            self.security.scram.follow(self.core.image.scram)
 
     def _check_leadership(self) -> None:
         st = self.raft.status()

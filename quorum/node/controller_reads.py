@@ -11,6 +11,7 @@ from quorum.controller.api import (
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeTopicsRequest,
+    DescribeUserScramCredentialsRequest,
     ListTopicsRequest,
 )
 from quorum.controller.core import ControllerCore
@@ -55,11 +56,17 @@ def _describe_configs(core: ControllerCore, request: DescribeConfigsRequest, lea
     return tuple(core.describe_configs(request))
 
 
+def _describe_scram(core: ControllerCore, request: DescribeUserScramCredentialsRequest,
+                    leader_id: Optional[int]) -> tuple:
+    return core.describe_user_scram_credentials(request)
+
+
 READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListTopicsRequest: _list_topics,
     DescribeTopicsRequest: _describe_topics,
     DescribeClusterRequest: _describe_cluster,
     DescribeAclsRequest: _describe_acls,
     DescribeConfigsRequest: _describe_configs,
+    DescribeUserScramCredentialsRequest: _describe_scram,
 }
 assert set(READS) == set(READ_REQUESTS), "a read request has no answer"

@@ -180,6 +180,7 @@ class ControllerClient(LeaderFollowingClient):
         waited = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}
+        login_refused: dict[str, SparkraftError] = {}
         notice_at = self._notice_at()
         while True:
             for target in self._candidates():
@@ -187,6 +188,9 @@ class ControllerClient(LeaderFollowingClient):
                     break
                 try:
                     resp = self._attempt(target, method, request, deadline)
+                except SparkraftError as e:
+                    self._note_login_refused(target, e, login_refused)
+                    continue
                 except grpc.RpcError as e:
                     unreachable[target] = self._unreachable(target, method, e)
                     continue
@@ -201,7 +205,7 @@ class ControllerClient(LeaderFollowingClient):
                     # A standby answered: prefer the active controller's (newest) answer.
                     try:
                         newer = self._attempt(hint, method, request, deadline)
-                    except grpc.RpcError:
+                    except (grpc.RpcError, SparkraftError):
                         return resp
                     if cc.response_error(newer) is None:
                         self._leader = hint

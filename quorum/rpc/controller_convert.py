@@ -46,6 +46,8 @@ REPLIES = {
     "CreateAcls": "tuple[api.ItemResult, ...]",
     "DeleteAcls": "tuple[(api.ItemResult, tuple[api.AclBinding, ...]), ...]",
     "DescribeAcls": "tuple[api.AclBinding, ...]",
+    "AlterUserScramCredentials": "tuple[api.UserResult, ...]",
+    "DescribeUserScramCredentials": "tuple[api.UserScramCredentials, ...]",
 }
 
 
@@ -214,6 +216,21 @@ def _quota_alteration_from(m: pb.ClientQuotaAlteration) -> api.ClientQuotaAltera
                                      tuple((o.key, o.value if o.HasField("value") else None) for o in m.ops))
 
 
+def _alter_scram_to(r: api.AlterUserScramCredentialsRequest) -> pb.AlterUserScramCredentialsRequest:
+    return pb.AlterUserScramCredentialsRequest(
+        deletions=[pb.ScramCredentialDeletion(name=d.name, mechanism=d.mechanism) for d in r.deletions],
+        upsertions=[pb.ScramCredentialUpsertion(name=u.name, mechanism=u.mechanism, iterations=u.iterations,
+                                                salt=u.salt, salted_password=u.salted_password)
+                    for u in r.upsertions])
+
+
+def _alter_scram_from(m: pb.AlterUserScramCredentialsRequest) -> api.AlterUserScramCredentialsRequest:
+    return api.AlterUserScramCredentialsRequest(
+        tuple(api.ScramCredentialDeletion(d.name, d.mechanism) for d in m.deletions),
+        tuple(api.ScramCredentialUpsertion(u.name, u.mechanism, u.iterations, u.salt, u.salted_password)
+              for u in m.upsertions))
+
+
 # (request dataclass, its RPC name, to-proto, from-proto)
 _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = [
     (api.RegisterBrokerRequest, "RegisterBroker", _register_to,
@@ -289,6 +306,10 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
     (api.DescribeAclsRequest, "DescribeAcls",
      lambda r: pb.DescribeAclsRequest(filter=_acl_to(r.filter)),
      lambda m: api.DescribeAclsRequest(_acl_from(m.filter))),
+    (api.AlterUserScramCredentialsRequest, "AlterUserScramCredentials", _alter_scram_to, _alter_scram_from),
+    (api.DescribeUserScramCredentialsRequest, "DescribeUserScramCredentials",
+     lambda r: pb.DescribeUserScramCredentialsRequest(users=list(r.users)),
+     lambda m: api.DescribeUserScramCredentialsRequest(tuple(m.users))),
 ]
 _BY_TYPE = {t: (name, to, frm) for t, name, to, frm in _REQUESTS}
 _BY_PB = {getattr(pb, f"{name}Request"): frm for _, name, _, frm in _REQUESTS}
@@ -390,6 +411,14 @@ def _reply_fields(method: str, reply) -> dict:
                             for r, matching in reply]}
     if method == "DescribeAcls":
         return {"bindings": [_acl_to(b) for b in reply]}
+    if method == "AlterUserScramCredentials":
+        return {"results": [pb.AlterUserScramCredentialsResult(user=r.user, error=int(r.error), error_message=r.message)
+                            for r in reply]}
+    if method == "DescribeUserScramCredentials":
+        return {"results": [pb.DescribeUserScramCredentialsResult(
+            user=r.user, error=int(r.error), error_message=r.message,
+            credential_infos=[pb.ScramCredentialInfo(mechanism=m, iterations=i) for m, i in r.credentials])
+            for r in reply]}
     raise TypeError(f"unknown controller RPC {method!r}")
 
 
@@ -443,6 +472,12 @@ def reply_from_proto(method: str, m):
                       tuple(_acl_from(b) for b in r.matching)) for r in m.results)
     if method == "DescribeAcls":
         return tuple(_acl_from(b) for b in m.bindings)
+    if method == "AlterUserScramCredentials":
+        return tuple(api.UserResult(r.user, error_from_code(r.error), r.error_message) for r in m.results)
+    if method == "DescribeUserScramCredentials":
+        return tuple(api.UserScramCredentials(r.user, error_from_code(r.error), r.error_message,
+                                              tuple((c.mechanism, c.iterations) for c in r.credential_infos))
+                     for r in m.results)
     raise TypeError(f"unknown controller RPC {method!r}")
 
 

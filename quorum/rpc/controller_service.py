@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import grpc
 
-from quorum.controller.api import READ_REQUESTS, ListTopicsRequest
+from quorum.controller.api import READ_REQUESTS, AlterUserScramCredentialsRequest, ListTopicsRequest
 from quorum.errors import ControllerNotRunningError, Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
@@ -58,12 +58,15 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
         is_read = isinstance(request, READ_REQUESTS)
         security, check = node.security, None
-        if security.authorizer is not None:  # else the caller is not worked out at all
+        if isinstance(request, AlterUserScramCredentialsRequest) and request.upsertions and security.tls is None:
+            return cc.error_response(method, Errors.INVALID_REQUEST, "SCRAM credentials are taken only over TLS (this "
+                                     "listener is PLAINTEXT: a salted password would cross the network in clear)")
+        if security.authenticates:  # else the caller is not worked out at all
             try:
                 caller = security.caller(context)
             except SparkraftError as e:  # a SCRAM token that does not verify
                 return cc.error_response(method, e.error, e.message)
-
+        if security.authorizer is not None:
             def check():
                 return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
 

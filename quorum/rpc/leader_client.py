@@ -17,6 +17,7 @@ import grpc
 
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
 
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
@@ -51,6 +52,7 @@ class LeaderFollowingClient:
                  security: Optional[ClientSecurity] = None):
         self.servers = servers
         self.security = security or PLAINTEXT
+        self._login = ScramLogin(self.security) if self.security.protocol == "SASL_SSL" else None
         self.timeout = timeout  # for a whole call, retries included
         self.rpc_timeout = rpc_timeout  # for one attempt
         self.backoff = backoff
@@ -96,7 +98,8 @@ class LeaderFollowingClient:
         self.close()
 
     # -- attempts ----------------------------------------------------------------------------
-    def _stub(self, target: str):
+    def _channel(self, target: str) -> tuple[grpc.Channel, object]:
+        """The channel to ``target`` and its stub."""
         with self._lock:
             if self._closed:
                 raise ValueError(f"the {type(self).__name__} is closed")
@@ -104,7 +107,7 @@ class LeaderFollowingClient:
             if entry is None:
                 channel = self.security.channel(target, options=CHANNEL_OPTIONS)
                 entry = self._stubs[target] = (channel, self.stub_class(channel))
-            return entry[1]
+            return entry
 
     def _candidates(self) -> list[str]:
         """The known leader first, then the other servers from this client's own starting point
@@ -116,8 +119,36 @@ class LeaderFollowingClient:
         return ([self._leader] if self._leader else []) + rest
 
     def _attempt(self, target: str, method: str, request, deadline: float):
-        left = deadline - time.monotonic()
-        return getattr(self._stub(target), method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
+        channel, stub = self._channel(target)
+        if self._login is None:
+            left = deadline - time.monotonic()
+            return getattr(stub, method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
+        for renewed in (False, True):  # a refused token (the server restarted...) is renewed once
+            metadata = self._login.metadata(target, channel, max(0.01, min(self.rpc_timeout,
+                                                                           deadline - time.monotonic())))
+            left = deadline - time.monotonic()
+            try:
+                resp = getattr(stub, method)(request, timeout=max(0.01, min(self.rpc_timeout, left)),
+                                             metadata=metadata)
+            except grpc.RpcError as e:
+                if renewed or e.code() is not grpc.StatusCode.UNAUTHENTICATED:
+                    raise
+            else:
+                error = self.response_error(resp)
+                if renewed or error is None or error.error is not Errors.SASL_AUTHENTICATION_FAILED:
+                    return resp
+            self._login.forget(target)
+
+    def _note_login_refused(self, target: str, e: SparkraftError, refused: dict[str, SparkraftError],
+                            final: bool = False) -> None:
+        """``target`` refused this client's SCRAM login. A standby may not have replayed a new user
+        or password yet, so the refusal is final (raised) only from the leader or once every server
+        has given it; else the call goes on to the next server."""
+        if e.error is not Errors.SASL_AUTHENTICATION_FAILED:
+            raise e
+        refused[target] = e
+        if final or len(refused) >= len(set(self.servers)):
+            raise e
 
     def _unreachable(self, target: str, method: str, e: grpc.RpcError) -> str:
         """Why ``target`` did not answer; raises if the transport error is not worth a retry."""
@@ -142,6 +173,7 @@ class LeaderFollowingClient:
         deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}  # target -> why, for the final error
         answered: Optional[str] = None  # the last refusal, if any server answered
+        login_refused: dict[str, SparkraftError] = {}  # servers that refused this client's SCRAM login
         redirects = 0
         self.maybe_applied = False
         notice_at = self._notice_at()
@@ -153,6 +185,9 @@ class LeaderFollowingClient:
                 to_leader = target == self._leader
                 try:
                     resp = self._attempt(target, method, request, deadline)
+                except SparkraftError as e:
+                    self._note_login_refused(target, e, login_refused, final=to_leader)
+                    continue
                 except grpc.RpcError as e:
                     self.maybe_applied |= e.code() is grpc.StatusCode.DEADLINE_EXCEEDED or (
                         to_leader and e.code() in _ANSWER_LOST)

@@ -16,6 +16,8 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | ElectLeaders, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls | ALTER on the cluster |
 | AlterClientQuotas | ALTER_CONFIGS on the cluster |
 | DescribeAcls | DESCRIBE on the cluster |
+| AlterUserScramCredentials | ALTER on the cluster |
+| DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
 | DescribeCluster | nothing |
 """
@@ -32,7 +34,7 @@ from quorum.security.principal import Caller
 TopicName = Callable[[str], Optional[str]]  # topic id -> name, for DeleteTopics by id
 
 _CLUSTER_ALTER = (api.ElectLeadersRequest, api.UnregisterBrokerRequest, api.UpdateFeaturesRequest,
-                  api.CreateAclsRequest, api.DeleteAclsRequest)
+                  api.CreateAclsRequest, api.DeleteAclsRequest, api.AlterUserScramCredentialsRequest)
 _BROKER_OWN = (api.RegisterBrokerRequest, api.BrokerHeartbeatRequest, api.AlterPartitionRequest,
                api.AllocateProducerIdsRequest)
 
@@ -92,8 +94,8 @@ def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicNa
         return _cluster_refusal(security, caller, "ALTER", type(request).__name__.removesuffix("Request"))
     if isinstance(request, api.AlterClientQuotasRequest):
         return _cluster_refusal(security, caller, "ALTER_CONFIGS", "AlterClientQuotas")
-    if isinstance(request, api.DescribeAclsRequest):
-        return _cluster_refusal(security, caller, "DESCRIBE", "DescribeAcls")
+    if isinstance(request, (api.DescribeAclsRequest, api.DescribeUserScramCredentialsRequest)):
+        return _cluster_refusal(security, caller, "DESCRIBE", type(request).__name__.removesuffix("Request"))
     if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest)):
         return None
     return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,

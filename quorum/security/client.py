@@ -1,5 +1,6 @@
 """How a client reaches a listener: PLAINTEXT, SSL (optionally with a certificate of its own for
-mutual TLS) or SASL_SSL (TLS, then a SCRAM exchange; see quorum/security/scram.py).
+mutual TLS) or SASL_SSL (TLS, then a SCRAM login per server: quorum/rpc/sasl_login.py, done
+by the quorum clients of quorum/rpc/leader_client.py).
 
 Every gRPC channel of sparkraft (peers, clients, the streaming source, the log reader) is opened by
 ``ClientSecurity.channel``. Command-line tools read the client keys from ``--command-config FILE``
@@ -106,22 +107,10 @@ class ClientSecurity:
     def channel(self, target: str, options=()) -> grpc.Channel:
         if not self.tls:
             return grpc.insecure_channel(target, options=options)
-        credentials = self.channel_credentials()
-        tokens = _token_sources.get(self)
-        if tokens is not None:
-            credentials = grpc.composite_channel_credentials(credentials, tokens.call_credentials())
-        return grpc.secure_channel(target, credentials, options=options)
+        return grpc.secure_channel(target, self.channel_credentials(), options=options)
 
 
 PLAINTEXT = ClientSecurity()
-
-# SASL_SSL clients' token sources, one per ClientSecurity (set up by quorum/security/scram.py, so
-# this module needs nothing of SCRAM).
-_token_sources: dict = {}
-
-
-def register_token_source(security: ClientSecurity, source) -> None:
-    _token_sources[security] = source
 
 
 def handshake_problem(target: str, security: ClientSecurity, timeout: float = 2.0) -> Optional[str]:

@@ -17,6 +17,7 @@ from typing import Optional
 from quorum.security.authorizer import Action, Authorizer
 from quorum.security.client import PLAINTEXT, ClientSecurity
 from quorum.security.principal import ANONYMOUS, Caller, PrincipalMapper, certificate_subject, peer_host
+from quorum.security.sasl_server import ScramAuthenticator
 from quorum.security.tls import ServerTls
 
 log = logging.getLogger(__name__)
@@ -34,19 +35,24 @@ class NodeSecurity:
     client: ClientSecurity = PLAINTEXT  # how this node reaches its peers and the controllers
     voter_principal: str = DEFAULT_VOTER_PRINCIPAL
     broker_principal: str = DEFAULT_BROKER_PRINCIPAL
-    tokens: Optional[object] = None  # a scram.TokenVerifier where SCRAM tokens are accepted
+    scram: Optional[ScramAuthenticator] = None  # SASL/SCRAM logins and their tokens (TLS controller listeners)
 
     @property
     def mutual_tls(self) -> bool:
         """Callers prove who they are with a certificate: node identities are checked by principal."""
         return self.tls is not None and self.tls.mutual
 
+    @property
+    def authenticates(self) -> bool:
+        """Whether callers are told apart here at all (by an authorizer, or to check SCRAM tokens)."""
+        return self.authorizer is not None or self.scram is not None
+
     def caller(self, context) -> Caller:
-        """Who sent this gRPC request (see quorum/security/principal.py); a presented token that does
-        not verify raises SparkraftError SASL_AUTHENTICATION_FAILED."""
+        """Who sent this gRPC request (see quorum/security/principal.py); a presented SCRAM token that
+        does not verify raises SparkraftError SASL_AUTHENTICATION_FAILED."""
         host = peer_host(context.peer())
-        if self.tokens is not None:
-            principal = self.tokens.principal_of(context.invocation_metadata())
+        if self.scram is not None:
+            principal = self.scram.principal_of(context.invocation_metadata())
             if principal is not None:
                 return Caller(principal, host, authenticated=True)
         if self.tls is not None:
@@ -54,7 +60,7 @@ class NodeSecurity:
             if subject is not None:
                 principal = self.mapper.principal(subject)
                 if principal is not None:
-                    return Caller(principal, host, authenticated=True)
+                    return Caller(principal, host, authenticated=True, by_certificate=True)
                 log.warning("no ssl.principal.mapping.rules rule applies to certificate %s: treated as %s",
                             subject, ANONYMOUS)
         return Caller(ANONYMOUS, host)
@@ -68,10 +74,10 @@ class NodeSecurity:
         return self.authorizer is not None and self.authorizer.is_super_user(caller.principal)
 
     def is_voter(self, caller: Caller, node_id: int) -> bool:
-        return caller.authenticated and caller.principal == self.voter_principal.replace(NODE_ID_FIELD, str(node_id))
+        return caller.by_certificate and caller.principal == self.voter_principal.replace(NODE_ID_FIELD, str(node_id))
 
     def is_broker(self, caller: Caller, node_id: int) -> bool:
-        return caller.authenticated and caller.principal == self.broker_principal.replace(NODE_ID_FIELD, str(node_id))
+        return caller.by_certificate and caller.principal == self.broker_principal.replace(NODE_ID_FIELD, str(node_id))
 
     def node_id_of(self, caller: Caller) -> Optional[int]:
         """The node id a voter's or broker's principal names, if it is one of them (``is_voter`` or
@@ -79,7 +85,7 @@ class NodeSecurity:
         for template in (self.voter_principal, self.broker_principal):
             head, sep, tail = template.partition(NODE_ID_FIELD)
             p = caller.principal
-            if sep and caller.authenticated and p.startswith(head) and p.endswith(tail):
+            if sep and caller.by_certificate and p.startswith(head) and p.endswith(tail):
                 middle = p[len(head):len(p) - len(tail)]
                 if middle.isdigit() and len(middle) <= 10:
                     return int(middle)

@@ -6,8 +6,8 @@ name (RFC 2253 order, ``CN=alice,OU=...,O=...``, as Kafka's X500Principal prints
 of ``RULE:pattern/replacement/[LU]`` and ``DEFAULT``; the first rule whose pattern matches the
 whole name gives the principal (``$1`` refers to the pattern's groups; ``L``/``U`` lower or upper
 the result); ``DEFAULT`` is the name itself. Without a certificate (PLAINTEXT, or TLS without
-client authentication) the caller is ``User:ANONYMOUS``, as in Kafka. A SCRAM token, where one is
-presented, names the principal instead (quorum/security/scram.py).
+client authentication) the caller is ``User:ANONYMOUS``, as in Kafka. A SCRAM session token, where
+one is presented, names the principal instead (quorum/security/sasl_server.py).
 """
 from __future__ import annotations
 
@@ -105,6 +105,7 @@ class Caller:
     principal: str
     host: str
     authenticated: bool = False  # by a certificate or a SCRAM token, not ANONYMOUS
+    by_certificate: bool = False  # only a certificate proves a node (a SCRAM user may not pose as one)
 
 
 def peer_host(peer: str) -> str:

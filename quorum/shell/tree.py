@@ -19,6 +19,7 @@ from typing import Callable, Union
 
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.scram import mechanism_name
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ def image_tree(image: MetadataImage) -> Dir:
     def acls():
         return {acl_id: File(_json(entry)) for acl_id, entry in sorted(image.acls.acls.items())}
 
+    def scram():
+        """Users by name, each mechanism's iterations: never salts or keys (Kafka's shell redacts them)."""
+        return {user: Dir(lambda creds=creds: {mechanism_name(code): File(json.dumps({"iterations": c.iterations}))
+                                               for code, c in sorted(creds.items())})
+                for user, creds in sorted(image.scram.users().items())}
+
     def root():
         return {
             "provenance": File(json.dumps({"offset": image.provenance.offset, "epoch": image.provenance.epoch})),
@@ -94,6 +101,7 @@ def image_tree(image: MetadataImage) -> Dir:
             "configs": Dir(lambda: {k: configs_of(k) for k in ("TOPIC", "BROKER", "CLUSTER")}),
             "clientQuotas": Dir(quotas),
             "acls": Dir(acls),
+            "scramCredentials": Dir(scram),
             "producerIds": File(json.dumps({"next_producer_id": image.producer_ids.next_producer_id})),
         }
 

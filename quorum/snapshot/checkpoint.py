@@ -18,13 +18,13 @@ from typing import Sequence
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log import control_records
-from quorum.log.batch import CorruptBatchError, decode, encode_batch
+from quorum.log.batch import CorruptBatchError, decode, decode_one, encode_batch, scan
 from quorum.log.durable import write_atomically
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import image_from_records
 from quorum.metadata.partition_block import decode_block, encode_block, is_block
-from quorum.metadata.records import decode_record, encode_record
+from quorum.metadata.records import HEADER, SENSITIVE_FIELDS, decode_record, encode_record, redacted
 
 RECORDS_PER_BATCH = 2000
 FORMAT_VERSION = 1  # 1: partitions as one PARTITION_BLOCK per topic (0: one PartitionRecord each)
@@ -103,5 +103,29 @@ def checkpoint_body(image: MetadataImage) -> list[bytes]:
         if len(topic.partitions):
             out.append(encode_block(topic.topic_id, dict(topic.partitions.items())))
     out.extend(encode_record(r) for r in chain(image.configs.records(), image.client_quotas.records(),
-                                               image.producer_ids.records(), image.acls.records()))
+                                               image.producer_ids.records(), image.acls.records(),
+                                               image.scram.records()))
     return out
+
+
+_SENSITIVE_TYPE_IDS = {int(t) for t in SENSITIVE_FIELDS}
+
+
+def _sensitive(raw: bytes) -> bool:
+    return len(raw) >= HEADER.size and HEADER.unpack_from(raw)[0] in _SENSITIVE_TYPE_IDS and not is_block(raw)
+
+
+def redact_checkpoint(data: bytes) -> bytes:
+    """The checkpoint with credentials cleared (``records.redacted``) for places that must not hold
+    them; the very same bytes when it has none. Only batches holding such records are rewritten."""
+    parts, changed, last = [], False, 0
+    for h in scan(data):
+        if h.control:
+            continue
+        batch = decode_one(data, h)
+        if not any(_sensitive(raw) for raw in batch.records):
+            continue
+        records = [encode_record(redacted(decode_record(raw))) if _sensitive(raw) else raw for raw in batch.records]
+        parts += [data[last:h.position], encode_batch(h.base_offset, h.epoch, h.append_time_ms, records)]
+        last, changed = h.position + h.size, True
+    return b"".join(parts) + data[last:] if changed else data

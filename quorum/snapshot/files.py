@@ -57,6 +57,33 @@ def write_bootstrap_snapshot(directory: Path, cluster_id: str, voters: VoterSet)
     return directory / BOOTSTRAP.name
 
 
+BOOTSTRAP_METADATA = "bootstrap.checkpoint"  # in the log directory, as Kafka names it
+
+
+def write_bootstrap_metadata(log_dir: str | Path, cluster_id: str, image: MetadataImage) -> Path:
+    """``storage format --add-scram``: metadata the first active controller of an empty log writes
+    after metadata.version (SCRAM credentials: salted, never the password). Kafka keeps the same in
+    ``bootstrap.checkpoint``; every controller should be formatted with the same, since whichever
+    is elected first writes its own."""
+    path = Path(log_dir) / BOOTSTRAP_METADATA
+    write_checkpoint(path, image, {"cluster_id": cluster_id, "bootstrap": True})
+    path.chmod(0o600)  # credentials: readable by the node's user only
+    return path
+
+
+def read_bootstrap_metadata(log_dir: str | Path) -> tuple:
+    """The records of the log directory's bootstrap metadata (none if there is no such file);
+    SnapshotError if it is damaged: a controller must not start an empty log without them."""
+    path = Path(log_dir) / BOOTSTRAP_METADATA
+    try:
+        _, image = read_checkpoint(path)
+    except FileNotFoundError:
+        return ()
+    except CheckpointError as e:
+        raise SnapshotError(str(e)) from None
+    return tuple(image.scram.records())
+
+
 def verify_checkpoint(data: bytes, cluster_id: str, snapshot: SnapshotId) -> dict:
     """Check a snapshot's bytes without decoding its records (CRC of every batch, header, footer,
     record count, cluster and id); its header. Raises SnapshotError."""

@@ -1,7 +1,10 @@
-"""``sparkraft configs alter|describe``: dynamic configs of topics, brokers and the cluster (kafka-configs).
+"""``sparkraft configs alter|describe``: dynamic configs of topics, brokers and the cluster, and users'
+SCRAM credentials (kafka-configs).
 
 ``--entity-type topics`` needs ``--entity-name TOPIC``; ``brokers`` takes a broker id (without one,
-the cluster-wide broker default); ``cluster`` takes no name. ``--add-config k=v,k2=[a,b]`` sets keys
+the cluster-wide broker default); ``cluster`` takes no name; ``users`` takes a user name and the
+configs ``SCRAM-SHA-256=[password=...,iterations=N]`` and ``SCRAM-SHA-512=[...]`` (see
+scram_specs.py); describing users shows mechanisms and iterations, never salts or keys. ``--add-config k=v,k2=[a,b]`` sets keys
 (square brackets keep commas inside one value, as in Kafka), ``--delete-config k,k2`` removes them;
 both in one incremental alter, applied atomically. ``describe`` shows the dynamic configs (with
 ``--all``, every known key, defaults included, as kafka-configs does); ``--json`` prints a list of
@@ -15,7 +18,7 @@ import json
 from sparkraft.commands import add_command, add_group
 from sparkraft.commands.topics import add_bootstrap, client
 
-ENTITY_TYPES = ("topics", "brokers", "cluster")
+ENTITY_TYPES = ("topics", "brokers", "cluster", "users")
 
 
 def register(subparsers) -> None:
@@ -36,7 +39,7 @@ def register(subparsers) -> None:
 
 def _entity_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entity-type", required=True, choices=ENTITY_TYPES)
-    parser.add_argument("--entity-name", metavar="N", help="topic name or broker id")
+    parser.add_argument("--entity-name", metavar="N", help="topic name, broker id or user name")
 
 
 def resource_of(entity_type: str, name: "str | None"):
@@ -103,6 +106,8 @@ def _describe_name(entity_type: str, name: "str | None") -> str:
 
 
 def run_alter(args: argparse.Namespace) -> None:
+    if args.entity_type == "users":
+        return _alter_user(args)
     resource = resource_of(args.entity_type, args.entity_name)
     ops = alterations(args.add_config, args.delete_config)
     with client(args) as c:
@@ -111,6 +116,8 @@ def run_alter(args: argparse.Namespace) -> None:
 
 
 def run_describe(args: argparse.Namespace) -> None:
+    if args.entity_type == "users":
+        return _describe_users(args)
     resource = resource_of(args.entity_type, args.entity_name)
     with client(args) as c:
         entries = c.describe_configs(resource)
@@ -122,3 +129,68 @@ def run_describe(args: argparse.Namespace) -> None:
     print(f"{'All' if args.all else 'Dynamic'} configs for {_describe_name(args.entity_type, args.entity_name)} are:")
     for r in rows:
         print(f"  {r['name']}={'' if r['value'] is None else r['value']} ({r['source']})")
+
+
+# -- users: SCRAM credentials -------------------------------------------------------------------
+_SCRAM_CONFIGS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _user_alteration(user: str, add: "str | None", delete: "str | None"):
+    """The AlterUserScramCredentialsRequest for ``--add-config`` / ``--delete-config`` of a user."""
+    from quorum.controller.api import AlterUserScramCredentialsRequest, ScramCredentialDeletion
+    from quorum.errors import Errors, SparkraftError
+    from sparkraft.commands.scram_specs import parse_spec, upsertion
+
+    def known(name: str) -> str:
+        if name.strip().upper() not in _SCRAM_CONFIGS:
+            raise SparkraftError(Errors.INVALID_CONFIG, f"users take only the configs {' and '.join(_SCRAM_CONFIGS)} "
+                                                        f"here, not {name.strip()!r}")
+        return name.strip().upper()
+
+    upserts = []
+    for item in split_configs(add or ""):
+        known(item.partition("=")[0])
+        m, values = parse_spec(item, ("password", "iterations"))
+        upserts.append(upsertion(m, user, values))
+    deletions = tuple(ScramCredentialDeletion(user, known(name)) for name in split_configs(delete or ""))
+    if not upserts and not deletions:
+        raise SparkraftError(Errors.INVALID_REQUEST, "nothing to alter: give --add-config and/or --delete-config")
+    return AlterUserScramCredentialsRequest(deletions, tuple(upserts))
+
+
+def _alter_user(args: argparse.Namespace) -> None:
+    from quorum.errors import Errors, SparkraftError
+    from sparkraft.commands import client_security
+
+    if not args.entity_name:
+        raise SparkraftError(Errors.INVALID_REQUEST, "--entity-type users needs --entity-name USER")
+    request = _user_alteration(args.entity_name, args.add_config, args.delete_config)
+    if request.upsertions and not client_security(args).tls:
+        raise SparkraftError(Errors.INVALID_REQUEST, "setting a SCRAM credential needs a TLS connection (--command-config "
+                                                     "with security.protocol=SSL or SASL_SSL): the salted password "
+                                                     "must not cross the network in clear")
+    with client(args) as c:
+        (result,) = c.call(request)
+    if result.error is not Errors.NONE:
+        raise SparkraftError(result.error, result.message)
+    print(f"Completed updating config for user {args.entity_name}.")
+
+
+def _describe_users(args: argparse.Namespace) -> None:
+    from quorum.controller.api import DescribeUserScramCredentialsRequest
+    from quorum.errors import Errors, SparkraftError
+
+    request = DescribeUserScramCredentialsRequest((args.entity_name,) if args.entity_name else ())
+    with client(args) as c:
+        results = c.call(request)
+    for r in results:
+        if r.error is not Errors.NONE and args.entity_name:
+            raise SparkraftError(r.error, r.message)
+    rows = [{"user": r.user, "name": mechanism, "value": f"iterations={iterations}", "source": "DYNAMIC_USER_CONFIG"}
+            for r in results for mechanism, iterations in r.credentials]
+    if args.json:
+        print(json.dumps(rows))
+        return
+    for r in results:
+        configs = ", ".join(f"{m}=iterations={i}" for m, i in r.credentials)
+        print(f"SCRAM credential configs for user-principal '{r.user}' are {configs}")

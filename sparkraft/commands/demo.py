@@ -71,14 +71,15 @@ class Demo:
         from quorum.security.authorizer import Authorizer
         from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
         from quorum.security.principal import PrincipalMapper
+        from quorum.security.sasl_server import ScramAuthenticator
         from quorum.security.tls import ServerTls
 
         if self.ca is None:
             return PLAINTEXT_NODE
         cn = f"controller-{node_id}"
         return NodeSecurity(tls=ServerTls(str(self.ca.keystore(cn)), str(self.ca.truststore), "required"),
-                            mapper=PrincipalMapper(SECURE_MAPPING_RULES),
-                            authorizer=Authorizer({"User:admin"}), client=self.client_security(cn))
+                            mapper=PrincipalMapper(SECURE_MAPPING_RULES), authorizer=Authorizer({"User:admin"}),
+                            client=self.client_security(cn), scram=ScramAuthenticator())
 
     @property
     def warehouse(self) -> Path:
@@ -272,6 +273,37 @@ def step_acls(demo: Demo) -> None:
     config.write_text(f"security.protocol=SSL\nssl.truststore.location={demo.ca.truststore}\n"
                       f"ssl.keystore.location={demo.ca.keystore('admin')}\n")
     demo.out(f"      client settings for User:admin: --command-config {config}")
+    step_scram_user(demo)
+
+
+def step_scram_user(demo: Demo) -> None:
+    """--secure: a SCRAM user for a person, allowed to see the audit topic; she logs in with her password
+    (these listeners also want a certificate, any the CA signed: the login names the principal)."""
+    import os
+    import secrets
+
+    from quorum.controller import api
+    from quorum.errors import Errors, SparkraftError
+    from quorum.rpc.controller_client import ControllerClient
+    from quorum.security.client import ClientSecurity
+    from sparkraft.commands.scram_specs import parse_spec, upsertion
+
+    password = secrets.token_urlsafe(12)
+    m, values = parse_spec(f"SCRAM-SHA-512=[password={password}]", ("password", "iterations"))
+    (result,) = demo.client.call(api.AlterUserScramCredentialsRequest(upsertions=(upsertion(m, "alice", values),)))
+    if result.error is not Errors.NONE:
+        raise SparkraftError(result.error, result.message)
+    demo.client.create_acls([api.AclBinding("TOPIC", "audit-", "PREFIXED", "User:alice", "*", "DESCRIBE", "ALLOW")])
+    config = demo.ca.root / "alice.properties"
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds her password
+    with os.fdopen(fd, "w") as f:
+        f.write(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=alice\n"
+                f"sasl.password={password}\nssl.truststore.location={demo.ca.truststore}\n"
+                f"ssl.keystore.location={demo.ca.keystore('guest')}\n")
+    with ControllerClient(demo.bootstrap, timeout=5, security=ClientSecurity.from_file(str(config))) as alice:
+        visible = alice.list_topics()
+    demo.out(f"      SCRAM user alice: logged in with SCRAM-SHA-512, may DESCRIBE topics audit-*, sees {list(visible)}")
+    demo.out(f"      client settings for User:alice (her password inside): --command-config {config}")
 
 
 def step_materialize(demo: Demo) -> None:
@@ -372,7 +404,8 @@ STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     ("Each broker's own metadata image, by offset", step_broker_images),
     ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
-    ("ACLs (--secure): the streaming job may read the log; a stranger may do nothing", step_acls),
+    ("ACLs and a SCRAM user (--secure): the streaming job may read the log; a stranger may do nothing",
+     step_acls),
     ("Materialise the metadata log into Delta tables (Spark Structured Streaming, available-now)",
      step_materialize),
     ("SQL over the cluster's metadata (DataFusion over the Delta tables)", step_sql),

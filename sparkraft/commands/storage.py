@@ -27,6 +27,9 @@ def register(subparsers) -> None:
                      help="static quorums: this voter's disk was lost and replaced: it will not vote until it "
                           "has caught up with the quorum again (without this, a replaced voter could help "
                           "elect a stale leader and lose committed records)")
+    fmt.add_argument("--add-scram", action="append", default=[], metavar="'MECHANISM=[name=N,password=P]'",
+                     help="a SCRAM user the first active controller creates (repeatable; also iterations=N); "
+                          "give every controller the same")
     info = add_command(commands, "info", "print a formatted directory's node id, directory id, cluster id and "
                        "kraft.version", run_info)
     info.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
@@ -42,11 +45,12 @@ def run_random_uuid(args: argparse.Namespace) -> None:
 def run_format(args: argparse.Namespace) -> None:
     from quorum.config import load_config
     from quorum.log.meta_properties import format_storage, metadata_partition_dir, validate_cluster_id
-    from quorum.snapshot.files import write_bootstrap_snapshot
+    from quorum.snapshot.files import write_bootstrap_metadata, write_bootstrap_snapshot
 
     validate_cluster_id(args.cluster_id)
     config = load_config(args.config)
     voters = _initial_voters(args, config)
+    users = _scram_users(args, config)
     directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
     meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
                           directory_id=directory_id)
@@ -54,11 +58,44 @@ def run_format(args: argparse.Namespace) -> None:
         voters = _standalone(config, meta.directory_id)
     if voters is not None:
         write_bootstrap_snapshot(metadata_partition_dir(config.log_dir), args.cluster_id, voters)
+    if users is not None:
+        write_bootstrap_metadata(config.log_dir, args.cluster_id, users)
     how = (" (rejoining: no votes until caught up)" if args.rejoin
            else f" (a dynamic quorum of {', '.join(map(str, voters.replica_keys))})" if voters is not None
            else " (joins a dynamic quorum as an observer)" if args.no_initial_controllers else "")
+    scram = f"; SCRAM users {', '.join(sorted(users.scram.users()))}" if users is not None else ""
     print(f"Formatting {config.log_dir} with cluster id {args.cluster_id}, node id {config.node_id} and "
-          f"directory id {meta.directory_id}{how}")
+          f"directory id {meta.directory_id}{how}{scram}")
+
+
+def _scram_users(args: argparse.Namespace, config):
+    """The image of ``--add-scram``'s credentials (salted here), or None; checked before anything is
+    written."""
+    from quorum.controller import scram_control
+    from quorum.controller.api import AlterUserScramCredentialsRequest
+    from quorum.errors import Errors, SparkraftError
+    from quorum.metadata.delta import MetadataDelta
+    from quorum.metadata.image import MetadataImage
+    from sparkraft.commands.scram_specs import parse_spec, upsertion
+
+    if not args.add_scram:
+        return None
+    if not config.is_controller:
+        raise ValueError("--add-scram is for controllers (the first active controller writes the credentials)")
+    upserts = []
+    for item in args.add_scram:
+        m, values = parse_spec(item, ("name", "password", "iterations"))
+        if not values.get("name"):
+            raise SparkraftError(Errors.UNACCEPTABLE_CREDENTIAL, f"--add-scram {m.name}: a name is required")
+        upserts.append(upsertion(m, values["name"], values))
+    records, results = scram_control.alter(MetadataImage.EMPTY, AlterUserScramCredentialsRequest(upsertions=tuple(upserts)))
+    for r in results:
+        if r.error is not Errors.NONE:
+            raise SparkraftError(r.error, f"--add-scram {r.user}: {r.message}")
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    for record in records:
+        delta.replay(record)
+    return delta.apply()
 
 
 def _initial_voters(args: argparse.Namespace, config):

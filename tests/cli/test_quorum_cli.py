@@ -162,16 +162,24 @@ def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path):
     assert "3 of 3 brokers registered and unfenced" in out  # brokers act for themselves as User:broker-N
     assert "ALLOW User:materializer CLUSTER_ACTION on the cluster" in out
     assert "User:stranger creating a topic: TOPIC_AUTHORIZATION_FAILED" in out
+    assert "SCRAM user alice: logged in with SCRAM-SHA-512, may DESCRIBE topics audit-*, sees ['audit-log']" in out
+    alice = tmp_path / "demo" / "pki" / "alice.properties"
+    assert alice.stat().st_mode & 0o077 == 0 and "sasl.password=" in alice.read_text()
     assert "at consistent cut offset" in out and "acls v" in out  # the job read the log under its ACLs
     assert "broker 104: metadata from delta at offset" in out
     pki = tmp_path / "demo" / "pki"
     assert load_key_store(str(pki / "controller-1.pem")).subject.startswith("CN=controller-1,")
     assert (pki / "admin.pem").stat().st_mode & 0o077 == 0  # keys readable by their owner only
     assert "ssl.keystore.location=" in (pki / "admin.properties").read_text()
-    rows = sparkraft("sql", "SELECT principal, operation FROM acls ORDER BY operation", "--warehouse",
+    rows = sparkraft("sql", "SELECT principal, operation FROM acls ORDER BY operation, principal", "--warehouse",
                      str(tmp_path / "demo" / "warehouse"), "--json")
     assert json.loads(rows.stdout) == [{"principal": "User:materializer", "operation": "CLUSTER_ACTION"},
+                                       {"principal": "User:alice", "operation": "DESCRIBE"},
                                        {"principal": "User:materializer", "operation": "DESCRIBE"}]
+    users = sparkraft("sql", "SELECT name, mechanism, iterations FROM users", "--warehouse",
+                      str(tmp_path / "demo" / "warehouse"), "--json")
+    assert json.loads(users.stdout) == [{"name": "alice", "mechanism": "SCRAM-SHA-512", "iterations": 4096}]
+    assert alice.read_text().split("sasl.password=")[1].split("\n")[0] not in result.stdout + result.stderr
 
 
 def test_help():

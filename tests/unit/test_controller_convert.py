@@ -42,6 +42,11 @@ REQUESTS = [
     api.CreateAclsRequest((ACL,)),
     api.DeleteAclsRequest((ACL,)),
     api.DescribeAclsRequest(ACL),
+    api.AlterUserScramCredentialsRequest(
+        (api.ScramCredentialDeletion("bob", "SCRAM-SHA-256"),),
+        (api.ScramCredentialUpsertion("alice", "SCRAM-SHA-512", 8192, b"salt", b"\x01" * 64),)),
+    api.DescribeUserScramCredentialsRequest(("alice", "bob")),
+    api.DescribeUserScramCredentialsRequest(),
 ]
 
 REPLIES = [
@@ -74,6 +79,11 @@ REPLIES = [
     ("CreateAcls", (api.ItemResult(),)),
     ("DeleteAcls", ((api.ItemResult(), (ACL,)), (api.ItemResult(Errors.INVALID_REQUEST, "bad filter"), ()))),
     ("DescribeAcls", (ACL,)),
+    ("AlterUserScramCredentials", (api.UserResult("alice"),
+                                   api.UserResult("bob", Errors.RESOURCE_NOT_FOUND, "no such credential"))),
+    ("DescribeUserScramCredentials", (api.UserScramCredentials("alice", credentials=(("SCRAM-SHA-256", 8192),
+                                                                                     ("SCRAM-SHA-512", 4096))),
+                                      api.UserScramCredentials("bob", Errors.RESOURCE_NOT_FOUND, "none"))),
 ]
 
 

@@ -73,9 +73,14 @@ def test_node_security_keys(tmp_path):
     security = config.node_security("CONTROLLER")
     assert security.mutual_tls and security.client.protocol == "SSL" and security.client.keystore
     assert security.authorizer.super_users == {"User:admin", "User:CN=ops,O=x"}
-    assert security.is_voter(Caller("User:controller-2", "h", True), 2)
-    assert not security.is_voter(Caller("User:controller-2", "h", True), 3)
-    assert security.node_id_of(Caller("User:broker-101", "h", True)) == 101
+    assert security.is_voter(Caller("User:controller-2", "h", True, by_certificate=True), 2)
+    assert not security.is_voter(Caller("User:controller-2", "h", True, by_certificate=True), 3)
+    assert security.node_id_of(Caller("User:broker-101", "h", True, by_certificate=True)) == 101
+    # a SCRAM user named like a node is still not that node: only a certificate proves one
+    assert not security.is_voter(Caller("User:controller-2", "h", True), 2)
+    assert not security.is_broker(Caller("User:broker-101", "h", True), 101)
+    assert security.node_id_of(Caller("User:broker-101", "h", True)) is None
+    assert security.scram is not None and security.scram.lifetime_ms == 300_000
     assert NodeConfig.from_properties(BASE).node_security("CONTROLLER").tls is None
     for extra, problem in [({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location is not set"),
                            ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL"}, "PLAINTEXT|SSL"),

@@ -47,3 +47,21 @@ def test_find_type_keeps_directories_or_files():
 def test_bad_find_arguments_are_one_error(line, message):
     with pytest.raises(ShellError, match=message):
         Shell(tree()).run(line)
+
+
+def test_the_image_tree_shows_scram_users_without_their_secrets():
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.delta import MetadataDelta
+    from quorum.metadata.image import MetadataImage
+    from quorum.security.scram import MECHANISMS
+    from quorum.shell.tree import image_tree
+
+    m = MECHANISMS["SCRAM-SHA-256"]
+    c = m.new_credential("pw", 8192)
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    delta.replay(pb.UserScramCredentialRecord(name="alice", mechanism=m.code, salt=c.salt, stored_key=c.stored_key,
+                                              server_key=c.server_key, iterations=c.iterations))
+    shell = Shell(image_tree(delta.apply()))
+    assert shell.run("find /image/scramCredentials") == ("/image/scramCredentials\n/image/scramCredentials/alice\n"
+                                                         "/image/scramCredentials/alice/SCRAM-SHA-256")
+    assert shell.run("cat /image/scramCredentials/alice/SCRAM-SHA-256") == '{"iterations": 8192}'

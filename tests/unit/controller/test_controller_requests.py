@@ -452,6 +452,78 @@ def test_acls_create_describe_delete():
     assert c.core.describe_acls(any_filter) == [allow]
 
 
+def _upsert(user, password="pw", mechanism="SCRAM-SHA-512", iterations=4096, salt=b"salt-of-16-bytes"):
+    from quorum.security.scram import MECHANISMS
+
+    m = MECHANISMS[mechanism]
+    return api.ScramCredentialUpsertion(user, mechanism, iterations, salt, m.salted_password(password, salt, iterations))
+
+
+def test_scram_credentials_alter_and_describe():
+    from quorum.security.scram import MECHANISMS
+
+    c, _ = controller(1)
+    rs = c.request(api.AlterUserScramCredentialsRequest(upsertions=(
+        _upsert("alice"), _upsert("alice", mechanism="SCRAM-SHA-256", iterations=8192), _upsert("bob"))))
+    assert [(r.user, r.error) for r in rs] == [("alice", Errors.NONE), ("bob", Errors.NONE)]
+    stored = c.core.image.scram.credential("alice", MECHANISMS["SCRAM-SHA-512"].code)
+    expected = MECHANISMS["SCRAM-SHA-512"].credential(_upsert("alice").salted_password, b"salt-of-16-bytes", 4096)
+    assert stored == expected  # StoredKey and ServerKey derived by the controller, as RFC 5802 says
+    described = c.core.describe_user_scram_credentials(api.DescribeUserScramCredentialsRequest())
+    assert described == (api.UserScramCredentials("alice", credentials=(("SCRAM-SHA-256", 8192), ("SCRAM-SHA-512", 4096))),
+                         api.UserScramCredentials("bob", credentials=(("SCRAM-SHA-512", 4096),)))
+    (nobody,) = c.core.describe_user_scram_credentials(api.DescribeUserScramCredentialsRequest(("carol",)))
+    assert nobody.error is Errors.RESOURCE_NOT_FOUND
+    # one user's bad change fails that user only, and none of that user's changes apply
+    rs = c.request(api.AlterUserScramCredentialsRequest(
+        deletions=(api.ScramCredentialDeletion("bob", "SCRAM-SHA-512"),),
+        upsertions=(_upsert("alice", password="new"), _upsert("alice", iterations=100))))
+    assert [(r.user, r.error) for r in rs] == [("bob", Errors.NONE), ("alice", Errors.DUPLICATE_RESOURCE)]
+    assert c.core.image.scram.credential("alice", MECHANISMS["SCRAM-SHA-512"].code) == expected
+    assert c.core.image.scram.credential("bob", MECHANISMS["SCRAM-SHA-512"].code) is None
+
+
+@pytest.mark.parametrize("alteration, error, words", [
+    (api.AlterUserScramCredentialsRequest(upsertions=(_upsert("a", iterations=4095),)),
+     Errors.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
+    (api.AlterUserScramCredentialsRequest(upsertions=(_upsert("a", iterations=16385),)),
+     Errors.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
+    (api.AlterUserScramCredentialsRequest(upsertions=(_upsert(""),)), Errors.UNACCEPTABLE_CREDENTIAL, "empty"),
+    (api.AlterUserScramCredentialsRequest(upsertions=(_upsert("a", salt=b""),)), Errors.UNACCEPTABLE_CREDENTIAL, "salt"),
+    (api.AlterUserScramCredentialsRequest(upsertions=(api.ScramCredentialUpsertion("a", "SCRAM-SHA-512", 4096, b"s",
+                                                                                   b"short"),)),
+     Errors.UNACCEPTABLE_CREDENTIAL, "64 bytes"),
+    (api.AlterUserScramCredentialsRequest(upsertions=(api.ScramCredentialUpsertion("a", "PLAIN", 4096, b"s", b"x"),)),
+     Errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+    (api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion("a", "SCRAM-SHA-256"),)),
+     Errors.RESOURCE_NOT_FOUND, "does not exist"),
+])
+def test_bad_scram_alterations_get_kafkas_errors_and_change_nothing(alteration, error, words):
+    c, _ = controller(1)
+    before, end = c.core.image, c.end_offset
+    (r,) = c.request(alteration)
+    assert r.error is error and words in r.message
+    assert c.end_offset == end and c.core.image.scram == before.scram
+
+
+def test_the_first_active_controller_writes_the_bootstrap_credentials_once():
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.records import decode_record
+    from quorum.security.scram import MECHANISMS
+
+    cred = MECHANISMS["SCRAM-SHA-256"].new_credential("secret")
+    record = pb.UserScramCredentialRecord(name="admin", mechanism=MECHANISMS["SCRAM-SHA-256"].code, salt=cred.salt,
+                                          stored_key=cred.stored_key, server_key=cred.server_key, iterations=4096)
+    c = LocalController(ControllerSettings(seed=1, bootstrap_records=(record,)))
+    assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) == cred
+    assert c.core.image.features.metadata_version == 1
+    c.request(api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion("admin", "SCRAM-SHA-256"),)))
+    c.elect(c.epoch + 1)  # a later leader: the log is not empty, the bootstrap records are not written again
+    assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) is None
+    assert sum(isinstance(r, pb.UserScramCredentialRecord) for b in c.log if not b.control
+               for r in (decode_record(x).message for x in b.records)) == 1
+
+
 # ---------------------------------------------------------------- rejected requests change nothing
 def test_every_rejected_request_changes_nothing():
     c, epochs = controller(2)
@@ -475,6 +547,7 @@ def test_every_rejected_request_changes_nothing():
         api.AllocateProducerIdsRequest(0, 1),
         api.CreateAclsRequest((api.AclBinding("ANY", "x", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
         api.DeleteAclsRequest((api.AclBinding("TOPIC", "x", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
+        api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion("nobody", "SCRAM-SHA-256"),)),
     ]
     for request in bad:
         before, end, index = c.core.spec, c.end_offset, c.core.index.snapshot()

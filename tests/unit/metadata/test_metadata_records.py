@@ -20,13 +20,14 @@ from quorum.metadata import (
     from_json,
     to_json,
 )
-from quorum.metadata.records import HEADER, record_type
+from quorum.metadata.records import HEADER, record_type, redacted
 
 # Kafka's apiKey of each record, as in apache/kafka metadata/src/main/resources/common/metadata/
 # <Name>.json (checked against trunk, commit 1eb76443).
 KAFKA_API_KEYS = {
     "RegisterBrokerRecord": 0, "UnregisterBrokerRecord": 1, "TopicRecord": 2, "PartitionRecord": 3,
-    "ConfigRecord": 4, "PartitionChangeRecord": 5, "RemoveTopicRecord": 9, "FeatureLevelRecord": 12,
+    "ConfigRecord": 4, "PartitionChangeRecord": 5, "RemoveTopicRecord": 9, "UserScramCredentialRecord": 11,
+    "FeatureLevelRecord": 12, "RemoveUserScramCredentialRecord": 22,
     "ClientQuotaRecord": 14, "ProducerIdsRecord": 15, "BrokerRegistrationChangeRecord": 17,
     "AccessControlEntryRecord": 18, "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
     "BeginTransactionRecord": 23, "EndTransactionRecord": 24, "AbortTransactionRecord": 25,
@@ -56,17 +57,20 @@ SAMPLES = [
     pb.BeginTransactionRecord(name="create 1000 topics"),
     pb.EndTransactionRecord(),
     pb.AbortTransactionRecord(reason="controller failover"),
+    pb.RemoveUserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_512),
 ]
+SCRAM = pb.UserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_256, salt=b"s" * 32,
+                                     stored_key=b"k" * 32, server_key=b"v" * 32, iterations=8192)
 
 
 def test_type_ids_are_kafkas_and_cover_every_record_message():
     messages = {name for name in pb.DESCRIPTOR.message_types_by_name if name.endswith("Record")}
     assert messages == set(KAFKA_API_KEYS)
     assert {t.message_class.DESCRIPTOR.name: int(t) for t in RecordType} == KAFKA_API_KEYS
-    assert {type(s).DESCRIPTOR.name for s in SAMPLES} == set(KAFKA_API_KEYS)
+    assert {type(s).DESCRIPTOR.name for s in [*SAMPLES, SCRAM]} == set(KAFKA_API_KEYS)
 
 
-@pytest.mark.parametrize("message", SAMPLES, ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("message", [*SAMPLES, SCRAM], ids=lambda m: type(m).__name__)
 def test_encode_decode_round_trip(message):
     frame = encode_record(message)
     assert HEADER.unpack_from(frame) == (record_type(message), 0)  # u16 type, u16 version, big endian
@@ -83,6 +87,20 @@ def test_json_round_trip(message):
     assert obj["type"] == record_type(message).name and obj["version"] == 0
     assert json.loads(json.dumps(obj)) == obj
     assert from_json(obj) == MetadataRecord(record_type(message), 0, message)
+
+
+def test_credentials_are_redacted_from_the_json_form_and_from_redacted_copies():
+    obj = to_json(SCRAM)
+    assert obj["data"] == {"name": "alice", "mechanism": "SCRAM_SHA_256", "salt": "(redacted)",
+                           "stored_key": "(redacted)", "server_key": "(redacted)", "iterations": 8192}
+    with pytest.raises(ValueError, match="redacted"):
+        from_json(obj)
+    safe = redacted(decode_record(encode_record(SCRAM)))
+    assert not (safe.message.salt or safe.message.stored_key or safe.message.server_key)
+    assert (safe.message.name, safe.message.iterations) == ("alice", 8192)
+    assert SCRAM.salt == b"s" * 32  # the original is untouched
+    other = decode_record(encode_record(topic("orders", 7)))
+    assert redacted(other) is other
 
 
 def test_json_form_is_readable():

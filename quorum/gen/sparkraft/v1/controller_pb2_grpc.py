@@ -129,6 +129,16 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
                 _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/sparkraft.v1.Controller/AlterUserScramCredentials',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeUserScramCredentials',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -248,6 +258,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -345,6 +367,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeAcls,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -860,6 +892,144 @@ class Controller:
             '/sparkraft.v1.Controller/DescribeAcls',
             sparkraft_dot_v1_dot_controller__pb2.DescribeAclsRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/AlterUserScramCredentials',
+            sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeUserScramCredentials',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class SaslStub:
+    """SASL on a TLS listener: a SCRAM exchange (RFC 5802) in two calls, client-first then client-final
+    (Kafka's SaslAuthenticate carries the same bytes). The second answer holds a token the client
+    sends with later calls to this server (gRPC metadata "authorization: Bearer <token>") until it
+    expires. Answered by any controller, from the credentials it has replayed.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Authenticate = channel.unary_unary(
+                '/sparkraft.v1.Sasl/Authenticate',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateResponse.FromString,
+                _registered_method=True)
+
+
+class SaslServicer:
+    """SASL on a TLS listener: a SCRAM exchange (RFC 5802) in two calls, client-first then client-final
+    (Kafka's SaslAuthenticate carries the same bytes). The second answer holds a token the client
+    sends with later calls to this server (gRPC metadata "authorization: Bearer <token>") until it
+    expires. Answered by any controller, from the credentials it has replayed.
+    """
+
+    def Authenticate(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SaslServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Authenticate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Authenticate,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'sparkraft.v1.Sasl', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('sparkraft.v1.Sasl', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Sasl:
+    """SASL on a TLS listener: a SCRAM exchange (RFC 5802) in two calls, client-first then client-final
+    (Kafka's SaslAuthenticate carries the same bytes). The second answer holds a token the client
+    sends with later calls to this server (gRPC metadata "authorization: Bearer <token>") until it
+    expires. Answered by any controller, from the credentials it has replayed.
+    """
+
+    @staticmethod
+    def Authenticate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Sasl/Authenticate',
+            sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.SaslAuthenticateResponse.FromString,
             options,
             channel_credentials,
             insecure,

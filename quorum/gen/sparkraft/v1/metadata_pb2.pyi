@@ -316,6 +316,42 @@ class AccessControlEntryRecord(_message.Message):
     permission_type: AclPermissionType.Code
     def __init__(self, id: _Optional[str] = ..., resource_type: _Optional[_Union[AclResourceType.Code, str]] = ..., resource_name: _Optional[str] = ..., pattern_type: _Optional[_Union[PatternType.Code, str]] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., operation: _Optional[_Union[AclOperation.Code, str]] = ..., permission_type: _Optional[_Union[AclPermissionType.Code, str]] = ...) -> None: ...
 
+class ScramMechanism(_message.Message):
+    __slots__ = ()
+    class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        UNKNOWN: _ClassVar[ScramMechanism.Code]
+        SCRAM_SHA_256: _ClassVar[ScramMechanism.Code]
+        SCRAM_SHA_512: _ClassVar[ScramMechanism.Code]
+    UNKNOWN: ScramMechanism.Code
+    SCRAM_SHA_256: ScramMechanism.Code
+    SCRAM_SHA_512: ScramMechanism.Code
+    def __init__(self) -> None: ...
+
+class UserScramCredentialRecord(_message.Message):
+    __slots__ = ("name", "mechanism", "salt", "stored_key", "server_key", "iterations")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    SALT_FIELD_NUMBER: _ClassVar[int]
+    STORED_KEY_FIELD_NUMBER: _ClassVar[int]
+    SERVER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ITERATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: ScramMechanism.Code
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[ScramMechanism.Code, str]] = ..., salt: _Optional[bytes] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ..., iterations: _Optional[int] = ...) -> None: ...
+
+class RemoveUserScramCredentialRecord(_message.Message):
+    __slots__ = ("name", "mechanism")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MECHANISM_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    mechanism: ScramMechanism.Code
+    def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[ScramMechanism.Code, str]] = ...) -> None: ...
+
 class RemoveAccessControlEntryRecord(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]
