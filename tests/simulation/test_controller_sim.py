@@ -120,6 +120,8 @@ action = st.one_of(
     st.tuples(st.just("unregister"), st.sampled_from(BROKERS)),
     st.tuples(st.just("configs"), st.sampled_from(NAMES), st.sampled_from(["SET", "DELETE", "APPEND"]),
               st.sampled_from(["retention.ms", "cleanup.policy", "bogus"]), st.sampled_from(["1", "compact", "-9"])),
+    st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
+              st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
     st.tuples(st.just("failover"), st.booleans()),
 )
@@ -168,6 +170,14 @@ def test_random_requests_keep_the_image_sound(actions):
         elif kind == "configs":
             key = api.ConfigResourceKey("TOPIC", a[1])
             req = api.IncrementalAlterConfigsRequest(((key, (api.AlterableConfig(a[3], a[2], a[4]),)),))
+        elif kind == "scram":  # a deletion (None), or an upsertion with these iterations
+            if a[3] is None:
+                req = api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion(a[1], a[2]),))
+            else:
+                size = 64 if a[2].endswith("512") else 32
+                salted = bytes(size if a[4] else size - 1)  # a salted password of the wrong size is refused
+                req = api.AlterUserScramCredentialsRequest(
+                    upsertions=(api.ScramCredentialUpsertion(a[1], a[2], a[3], b"salt", salted),))
         elif kind == "hold":
             c.hold = True
         elif kind == "failover":

@@ -153,3 +153,16 @@ def test_voting_for_a_node_outside_the_voter_set_is_caught(monkeypatch):
     from quorum.raft.core import RaftCore
     monkeypatch.setattr(RaftCore, "_in_recent_voter_sets", lambda self, key: True)
     assert _membership_violations(range(30)) > 0
+
+
+def test_a_controller_taking_any_scram_iteration_count_is_caught(monkeypatch):
+    """The SCRAM invariants (quorum/metadata/invariants.py) see a credential Kafka would refuse."""
+    from quorum.controller import api, scram_control
+    from quorum.controller.local import LocalController
+    from quorum.metadata.invariants import violations
+
+    monkeypatch.setattr(scram_control, "check_iterations", lambda iterations: None)
+    c = LocalController()
+    c.request(api.AlterUserScramCredentialsRequest(upsertions=(
+        api.ScramCredentialUpsertion("alice", "SCRAM-SHA-256", 10, b"salt", bytes(32)),)))
+    assert violations(c.core.image) == ["SCRAM credential of 'alice': 10 iterations"]
