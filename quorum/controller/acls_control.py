@@ -55,10 +55,9 @@ def to_binding(e: AclEntry) -> api.AclBinding:
                           e.principal, e.host, _OP.Name(e.operation), _PERM.Name(e.permission_type))
 
 
-def _same(e: AclEntry, f: AclEntry) -> bool:
-    return (e.resource_type, e.resource_name, e.pattern_type, e.principal, e.host, e.operation,
-            e.permission_type) == (f.resource_type, f.resource_name, f.pattern_type, f.principal,
-                                   f.host, f.operation, f.permission_type)
+def _binding_key(e: AclEntry) -> tuple:
+    """What makes two ACL entries the same binding (everything but the id)."""
+    return (e.resource_type, e.resource_name, e.pattern_type, e.principal, e.host, e.operation, e.permission_type)
 
 
 def matcher(f: api.AclBinding) -> Callable[[AclEntry], bool]:
@@ -94,20 +93,18 @@ def matcher(f: api.AclBinding) -> Callable[[AclEntry], bool]:
 
 def create(image: MetadataImage, req: api.CreateAclsRequest, new_id: Callable[[], str]
            ) -> tuple[list[pb.AccessControlEntryRecord], tuple[api.ItemResult, ...]]:
-    records, results, created = [], [], []
-    existing = list(image.acls.acls.values())
+    records, results = [], []
+    known = {_binding_key(e) for e in image.acls.acls.values()}  # one pass, not one per binding
     for b in req.bindings:
         try:
             entry = to_entry("", b)
         except SparkraftError as e:
             results.append(api.ItemResult(e.error, e.message))
             continue
-        if not any(_same(entry, x) for x in existing + created):
-            entry = AclEntry(new_id(), *[getattr(entry, f) for f in
-                                         ("resource_type", "resource_name", "pattern_type", "principal",
-                                          "host", "operation", "permission_type")])
-            created.append(entry)
-            records.append(entry.to_record())
+        key = _binding_key(entry)
+        if key not in known:
+            known.add(key)
+            records.append(AclEntry(new_id(), *key).to_record())
         results.append(api.ItemResult())
     return records, tuple(results)
 

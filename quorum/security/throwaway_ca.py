@@ -88,3 +88,22 @@ class ThrowawayCa:
             f.write(_pem_key(key) + cert.public_bytes(serialization.Encoding.PEM))
         self._issued[cn] = path
         return path
+
+
+def main(argv=None) -> None:
+    """``python -m quorum.security.throwaway_ca DIR CN...``: a CA and one key store per name in DIR
+    (what conf/secure/ expects in /tmp/sparkraft-secure/pki)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m quorum.security.throwaway_ca", description=main.__doc__)
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("names", nargs="+", metavar="CN")
+    args = parser.parse_args(argv)
+    ca = ThrowawayCa(args.dir)
+    for cn in args.names:
+        print(ca.keystore(cn))
+    print(ca.truststore)
+
+
+if __name__ == "__main__":
+    main()

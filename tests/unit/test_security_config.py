@@ -126,3 +126,32 @@ def test_a_reload_that_finds_bad_files_keeps_the_old_certificate(tmp_path):
     tls.reload()
     assert tls.fetch() is not None and tls.reloads == 1
     assert NodeSecurity(tls=tls).mutual_tls
+
+
+def test_the_secured_example_configuration_loads_with_certificates_from_the_throwaway_ca(tmp_path, capsys):
+    """conf/secure/ as its comments say to use it: certificates from ``python -m
+    quorum.security.throwaway_ca``, then every controller's key files load and the clients' settings parse."""
+    from pathlib import Path
+
+    from quorum.properties import parse_properties
+    from quorum.security import throwaway_ca
+
+    conf = Path(__file__).resolve().parents[2] / "conf" / "secure"
+    pki = tmp_path / "pki"
+    throwaway_ca.main([str(pki), "controller-1", "controller-2", "controller-3", "admin", "guest"])
+    assert str(pki / "ca.pem") in capsys.readouterr().out
+
+    def here(path: Path) -> dict:
+        text = path.read_text().replace("/tmp/sparkraft-secure/pki", str(pki))
+        return parse_properties(text)
+
+    for i in (1, 2, 3):
+        config = NodeConfig.from_properties(here(conf / f"controller-{i}.properties"))
+        security = config.node_security("CONTROLLER")
+        assert security.mutual_tls and security.scram is not None and security.authorizer is not None
+        assert security.mapper.principal(f"CN=controller-{i},O=sparkraft demo") == f"User:controller-{i}"
+    admin = ClientSecurity.from_properties(here(conf / "admin.properties"))
+    alice = ClientSecurity.from_properties(here(conf / "alice.properties"))
+    assert admin.protocol == "SSL" and alice.protocol == "SASL_SSL" and alice.sasl_username == "alice"
+    admin.channel_credentials()
+    alice.channel_credentials()
