@@ -13,14 +13,17 @@ decision with 100,000 ACLs loaded.
   median and p99 of one decision, the time to load the 100,000, and, for scale, a linear scan over
   every ACL deciding the same requests (what the index replaces). Goal: median <= 10 us.
 - **snapshot**: a 2,000,000-partition controller image (the ``snapshot`` benchmark's, 20,000 in
-  --quick) that also holds those 100,000 ACLs, created through CreateAcls; its snapshot written and
-  loaded as a restart loads it, then the authorizer's index built from the loaded ACLs (what a
-  controller does before it answers). Goal: loaded within the snapshot goal (<= 5 s) with the index.
+  --quick) that also holds those 100,000 ACLs, created through CreateAcls; its snapshot written, then
+  loaded in a fresh process as a restart loads it, and the authorizer's index built from the loaded
+  ACLs (what a controller does before it answers). Goal: loaded within the snapshot goal (<= 5 s) with the index.
 """
 from __future__ import annotations
 
+import json
 import random
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -147,12 +150,30 @@ def _authorizer(ctx: Context) -> dict:
     return result
 
 
+# What a restarting controller does with its snapshot, timed in a process of its own.
+_RESTART = """
+import json, sys, time
+from quorum.gc_tuning import tune_gc
+from quorum.security.authorizer import Authorizer
+from pathlib import Path
+from quorum.snapshot.files import load_latest
+tune_gc()
+t0 = time.perf_counter()
+_, image = load_latest(Path(sys.argv[1]), sys.argv[2])
+load_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+Authorizer().follow(image.acls)
+index_s = time.perf_counter() - t0
+print(json.dumps({"load_s": load_s, "index_s": index_s, "acls": len(image.acls.acls),
+                  "topics": len(image.topics.by_id)}))
+"""
+
+
 def _snapshot_with_acls(ctx: Context) -> dict:
     from bench.snapshot_bench import build_image
     from quorum.controller import api
     from quorum.controller.acls_control import to_binding
-    from quorum.security.authorizer import Authorizer
-    from quorum.snapshot.files import SnapshotId, load_latest, write_snapshot
+    from quorum.snapshot.files import SnapshotId, write_snapshot
 
     partitions = 20_000 if ctx.quick else 2_000_000
     with ctx.progress.phase(f"build a {partitions:,}-partition image"):
@@ -161,22 +182,22 @@ def _snapshot_with_acls(ctx: Context) -> dict:
     with ctx.progress.phase(f"create {len(bindings):,} ACLs through CreateAcls"):
         for i in range(0, len(bindings), 5000):
             c.request(api.CreateAclsRequest(tuple(bindings[i:i + 5000])))
-    image = c.core.image
+    image, cluster_id = c.core.image, c.cluster_id
     directory = ctx.work_dir / "snapshot-with-acls"
     directory.mkdir()
     with ctx.progress.phase("write the snapshot"):
         t0 = time.perf_counter()
         size = write_snapshot(directory, image, SnapshotId(c.end_offset, 1), c.cluster_id)
         write_s = time.perf_counter() - t0
-    with ctx.progress.phase("load it, then index its ACLs"):
-        t0 = time.perf_counter()
-        _, loaded = load_latest(directory, c.cluster_id)
-        load_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        Authorizer().follow(loaded.acls)
-        index_s = time.perf_counter() - t0
-    assert loaded.acls == image.acls and len(loaded.topics.by_id) == len(image.topics.by_id)
-    result = {"partitions": partitions, "acls": len(image.acls.acls), "write_s": write_s, "load_s": load_s,
+    acls, topics = len(image.acls.acls), len(image.topics.by_id)
+    del c, image  # the restart below is a process of its own, as a controller's is
+    with ctx.progress.phase("load it in a fresh process, then index its ACLs"):
+        out = subprocess.run([sys.executable, "-c", _RESTART, str(directory), cluster_id], capture_output=True,
+                             text=True, timeout=600, check=True)
+        loaded = json.loads(out.stdout)
+    assert (loaded["acls"], loaded["topics"]) == (acls, topics), loaded
+    load_s, index_s = loaded["load_s"], loaded["index_s"]
+    result = {"partitions": partitions, "acls": acls, "write_s": write_s, "load_s": load_s,
               "index_s": index_s, "bytes": size}
     ctx.progress.line(f"  write {write_s:.2f} s, load {load_s:.2f} s + index {index_s:.2f} s, {size / 2**20:.1f} MiB")
     return result
