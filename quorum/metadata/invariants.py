@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from quorum.metadata.configs import TOPIC
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.scram import KEY_BYTES, MAX_ITERATIONS, MIN_ITERATIONS
 from quorum.metadata.topics import NO_LEADER
-
-SCRAM_KEY_BYTES = {1: 32, 2: 64}  # SCRAM-SHA-256, SCRAM-SHA-512: the hash's size
-SCRAM_MIN_ITERATIONS, SCRAM_MAX_ITERATIONS = 4096, 16384  # as Kafka bounds them
 
 
 def violations(image: MetadataImage) -> list[str]:
@@ -47,10 +45,10 @@ def violations(image: MetadataImage) -> list[str]:
         if level == 0:
             problems.append(f"feature {name} stored at level 0")
     for (user, mechanism), c in image.scram.credentials.items():
-        key_bytes = SCRAM_KEY_BYTES.get(mechanism)
+        key_bytes = KEY_BYTES.get(mechanism)
         if not user or key_bytes is None or not c.salt:
             problems.append(f"SCRAM credential of {user!r} ({mechanism}): no name, unknown mechanism or no salt")
-        elif not (SCRAM_MIN_ITERATIONS <= c.iterations <= SCRAM_MAX_ITERATIONS):
+        elif not (MIN_ITERATIONS <= c.iterations <= MAX_ITERATIONS):
             problems.append(f"SCRAM credential of {user!r}: {c.iterations} iterations")
         elif len(c.stored_key) != key_bytes or len(c.server_key) != key_bytes:
             problems.append(f"SCRAM credential of {user!r}: keys of the wrong size for its mechanism")

@@ -15,6 +15,8 @@ from quorum.metadata.pmap import EMPTY, PMap
 MECHANISM_NAMES = {pb.ScramMechanism.SCRAM_SHA_256: "SCRAM-SHA-256",
                    pb.ScramMechanism.SCRAM_SHA_512: "SCRAM-SHA-512"}
 MECHANISM_CODES = {name: code for code, name in MECHANISM_NAMES.items()}
+KEY_BYTES = {pb.ScramMechanism.SCRAM_SHA_256: 32, pb.ScramMechanism.SCRAM_SHA_512: 64}  # the hash's size
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # as Kafka bounds them
 
 
 def mechanism_name(code: int) -> str:

@@ -61,12 +61,11 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
         if isinstance(request, AlterUserScramCredentialsRequest) and request.upsertions and security.tls is None:
             return cc.error_response(method, Errors.INVALID_REQUEST, "SCRAM credentials are taken only over TLS (this "
                                      "listener is PLAINTEXT: a salted password would cross the network in clear)")
-        if security.authenticates:  # else the caller is not worked out at all
-            try:
-                caller = security.caller(context)
-            except SparkraftError as e:  # a SCRAM token that does not verify
-                return cc.error_response(method, e.error, e.message)
-        if security.authorizer is not None:
+        try:
+            caller = security.authorizing_caller(context)
+        except SparkraftError as e:  # a SCRAM token that does not verify
+            return cc.error_response(method, e.error, e.message)
+        if caller is not None:
             def check():
                 return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
 

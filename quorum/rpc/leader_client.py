@@ -118,18 +118,18 @@ class LeaderFollowingClient:
         rest.sort(key=lambda s: self._failed_until.get(s, 0.0) > now)  # stable: healthy ones keep their order
         return ([self._leader] if self._leader else []) + rest
 
+    def _attempt_timeout(self, deadline: float) -> float:
+        return max(0.01, min(self.rpc_timeout, deadline - time.monotonic()))
+
     def _attempt(self, target: str, method: str, request, deadline: float):
         channel, stub = self._channel(target)
+        call = getattr(stub, method)
         if self._login is None:
-            left = deadline - time.monotonic()
-            return getattr(stub, method)(request, timeout=max(0.01, min(self.rpc_timeout, left)))
+            return call(request, timeout=self._attempt_timeout(deadline))
         for renewed in (False, True):  # a refused token (the server restarted...) is renewed once
-            metadata = self._login.metadata(target, channel, max(0.01, min(self.rpc_timeout,
-                                                                           deadline - time.monotonic())))
-            left = deadline - time.monotonic()
+            metadata = self._login.metadata(target, channel, self._attempt_timeout(deadline))
             try:
-                resp = getattr(stub, method)(request, timeout=max(0.01, min(self.rpc_timeout, left)),
-                                             metadata=metadata)
+                resp = call(request, timeout=self._attempt_timeout(deadline), metadata=metadata)
             except grpc.RpcError as e:
                 if renewed or e.code() is not grpc.StatusCode.UNAUTHENTICATED:
                     raise

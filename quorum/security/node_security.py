@@ -42,10 +42,15 @@ class NodeSecurity:
         """Callers prove who they are with a certificate: node identities are checked by principal."""
         return self.tls is not None and self.tls.mutual
 
-    @property
-    def authenticates(self) -> bool:
-        """Whether callers are told apart here at all (by an authorizer, or to check SCRAM tokens)."""
-        return self.authorizer is not None or self.scram is not None
+    def authorizing_caller(self, context) -> Optional[Caller]:
+        """The caller, where an authorizer decides; else None, without working it out (a request's hot
+        path), though a SCRAM token that is presented must still verify. SparkraftError
+        SASL_AUTHENTICATION_FAILED if it does not."""
+        if self.authorizer is not None:
+            return self.caller(context)
+        if self.scram is not None:
+            self.scram.principal_of(context.invocation_metadata())
+        return None
 
     def caller(self, context) -> Caller:
         """Who sent this gRPC request (see quorum/security/principal.py); a presented SCRAM token that

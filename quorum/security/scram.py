@@ -25,10 +25,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from quorum.metadata.scram import MECHANISM_CODES, ScramCredential
+from quorum.metadata.scram import MAX_ITERATIONS, MECHANISM_CODES, MIN_ITERATIONS, ScramCredential
 
-MIN_ITERATIONS = 4096
-MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
 SALT_BYTES = 32
 _GS2_HEADER = "n,,"
@@ -153,8 +151,8 @@ class ClientExchange:
     def __init__(self, mechanism_: Mechanism, username: str, password: str, nonce: Optional[str] = None):
         self.mechanism = mechanism_
         self._password = password
-        self._bare = f"n={escape_name(username)},r={nonce or _nonce()}"
-        self._nonce = self._bare.rpartition("r=")[2]
+        self._nonce = nonce or _nonce()
+        self._bare = f"n={escape_name(username)},r={self._nonce}"
         self._server_signature: Optional[bytes] = None
 
     def first(self) -> bytes:

@@ -132,18 +132,16 @@ def run_describe(args: argparse.Namespace) -> None:
 
 
 # -- users: SCRAM credentials -------------------------------------------------------------------
-_SCRAM_CONFIGS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
 def _user_alteration(user: str, add: "str | None", delete: "str | None"):
     """The AlterUserScramCredentialsRequest for ``--add-config`` / ``--delete-config`` of a user."""
     from quorum.controller.api import AlterUserScramCredentialsRequest, ScramCredentialDeletion
     from quorum.errors import Errors, SparkraftError
+    from quorum.security.scram import MECHANISMS
     from sparkraft.commands.scram_specs import parse_spec, upsertion
 
     def known(name: str) -> str:
-        if name.strip().upper() not in _SCRAM_CONFIGS:
-            raise SparkraftError(Errors.INVALID_CONFIG, f"users take only the configs {' and '.join(_SCRAM_CONFIGS)} "
+        if name.strip().upper() not in MECHANISMS:
+            raise SparkraftError(Errors.INVALID_CONFIG, f"users take only the configs {' and '.join(MECHANISMS)} "
                                                         f"here, not {name.strip()!r}")
         return name.strip().upper()
 

@@ -155,3 +155,33 @@ def test_the_secured_example_configuration_loads_with_certificates_from_the_thro
     assert admin.protocol == "SSL" and alice.protocol == "SASL_SSL" and alice.sasl_username == "alice"
     admin.channel_credentials()
     alice.channel_credentials()
+
+
+def test_the_caller_is_worked_out_only_for_an_authorizer_but_a_presented_token_must_verify():
+    from quorum.errors import Errors, SparkraftError
+    from quorum.security.authorizer import Authorizer
+    from quorum.security.sasl_server import AUTHORIZATION, BEARER, ScramAuthenticator
+
+    class Context:
+        def __init__(self, metadata=()):
+            self.metadata = metadata
+
+        def peer(self):
+            return "ipv4:127.0.0.1:5000"
+
+        def invocation_metadata(self):
+            return self.metadata
+
+        def auth_context(self):
+            raise AssertionError("no certificate is looked at without an authorizer")
+
+    bad_token = Context(((AUTHORIZATION, BEARER + "srt1.AAAA.BBBB"),))
+    without = NodeSecurity(scram=ScramAuthenticator())
+    assert without.authorizing_caller(Context()) is None
+    with pytest.raises(SparkraftError) as e:
+        without.authorizing_caller(bad_token)
+    assert e.value.error is Errors.SASL_AUTHENTICATION_FAILED
+    deciding = NodeSecurity(authorizer=Authorizer(), scram=ScramAuthenticator())
+    assert deciding.authorizing_caller(Context()).principal == "User:ANONYMOUS"
+    with pytest.raises(SparkraftError):
+        deciding.authorizing_caller(bad_token)
