@@ -220,6 +220,10 @@ KEYS: dict[str, ConfigKey] = {
              "(KIP-853; its voters are in the log) uses it instead of the voters, a broker may."),
         _key("controller.quorum.auto.join.enable", _bool, False,
              "A controller of a dynamic quorum that is not a voter adds itself once caught up (KIP-1186)."),
+        _key("controller.quorum.wire.port", _int(-1), 0,
+             "Port of the controller's wire listener (the quorum's Raft requests and appends framed on "
+             "plain TCP, beside the gRPC listener, on its host; PLAINTEXT listeners only): 0 picks a free "
+             "port (peers and clients ask for it over gRPC), -1 serves none."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
         _key("controller.listener.names", _listener_names, None,
              "Which listeners are the controller's (the first one serves the quorum)."),
@@ -298,6 +302,7 @@ class NodeConfig:
     voters: dict[int, HostPort] | None
     bootstrap_servers: tuple[HostPort, ...] | None
     auto_join_enable: bool
+    wire_port: int
     listeners: dict[str, HostPort] | None
     controller_listener_names: tuple[str, ...] | None
     log_dir: str

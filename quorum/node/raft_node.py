@@ -3,12 +3,14 @@
 A node owns its storage (storage.py: the directory lock, ``meta.properties``, the log, the
 snapshots and ``quorum-state``), a gRPC server (server.py) serving :class:`RaftService` and any
 other service given in ``servicers``, a :class:`PeerClient` for outbound requests, and ONE
-event-loop thread, the only thread that touches the core and the log. The loop drains the inbound
-queue (inbox.py: requests from the servicer, answers from the peer client, proposals, calls),
-feeds the core, carries out its Readies (quorum/raft/ready.py: persist, flush, send, advance),
-settles proposals (proposals.py), feeds the commit listeners (listeners.py, one thread each),
-publishes the node's status (status.py), and sleeps until the core's next deadline or the next
-inbound item.
+event-loop thread (an asyncio loop, loop_thread.py), the only thread that touches the core and the
+log. The same loop serves the wire (quorum/wire/: peers' Raft requests and clients' appends framed
+on plain TCP) and runs the node's own wire connections to its peers, so the hot path from a socket
+to the core and back has no thread hand-off. Each round on the loop drains the inbound items
+(inbox.py: requests, answers from peers, proposals, calls), feeds the core, carries out its
+Readies (quorum/raft/ready.py: persist, flush, send, advance), settles proposals (proposals.py),
+feeds the commit listeners (listeners.py, one thread each) and publishes the node's status
+(status.py); a timer wakes the next round at the core's next deadline.
 
 The clock is monotonic milliseconds anchored at the wall clock when the node was created, so
 every time the core reports (DescribeQuorum's fetch and caught-up times, a batch's append time) is
@@ -21,11 +23,12 @@ a busy port fails before anything is logged) and already serves RPCs (answering 
 """
 from __future__ import annotations
 
+import asyncio
+import collections
 import concurrent.futures
 import itertools
 import logging
 import os
-import queue
 import threading
 import time
 from pathlib import Path
@@ -54,11 +57,12 @@ from quorum.node.inbox import (
     Stop,
 )
 from quorum.node.listeners import CommitListener, SnapshotLoad
+from quorum.node.loop_thread import LoopThread
 from quorum.node.proposals import ProposalFuture, Proposals, fail, resolve
 from quorum.node.ready_io import NodeReadyIO
 from quorum.node.retention import apply_retention
 from quorum.node.self_membership import SelfMembership
-from quorum.node.server import DEFAULT_RPC_WORKERS, AddService, ClientSlots, bind_server
+from quorum.node.server import DEFAULT_RPC_WORKERS, MAX_REQUEST_BYTES, AddService, ClientSlots, bind_server
 from quorum.node.status import NodeStatus, StatusBoard
 from quorum.node.storage import NodeStorage
 from quorum.node.voter_addresses import VoterAddresses
@@ -69,9 +73,11 @@ from quorum.raft.settings import RaftSettings
 from quorum.rpc import convert
 from quorum.rpc.peer_client import PeerAnswer, PeerClient, PeerNoAnswer
 from quorum.rpc.peer_identity import PeerIdentities
-from quorum.rpc.raft_service import RaftService
+from quorum.rpc.raft_service import RaftService, RefusalLog
+from quorum.rpc.raft_wire import raft_handlers
 from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
 from quorum.snapshot.retention import Retention
+from quorum.wire.server import WireServer
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +93,9 @@ class RaftNode:
                  servicers: Sequence[AddService] = (), raw_appends: bool = False,
                  retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
-                 security: NodeSecurity = PLAINTEXT_NODE):
+                 security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0):
+        """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none); a TLS
+        listener serves none."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
@@ -103,7 +111,10 @@ class RaftNode:
         self.settings = settings
         self.retention = retention
         self._anchor_ms = time.time() * 1000 - time.monotonic() * 1000
-        self._inbox: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._inbox: collections.deque = collections.deque()  # appended from any thread; drained by rounds
+        self._round_pending = False  # a round is scheduled on the loop
+        self._timer: Optional[asyncio.TimerHandle] = None  # the next round at the core's deadline
+        self._loop_ended = threading.Event()  # no more rounds (stopped, or a fatal error)
         self._corrs = itertools.count(1)
         self.storage = storage = NodeStorage.open(self.log_dir, node_id, segment_bytes)
         self.cluster_id = storage.cluster_id
@@ -111,6 +122,7 @@ class RaftNode:
         self._election: ElectionState = storage.election
         # Who may speak as a voter: this node's session token, and its peers' proofs (peer_identity.py).
         self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters, security=security.client)
+        self.refusals = RefusalLog(node_id)  # refused impersonations, logged without flooding
         services = [lambda server: raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server), *servicers]
         try:
             self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services,
@@ -118,6 +130,18 @@ class RaftNode:
         except BaseException:
             storage.close()
             raise
+        self._loop = LoopThread(f"raft-{node_id}-loop")
+        # The wire (quorum/wire/): the same Raft requests and appends at a fraction of gRPC's cost.
+        self.wire: Optional[WireServer] = None
+        if wire_port is not None and security.tls is None:
+            try:
+                self.wire = WireServer(listen[0], wire_port, raft_handlers(self), self._loop,
+                                       MAX_REQUEST_BYTES).start()
+            except BaseException:
+                self._server.stop(None)
+                self._loop.stop()
+                storage.close()
+                raise
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
         self.addresses.set_bootstrap(others)
@@ -128,12 +152,13 @@ class RaftNode:
                                 if announce or auto_join else None)
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id},
                                  **self.addresses.bootstrap},
-                                self._inbox.put, metadata=self.identities.metadata, security=security.client)
+                                self._put, metadata=self.identities.metadata, security=security.client,
+                                wire=self.wire)
         self.core: Optional[RaftCore] = None
         self._status = StatusBoard(NodeStatus(node_id, "Unstarted", self._election.epoch, None, 0,
                                               self.log.end_offset))
         self.election_latency = self._status.election_latency
-        self._thread: Optional[threading.Thread] = None
+        self._started = False
         self._running = False  # the event loop accepts items
         self._stopped = threading.Event()  # the event loop has ended (or never started and shut down)
         self._shutdown_started = False
@@ -158,7 +183,8 @@ class RaftNode:
                    config.log_segment_bytes, raw_appends=raw_appends, retention=Retention.from_config(config),
                    bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name,
                    auto_join=config.auto_join_enable,
-                   security=config.node_security(config.controller_listener_name))
+                   security=config.node_security(config.controller_listener_name),
+                   wire_port=config.wire_port if config.wire_port >= 0 else None)
 
     def reload_tls(self) -> None:
         """SIGHUP: read the key and trust stores again, for the listener's next handshakes and for new
@@ -173,6 +199,11 @@ class RaftNode:
         """Update voter addresses (before ``start``), e.g. once every node's ephemeral port is known."""
         self.voters.update(voters)
         self.peers.set_addresses({v: a for v, a in voters.items() if v != self.node_id})
+
+    @property
+    def wire_port(self) -> int:
+        """The wire listener's port (0: none)."""
+        return self.wire.port if self.wire is not None else 0
 
     @property
     def voters(self) -> dict[int, HostPort]:
@@ -197,7 +228,7 @@ class RaftNode:
     def start(self, check_cluster_id: bool = True) -> "RaftNode":
         """Run Raft: ask the other voters whether they share our cluster id, then start the loop."""
         with self._lifecycle:
-            if self._thread is not None or self._shutdown_started:
+            if self._started or self._shutdown_started:
                 raise RuntimeError("a RaftNode starts once")
             if check_cluster_id:
                 probe_cluster_id(self.node_id, self.cluster_id, self.voters, self.log_dir, self.security.client)
@@ -210,10 +241,8 @@ class RaftNode:
                      convert.format_endpoint(*self.listen), self.log.directory, self.log.start_offset,
                      self.log.end_offset, self._election.epoch)
             self._publish_status()
-            self._running = True
-            self._thread = threading.Thread(target=self._run, name=f"raft-{self.node_id}-loop", daemon=True)
-            self._inbox.put(SnapshotWritten())  # retention may have been lowered since the last run
-            self._thread.start()
+            self._running = self._started = True
+            self._put(SnapshotWritten())  # retention may have been lowered since the last run
         return self
 
     def shutdown(self, graceful: bool = True, timeout: float = RESIGN_WAIT_S) -> None:
@@ -225,20 +254,23 @@ class RaftNode:
             self._shutdown_started = True
         if graceful and self._running:
             outcome: concurrent.futures.Future = concurrent.futures.Future()
-            self._inbox.put(Resign(outcome))
+            self._put(Resign(outcome))
             try:
                 result = outcome.result(timeout)
             except (concurrent.futures.TimeoutError, NodeNotRunningError):
                 result = "not acknowledged in time"
             if result != "not leader":
                 log.info("Node %d: resignation %s", self.node_id, result)
-        if self._thread is not None:
-            self._inbox.put(Stop())
-            self._thread.join()
+        if self._started:
+            self._put(Stop())
+            self._loop_ended.wait()
         self._running = False
-        self._fail_everything(NodeNotRunningError(f"node {self.node_id} is shutting down"))
         self._server.stop(grace=0.2).wait()
         self.peers.close()
+        if self.wire is not None:
+            self.wire.stop()
+        self._loop.stop()
+        self._fail_everything(NodeNotRunningError(f"node {self.node_id} is shutting down"))
         for lst in self._listeners:
             lst.stop()
         for lst in self._listeners:
@@ -247,15 +279,14 @@ class RaftNode:
         self.storage.close()
         self._stopped.set()
         self._status.wake()
-        if self._thread is not None:
+        if self._started:
             log.info("Node %d stopped", self.node_id)
 
     def wait_stopped(self, timeout: Optional[float] = None) -> bool:
         """True once the event loop has ended (shutdown, or a fatal error: see ``fatal_error``)."""
-        if self._thread is None:
+        if not self._started:
             return self._stopped.wait(timeout)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return self._loop_ended.wait(timeout)
 
     # ------------------------------------------------------------------ the API (any thread)
     def propose(self, records: Sequence[bytes]) -> ProposalFuture:
@@ -278,7 +309,7 @@ class RaftNode:
             started = time.monotonic()
             future.add_done_callback(
                 lambda f: f.exception() is None and self.commit_latency.observe(time.monotonic() - started))
-            self._inbox.put(Propose(records, future))
+            self._put(Propose(records, future))
         return future
 
     def add_commit_listener(self, fn: Callable[[list[Batch]], None],
@@ -288,7 +319,7 @@ class RaftNode:
         log let go of batches it had not delivered yet (a snapshot was installed, or retention moved
         the log start), ``on_snapshot`` is called first with the snapshot that holds them."""
         done = threading.Event()
-        self._inbox.put(Listen(fn, on_snapshot, done))
+        self._put(Listen(fn, on_snapshot, done))
         if self._running:
             done.wait(5)
 
@@ -308,14 +339,14 @@ class RaftNode:
         if not self._running:
             raise NodeNotRunningError(f"node {self.node_id} is not running")
         future: concurrent.futures.Future = concurrent.futures.Future()
-        self._inbox.put(PeerRequest(convert.request_source(msg), next(self._corrs), msg, future))
+        self._put(PeerRequest(convert.request_source(msg), next(self._corrs), msg, future))
         return future
 
     def snapshot_written(self, snapshot: OffsetAndEpoch, size: int) -> None:
         """A snapshot of committed records was written beside the log (by the controller's snapshot
         thread): serve it, and apply retention (delete old snapshots and the log below)."""
         self.snapshot_store.added(snapshot, size)
-        self._inbox.put(SnapshotWritten())
+        self._put(SnapshotWritten())
 
     def change_voters(self, change: Callable[[RaftCore, int], int]) -> concurrent.futures.Future:
         """Run ``change`` (the core's ``add_voter`` or ``remove_voter``, which returns the offset of the
@@ -346,48 +377,89 @@ class RaftNode:
         if not self._running:
             raise NodeNotRunningError(f"node {self.node_id} is not running")
         future: concurrent.futures.Future = concurrent.futures.Future()
-        self._inbox.put(Call(fn, future))
+        self._put(Call(fn, future))
         return future
 
     # ------------------------------------------------------------------ the event loop
-    def _run(self) -> None:
-        try:
-            self._loop()
-        except BaseException as e:
-            self.fatal_error = e
-            if isinstance(e, SparkraftError):
-                log.error("Node %d stops: %s", self.node_id, e)
-            else:
-                log.error("Node %d stops on an unexpected error", self.node_id, exc_info=True)
-        finally:
-            self._running = False
-            self._fail_everything(NodeNotRunningError(f"node {self.node_id} stopped"))
-            self._stopped.set()
-            self._status.wake()
+    def _put(self, item) -> None:
+        """Hand ``item`` to the event loop (any thread). A round already scheduled will see it, so
+        only the first item after a round began schedules another (one wake-up, not one per item)."""
+        self._inbox.append(item)
+        if not self._round_pending:
+            self._put_round()
 
-    def _loop(self) -> None:
-        core, inbox = self.core, self._inbox
-        while True:
+    def _round(self) -> None:
+        """One round: the items that arrived, then the core's outputs until it has none, then the
+        timer for its next deadline."""
+        self._round_pending = False
+        if not self._started:
+            return  # what arrived before start waits for the first round (start() schedules it)
+        if self._loop_ended.is_set():
+            self._fail_everything(NodeNotRunningError(f"node {self.node_id} is not running"))
+            return
+        try:
+            if self._handle_items():
+                return
+            core = self.core
             self._process_ready()
             wait_ms = core.tick(self.now_ms())
-            if core.has_ready():
-                continue
-            if any(lst.next_offset < core.high_watermark and lst.wants_more for lst in self._listeners):
-                wait_ms = 0
-            try:
-                item = inbox.get(timeout=min(max(wait_ms, 1), MAX_IDLE_WAIT_MS) / 1000)
-            except queue.Empty:
-                continue
-            for n in range(MAX_ITEMS_PER_ROUND):
-                if n:
-                    try:
-                        item = inbox.get_nowait()
-                    except queue.Empty:
-                        break
-                if isinstance(item, Stop):
-                    self._process_ready()
-                    return
-                _HANDLERS[type(item)](self, item, self.now_ms())
+            while core.has_ready():
+                self._process_ready()
+                wait_ms = core.tick(self.now_ms())
+        except BaseException as e:
+            self._end(e)
+            return
+        if self._inbox:
+            if not self._round_pending:
+                self._put_round()
+            return
+        if any(lst.next_offset < core.high_watermark and lst.wants_more for lst in self._listeners):
+            wait_ms = 0
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.loop.call_later(min(max(wait_ms, 1), MAX_IDLE_WAIT_MS) / 1000, self._on_timer)
+
+    def _on_timer(self) -> None:
+        if not self._round_pending:
+            self._put_round()
+
+    def _put_round(self) -> None:
+        self._round_pending = True
+        try:
+            self._loop.call_soon(self._round)
+        except RuntimeError:  # the loop is closed: the node has shut down
+            self._fail_everything(NodeNotRunningError(f"node {self.node_id} is not running"))
+
+    def _handle_items(self) -> bool:
+        """Handle up to MAX_ITEMS_PER_ROUND inbound items; True if one was Stop (the loop ended)."""
+        inbox = self._inbox
+        for _ in range(MAX_ITEMS_PER_ROUND):
+            if not inbox:
+                break
+            item = inbox.popleft()
+            if isinstance(item, Stop):
+                self._process_ready()
+                self._end(None)
+                return True
+            _HANDLERS[type(item)](self, item, self.now_ms())
+        return False
+
+    def _end(self, error: Optional[BaseException]) -> None:
+        """No more rounds: after Stop (``error`` None) or a fatal error."""
+        if error is not None:
+            self.fatal_error = error
+            if isinstance(error, SparkraftError):
+                log.error("Node %d stops: %s", self.node_id, error)
+            else:
+                log.error("Node %d stops on an unexpected error", self.node_id,
+                          exc_info=(type(error), error, error.__traceback__))
+        if self._timer is not None:
+            self._timer.cancel()
+        self._running = False
+        self._loop_ended.set()
+        self._fail_everything(NodeNotRunningError(f"node {self.node_id} stopped"))
+        self._stopped.set()
+        self._status.wake()
 
     def _on_peer_answer(self, item: PeerAnswer, now: int) -> None:
         if item.msg.error is Errors.INCONSISTENT_CLUSTER_ID:
@@ -432,7 +504,7 @@ class RaftNode:
 
     def _on_listen(self, item: Listen, now: int) -> None:
         lst = CommitListener(self.node_id, item.fn, len(self._listeners), self.log.start_offset, item.on_snapshot,
-                             delivered=lambda listener: self._inbox.put(Delivered(listener)))
+                             delivered=lambda listener: self._put(Delivered(listener)))
         self._listeners.append(lst)
         lst.thread.start()
         item.done.set()
@@ -510,8 +582,8 @@ class RaftNode:
         """The loop is gone: fail whatever still waits on it."""
         while True:
             try:
-                item = self._inbox.get_nowait()
-            except queue.Empty:
+                item = self._inbox.popleft()
+            except IndexError:
                 break
             if isinstance(item, AWAITED):
                 fail(item.outcome if isinstance(item, Resign) else item.future, error)

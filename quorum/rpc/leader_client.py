@@ -15,13 +15,18 @@ from typing import Callable, Optional
 
 import grpc
 
+from quorum.config import parse_host_port
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_client import CHANNEL_OPTIONS
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
+from quorum.wire.client import BlockingWireChannel, WireCallError
+from quorum.wire.methods import BY_NAME
 
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
-WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
+WAIT_NOTICE_S = 2.0
+WIRE_ASK_NONE_AGAIN_S = 30.0  # a server without a wire listener is asked again after this long  # a call still looking for its server after this long says what it waits for
 
 
 def transport_reason(e: grpc.RpcError) -> str:
@@ -47,6 +52,9 @@ class LeaderFollowingClient:
     no_leader_error = Errors.NOT_LEADER_OR_FOLLOWER
     retriable: frozenset[Errors] = frozenset()  # refusals that mean "ask again, here or elsewhere"
     retriable_codes: Optional[frozenset[grpc.StatusCode]] = None  # None: every transport error
+    # Methods sent over a server's wire listener (quorum/wire/) where it has one and this client
+    # connects in PLAINTEXT; the rest, and every call where there is none, take gRPC.
+    wire_methods: frozenset[str] = frozenset()
 
     def __init__(self, servers: list[str], timeout: float, rpc_timeout: float, backoff: float,
                  security: Optional[ClientSecurity] = None):
@@ -61,6 +69,7 @@ class LeaderFollowingClient:
         self._rotated = servers[start:] + servers[:start]
         self._failed_until: dict[str, float] = {}  # server -> until when it is tried last
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
+        self._wires: dict[str, tuple[Optional[BlockingWireChannel], float]] = {}  # target -> (channel, asked at)
         self._lock = threading.Lock()
         self._closed = False
         # Whether the last call may have been carried out by an attempt whose answer was lost: an
@@ -82,8 +91,12 @@ class LeaderFollowingClient:
         """Open new channels from the next call on (rotated key files are read again)."""
         with self._lock:
             stubs, self._stubs = list(self._stubs.values()), {}
+            wires, self._wires = list(self._wires.values()), {}
         for channel, _ in stubs:
             channel.close()
+        for wire, _ in wires:
+            if wire is not None:
+                wire.close()
 
     def close(self) -> None:
         """Close the channels; a call still running fails, later calls raise ValueError."""
@@ -121,7 +134,47 @@ class LeaderFollowingClient:
     def _attempt_timeout(self, deadline: float) -> float:
         return max(0.01, min(self.rpc_timeout, deadline - time.monotonic()))
 
+    def _wire(self, target: str, deadline: float) -> Optional[BlockingWireChannel]:
+        """The wire channel to ``target``, asking it once where its wire listener is (None: it has
+        none, or is an older version; asked again after WIRE_ASK_NONE_AGAIN_S)."""
+        with self._lock:
+            known = self._wires.get(target)
+        if known is not None and (known[0] is not None or time.monotonic() - known[1] < WIRE_ASK_NONE_AGAIN_S):
+            return known[0]
+        channel, _ = self._channel(target)
+        try:
+            port = raft_pb2_grpc.RaftStub(channel).WireEndpoint(raft_pb2.WireEndpointRequest(),
+                                                                 timeout=self._attempt_timeout(deadline)).port
+        except grpc.RpcError as e:
+            if e.code() is not grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            port = 0
+        wire = BlockingWireChannel(parse_host_port(target)[0], port) if port else None
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"the {type(self).__name__} is closed")
+            self._wires[target] = (wire, time.monotonic())
+        return wire
+
+    def _attempt_wire(self, target: str, method: str, request, deadline: float):
+        wire = self._wire(target, deadline)
+        if wire is None:
+            return None
+        try:
+            return wire.call(BY_NAME[method], request, self._attempt_timeout(deadline))
+        except WireCallError as e:
+            if e.code() is grpc.StatusCode.UNAVAILABLE:  # a restarted server listens elsewhere: ask again
+                with self._lock:
+                    if self._wires.get(target, (None,))[0] is wire:
+                        del self._wires[target]
+                wire.close()
+            raise
+
     def _attempt(self, target: str, method: str, request, deadline: float):
+        if method in self.wire_methods and self._login is None and self.security.protocol == "PLAINTEXT":
+            resp = self._attempt_wire(target, method, request, deadline)
+            if resp is not None:
+                return resp
         channel, stub = self._channel(target)
         call = getattr(stub, method)
         if self._login is None:

@@ -9,6 +9,11 @@ must be thread-safe (the node puts it on its inbound queue):
 - ``deliver(PeerAnswer(src, corr, response_dataclass))`` when the peer answered;
 - ``deliver(PeerNoAnswer(dest, corr))`` when there is no answer (peer down, deadline, cancelled).
 
+Where a peer serves the wire (quorum/wire/: the same requests framed on plain TCP, at a fraction of
+a gRPC call's cost), requests go there instead, from the node's wire thread: the peer is asked
+once where (WireEndpoint, over gRPC); until it answers, and again after a wire connection fails
+(a restarted peer listens on a new port), requests take gRPC.
+
 Reachability changes are logged once per change (WARNING when a peer becomes unreachable, INFO
 when it answers again), never per request.
 """
@@ -16,13 +21,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Union
 
 import grpc
 
 from quorum.config import HostPort, parse_host_port
-from quorum.gen.sparkraft.v1 import raft_pb2_grpc
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
@@ -33,10 +39,15 @@ from quorum.raft.messages import (
 )
 from quorum.rpc import convert
 from quorum.security.client import PLAINTEXT, ClientSecurity
+from quorum.wire.client import PeerWireConnection
+from quorum.wire.methods import BY_NAME
+from quorum.wire.server import WireServer
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a Fetch answer holds up to fetch_max_bytes of batches
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+METADATA_KEY = "sparkraft-peer"  # the peer credentials' metadata key (peer_identity.py)
+WIRE_ASK_TIMEOUT_S = 2.0  # a Fetch answer holds up to fetch_max_bytes of batches
 
 CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 10_000),
@@ -78,18 +89,31 @@ class PeerNoAnswer:
 Deliver = Callable[[Union[PeerAnswer, PeerNoAnswer]], None]
 
 
+WIRE_ASK_AGAIN_S = 1.0  # after a failed wire connection or WireEndpoint, ask again after this
+WIRE_ASK_NONE_AGAIN_S = 30.0  # a peer without a wire listener (an older version) is asked this often
+
+
 class _Peer:
     def __init__(self, node_id: int, address: HostPort, security: ClientSecurity):
         self.node_id = node_id
+        self.address = address
         self.target = convert.format_endpoint(*address)
         self.channel = security.channel(self.target, options=CHANNEL_OPTIONS)
         self.stub = raft_pb2_grpc.RaftStub(self.channel)
         self.reachable: Optional[bool] = None  # unknown until the first answer or failure
+        self.wire_port: Optional[int] = None  # None: not known yet; 0: the peer serves no wire
+        self.wire_asked_at = float("-inf")
+        self.wire: Optional[PeerWireConnection] = None  # wire thread only
 
 
 class PeerClient:
     def __init__(self, addresses: Mapping[int, HostPort], deliver: Deliver,
-                 metadata: tuple[tuple[str, str], ...] = (), security: ClientSecurity = PLAINTEXT):
+                 metadata: tuple[tuple[str, str], ...] = (), security: ClientSecurity = PLAINTEXT,
+                 wire: Optional[WireServer] = None):
+        """``wire``: the node's own wire server, whose thread runs the wire connections (None: gRPC
+        only, as a node whose listener uses TLS)."""
+        self._wire = wire if security.protocol == "PLAINTEXT" else None
+        self._hello = dict(metadata).get(METADATA_KEY, "")
         self._addresses = dict(addresses)
         self._security = security
         self._deliver = deliver
@@ -105,7 +129,7 @@ class PeerClient:
             self._addresses.update(addresses)
             for node_id in list(self._peers):
                 if self._peers[node_id].target != convert.format_endpoint(*self._addresses[node_id]):
-                    self._peers.pop(node_id).channel.close()
+                    self._forget(self._peers.pop(node_id))
 
     def address_of(self, node_id: int) -> Optional[HostPort]:
         with self._lock:
@@ -117,6 +141,11 @@ class PeerClient:
         if peer is None:
             self._deliver(PeerNoAnswer(dest, corr))
             return
+        if self._wire is not None:
+            if peer.wire_port:
+                self._wire.call_soon(self._send_wire, peer, corr, msg, timeout_ms)
+                return
+            self._ask_wire_endpoint(peer)
         method = getattr(peer.stub, _METHODS[type(msg)])
         try:
             future = method.future(convert.to_proto(msg, dest), timeout=timeout_ms / 1000,
@@ -138,6 +167,9 @@ class PeerClient:
             log.debug("request %d to node %d ended with %r", corr, peer.node_id, e)
             self._deliver(PeerNoAnswer(peer.node_id, corr))
             return
+        self._answered(peer, corr, response)
+
+    def _answered(self, peer: _Peer, corr: int, response) -> None:
         self._note_reachable(peer, True)
         try:
             msg = convert.from_proto(response)
@@ -153,6 +185,60 @@ class PeerClient:
                 log.debug("node %d named a leader endpoint that is not HOST:PORT: %r", peer.node_id,
                           response.leader_endpoint)
         self._deliver(PeerAnswer(peer.node_id, corr, msg, endpoint))
+
+    # -- the wire ----------------------------------------------------------------------------
+    def _ask_wire_endpoint(self, peer: _Peer) -> None:
+        """Ask ``peer`` where its wire listener is (at most once per WIRE_ASK_AGAIN_S, or per
+        WIRE_ASK_NONE_AGAIN_S if it said it has none); the answer is used from the next request on."""
+        now = time.monotonic()
+        if now - peer.wire_asked_at < (WIRE_ASK_NONE_AGAIN_S if peer.wire_port == 0 else WIRE_ASK_AGAIN_S):
+            return
+        peer.wire_asked_at = now
+        try:
+            future = peer.stub.WireEndpoint.future(raft_pb2.WireEndpointRequest(), timeout=WIRE_ASK_TIMEOUT_S)
+        except Exception:
+            return
+
+        def answered(f: grpc.Future) -> None:
+            try:
+                peer.wire_port = f.result().port
+            except grpc.RpcError as e:
+                if e.code() is grpc.StatusCode.UNIMPLEMENTED:
+                    peer.wire_port = 0  # an older version: gRPC only
+            except Exception:
+                pass
+        future.add_done_callback(answered)
+
+    def _send_wire(self, peer: _Peer, corr: int, msg: Message, timeout_ms: int) -> None:
+        """On the wire thread: send ``msg`` over ``peer``'s wire connection (opened if needed)."""
+        if self._closed:
+            self._deliver(PeerNoAnswer(peer.node_id, corr))
+            return
+        if peer.wire is None or peer.wire.closed:
+            peer.wire = PeerWireConnection(self._wire.loop, peer.address[0], peer.wire_port, self._hello,
+                                           on_lost=lambda conn, exc: self._wire_lost(peer, conn))
+        peer.wire.request(BY_NAME[_METHODS[type(msg)]], convert.to_proto(msg, peer.node_id), timeout_ms,
+                          lambda response, error: self._wire_done(peer, corr, response, error))
+
+    def _wire_done(self, peer: _Peer, corr: int, response, error: Optional[grpc.RpcError]) -> None:
+        if error is None:
+            self._answered(peer, corr, response)
+            return
+        self._note_reachable(peer, False, error)
+        self._deliver(PeerNoAnswer(peer.node_id, corr))
+
+    def _wire_lost(self, peer: _Peer, conn: PeerWireConnection) -> None:
+        """A wire connection failed or closed: requests take gRPC until the peer says again where its
+        wire listener is (a restarted peer has a new one)."""
+        if peer.wire is conn:
+            peer.wire = None
+            peer.wire_port = None
+            peer.wire_asked_at = time.monotonic()
+
+    def _forget(self, peer: _Peer) -> None:
+        peer.channel.close()
+        if self._wire is not None:
+            self._wire.call_soon(lambda: peer.wire.close() if peer.wire is not None else None)
 
     def _note_reachable(self, peer: _Peer, ok: bool, error: Optional[grpc.RpcError] = None) -> None:
         if ok:
@@ -187,7 +273,7 @@ class PeerClient:
         with self._lock:
             peers, self._peers = list(self._peers.values()), {}
         for peer in peers:
-            peer.channel.close()
+            self._forget(peer)
 
     def close(self) -> None:
         """Close every channel; requests still running fail (and are delivered as failures)."""

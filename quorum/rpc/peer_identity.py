@@ -35,15 +35,15 @@ import grpc
 from quorum.config import HostPort
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.convert import format_endpoint
-from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.peer_client import CHANNEL_OPTIONS, METADATA_KEY
 from quorum.security.client import PLAINTEXT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
-METADATA_KEY = "sparkraft-peer"
 VERIFY_TIMEOUT_S = 2.0
 REPROVE_EVERY_S = 1.0  # a voter's proof is asked for again at most this often
 MAX_TOKEN_CHARS = 128
+NEEDS_PROOF = "needs the voter's proof"  # check(): only VerifyPeer can tell
 
 Prover = Callable[[HostPort, int, bytes], Optional[bytes]]  # (address, node id, nonce) -> proof
 
@@ -109,8 +109,9 @@ class PeerIdentities:
         return proof_of(self.token, nonce)
 
     # -- checking a request --------------------------------------------------------------
-    def refusal(self, claimed_id: int, metadata) -> Optional[str]:
-        """None if a request naming ``claimed_id`` as its sender may be taken; else why not."""
+    def check(self, claimed_id: int, metadata):
+        """What ``refusal`` would say without asking anyone: None (take it), why not, or
+        NEEDS_PROOF when only the claimed voter's answer to VerifyPeer can tell (which blocks)."""
         voters = self._addresses()
         if claimed_id not in voters:
             return None  # an observer (or no voter at all): the core never counts it
@@ -123,10 +124,19 @@ class PeerIdentities:
             return f"it claims to come from voter {claimed_id} but its credentials are node {node}'s"
         if node == self.node_id:
             return None if hmac.compare_digest(token, self.token) else "its credentials are not this node's"
-        if self._matches(node, token):
-            return None
-        if not self._reprove(node, voters[node]) or not self._matches(node, token):
-            return f"voter {node}'s listener at {voters[node][0]}:{voters[node][1]} does not vouch for it"
+        return None if self._matches(node, token) else NEEDS_PROOF
+
+    def refusal(self, claimed_id: int, metadata) -> Optional[str]:
+        """None if a request naming ``claimed_id`` as its sender may be taken; else why not. May ask
+        the claimed voter for a new proof (VerifyPeer, up to VERIFY_TIMEOUT_S)."""
+        verdict = self.check(claimed_id, metadata)
+        if verdict is not NEEDS_PROOF:
+            return verdict
+        node, token = claimed_peer(metadata)
+        address = self._addresses().get(node)
+        if address is None or not self._reprove(node, address) or not self._matches(node, token):
+            where = f"{address[0]}:{address[1]}" if address else "(no longer a voter)"
+            return f"voter {node}'s listener at {where} does not vouch for it"
         return None
 
     def _matches(self, node: int, token: str) -> bool:

@@ -66,6 +66,7 @@ def parse_bootstrap(bootstrap: Bootstrap) -> list[str]:
 class RaftClient(LeaderFollowingClient):
     stub_class = raft_pb2_grpc.RaftStub
     retriable = frozenset(_RETRIABLE)
+    wire_methods = frozenset({"Append"})
 
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 2.0,
                  cluster_id: str = "", backoff: float = 0.05, security: Optional[ClientSecurity] = None):

@@ -62,7 +62,9 @@ class RaftService(raft_pb2_grpc.RaftServicer):
     def __init__(self, node):
         """``node``: the RaftNode (quorum/node/raft_node.py) whose core answers."""
         self._node = node
-        self._refused = RefusalLog(node.node_id)
+
+    def WireEndpoint(self, request, context):
+        return raft_pb2.WireEndpointResponse(port=self._node.wire_port)
 
     def VerifyPeer(self, request, context):
         proof = self._node.identities.prove(request.cluster_id, request.node_id, request.nonce)
@@ -93,7 +95,7 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         if refusal is None:
             refusal = self._node.identities.refusal(convert.request_source(msg), context.invocation_metadata())
         if refusal is not None:
-            self._refused.note(type(msg).__name__, convert.request_source(msg), context.peer(), refusal)
+            self._node.refusals.note(type(msg).__name__, convert.request_source(msg), context.peer(), refusal)
             context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{type(msg).__name__} refused: {refusal}")
         try:
             future = self._node.submit_request(msg)

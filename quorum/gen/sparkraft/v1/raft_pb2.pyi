@@ -80,6 +80,22 @@ class VerifyPeerResponse(_message.Message):
     proof: bytes
     def __init__(self, error: _Optional[int] = ..., proof: _Optional[bytes] = ...) -> None: ...
 
+class WireEndpointRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WireEndpointResponse(_message.Message):
+    __slots__ = ("port",)
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    def __init__(self, port: _Optional[int] = ...) -> None: ...
+
+class WireHello(_message.Message):
+    __slots__ = ("peer",)
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    peer: str
+    def __init__(self, peer: _Optional[str] = ...) -> None: ...
+
 class OffsetAndEpoch(_message.Message):
     __slots__ = ("offset", "epoch")
     OFFSET_FIELD_NUMBER: _ClassVar[int]

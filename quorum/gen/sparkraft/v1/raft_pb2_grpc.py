@@ -90,6 +90,11 @@ class RaftStub:
                 request_serializer=sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
                 _registered_method=True)
+        self.WireEndpoint = channel.unary_unary(
+                '/sparkraft.v1.Raft/WireEndpoint',
+                request_serializer=sparkraft_dot_v1_dot_raft__pb2.WireEndpointRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_raft__pb2.WireEndpointResponse.FromString,
+                _registered_method=True)
 
 
 class RaftServicer:
@@ -169,6 +174,15 @@ class RaftServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WireEndpoint(self, request, context):
+        """Where this node serves the same requests over sparkraft's framed TCP protocol (quorum/wire/),
+        which costs a small fraction of a gRPC call: peers and clients ask once per connection, then
+        send their Raft requests and appends there. port 0: not served (a TLS listener, or turned off).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RaftServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -226,6 +240,11 @@ def add_RaftServicer_to_server(servicer, server):
                     servicer.UpdateRaftVoter,
                     request_deserializer=sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.SerializeToString,
+            ),
+            'WireEndpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.WireEndpoint,
+                    request_deserializer=sparkraft_dot_v1_dot_raft__pb2.WireEndpointRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_raft__pb2.WireEndpointResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -526,6 +545,33 @@ class Raft:
             '/sparkraft.v1.Raft/UpdateRaftVoter',
             sparkraft_dot_v1_dot_raft__pb2.UpdateRaftVoterRequest.SerializeToString,
             sparkraft_dot_v1_dot_raft__pb2.VoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WireEndpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Raft/WireEndpoint',
+            sparkraft_dot_v1_dot_raft__pb2.WireEndpointRequest.SerializeToString,
+            sparkraft_dot_v1_dot_raft__pb2.WireEndpointResponse.FromString,
             options,
             channel_credentials,
             insecure,

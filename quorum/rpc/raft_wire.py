@@ -1,0 +1,168 @@
+"""The Raft service's hot requests on the wire (quorum/wire/): the peers' Vote, BeginQuorumEpoch,
+EndQuorumEpoch, Fetch and FetchSnapshot, and clients' Append. The same checks and answers as the
+gRPC servicer (raft_service.py); only the transport differs: each handler runs on the node's
+wire thread, hands the request to the Raft event loop and answers when the loop's future is done,
+without a thread waiting in between.
+
+The wire is served only on a PLAINTEXT listener, where a caller is known by its address alone
+(ANONYMOUS): a request claiming to come from a voter must carry that voter's session token in its
+connection's Hello, checked exactly as gRPC metadata is (peer_identity.py).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Callable
+
+from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2
+from quorum.rpc import convert, request_actions
+from quorum.rpc.peer_client import METADATA_KEY
+from quorum.rpc.peer_identity import NEEDS_PROOF
+from quorum.security.principal import ANONYMOUS, Caller, peer_host
+from quorum.wire.frames import Status
+from quorum.wire.methods import BY_NAME
+from quorum.wire.server import Deferred, WireConnection, WireRefusal
+
+_CHECK_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="wire-verify-peer")
+MAX_PROOF_CHECKS = 16
+
+
+def raft_handlers(node) -> dict[int, Callable]:
+    """Method number -> handler for ``node`` (a RaftNode)."""
+    to_core = _ToCore(node)
+    handlers = {BY_NAME[name].number: to_core for name in
+                ("Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "Fetch", "FetchSnapshot")}
+    handlers[BY_NAME["Append"].number] = _Append(node)
+    return handlers
+
+
+class _ToCore:
+    def __init__(self, node):
+        self._node = node
+        self._checks = threading.BoundedSemaphore(MAX_PROOF_CHECKS)
+
+    def __call__(self, conn: WireConnection, request):
+        node = self._node
+        msg = convert.from_proto(request)
+        src = convert.request_source(msg)
+        metadata = ((METADATA_KEY, conn.hello_peer),) if conn.hello_peer else ()
+        verdict = node.identities.check(src, metadata)
+        if verdict is None:
+            return Deferred(self._submit(msg), self._answer)
+        if verdict is not NEEDS_PROOF:
+            self._refused(msg, src, conn.peer, verdict)
+        # A voter's session not proven yet: asking it (VerifyPeer) blocks, so not on this thread,
+        # and at most MAX_PROOF_CHECKS at once (the rest are told to come back).
+        if self._checks.acquire(blocking=False):
+            outer: concurrent.futures.Future = concurrent.futures.Future()
+            _CHECK_POOL.submit(self._check_then_submit, msg, src, metadata, conn.peer, outer)
+            return Deferred(outer, self._answer)
+        raise WireRefusal(Status.UNAVAILABLE, "too many unproven peer sessions at once; retry")
+
+    def _refused(self, msg, src: int, peer: str, refusal: str):
+        self._node.refusals.note(type(msg).__name__, src, peer, refusal)
+        raise WireRefusal(Status.UNAUTHENTICATED, f"{type(msg).__name__} refused: {refusal}")
+
+    def _submit(self, msg) -> concurrent.futures.Future:
+        try:
+            return self._node.submit_request(msg)
+        except NodeNotRunningError as e:
+            raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
+
+    def _answer(self, future: concurrent.futures.Future):
+        try:
+            response = future.result()
+        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+            raise WireRefusal(Status.UNAVAILABLE, str(e) or "node is stopping") from None
+        proto = convert.to_proto(response)
+        if isinstance(proto, raft_pb2.FetchResponse) and proto.leader_id >= 0:
+            proto.leader_endpoint = self._node.endpoint_of(proto.leader_id)
+        return proto
+
+    def _check_then_submit(self, msg, src: int, metadata, peer: str, outer: concurrent.futures.Future) -> None:
+        """On the pool: ask the claimed voter (refusal() may block), then hand the request to the core;
+        ``outer`` gets the core's answer or the refusal."""
+        try:
+            refusal = self._node.identities.refusal(src, metadata)
+            if refusal is not None:
+                self._refused(msg, src, peer, refusal)
+            inner = self._submit(msg)
+        except BaseException as e:
+            _settle(outer, e)
+            return
+        finally:
+            self._checks.release()
+        inner.add_done_callback(lambda f: _copy(f, outer))
+
+
+def _copy(source: concurrent.futures.Future, target: concurrent.futures.Future) -> None:
+    if source.cancelled():
+        target.cancel()
+    else:
+        _settle(target, source.exception(), None if source.exception() else source.result())
+
+
+def _settle(target: concurrent.futures.Future, error: BaseException | None, result=None) -> None:
+    """Complete ``target`` unless it is already done (the wire's timeout cancels it)."""
+    try:
+        if error is not None:
+            target.set_exception(error)
+        else:
+            target.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        pass
+
+
+class _Append:
+    def __init__(self, node):
+        self._node = node
+
+    def __call__(self, conn: WireConnection, request):
+        node = self._node
+        security = node.security
+        if security.authorizer is not None:
+            denied = request_actions.voter_change_refusal(security, Caller(ANONYMOUS, peer_host(conn.peer)), -1)
+            if denied is not None:
+                return convert.append_error(denied.error, denied.message)
+        if request.cluster_id and request.cluster_id != node.cluster_id:
+            return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
+                                        f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
+        if not node.raw_appends:
+            return convert.append_error(Errors.INVALID_REQUEST, "this node takes no raw Append (a metadata "
+                                        "controller); raw Append is served by `sparkraft controller start --raft-only`")
+        records = list(request.records)
+        if not records:
+            return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
+        try:
+            node.client_slots.__enter__()
+        except SparkraftError as e:
+            return convert.append_error(e.error, e.message)
+        future = node.propose(records)
+        released = []
+
+        def release() -> None:
+            if not released:
+                released.append(True)
+                node.client_slots.__exit__(None, None, None)
+
+        future.add_done_callback(lambda f: release())
+
+        def answer(f: concurrent.futures.Future):
+            try:
+                last = f.result()
+            except NotLeaderError as e:
+                return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
+            except SparkraftError as e:
+                return convert.append_error(e.error, e.message)
+            except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+                raise WireRefusal(Status.UNAVAILABLE, str(e) or "node is stopping") from None
+            epoch = f.epoch if f.epoch is not None else node.status().epoch
+            return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)
+
+        def expired():
+            release()
+            return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
+                                        "the records may still be committed")
+
+        return Deferred(future, answer, expired)

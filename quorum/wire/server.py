@@ -1,0 +1,243 @@
+"""The wire's listener, on an asyncio event loop it is given (a node's event-loop thread, which
+also runs the Raft core and the node's outbound wire connections: client.py).
+
+A handler gets the connection and the decoded request, on the loop's thread, and returns the
+response message at once, or a :class:`Deferred` whose future completes later (on any thread); or
+raises :class:`WireRefusal`. Handlers must not block: the one thread serves every connection.
+
+What one peer may cost is bounded: a request larger than ``max_request_bytes`` closes its
+connection before it is read; past ``max_in_flight`` unanswered requests, or while the peer does
+not read its answers, the connection is not read either (TCP pushes back on the sender).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
+
+from google.protobuf.message import DecodeError
+
+from quorum.wire.frames import FrameError, FrameReader, Status, encode_response
+from quorum.wire.methods import HELLO, METHODS
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 256  # unanswered requests per connection before it is not read any more
+LOG_EVERY_S = 10.0  # dropped connections are logged at most this often
+
+
+class WireRefusal(Exception):
+    """Answer the request with a transport status (not carried out, or outcome unknown)."""
+
+    def __init__(self, status: Status, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """An answer that comes later: ``answer(future)`` (on the wire thread) makes the response once
+    ``future`` is done; ``expired()`` makes it if the request's timeout passes first (default:
+    DEADLINE_EXCEEDED). Either may raise WireRefusal."""
+
+    future: concurrent.futures.Future
+    answer: Callable[[concurrent.futures.Future], Any]
+    expired: Optional[Callable[[], Any]] = None
+
+
+Handler = Callable[["WireConnection", Any], Any]
+
+
+class WireConnection(asyncio.Protocol):
+    """One accepted connection: reads requests, hands them to the handlers, writes the answers."""
+
+    def __init__(self, server: "WireServer"):
+        self._server = server
+        self._reader = FrameReader(server.max_request_bytes, requests=True)
+        self.transport: Optional[asyncio.Transport] = None
+        self.peer = ""  # "host:port" of the other end
+        self.hello_peer = ""  # the peer credentials its Hello gave ("" for clients)
+        self._in_flight = 0
+        self._paused_reading = False
+        self._writable = True
+        self._closed = False
+
+    # -- asyncio.Protocol ------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        address = transport.get_extra_info("peername")
+        self.peer = _endpoint(address[0], address[1]) if address else "?"
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self._closed = True
+        self._server.connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            requests = self._reader.feed(data)
+        except FrameError as e:
+            self._server.note_dropped(self.peer, str(e))
+            self.transport.abort()
+            return
+        for request in requests:
+            self._handle(request)
+
+    def pause_writing(self) -> None:
+        self._writable = False
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writable = True
+        self._update_reading()
+
+    # -- requests --------------------------------------------------------------------------
+    def _handle(self, request) -> None:
+        method = METHODS.get(request.method)
+        if method is None:
+            self._respond(request.corr, Status.INVALID_REQUEST, f"unknown method {request.method}".encode())
+            return
+        try:
+            msg = method.request.FromString(request.body)
+        except DecodeError:
+            self._respond(request.corr, Status.INVALID_REQUEST, f"{method.name}: the body does not decode".encode())
+            return
+        if method is HELLO:
+            self.hello_peer = msg.peer
+            self._respond(request.corr, Status.OK, b"")
+            return
+        handler = self._server.handlers.get(method.number)
+        if handler is None:
+            self._respond(request.corr, Status.INVALID_REQUEST, f"{method.name} is not served here".encode())
+            return
+        try:
+            out = handler(self, msg)
+        except WireRefusal as r:
+            self._respond(request.corr, r.status, r.detail.encode())
+            return
+        except Exception as e:
+            log.error("wire %s from %s failed", method.name, self.peer, exc_info=True)
+            self._respond(request.corr, Status.INTERNAL, f"{type(e).__name__}: {e}".encode())
+            return
+        if isinstance(out, Deferred):
+            self._defer(request.corr, request.timeout_ms, out)
+        else:
+            self._respond(request.corr, Status.OK, out.SerializeToString())
+
+    def _defer(self, corr: int, timeout_ms: int, deferred: Deferred) -> None:
+        loop = self._server.loop
+        self._in_flight += 1
+        self._update_reading()
+        state = {"answered": False}
+
+        def finish(make: Callable[[], Any]) -> None:
+            if state["answered"]:
+                return
+            state["answered"] = True
+            if timer is not None:
+                timer.cancel()
+            self._in_flight -= 1
+            self._update_reading()
+            try:
+                out = make()
+            except WireRefusal as r:
+                self._respond(corr, r.status, r.detail.encode())
+            except Exception as e:
+                log.error("wire answer to %s failed", self.peer, exc_info=True)
+                self._respond(corr, Status.INTERNAL, f"{type(e).__name__}: {e}".encode())
+            else:
+                self._respond(corr, Status.OK, out.SerializeToString())
+
+        def expired() -> Any:
+            deferred.future.cancel()
+            if deferred.expired is not None:
+                return deferred.expired()
+            raise WireRefusal(Status.DEADLINE_EXCEEDED, "no answer in time")
+
+        timer = loop.call_later(timeout_ms / 1000, finish, expired) if timeout_ms else None
+        deferred.future.add_done_callback(
+            lambda f: loop.call_soon_threadsafe(finish, lambda: deferred.answer(f)))
+
+    def _respond(self, corr: int, status: Status, body: bytes) -> None:
+        if not self._closed:
+            self.transport.write(encode_response(corr, status, body))
+
+    def _update_reading(self) -> None:
+        pause = self._in_flight >= self._server.max_in_flight or not self._writable
+        if pause != self._paused_reading and not self._closed:
+            self._paused_reading = pause
+            (self.transport.pause_reading if pause else self.transport.resume_reading)()
+
+
+class WireServer:
+    """Listens on ``host:port`` (bound at construction, so a busy port fails at once) and serves
+    ``handlers`` (method number -> Handler) from ``start`` on, on ``loop_thread``'s loop (a node's
+    LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``)."""
+
+    def __init__(self, host: str, port: int, handlers: Mapping[int, Handler], loop_thread,
+                 max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT):
+        self.handlers = dict(handlers)
+        self.max_request_bytes = max_request_bytes
+        self.max_in_flight = max_in_flight
+        self.connections: set[WireConnection] = set()
+        try:
+            self._socket = socket.create_server((host or "", port), family=_family(host))
+        except OSError as e:
+            raise OSError(f"cannot listen on {_endpoint(host, port)} (wire): {e.strerror or e}") from None
+        self.port = self._socket.getsockname()[1]
+        self.loop_thread = loop_thread
+        self.loop = loop_thread.loop
+        self._server: Optional[asyncio.base_events.Server] = None
+        self._dropped_logged = float("-inf")
+        self._dropped_since = 0
+
+    def start(self) -> "WireServer":
+        self.loop_thread.run(self._serve(), 10)
+        return self
+
+    async def _serve(self) -> None:
+        self._server = await self.loop.create_server(lambda: WireConnection(self), sock=self._socket)
+
+    def call_soon(self, fn: Callable, *args) -> None:
+        """Run ``fn(*args)`` on the loop's thread (from any thread)."""
+        self.loop_thread.call_soon(fn, *args)
+
+    def note_dropped(self, peer: str, why: str) -> None:
+        """A connection broke the protocol and was closed: logged at most once per LOG_EVERY_S."""
+        now = time.monotonic()
+        if now - self._dropped_logged < LOG_EVERY_S:
+            self._dropped_since += 1
+            return
+        since, self._dropped_since, self._dropped_logged = self._dropped_since, 0, now
+        log.warning("wire: closed the connection from %s: %s%s", peer, why,
+                    f" ({since} more closed since the last report)" if since else "")
+
+    def stop(self) -> None:
+        """Close the listener and every connection (the loop goes on)."""
+        async def close() -> None:
+            if self._server is not None:
+                self._server.close()
+            for conn in list(self.connections):
+                conn.transport.abort()
+
+        try:
+            self.loop_thread.run(close(), 5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass
+        self._socket.close()
+
+
+def _endpoint(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in (host or "") else socket.AF_INET
