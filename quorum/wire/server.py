@@ -163,8 +163,12 @@ class WireConnection(asyncio.Protocol):
             raise WireRefusal(Status.DEADLINE_EXCEEDED, "no answer in time")
 
         timer = loop.call_later(timeout_ms / 1000, finish, expired) if timeout_ms else None
+        # Completed on the loop's own thread (the Raft core's round), the answer goes out at once;
+        # from another thread, it is handed to the loop.
+        loop_thread = self._server.loop_thread
         deferred.future.add_done_callback(
-            lambda f: loop.call_soon_threadsafe(finish, lambda: deferred.answer(f)))
+            lambda f: finish(lambda: deferred.answer(f)) if loop_thread.in_loop()
+            else loop_thread.call_soon(finish, lambda: deferred.answer(f)))
 
     def _respond(self, corr: int, status: Status, body: bytes) -> None:
         if not self._closed:
