@@ -228,7 +228,7 @@ def report(document: dict) -> str:
         f"then {settings['throughput_seconds']:g} s measured. Latency: one writer, one 100-byte record "
         "per append, sequential. Failover: SIGKILL the leader at default timeouts, time until a "
         "client's append commits again.",
-        "sparkraft's writers are separate client processes going through `RaftClient` (gRPC); "
+        "sparkraft's writers are separate client processes going through `RaftClient` (over the wire, quorum/wire/); "
         "PySyncObj has no client protocol, so its load runs inside the leader's own process, with no "
         "network hop: its best case.",
         f"Goals: ≥ {GOAL_RECORDS_PER_S:,} records/s with fsync, p50 ≤ {GOAL_P50_MS:g} ms, "

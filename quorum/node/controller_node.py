@@ -56,6 +56,7 @@ from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
 from quorum.raft.settings import RaftSettings
 from quorum.rpc.controller_service import ControllerService
+from quorum.rpc.controller_wire import controller_handlers
 from quorum.rpc.sasl_service import SaslService
 from quorum.snapshot.files import read_bootstrap_metadata
 from quorum.snapshot.retention import Retention
@@ -138,7 +139,8 @@ class ControllerNode:
         """A RaftNode serving both the Raft and the Controller gRPC services on ``listen``, and its core."""
         service, sasl = ControllerService(), SaslService()
         raft = RaftNode(node_id, voters, listen, log_dir, raft_settings or RaftSettings(),
-                        servicers=(service.add_to_server, sasl.add_to_server), **raft_kw)
+                        servicers=(service.add_to_server, sasl.add_to_server),
+                        wire_handlers=controller_handlers(service), **raft_kw)
         try:
             core = ControllerCore(node_id, raft.cluster_id, controller_settings_ or ControllerSettings())
             node = cls(raft, core)

@@ -93,9 +93,11 @@ class RaftNode:
                  servicers: Sequence[AddService] = (), raw_appends: bool = False,
                  retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
-                 security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0):
+                 security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
+                 wire_handlers: Optional[Mapping[int, Callable]] = None):
         """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none); a TLS
-        listener serves none."""
+        listener serves none. ``wire_handlers``: more of the wire's methods (the controller's), as
+        ``servicers`` are more gRPC services."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
@@ -135,7 +137,7 @@ class RaftNode:
         self.wire: Optional[WireServer] = None
         if wire_port is not None and security.tls is None:
             try:
-                self.wire = WireServer(listen[0], wire_port, raft_handlers(self), self._loop,
+                self.wire = WireServer(listen[0], wire_port, {**raft_handlers(self), **(wire_handlers or {})}, self._loop,
                                        MAX_REQUEST_BYTES).start()
             except BaseException:
                 self._server.stop(None)

@@ -32,6 +32,7 @@ from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
+from quorum.rpc.controller_wire import WIRE_METHODS
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 from quorum.security.client import ClientSecurity
@@ -46,6 +47,7 @@ class ControllerClient(LeaderFollowingClient):
     no_leader_error = Errors.NOT_CONTROLLER
     retriable = frozenset(_RETRIABLE)
     retriable_codes = frozenset(_RETRIABLE_CODES)
+    wire_methods = frozenset(WIRE_METHODS)  # a broker's register and heartbeats take the wire where there is one
 
     def __init__(self, bootstrap: Bootstrap, timeout: float = 15.0, rpc_timeout: float = 5.0,
                  backoff: float = 0.05, security: Optional[ClientSecurity] = None):

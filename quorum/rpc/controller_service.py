@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import grpc
 
@@ -45,57 +46,114 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     def attach(self, node) -> None:
         self._node = node
 
+    @property
+    def node(self):
+        """The ControllerNode, or None until ``attach``."""
+        return self._node
+
     def add_to_server(self, server: grpc.Server) -> None:
         controller_pb2_grpc.add_ControllerServicer_to_server(self, server)
 
     def _serve(self, method: str, request_pb, context: grpc.ServicerContext):
-        node = self._node
-        if node is None or not node.running:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "the controller is not running")
         try:
-            request = cc.request_from_proto(request_pb)
-        except (ValueError, TypeError) as e:
-            return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
-        is_read = isinstance(request, READ_REQUESTS)
-        security, check = node.security, None
-        if isinstance(request, AlterUserScramCredentialsRequest) and request.upsertions and security.tls is None:
-            return cc.error_response(method, Errors.INVALID_REQUEST, "SCRAM credentials are taken only over TLS (this "
-                                     "listener is PLAINTEXT: a salted password would cross the network in clear)")
+            call = begin_call(self._node, method, request_pb, lambda: _authorizing_caller(self._node, context))
+        except ControllerNotRunningError as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
+        if not isinstance(call, PendingCall):
+            return call
         try:
-            caller = security.authorizing_caller(context)
-        except SparkraftError as e:  # a SCRAM token that does not verify
-            return cc.error_response(method, e.error, e.message)
-        if caller is not None:
-            def check():
-                return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
+            call.future.result(timeout=time_left(context))
+        except concurrent.futures.TimeoutError:
+            return call.timed_out()
+        except Exception:
+            pass  # call.answer() says what went wrong
+        try:
+            return call.answer(call.future)
+        except ControllerNotRunningError as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
 
-            if is_read:  # any controller answers reads, by the ACLs it has replayed
-                denied = check()
-                if denied is not None:
-                    return cc.error_response(method, denied.error, denied.message)
-        future = None
+
+def _authorizing_caller(node, context):
+    return node.security.authorizing_caller(context)
+
+
+@dataclass(eq=False)
+class PendingCall:
+    """A controller request handed to the ControllerNode: ``answer(future)`` makes the response once
+    ``future`` is done (ControllerNotRunningError: the transport's UNAVAILABLE); ``timed_out()`` if
+    the caller's deadline passes first. Either releases the client slot a write holds."""
+
+    method: str
+    future: concurrent.futures.Future
+    finish: Callable[[Any], Any]  # the reply -> the response
+    release: Callable[[], None]
+    endpoint_of: Callable[[int], str]  # where a node listens (NOT_CONTROLLER names the active one)
+
+    def answer(self, future: concurrent.futures.Future):
+        self.release()
         try:
-            if is_read:
-                future = node.read_async(request)
-                reply = future.result(timeout=time_left(context))
-            else:
-                with node.raft.client_slots:  # a write holds its thread until committed (see RaftNode)
-                    future = node.submit(request, check)  # writes: checked by the active controller
-                    reply = future.result(timeout=time_left(context))
+            reply = future.result()
         except SparkraftError as e:
             leader = e.details.get("leader_id")
-            return cc.error_response(method, e.error, e.message, leader,
-                                     node.raft.endpoint_of(leader) if leader is not None else "")
-        except concurrent.futures.TimeoutError:
-            if future is not None:
-                future.cancel()
-            return cc.error_response(method, Errors.REQUEST_TIMED_OUT,
-                                     "not answered before the deadline; the change may still be committed")
+            return cc.error_response(self.method, e.error, e.message, leader,
+                                     self.endpoint_of(leader) if leader is not None else "")
         except (ControllerNotRunningError, concurrent.futures.CancelledError) as e:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "the controller is stopping")
+            raise ControllerNotRunningError(str(e) or "the controller is stopping") from None
         except Exception as e:
-            log.warning("controller %s failed", method, exc_info=True)
-            return cc.error_response(method, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            log.warning("controller %s failed", self.method, exc_info=True)
+            return cc.error_response(self.method, Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+        return self.finish(reply)
+
+    def timed_out(self):
+        self.future.cancel()
+        self.release()
+        return cc.error_response(self.method, Errors.REQUEST_TIMED_OUT,
+                                 "not answered before the deadline; the change may still be committed")
+
+
+def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], Any]):
+    """Start a controller request, whatever the transport: the response at once (a refusal, a bad
+    request), or a :class:`PendingCall`. ``authorizing_caller()`` is NodeSecurity's for the
+    request's transport. ControllerNotRunningError if there is no running controller here.
+
+    Writes wait for their commit holding one of the node's client slots: past that limit they are
+    refused at once with REQUEST_TIMED_OUT (retriable), never queued (RaftNode's ClientSlots)."""
+    if node is None or not node.running:
+        raise ControllerNotRunningError("the controller is not running")
+    try:
+        request = cc.request_from_proto(request_pb)
+    except (ValueError, TypeError) as e:
+        return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
+    is_read = isinstance(request, READ_REQUESTS)
+    security, check = node.security, None
+    if isinstance(request, AlterUserScramCredentialsRequest) and request.upsertions and security.tls is None:
+        return cc.error_response(method, Errors.INVALID_REQUEST, "SCRAM credentials are taken only over TLS (this "
+                                 "listener is PLAINTEXT: a salted password would cross the network in clear)")
+    try:
+        caller = authorizing_caller()
+    except SparkraftError as e:  # a SCRAM token that does not verify
+        return cc.error_response(method, e.error, e.message)
+    if caller is not None:
+        def check():
+            return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
+
+        if is_read:  # any controller answers reads, by the ACLs it has replayed
+            denied = check()
+            if denied is not None:
+                return cc.error_response(method, denied.error, denied.message)
+    release = _no_slot
+    if is_read:
+        future = node.read_async(request)
+    else:
+        try:
+            node.raft.client_slots.__enter__()
+        except SparkraftError as e:
+            return cc.error_response(method, e.error, e.message)
+        release = _once(lambda: node.raft.client_slots.__exit__(None, None, None))
+        future = node.submit(request, check)  # writes: checked by the active controller
+        future.add_done_callback(lambda f: release())
+
+    def finish(reply):
         if check is not None and isinstance(request, ListTopicsRequest):
             reply = request_actions.visible_topics(security, caller, reply)
         response = cc.reply_to_proto(method, reply)
@@ -105,6 +163,22 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
                 response.leader_id = leader
                 response.leader_endpoint = node.raft.endpoint_of(leader)
         return response
+
+    return PendingCall(method, future, finish, release, node.raft.endpoint_of)
+
+
+def _no_slot() -> None:
+    pass
+
+
+def _once(fn: Callable[[], None]) -> Callable[[], None]:
+    done = []
+
+    def run() -> None:
+        if not done:
+            done.append(True)
+            fn()
+    return run
 
 
 def _topic_name(node, topic_id: str) -> Optional[str]:

@@ -143,3 +143,37 @@ def test_a_standby_refuses_writes_with_not_controller_naming_the_active_one(clus
     cluster.client.create_topic("seen-everywhere", 1, 1)
     from quorum.controller.api import ListTopicsRequest
     wait_for(lambda: "seen-everywhere" in node.read(ListTopicsRequest()), 5, "the standby to replay the topic")
+
+
+def test_broker_registrations_and_heartbeats_take_the_wire(cluster):
+    """A broker's RegisterBroker and BrokerHeartbeat go to the active controller's wire listener
+    (quorum/wire/) with the same answers as over gRPC; the rest of the Controller service stays on gRPC."""
+    from quorum.gen.sparkraft.v1 import controller_pb2
+    from quorum.wire.client import BlockingWireChannel
+    from quorum.wire.methods import BY_NAME
+
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    target = cluster.client.leader_endpoint
+    assert target.endswith(f":{active.port}")
+    wire, _ = cluster.client._wires[target]
+    assert wire is not None and wire.port == active.raft.wire_port, "heartbeats did not take the wire"
+    # The same refusal as over gRPC, for a broker the controller does not know.
+    channel = BlockingWireChannel("127.0.0.1", active.raft.wire_port)
+    try:
+        resp = channel.call(BY_NAME["BrokerHeartbeat"], controller_pb2.BrokerHeartbeatRequest(
+            broker_id=999, broker_epoch=1, current_metadata_offset=0), timeout=5)
+        assert Errors(resp.error) is Errors.BROKER_ID_NOT_REGISTERED
+        # A standby answers NOT_CONTROLLER naming the active controller, as over gRPC.
+        standby = next(n for n in cluster.nodes.values() if n is not active)
+        other = BlockingWireChannel("127.0.0.1", standby.raft.wire_port)
+        resp = other.call(BY_NAME["BrokerHeartbeat"], controller_pb2.BrokerHeartbeatRequest(
+            broker_id=101, broker_epoch=cluster.epochs[101], current_metadata_offset=0), timeout=5)
+        other.close()
+        assert Errors(resp.error) is Errors.NOT_CONTROLLER and resp.leader_id == active.node_id
+    finally:
+        channel.close()
+    # The brokers stay unfenced on wire heartbeats.
+    time.sleep(1.5)
+    described = {b.broker_id: b for b in cluster.client.describe_cluster().brokers}
+    assert all(not described[b].fenced for b, _ in BROKERS)

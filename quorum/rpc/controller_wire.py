@@ -1,0 +1,55 @@
+"""The Controller service's broker requests on the wire (quorum/wire/): RegisterBroker and
+BrokerHeartbeat, the calls every broker makes every few seconds. The same checks and answers as the
+gRPC servicer (``begin_call`` in controller_service.py); each handler runs on the node's event-loop
+thread and answers when the controller thread's future is done, with no thread waiting for it.
+
+Served on PLAINTEXT listeners only (as all of the wire), where a caller is ANONYMOUS at its address.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Callable
+
+from quorum.errors import ControllerNotRunningError
+from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
+from quorum.security.principal import ANONYMOUS, Caller, peer_host
+from quorum.wire.frames import Status
+from quorum.wire.methods import BY_NAME
+from quorum.wire.server import Deferred, WireConnection, WireRefusal
+
+WIRE_METHODS = ("RegisterBroker", "BrokerHeartbeat")
+
+
+def controller_handlers(service: ControllerService) -> dict[int, Callable]:
+    """Method number -> handler, for the controller that ``service`` is (or will be) attached to."""
+    return {BY_NAME[name].number: _Handler(service, name) for name in WIRE_METHODS}
+
+
+class _Handler:
+    def __init__(self, service: ControllerService, method: str):
+        self._service = service
+        self._method = method
+
+    def __call__(self, conn: WireConnection, request):
+        node = self._service.node
+        try:
+            call = begin_call(node, self._method, request, lambda: _caller(node, conn))
+        except ControllerNotRunningError as e:
+            raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
+        if not isinstance(call, PendingCall):
+            return call
+        return Deferred(call.future, lambda f: _answer(call, f), call.timed_out)
+
+
+def _caller(node, conn: WireConnection):
+    """NodeSecurity.authorizing_caller for a PLAINTEXT wire connection."""
+    if node.security.authorizer is None:
+        return None
+    return Caller(ANONYMOUS, peer_host(conn.peer))
+
+
+def _answer(call: PendingCall, future: concurrent.futures.Future):
+    try:
+        return call.answer(future)
+    except ControllerNotRunningError as e:
+        raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
