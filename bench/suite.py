@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "snapshot": "bench.snapshot_bench",
     "membership": "bench.membership_bench",
     "security": "bench.security_bench",
+    "heartbeats": "bench.heartbeats_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -362,11 +362,10 @@ class ControllerCore:
         if not self.is_active or self._diverged:
             return []
         ops = []
-        expired = brokers_control.expired(self, now_ms)
-        if expired:
+        broker = brokers_control.first_expired(self, now_ms)
+        if broker is not None:
             # One per tick (Kafka's maybeFenceOneStaleBroker): fencing a big broker takes seconds,
             # and the driver handles the heartbeats that arrived meanwhile before the next tick.
-            broker = expired[0]
             log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
                      self.settings.session_timeout_ms)
             ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))
@@ -464,7 +463,7 @@ def _heartbeat(core: ControllerCore, req, now: int):
 
 def _unregister(core: ControllerCore, req, now: int):
     records, reply = brokers_control.unregister(core, req)
-    core.sessions.last_contact.pop(req.broker_id, None)
+    core.sessions.forget(req.broker_id)
     return records, reply
 
 
