@@ -146,7 +146,8 @@ def run(ctx: Context) -> dict:
             ctx.progress.line(f"{system.label}: FAILED: {type(e).__name__}: {e}")
             result.errors.append(f"{type(e).__name__}: {e}")
         systems[system.key] = asdict(result)
-    document = {"settings": _settings_dict(settings), "systems": systems}
+    # How the writers reach the quorum: RaftClient takes the wire where the voters serve it.
+    document = {"settings": _settings_dict(settings), "systems": systems, "client_transport": "the wire, quorum/wire/"}
     document["ratios"] = _ratios(systems)
     for line in _ratio_lines(document["ratios"]):
         ctx.progress.line(line)
@@ -228,7 +229,8 @@ def report(document: dict) -> str:
         f"then {settings['throughput_seconds']:g} s measured. Latency: one writer, one 100-byte record "
         "per append, sequential. Failover: SIGKILL the leader at default timeouts, time until a "
         "client's append commits again.",
-        "sparkraft's writers are separate client processes going through `RaftClient` (over the wire, quorum/wire/); "
+        f"sparkraft's writers are separate client processes going through `RaftClient` "
+        f"({results.get('client_transport', 'gRPC')}); "
         "PySyncObj has no client protocol, so its load runs inside the leader's own process, with no "
         "network hop: its best case.",
         f"Goals: ≥ {GOAL_RECORDS_PER_S:,} records/s with fsync, p50 ≤ {GOAL_P50_MS:g} ms, "
