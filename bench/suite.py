@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "membership": "bench.membership_bench",
     "security": "bench.security_bench",
     "heartbeats": "bench.heartbeats_bench",
+    "overload": "bench.overload_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -62,7 +62,14 @@ from quorum.node.proposals import ProposalFuture, Proposals, fail, resolve
 from quorum.node.ready_io import NodeReadyIO
 from quorum.node.retention import apply_retention
 from quorum.node.self_membership import SelfMembership
-from quorum.node.server import DEFAULT_RPC_WORKERS, MAX_REQUEST_BYTES, AddService, ClientSlots, bind_server
+from quorum.node.server import (
+    DEFAULT_RPC_WORKERS,
+    MAX_REQUEST_BYTES,
+    WIRE_CLIENT_SLOTS,
+    AddService,
+    ClientSlots,
+    bind_server,
+)
 from quorum.node.status import NodeStatus, StatusBoard
 from quorum.node.storage import NodeStorage
 from quorum.node.voter_addresses import VoterAddresses
@@ -104,7 +111,8 @@ class RaftNode:
         # (``controller start --raft-only``: benchmarks, Raft tests) may take them; in a
         # controller's log they would be records the controller cannot read.
         self.raw_appends = raw_appends
-        self.client_slots = ClientSlots.for_workers(max_rpc_workers)
+        self.client_slots = ClientSlots.for_workers(max_rpc_workers)  # gRPC's: each holds a server thread
+        self.wire_slots = ClientSlots(WIRE_CLIENT_SLOTS)  # the wire's: each holds only its answer's state
         self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
         # Where the voters are (voter_addresses.py); the bootstrap servers are set once the port is bound.
         self.addresses = VoterAddresses(voters, listener_name)

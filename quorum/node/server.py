@@ -18,6 +18,9 @@ from quorum.security.tls import ServerTls
 
 DEFAULT_RPC_WORKERS = 256  # threads of the gRPC server (each RPC in flight holds one)
 RAFT_RESERVED_WORKERS = 32  # of which client writes may never take these (Fetch, Vote, reads)
+# Client writes waiting for their commit on the wire (quorum/wire/), where a waiting request holds
+# no thread, only its answer's state (~1 KiB): past this many, refused at once as over gRPC.
+WIRE_CLIENT_SLOTS = 4096
 
 # The largest request a node takes (any service): Raft requests are small, and a controller request
 # this size already makes several MiB of records. gRPC refuses a larger one (RESOURCE_EXHAUSTED)
@@ -84,7 +87,8 @@ def bind_server(listen: HostPort, workers: int, thread_prefix: str, services: Se
 
 class ClientSlots:
     """How many client writes (Append, controller writes and heartbeats) may wait for their commit
-    at once. ``with slots:`` takes one or raises REQUEST_TIMED_OUT, which clients retry.
+    at once. ``with slots:`` takes one or raises REQUEST_TIMED_OUT, which clients retry. A node has
+    one for gRPC (below) and one for the wire (WIRE_CLIENT_SLOTS).
 
     A synchronous gRPC server gives every RPC in flight a worker thread, and a client write holds
     its thread until its records are committed, which needs the followers' Fetches, which need

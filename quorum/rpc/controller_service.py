@@ -111,10 +111,11 @@ class PendingCall:
                                  "not answered before the deadline; the change may still be committed")
 
 
-def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], Any]):
+def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], Any], wire: bool = False):
     """Start a controller request, whatever the transport: the response at once (a refusal, a bad
     request), or a :class:`PendingCall`. ``authorizing_caller()`` is NodeSecurity's for the
-    request's transport. ControllerNotRunningError if there is no running controller here.
+    request's transport (``wire``: the wire's, else gRPC's). ControllerNotRunningError if there is no
+    running controller here.
 
     Writes wait for their commit holding one of the node's client slots: past that limit they are
     refused at once with REQUEST_TIMED_OUT (retriable), never queued (RaftNode's ClientSlots)."""
@@ -142,14 +143,15 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
             if denied is not None:
                 return cc.error_response(method, denied.error, denied.message)
     release = _no_slot
+    slots = node.raft.wire_slots if wire else node.raft.client_slots
     if is_read:
         future = node.read_async(request)
     else:
         try:
-            node.raft.client_slots.__enter__()
+            slots.__enter__()
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
-        release = _once(lambda: node.raft.client_slots.__exit__(None, None, None))
+        release = _once(lambda: slots.__exit__(None, None, None))
         future = node.submit(request, check)  # writes: checked by the active controller
         future.add_done_callback(lambda f: release())
 

@@ -33,7 +33,7 @@ class _Handler:
     def __call__(self, conn: WireConnection, request):
         node = self._service.node
         try:
-            call = begin_call(node, self._method, request, lambda: _caller(node, conn))
+            call = begin_call(node, self._method, request, lambda: _caller(node, conn), wire=True)
         except ControllerNotRunningError as e:
             raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
         if not isinstance(call, PendingCall):

@@ -135,7 +135,7 @@ class _Append:
         if not records:
             return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
         try:
-            node.client_slots.__enter__()
+            node.wire_slots.__enter__()
         except SparkraftError as e:
             return convert.append_error(e.error, e.message)
         future = node.propose(records)
@@ -144,7 +144,7 @@ class _Append:
         def release() -> None:
             if not released:
                 released.append(True)
-                node.client_slots.__exit__(None, None, None)
+                node.wire_slots.__exit__(None, None, None)
 
         future.add_done_callback(lambda f: release())
 

@@ -75,9 +75,10 @@ def test_a_truncated_frame_waits_for_the_rest():
     assert reader.feed(frame[-1:]) == [Request(BY_NAME["Fetch"].number, 5, 100, b"x" * 50)]
 
 
-def test_every_method_has_a_distinct_number_and_the_grpc_name():
-    from quorum.gen.sparkraft.v1 import raft_pb2_grpc
+def test_every_method_has_a_distinct_number_and_a_grpc_methods_name():
+    from quorum.gen.sparkraft.v1 import controller_pb2_grpc, raft_pb2_grpc
 
     assert len({m.number for m in METHODS.values()}) == len(METHODS)
-    served = {name for name in dir(raft_pb2_grpc.RaftServicer) if not name.startswith("_")}
+    served = {name for servicer in (raft_pb2_grpc.RaftServicer, controller_pb2_grpc.ControllerServicer)
+              for name in dir(servicer) if not name.startswith("_")}
     assert {m.name for m in METHODS.values() if m.number} <= served
