@@ -69,6 +69,16 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
 
+    def series(self, start: float, end: float, step: float = 5.0) -> dict[str, list[float]]:
+        """Each voter's peak RSS per ``step`` seconds from ``start`` to ``end``: does it level off?"""
+        out: dict[str, list[float]] = {n: [] for n in self.pids}
+        t = start
+        while t < end:
+            for n, v in self.peak(t, t + step).items():
+                out[n].append(v)
+            t += step
+        return out
+
     def peak(self, start: float, end: float) -> dict[str, float]:
         window = [s for t, s in self.samples if start <= t <= end]
         return {n: round(max((s[n] for s in window), default=0.0), 1) for n in self.pids}
@@ -141,6 +151,7 @@ def run(ctx: Context) -> dict:
         with ctx.progress.phase(f"recovery: {calm:,.0f} appends/s offered for {settings.recovery_s:g} s"):
             recovery_begin, recovery = _open_loop(cluster, wire, calm, settings.recovery_s, "calm")
         sampler.stop()
+        series = sampler.series(begin, recovery_begin + settings.recovery_s)
         after = {n: round(rss_mb(p), 1) for n, p in pids.items()}
         cluster.__exit__(None, None, None)
         stopped = True
@@ -166,7 +177,7 @@ def run(ctx: Context) -> dict:
         "recovery": {"offered_per_s": calm, "acked_per_s": calm_acked,
                      "shed": sum(sum(p["shed_per_s"]) for p in recovery),
                      "seconds_to_offered_rate": back},
-        "rss_mb": {"before": before, "peak_during_overload": peak, "after": after},
+        "rss_mb": {"before": before, "peak_during_overload": peak, "after": after, "peak_per_5s": series},
         "acknowledged": len(acked), "acknowledged_in_log": in_logs, "none_lost": majority,
     }
     o = result["overload"]
@@ -200,6 +211,9 @@ def report(document: dict) -> str:
         "",
         markdown_table(["voter", "RSS before MB", "peak during overload MB", "after MB", "acknowledged records in its log"],
                        rows),
+        "",
+        "Peak RSS per 5 s from the start of the overload (MB): " + "; ".join(
+            f"{name} {', '.join(f'{v:g}' for v in values)}" for name, values in rss.get("peak_per_5s", {}).items()),
     ])
 
 
