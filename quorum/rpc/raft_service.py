@@ -204,16 +204,10 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         denied = self._authorized(request_actions.voter_change_refusal, context, -1)
         if denied is not None:
             return convert.append_error(denied.error, denied.message)
-        if request.cluster_id and request.cluster_id != node.cluster_id:
-            return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
-                                        f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
-        if not node.raw_appends:
-            return convert.append_error(
-                Errors.INVALID_REQUEST, "this node takes no raw Append: a metadata controller's log holds only "
-                "metadata records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
+        refusal = append_refusal(node, request)
+        if refusal is not None:
+            return refusal
         records = list(request.records)
-        if not records:
-            return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
         try:
             with node.client_slots:
                 future = node.propose(records)
@@ -230,6 +224,21 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
         epoch = future.epoch if future.epoch is not None else node.status().epoch
         return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)
+
+
+def append_refusal(node, request) -> Optional[raft_pb2.AppendResponse]:
+    """Why ``node`` takes no raw ``request`` (both transports' Append), or None: another cluster's,
+    a metadata controller's log, or no records."""
+    if request.cluster_id and request.cluster_id != node.cluster_id:
+        return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
+                                    f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
+    if not node.raw_appends:
+        return convert.append_error(
+            Errors.INVALID_REQUEST, "this node takes no raw Append: a metadata controller's log holds only "
+            "metadata records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
+    if not request.records:
+        return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
+    return None
 
 
 def _voter_of(request, call: str) -> tuple[Optional[Voter], Optional[raft_pb2.VoterChangeResponse]]:

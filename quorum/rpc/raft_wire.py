@@ -19,6 +19,7 @@ from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.rpc import convert, request_actions
 from quorum.rpc.peer_client import METADATA_KEY
 from quorum.rpc.peer_identity import NEEDS_PROOF
+from quorum.rpc.raft_service import append_refusal
 from quorum.security.principal import ANONYMOUS, Caller, peer_host
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
@@ -125,15 +126,10 @@ class _Append:
             denied = request_actions.voter_change_refusal(security, Caller(ANONYMOUS, peer_host(conn.peer)), -1)
             if denied is not None:
                 return convert.append_error(denied.error, denied.message)
-        if request.cluster_id and request.cluster_id != node.cluster_id:
-            return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
-                                        f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
-        if not node.raw_appends:
-            return convert.append_error(Errors.INVALID_REQUEST, "this node takes no raw Append (a metadata "
-                                        "controller); raw Append is served by `sparkraft controller start --raft-only`")
+        refusal = append_refusal(node, request)
+        if refusal is not None:
+            return refusal
         records = list(request.records)
-        if not records:
-            return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
         try:
             node.wire_slots.__enter__()
         except SparkraftError as e:
