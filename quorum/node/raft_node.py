@@ -318,7 +318,8 @@ class RaftNode:
         else:
             started = time.monotonic()
             future.add_done_callback(
-                lambda f: f.exception() is None and self.commit_latency.observe(time.monotonic() - started))
+                lambda f: not f.cancelled() and f.exception() is None
+                and self.commit_latency.observe(time.monotonic() - started))
             self._put(Propose(records, future))
         return future
 

@@ -349,3 +349,19 @@ def test_a_node_formatted_for_another_cluster_refuses_to_start(quorum, tmp_path)
         assert quorum.cluster_id in str(e.value)
     finally:
         node.shutdown()
+
+
+def test_a_proposal_cancelled_before_the_loop_takes_it_is_dropped_quietly(quorum, caplog):
+    """A caller that gives up (a request's deadline) cancels its proposal: the records are never
+    appended, and the commit-latency callback says nothing (it used to log a CancelledError each
+    time, a flood under overload)."""
+    leader = quorum.leader()
+    busy = leader._call(lambda core, now: time.sleep(0.3))  # hold the event loop for a moment
+    end_before = leader.status().log_end_offset
+    with caplog.at_level("ERROR"):
+        future = leader.propose([b"never"])
+        assert future.cancel()
+        busy.result(5)
+        time.sleep(0.2)
+    assert not [r for r in caplog.records if "exception calling callback" in r.getMessage()]
+    assert all(b"never" not in r for b in leader.log.batches(end_before, leader.log.end_offset) for r in b.records)
