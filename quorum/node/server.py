@@ -103,10 +103,17 @@ class ClientSlots:
     def for_workers(cls, workers: int) -> "ClientSlots":
         return cls(max(1, workers - RAFT_RESERVED_WORKERS))
 
-    def __enter__(self) -> None:
+    def take(self) -> None:
+        """Take a slot, or raise REQUEST_TIMED_OUT (retriable) at once if none is free."""
         if not self._free.acquire(blocking=False):
             raise SparkraftError(Errors.REQUEST_TIMED_OUT, f"{self.limit} client requests are already waiting "
                                  f"for their commit here; retry")
 
-    def __exit__(self, *exc) -> None:
+    def release(self) -> None:
         self._free.release()
+
+    def __enter__(self) -> None:
+        self.take()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

@@ -148,10 +148,10 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
         future = node.read_async(request)
     else:
         try:
-            slots.__enter__()
+            slots.take()
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
-        release = _once(lambda: slots.__exit__(None, None, None))
+        release = _once(slots.release)
         future = node.submit(request, check)  # writes: checked by the active controller
         future.add_done_callback(lambda f: release())
 

@@ -131,7 +131,7 @@ class _Append:
             return refusal
         records = list(request.records)
         try:
-            node.wire_slots.__enter__()
+            node.wire_slots.take()
         except SparkraftError as e:
             return convert.append_error(e.error, e.message)
         future = node.propose(records)
@@ -140,7 +140,7 @@ class _Append:
         def release() -> None:
             if not released:
                 released.append(True)
-                node.wire_slots.__exit__(None, None, None)
+                node.wire_slots.release()
 
         future.add_done_callback(lambda f: release())
 
