@@ -18,10 +18,6 @@ class LoopThread:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    @property
-    def name(self) -> str:
-        return self._thread.name
-
     def in_loop(self) -> bool:
         """True on the loop's own thread."""
         return threading.get_ident() == self._thread.ident

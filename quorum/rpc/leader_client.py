@@ -18,15 +18,14 @@ import grpc
 from quorum.config import parse_host_port
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-from quorum.rpc.peer_client import CHANNEL_OPTIONS
+from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
 from quorum.wire.client import BlockingWireChannel, WireCallError
 from quorum.wire.methods import BY_NAME
 
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
-WAIT_NOTICE_S = 2.0
-WIRE_ASK_NONE_AGAIN_S = 30.0  # a server without a wire listener is asked again after this long  # a call still looking for its server after this long says what it waits for
+WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
 
 
 def transport_reason(e: grpc.RpcError) -> str:

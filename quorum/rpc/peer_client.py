@@ -45,9 +45,11 @@ from quorum.wire.server import WireServer
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a Fetch answer holds up to fetch_max_bytes of batches
 METADATA_KEY = "sparkraft-peer"  # the peer credentials' metadata key (peer_identity.py)
-WIRE_ASK_TIMEOUT_S = 2.0  # a Fetch answer holds up to fetch_max_bytes of batches
+WIRE_ASK_TIMEOUT_S = 2.0  # how long a WireEndpoint question may take
+WIRE_ASK_AGAIN_S = 1.0  # after a failed wire connection or WireEndpoint, ask again after this
+WIRE_ASK_NONE_AGAIN_S = 30.0  # a server without a wire listener (an older version) is asked this often
 
 CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 10_000),
@@ -87,10 +89,6 @@ class PeerNoAnswer:
 
 
 Deliver = Callable[[Union[PeerAnswer, PeerNoAnswer]], None]
-
-
-WIRE_ASK_AGAIN_S = 1.0  # after a failed wire connection or WireEndpoint, ask again after this
-WIRE_ASK_NONE_AGAIN_S = 30.0  # a peer without a wire listener (an older version) is asked this often
 
 
 class _Peer:
