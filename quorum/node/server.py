@@ -109,8 +109,16 @@ class ClientSlots:
             raise SparkraftError(Errors.REQUEST_TIMED_OUT, f"{self.limit} client requests are already waiting "
                                  f"for their commit here; retry")
 
-    def release(self) -> None:
-        self._free.release()
+    def hold(self) -> Callable[[], None]:
+        """Take a slot for a request answered later (the wire's); returns what gives it back, safe to
+        call more than once (the answer and a timeout may both)."""
+        self.take()
+        once = threading.Lock()  # taken by the first call only, whichever thread makes it
+
+        def give_back() -> None:
+            if once.acquire(blocking=False):
+                self._free.release()
+        return give_back
 
     def __enter__(self) -> None:
         self.take()

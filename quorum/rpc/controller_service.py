@@ -143,15 +143,13 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
             if denied is not None:
                 return cc.error_response(method, denied.error, denied.message)
     release = _no_slot
-    slots = node.raft.wire_slots if wire else node.raft.client_slots
     if is_read:
         future = node.read_async(request)
     else:
         try:
-            slots.take()
+            release = (node.raft.wire_slots if wire else node.raft.client_slots).hold()
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
-        release = _once(slots.release)
         future = node.submit(request, check)  # writes: checked by the active controller
         future.add_done_callback(lambda f: release())
 
@@ -171,16 +169,6 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
 
 def _no_slot() -> None:
     pass
-
-
-def _once(fn: Callable[[], None]) -> Callable[[], None]:
-    done = []
-
-    def run() -> None:
-        if not done:
-            done.append(True)
-            fn()
-    return run
 
 
 def _topic_name(node, topic_id: str) -> Optional[str]:

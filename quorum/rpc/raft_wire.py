@@ -131,17 +131,10 @@ class _Append:
             return refusal
         records = list(request.records)
         try:
-            node.wire_slots.take()
+            release = node.wire_slots.hold()
         except SparkraftError as e:
             return convert.append_error(e.error, e.message)
         future = node.propose(records)
-        released = []
-
-        def release() -> None:
-            if not released:
-                released.append(True)
-                node.wire_slots.release()
-
         future.add_done_callback(lambda f: release())
 
         def answer(f: concurrent.futures.Future):
