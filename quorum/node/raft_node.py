@@ -396,8 +396,7 @@ class RaftNode:
         """Hand ``item`` to the event loop (any thread). A round already scheduled will see it, so
         only the first item after a round began schedules another (one wake-up, not one per item)."""
         self._inbox.append(item)
-        if not self._round_pending:
-            self._put_round()
+        self._schedule_round()
 
     def _round(self) -> None:
         """One round: the items that arrived, then the core's outputs until it has none, then the
@@ -421,20 +420,19 @@ class RaftNode:
             self._end(e)
             return
         if self._inbox:
-            if not self._round_pending:
-                self._put_round()
+            self._schedule_round()
             return
         if any(lst.next_offset < core.high_watermark and lst.wants_more for lst in self._listeners):
             wait_ms = 0
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self._loop.loop.call_later(min(max(wait_ms, 1), MAX_IDLE_WAIT_MS) / 1000, self._on_timer)
+        self._timer = self._loop.loop.call_later(min(max(wait_ms, 1), MAX_IDLE_WAIT_MS) / 1000,
+                                                 self._schedule_round)
 
-    def _on_timer(self) -> None:
-        if not self._round_pending:
-            self._put_round()
-
-    def _put_round(self) -> None:
+    def _schedule_round(self) -> None:
+        """A round on the loop soon, unless one is scheduled already (any thread)."""
+        if self._round_pending:
+            return
         self._round_pending = True
         try:
             self._loop.call_soon(self._round)

@@ -209,21 +209,21 @@ class RaftService(raft_pb2_grpc.RaftServicer):
             return refusal
         records = list(request.records)
         try:
-            with node.client_slots:
-                future = node.propose(records)
-                last = future.result(timeout=time_left(context))
-        except NotLeaderError as e:
-            return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
+            release = node.client_slots.hold()
         except SparkraftError as e:
             return convert.append_error(e.error, e.message)
-        except concurrent.futures.TimeoutError:
+        try:
+            future = node.propose(records)
+            done, _ = concurrent.futures.wait([future], timeout=time_left(context))
+        finally:
+            release()
+        if not done:
             future.cancel()
-            return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
-                                        "the records may still be committed")
-        except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
-            context.abort(grpc.StatusCode.UNAVAILABLE, str(e) or "node is stopping")
-        epoch = future.epoch if future.epoch is not None else node.status().epoch
-        return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)
+            return append_timed_out()
+        try:
+            return append_answer(node, future, len(records))
+        except NodeNotRunningError as e:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
 
 
 def append_refusal(node, request) -> Optional[raft_pb2.AppendResponse]:
@@ -239,6 +239,26 @@ def append_refusal(node, request) -> Optional[raft_pb2.AppendResponse]:
     if not request.records:
         return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
     return None
+
+
+def append_answer(node, future: concurrent.futures.Future, count: int) -> raft_pb2.AppendResponse:
+    """The answer to a raw Append of ``count`` records once its proposal ``future`` is done (both
+    transports); NodeNotRunningError if the node stopped first (the transport's UNAVAILABLE)."""
+    try:
+        last = future.result(timeout=0)
+    except NotLeaderError as e:
+        return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
+    except SparkraftError as e:
+        return convert.append_error(e.error, e.message)
+    except concurrent.futures.CancelledError:
+        raise NodeNotRunningError("node is stopping") from None
+    epoch = future.epoch if future.epoch is not None else node.status().epoch
+    return convert.append_response(last - count + 1, last, epoch, node.node_id)
+
+
+def append_timed_out() -> raft_pb2.AppendResponse:
+    return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
+                                "the records may still be committed")
 
 
 def _voter_of(request, call: str) -> tuple[Optional[Voter], Optional[raft_pb2.VoterChangeResponse]]:

@@ -14,12 +14,12 @@ import concurrent.futures
 import threading
 from typing import Callable
 
-from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
+from quorum.errors import NodeNotRunningError, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.rpc import convert, request_actions
 from quorum.rpc.peer_client import METADATA_KEY
 from quorum.rpc.peer_identity import NEEDS_PROOF
-from quorum.rpc.raft_service import append_refusal
+from quorum.rpc.raft_service import append_answer, append_refusal, append_timed_out
 from quorum.security.principal import ANONYMOUS, Caller, peer_host
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
@@ -139,19 +139,12 @@ class _Append:
 
         def answer(f: concurrent.futures.Future):
             try:
-                last = f.result()
-            except NotLeaderError as e:
-                return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
-            except SparkraftError as e:
-                return convert.append_error(e.error, e.message)
-            except (NodeNotRunningError, concurrent.futures.CancelledError) as e:
+                return append_answer(node, f, len(records))
+            except NodeNotRunningError as e:
                 raise WireRefusal(Status.UNAVAILABLE, str(e) or "node is stopping") from None
-            epoch = f.epoch if f.epoch is not None else node.status().epoch
-            return convert.append_response(last - len(records) + 1, last, epoch, node.node_id)
 
         def expired():
             release()
-            return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
-                                        "the records may still be committed")
+            return append_timed_out()
 
         return Deferred(future, answer, expired)

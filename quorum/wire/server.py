@@ -136,12 +136,13 @@ class WireConnection(asyncio.Protocol):
         loop = self._server.loop
         self._in_flight += 1
         self._update_reading()
-        state = {"answered": False}
+        answered = False
 
         def finish(make: Callable[[], Any]) -> None:
-            if state["answered"]:
+            nonlocal answered
+            if answered:
                 return
-            state["answered"] = True
+            answered = True
             if timer is not None:
                 timer.cancel()
             self._in_flight -= 1
