@@ -71,8 +71,10 @@ class Brokers:
     def _redirect(self, response) -> None:
         """Follow NOT_CONTROLLER to the controller it names (or the next one if it names none)."""
         leader = getattr(response, "leader_id", -1)
-        ids = list(self.endpoints)
-        self.active = leader if leader in self.endpoints else ids[(ids.index(self.active) + 1) % len(ids)]
+        if leader in self.endpoints:
+            self.active = leader
+        else:
+            self._next()
 
     async def register(self, broker_id: int) -> None:
         request = api.RegisterBrokerRequest(broker_id, self.cluster_id, random_uuid(),

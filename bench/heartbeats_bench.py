@@ -42,19 +42,6 @@ QUICK = Settings(brokers=(1_000, 4_000), seconds=16)
 FULL = Settings(brokers=(2_000, 5_000, 10_000), seconds=30)
 
 
-def _wire_endpoints(cluster: SparkraftCluster) -> dict[int, str]:
-    import grpc
-
-    from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-
-    out = {}
-    for node_id, port in cluster.ports.items():
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            wire = raft_pb2_grpc.RaftStub(channel).WireEndpoint(raft_pb2.WireEndpointRequest(), timeout=10).port
-        out[node_id] = f"127.0.0.1:{wire}"
-    return out
-
-
 def _fenced(cluster: SparkraftCluster, ids: range) -> int:
     from quorum.rpc.controller_client import ControllerClient
 
@@ -68,7 +55,7 @@ def measure(ctx: Context, n: int, seconds: float, failover: bool) -> dict:
     with ctx.progress.phase(f"{n:,} brokers: start 3 controllers"):
         cluster = SparkraftCluster(work, raft_only=False).__enter__()
     try:
-        endpoints = _wire_endpoints(cluster)
+        endpoints = {node_id: cluster.wire_endpoint(node_id) for node_id in cluster.ports}
         cluster_id = cluster.client.describe_quorum().cluster_id
         shares = [n // LOAD_PROCESSES + (1 if i < n % LOAD_PROCESSES else 0) for i in range(LOAD_PROCESSES)]
         first = [1 + sum(shares[:i]) for i in range(LOAD_PROCESSES)]

@@ -123,10 +123,6 @@ def _in_logs(cluster: SparkraftCluster, acked: set[bytes]) -> dict[int, int]:
 
 def run(ctx: Context) -> dict:
     settings = QUICK if ctx.quick else FULL
-    import grpc
-
-    from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-
     cluster = SparkraftCluster(ctx.work_dir / "quorum")
     with ctx.progress.phase("start 3 voters"):
         cluster.__enter__()
@@ -135,10 +131,7 @@ def run(ctx: Context) -> dict:
         with ctx.progress.phase("sustainable rate: 64 closed-loop writers, 6 s"):
             sustainable = cluster.throughput(Load(64, 1, 100), 6, 2)["records_per_s"]
         ctx.progress.line(f"  sustainable: {sustainable:,.0f} writes/s")
-        leader = cluster.leader_id()
-        with grpc.insecure_channel(f"127.0.0.1:{cluster.ports[leader]}") as channel:
-            port = raft_pb2_grpc.RaftStub(channel).WireEndpoint(raft_pb2.WireEndpointRequest(), timeout=10).port
-        wire = f"127.0.0.1:{port}"
+        wire = cluster.wire_endpoint(cluster.leader_id())
         pids = {f"controller-{i}": cluster.voter(i).pid for i in cluster.ports}
         sampler = MemorySampler(pids)
         time.sleep(1.5)

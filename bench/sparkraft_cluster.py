@@ -123,6 +123,16 @@ class SparkraftCluster:
     def leader_id(self) -> int:
         return self.client.describe_quorum().leader_id
 
+    def wire_endpoint(self, node_id: int) -> str:
+        """``127.0.0.1:PORT`` of voter ``node_id``'s wire listener, as it answers WireEndpoint."""
+        import grpc
+
+        from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+
+        with grpc.insecure_channel(f"127.0.0.1:{self.ports[node_id]}") as channel:
+            port = raft_pb2_grpc.RaftStub(channel).WireEndpoint(raft_pb2.WireEndpointRequest(), timeout=10).port
+        return f"127.0.0.1:{port}"
+
     def voter(self, node_id: int) -> ChildProcess:
         return self._voters[node_id]
 
