@@ -57,10 +57,6 @@ class Sessions:
         last = self.last_contact.get(broker)
         return last is not None and now_ms <= last + self.timeout_ms
 
-    def expiry(self, broker: int) -> Optional[int]:
-        last = self.last_contact.get(broker)
-        return None if last is None else last + self.timeout_ms + 1
-
     def oldest(self, watched: Callable[[int], bool]) -> Optional[tuple[int, int]]:
         """(last contact, broker) of the broker heard from longest ago among those ``watched`` holds
         (unfenced ones), or None. Contacts of brokers not watched are dropped from the heap: a broker
