@@ -9,8 +9,9 @@ broker the controller forgot (BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH) regi
 
 Protocol on stdin/stdout: it prints ``{"ready": true}`` once every broker is registered, then
 takes ``{"cmd": "run", "end": T, "kill_at": K}`` (``time.monotonic()`` values) and heartbeats until
-``end``; it answers with the latencies of the heartbeats that succeeded, how many failed, the
-answers that said fenced, and per broker the first success among heartbeats sent after ``kill_at``.
+``end``; it answers with the latencies of the heartbeats that succeeded (all, and those sent before
+``kill_at``), how many failed, the answers that said fenced, and per broker the first success
+among heartbeats sent after ``kill_at``.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class Brokers:
         self.connections: dict[int, PeerWireConnection] = {}
         self.epochs: dict[int, int] = {}
         self.latencies: list[float] = []
+        self.latencies_before_kill: list[float] = []  # of heartbeats sent before kill_at
         self.failures = 0
         self.fenced_answers = 0
         self.reregistered = 0
@@ -116,6 +118,8 @@ class Brokers:
         if error == 0:
             if self.measuring:
                 self.latencies.append(now - sent)
+                if sent < self.kill_at:
+                    self.latencies_before_kill.append(now - sent)
                 self.fenced_answers += response.is_fenced
             if sent >= self.kill_at and broker_id not in self.first_after_kill:
                 self.first_after_kill[broker_id] = now
@@ -162,7 +166,8 @@ async def _main(args) -> None:
     brokers.kill_at = command.get("kill_at") or float("inf")
     brokers.measuring = True
     await brokers.run(command["end"])
-    print(json.dumps({"ok": True, "latencies_s": brokers.latencies, "failures": brokers.failures,
+    print(json.dumps({"ok": True, "latencies_s": brokers.latencies,
+                      "latencies_before_kill_s": brokers.latencies_before_kill, "failures": brokers.failures,
                       "fenced_answers": brokers.fenced_answers, "reregistered": brokers.reregistered,
                       "first_after_kill": brokers.first_after_kill, "brokers": args.count}), flush=True)
 
