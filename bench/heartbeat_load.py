@@ -7,7 +7,8 @@ Lightweight on purpose: one asyncio loop and one wire connection per controller
 10,000. A NOT_CONTROLLER answer that names the active controller moves every broker there; a
 broker the controller forgot (BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH) registers again.
 
-Protocol on stdin/stdout: it prints ``{"ready": true}`` once every broker is registered, then
+Protocol on stdin/stdout: it prints ``{"ready": true}`` once every broker is registered and
+unfenced (its first heartbeat answered not fenced), then
 takes ``{"cmd": "run", "end": T, "kill_at": K}`` (``time.monotonic()`` values) and heartbeats until
 ``end``; it answers with the latencies of the heartbeats that succeeded (all, and those sent before
 ``kill_at``), how many failed, the answers that said fenced, and per broker the first success
@@ -109,6 +110,25 @@ class Brokers:
                 await self.register(broker_id)
         await asyncio.gather(*(one(b) for b in self.ids))
 
+    async def unfence_all(self) -> None:
+        """One heartbeat per broker until the answer says unfenced: a broker's first heartbeat as
+        caught up is a write (the controller unfences it), later ones are not, so the run that is
+        measured is the steady state."""
+        gate = asyncio.Semaphore(MAX_REGISTRATIONS_IN_FLIGHT)
+
+        async def one(broker_id):
+            async with gate:
+                while True:
+                    epoch = self.epochs[broker_id]
+                    response = await self.call(HEARTBEAT, api.BrokerHeartbeatRequest(broker_id, epoch, epoch))
+                    if getattr(response, "error", None) == 0:
+                        if not response.is_fenced:
+                            return
+                    else:
+                        await self._recover(broker_id, response)
+                    await asyncio.sleep(0.05)
+        await asyncio.gather(*(one(b) for b in self.ids))
+
     async def heartbeat(self, broker_id: int) -> None:
         sent = time.monotonic()
         epoch = self.epochs[broker_id]
@@ -126,12 +146,18 @@ class Brokers:
             return
         if self.measuring:
             self.failures += 1
+        await self._recover(broker_id, response)
+
+    async def _recover(self, broker_id: int, response) -> None:
+        """After a failed heartbeat: the next controller (no answer), the one a NOT_CONTROLLER names,
+        or a new registration (the controller forgot the broker)."""
+        error = getattr(response, "error", None)
         if error is None:
             self._next()
         elif Errors(error) is Errors.NOT_CONTROLLER:
             self._redirect(response)
         elif Errors(error) in _FORGOTTEN:
-            self.reregistered += 1
+            self.reregistered += self.measuring
             await self.register(broker_id)
 
     async def run(self, end: float) -> None:
@@ -161,6 +187,7 @@ async def _main(args) -> None:
     brokers = Brokers(loop, endpoints, args.cluster_id, range(args.first_id, args.first_id + args.count),
                       args.interval_ms)
     await brokers.register_all()
+    await brokers.unfence_all()
     print(json.dumps({"ok": True, "ready": True}), flush=True)
     command = json.loads(await loop.run_in_executor(None, sys.stdin.readline))
     brokers.kill_at = command.get("kill_at") or float("inf")
