@@ -1,6 +1,7 @@
 """How a real node carries out its core's Readies (the order is quorum/raft/ready.py's): quorum-state
-written atomically and fsynced, the log fsynced, requests handed to the PeerClient with the
-core's timeout, answers handed to the servicer calls waiting for them."""
+written atomically and fsynced, the log fsynced, the proposals the new high watermark covers
+answered, requests handed to the PeerClient with the core's timeout, answers handed to the
+servicer calls waiting for them."""
 from __future__ import annotations
 
 import logging
@@ -13,7 +14,8 @@ log = logging.getLogger("quorum.node.raft_node")
 
 class NodeReadyIO:
     """A Ready's side effects on a real node: quorum-state written atomically, the log fsynced,
-    requests sent through the PeerClient, answers handed to the servicer calls waiting for them."""
+    committed proposals answered, requests sent through the PeerClient, answers handed to the
+    servicer calls waiting for them."""
 
     def __init__(self, node):
         """``node``: the RaftNode whose Readies these are."""
@@ -28,6 +30,11 @@ class NodeReadyIO:
 
     def flush(self, after_send: bool) -> None:
         self.node.log.flush()
+
+    def committed(self, high_watermark: int) -> None:
+        node = self.node
+        if node._proposals:
+            node._proposals.settle(node.core, node.node_id, node._epoch_at)
 
     def send(self, out: Outbound, before_flush: bool) -> None:
         msg = out.message

@@ -7,7 +7,7 @@ argument. Outputs come out of ``ready()`` as one :class:`Ready`: the driver must
 
 1. persist ``election_state`` (atomically) if it is set,
 2. flush the log if ``flush`` is set,
-3. only then send ``messages`` and expose ``high_watermark``,
+3. only then expose ``high_watermark`` and send ``messages``,
 
 and call ``advance(ready)``. A crash between steps can therefore never forget a
 granted vote or a record it acknowledged. One exception saves a leader's fsync

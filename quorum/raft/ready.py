@@ -6,10 +6,15 @@ order, through a :class:`ReadyIO` that the real node (quorum/node/raft_node.py) 
 (quorum/sim/cluster.py) each implement. Writing the order once means a crash test of one driver is
 a crash test of both::
 
-    persist the election state  ->  flush the log  ->  send  ->  advance
+    persist the election state  ->  flush the log  ->  commit  ->  send  ->  advance
 
 A leader's Ready (``flush_after_send``) sends before it flushes: nothing it sends claims its own
 records are durable, and the followers write them while it does (Raft thesis §10.2.1).
+
+``committed`` comes before the sends so that a leader acknowledges its clients before it answers
+the followers' Fetches with the new high watermark (at one writer, that is a commit's last hop).
+It is safe before a leader's flush: the high watermark counts the leader's own records only once
+flushed (progress.py), so whatever it covers is already on a majority's disks.
 """
 from __future__ import annotations
 
@@ -26,8 +31,8 @@ class Ready:
 
     election_state: Optional[ElectionState]  # 1. persist atomically
     flush: bool  # 2. fsync the log
-    messages: tuple[Outbound, ...]  # 3. send
     high_watermark: Optional[int]  # 3. new committed end offset to expose, if it moved
+    messages: tuple[Outbound, ...]  # 4. send
     flush_after_send: bool = False  # a leader's Ready: send before flushing (see the module doc)
     # (peer, what) for each message from a peer that broke the protocol, refused without effect:
     # the driver logs them.
@@ -44,11 +49,11 @@ def describe_ready(rd: Ready) -> list[str]:
                      + (" rejoining" if st.rejoining else ""))
     if rd.flush and not rd.flush_after_send:
         lines.append("flush")
+    if rd.high_watermark is not None:
+        lines.append(f"high watermark {rd.high_watermark}")
     lines += [f"send {out.dest} corr={out.corr} {describe_message(out.message)}" for out in rd.messages]
     if rd.flush_after_send:
         lines.append("flush (after send)")
-    if rd.high_watermark is not None:
-        lines.append(f"high watermark {rd.high_watermark}")
     return lines
 
 
@@ -68,6 +73,9 @@ class ReadyIO(Protocol):
     def flush(self, after_send: bool) -> None:
         """fsync the log (``after_send``: a leader's, after its messages went out)."""
 
+    def committed(self, high_watermark: int) -> None:
+        """The high watermark moved to ``high_watermark``: expose it (settle what it covers)."""
+
     def send(self, out: Outbound, before_flush: bool) -> None:
         """Send a request to a peer or answer one (``before_flush``: the sender's log is not flushed)."""
 
@@ -79,7 +87,8 @@ class ReadyIO(Protocol):
 
 
 def process_readies(core, io: ReadyIO) -> None:
-    """Carry out the core's Readies until it has none, each in the order persist, flush, send, advance."""
+    """Carry out the core's Readies until it has none, each in the order persist, flush, commit,
+    send, advance."""
     while core.has_ready():
         rd = core.ready()
         for peer, what in rd.violations:
@@ -88,6 +97,8 @@ def process_readies(core, io: ReadyIO) -> None:
             io.persist(rd.election_state)
         if rd.flush and not rd.flush_after_send:
             io.flush(after_send=False)
+        if rd.high_watermark is not None:
+            io.committed(rd.high_watermark)
         for out in rd.messages:
             io.send(out, before_flush=rd.flush_after_send)
         if rd.flush_after_send:

@@ -141,7 +141,12 @@ class PeerClient:
             return
         if self._wire is not None:
             if peer.wire_port:
-                self._wire.call_soon(self._send_wire, peer, corr, msg, timeout_ms)
+                # From the event loop's own thread (a Ready of the core's round) it goes out now: a
+                # follower's next Fetch is the last hop but one of a commit.
+                if self._wire.loop_thread.in_loop():
+                    self._send_wire(peer, corr, msg, timeout_ms)
+                else:
+                    self._wire.call_soon(self._send_wire, peer, corr, msg, timeout_ms)
                 return
             self._ask_wire_endpoint(peer)
         method = getattr(peer.stub, _METHODS[type(msg)])

@@ -98,6 +98,9 @@ class _ScenarioIO:
             raise _CrashNow
         self.n.log.flush()
 
+    def committed(self, high_watermark: int) -> None:
+        pass  # in describe_ready
+
     def send(self, out: Outbound, before_flush: bool) -> None:
         self.c.wire.append(_OnWire(self.n.node_id, out))
 
