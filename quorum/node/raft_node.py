@@ -102,9 +102,9 @@ class RaftNode:
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
                  security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
                  wire_handlers: Optional[Mapping[int, Callable]] = None):
-        """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none); a TLS
-        listener serves none. ``wire_handlers``: more of the wire's methods (the controller's), as
-        ``servicers`` are more gRPC services."""
+        """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none), over TLS
+        where the listener is SSL. ``wire_handlers``: more of the wire's methods (the controller's),
+        as ``servicers`` are more gRPC services."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
@@ -143,10 +143,11 @@ class RaftNode:
         self._loop = LoopThread(f"raft-{node_id}-loop")
         # The wire (quorum/wire/): the same Raft requests and appends at a fraction of gRPC's cost.
         self.wire: Optional[WireServer] = None
-        if wire_port is not None and security.tls is None:
+        if wire_port is not None:
             try:
                 self.wire = WireServer(listen[0], wire_port, {**raft_handlers(self), **(wire_handlers or {})}, self._loop,
-                                       MAX_REQUEST_BYTES).start()
+                                       MAX_REQUEST_BYTES,
+                                       tls=security.tls.wire_context() if security.tls is not None else None).start()
             except BaseException:
                 self._server.stop(None)
                 self._loop.stop()

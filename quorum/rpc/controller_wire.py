@@ -3,7 +3,8 @@ BrokerHeartbeat, the calls every broker makes every few seconds. The same checks
 gRPC servicer (``begin_call`` in controller_service.py); each handler runs on the node's event-loop
 thread and answers when the controller thread's future is done, with no thread waiting for it.
 
-Served on PLAINTEXT listeners only (as all of the wire), where a caller is ANONYMOUS at its address.
+A caller is its certificate's principal under mutual TLS, else ANONYMOUS at its address (the wire
+has no SCRAM login: SASL_SSL clients take gRPC).
 """
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from typing import Callable
 
 from quorum.errors import ControllerNotRunningError
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
-from quorum.security.principal import ANONYMOUS, Caller, peer_host
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
@@ -42,10 +42,10 @@ class _Handler:
 
 
 def _caller(node, conn: WireConnection):
-    """NodeSecurity.authorizing_caller for a PLAINTEXT wire connection."""
+    """NodeSecurity.authorizing_caller for a wire connection: by its certificate under mutual TLS."""
     if node.security.authorizer is None:
         return None
-    return Caller(ANONYMOUS, peer_host(conn.peer))
+    return node.security.wire_caller(conn.peer, conn.peer_certificate)
 
 
 def _answer(call: PendingCall, future: concurrent.futures.Future):

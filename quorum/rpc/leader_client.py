@@ -18,7 +18,7 @@ import grpc
 from quorum.config import parse_host_port
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
-from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S
+from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_PROTOCOLS
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
 from quorum.wire.client import BlockingWireChannel, WireCallError
@@ -69,6 +69,7 @@ class LeaderFollowingClient:
         self._failed_until: dict[str, float] = {}  # server -> until when it is tried last
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._wires: dict[str, tuple[Optional[BlockingWireChannel], float]] = {}  # target -> (channel, asked at)
+        self._wire_context = None  # ssl.SSLContext of the wire channels, with TLS
         self._lock = threading.Lock()
         self._closed = False
         # Whether the last call may have been carried out by an attempt whose answer was lost: an
@@ -148,12 +149,19 @@ class LeaderFollowingClient:
             if e.code() is not grpc.StatusCode.UNIMPLEMENTED:
                 raise
             port = 0
-        wire = BlockingWireChannel(parse_host_port(target)[0], port) if port else None
+        wire = BlockingWireChannel(parse_host_port(target)[0], port, tls=self._wire_tls()) if port else None
         with self._lock:
             if self._closed:
                 raise ValueError(f"the {type(self).__name__} is closed")
             self._wires[target] = (wire, time.monotonic())
         return wire
+
+    def _wire_tls(self):
+        """The SSL context of this client's wire channels (made once: it reads the key files)."""
+        with self._lock:
+            if self._wire_context is None and self.security.tls:
+                self._wire_context = self.security.ssl_context()
+            return self._wire_context
 
     def _attempt_wire(self, target: str, method: str, request, deadline: float):
         wire = self._wire(target, deadline)
@@ -170,7 +178,7 @@ class LeaderFollowingClient:
             raise
 
     def _attempt(self, target: str, method: str, request, deadline: float):
-        if method in self.wire_methods and self._login is None and self.security.protocol == "PLAINTEXT":
+        if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS:
             resp = self._attempt_wire(target, method, request, deadline)
             if resp is not None:
                 return resp

@@ -50,6 +50,7 @@ METADATA_KEY = "sparkraft-peer"  # the peer credentials' metadata key (peer_iden
 WIRE_ASK_TIMEOUT_S = 2.0  # how long a WireEndpoint question may take
 WIRE_ASK_AGAIN_S = 1.0  # after a failed wire connection or WireEndpoint, ask again after this
 WIRE_ASK_NONE_AGAIN_S = 30.0  # a server without a wire listener (an older version) is asked this often
+WIRE_PROTOCOLS = ("PLAINTEXT", "SSL")  # client security.protocols that take the wire (it has no SCRAM login)
 
 CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 10_000),
@@ -109,8 +110,9 @@ class PeerClient:
                  metadata: tuple[tuple[str, str], ...] = (), security: ClientSecurity = PLAINTEXT,
                  wire: Optional[WireServer] = None):
         """``wire``: the node's own wire server, whose thread runs the wire connections (None: gRPC
-        only, as a node whose listener uses TLS)."""
-        self._wire = wire if security.protocol == "PLAINTEXT" else None
+        only). The wire carries no SCRAM login, so SASL_SSL peers take gRPC."""
+        self._wire = wire if security.protocol in WIRE_PROTOCOLS else None
+        self._wire_tls = security.ssl_context() if self._wire is not None else None
         self._hello = dict(metadata).get(METADATA_KEY, "")
         self._addresses = dict(addresses)
         self._security = security
@@ -219,7 +221,7 @@ class PeerClient:
             return
         if peer.wire is None or peer.wire.closed:
             peer.wire = PeerWireConnection(self._wire.loop, peer.address[0], peer.wire_port, self._hello,
-                                           on_lost=lambda conn, exc: self._wire_lost(peer, conn))
+                                           on_lost=lambda conn, exc: self._wire_lost(peer, conn), tls=self._wire_tls)
         peer.wire.request(BY_NAME[_METHODS[type(msg)]], convert.to_proto(msg, peer.node_id), timeout_ms,
                           lambda response, error: self._wire_done(peer, corr, response, error))
 
@@ -275,6 +277,12 @@ class PeerClient:
         the old ones fail as PeerNoAnswer and the core retries them."""
         with self._lock:
             peers, self._peers = list(self._peers.values()), {}
+            if self._wire is not None and not self._closed:
+                try:
+                    self._wire_tls = self._security.ssl_context()
+                except ValueError as e:
+                    log.error("TLS reload for wire connections to the peers failed, keeping the current key "
+                              "files' material: %s", e)
         for peer in peers:
             self._forget(peer)
 

@@ -4,9 +4,10 @@ gRPC servicer (raft_service.py); only the transport differs: each handler runs o
 wire thread, hands the request to the Raft event loop and answers when the loop's future is done,
 without a thread waiting in between.
 
-The wire is served only on a PLAINTEXT listener, where a caller is known by its address alone
-(ANONYMOUS): a request claiming to come from a voter must carry that voter's session token in its
-connection's Hello, checked exactly as gRPC metadata is (peer_identity.py).
+A caller is known as on the gRPC listener: by its verified certificate under mutual TLS (a request
+naming voter N comes only from voter N's principal: request_actions.raft_refusal), else as
+ANONYMOUS at its address; and a request claiming to come from a voter must also carry that voter's
+session token in its connection's Hello, checked exactly as gRPC metadata is (peer_identity.py).
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from quorum.rpc import convert, request_actions
 from quorum.rpc.peer_client import METADATA_KEY
 from quorum.rpc.peer_identity import NEEDS_PROOF
 from quorum.rpc.raft_service import append_answer, append_refusal, append_timed_out
-from quorum.security.principal import ANONYMOUS, Caller, peer_host
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
@@ -47,6 +47,12 @@ class _ToCore:
         node = self._node
         msg = convert.from_proto(request)
         src = convert.request_source(msg)
+        security = node.security
+        if security.mutual_tls:  # a voter's claim and a controller's role, by certificate first
+            refusal = request_actions.raft_refusal(security, security.wire_caller(conn.peer, conn.peer_certificate),
+                                                   type(msg).__name__.removesuffix("Request"), src, node.voters)
+            if refusal is not None:
+                self._refused(msg, src, conn.peer, refusal)
         metadata = ((METADATA_KEY, conn.hello_peer),) if conn.hello_peer else ()
         verdict = node.identities.check(src, metadata)
         if verdict is None:
@@ -123,7 +129,8 @@ class _Append:
         node = self._node
         security = node.security
         if security.authorizer is not None:
-            denied = request_actions.voter_change_refusal(security, Caller(ANONYMOUS, peer_host(conn.peer)), -1)
+            denied = request_actions.voter_change_refusal(security, security.wire_caller(conn.peer, conn.peer_certificate),
+                                                          -1)
             if denied is not None:
                 return convert.append_error(denied.error, denied.message)
         refusal = append_refusal(node, request)

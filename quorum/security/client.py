@@ -104,6 +104,20 @@ class ClientSecurity:
             return grpc.ssl_channel_credentials(roots, material.private_key, material.chain)
         return grpc.ssl_channel_credentials(roots)
 
+    def ssl_context(self) -> Optional[ssl.SSLContext]:
+        """For the wire (quorum/wire/): the same trust, client certificate and host name check as
+        ``channel_credentials`` gives gRPC; None for PLAINTEXT."""
+        if not self.tls:
+            return None
+        if self.truststore:
+            load_trust_store(self.truststore)  # the same checks and messages as gRPC's
+        context = ssl.create_default_context(cafile=self.truststore)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.keystore:
+            load_key_store(self.keystore)
+            context.load_cert_chain(self.keystore)
+        return context
+
     def channel(self, target: str, options=()) -> grpc.Channel:
         if not self.tls:
             return grpc.insecure_channel(target, options=options)

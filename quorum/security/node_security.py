@@ -16,7 +16,7 @@ from typing import Optional
 
 from quorum.security.authorizer import Action, Authorizer
 from quorum.security.client import PLAINTEXT, ClientSecurity
-from quorum.security.principal import ANONYMOUS, Caller, PrincipalMapper, certificate_subject, peer_host
+from quorum.security.principal import ANONYMOUS, Caller, PrincipalMapper, certificate_subject, der_subject, peer_host
 from quorum.security.sasl_server import ScramAuthenticator
 from quorum.security.tls import ServerTls
 
@@ -61,13 +61,25 @@ class NodeSecurity:
             if principal is not None:
                 return Caller(principal, host, authenticated=True)
         if self.tls is not None:
-            subject = certificate_subject(context.auth_context())
-            if subject is not None:
-                principal = self.mapper.principal(subject)
-                if principal is not None:
-                    return Caller(principal, host, authenticated=True, by_certificate=True)
-                log.warning("no ssl.principal.mapping.rules rule applies to certificate %s: treated as %s",
-                            subject, ANONYMOUS)
+            return self._by_certificate(host, certificate_subject(context.auth_context()))
+        return Caller(ANONYMOUS, host)
+
+    def wire_caller(self, peer: str, certificate: Optional[bytes]) -> Caller:
+        """Who is on a wire connection (quorum/wire/) from ``peer`` ("host:port") that presented the
+        verified ``certificate`` (DER; None without mutual TLS). The wire carries no SCRAM login:
+        its callers are known by certificate or not at all, as a gRPC caller without a token is."""
+        host = peer_host(peer)
+        if self.tls is not None and certificate is not None:
+            return self._by_certificate(host, der_subject(certificate))
+        return Caller(ANONYMOUS, host)
+
+    def _by_certificate(self, host: str, subject: Optional[str]) -> Caller:
+        if subject is not None:
+            principal = self.mapper.principal(subject)
+            if principal is not None:
+                return Caller(principal, host, authenticated=True, by_certificate=True)
+            log.warning("no ssl.principal.mapping.rules rule applies to certificate %s: treated as %s",
+                        subject, ANONYMOUS)
         return Caller(ANONYMOUS, host)
 
     def allows(self, caller: Caller, action: Action) -> bool:

@@ -118,6 +118,17 @@ def peer_host(peer: str) -> str:
     return rest or peer
 
 
+def der_subject(certificate: bytes) -> Optional[str]:
+    """The distinguished name of a DER certificate (a wire connection's verified peer), in the
+    RFC 2253 form gRPC's ``x509_subject`` gives, so the same mapping rules apply to both."""
+    from cryptography import x509
+
+    try:
+        return x509.load_der_x509_certificate(certificate).subject.rfc4514_string()
+    except ValueError:
+        return None
+
+
 def certificate_subject(auth_context: dict) -> Optional[str]:
     """The verified client certificate's distinguished name, if the peer presented one."""
     values = auth_context.get("x509_subject") or ()

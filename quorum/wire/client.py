@@ -1,6 +1,7 @@
 """Both ends that make wire requests: a blocking channel for the quorum clients (one request at a
 time per channel, as a closed-loop caller makes them) and an asyncio connection for a node's peer
-requests (many in flight, on the node's wire thread).
+requests (many in flight, on the node's wire thread). Either speaks TLS when given an
+``ssl.SSLContext`` (the caller's ClientSecurity's: quorum/security/client.py).
 
 Failures are reported as :class:`WireCallError`, a ``grpc.RpcError`` with the gRPC status code
 that means the same, so the callers' retry rules (quorum/rpc/leader_client.py, peer_client.py)
@@ -12,6 +13,7 @@ import asyncio
 import itertools
 import logging
 import socket
+import ssl
 import threading
 import time
 from typing import Callable, Optional
@@ -60,9 +62,10 @@ class BlockingWireChannel:
     answer. Thread-safe (calls take turns). Any transport failure closes the connection: the next
     call opens a new one."""
 
-    def __init__(self, host: str, port: int, peer_metadata: str = ""):
+    def __init__(self, host: str, port: int, peer_metadata: str = "", tls: Optional[ssl.SSLContext] = None):
         self.host, self.port = host, port
         self._hello = peer_metadata
+        self._tls = tls
         self._sock: Optional[socket.socket] = None
         self._reader: Optional[FrameReader] = None
         self._corrs = itertools.count(1)
@@ -89,6 +92,12 @@ class BlockingWireChannel:
     def _open(self, deadline: float) -> None:
         sock = socket.create_connection((self.host, self.port), timeout=max(0.01, deadline - time.monotonic()))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls is not None:
+            try:
+                sock = self._tls.wrap_socket(sock, server_hostname=self.host)  # the handshake, within the timeout
+            except ssl.SSLError as e:
+                sock.close()
+                raise WireCallError(grpc.StatusCode.UNAVAILABLE, f"TLS handshake failed: {e.reason or e}") from None
         self._sock, self._reader = sock, FrameReader(MAX_RESPONSE_BYTES, requests=False)
         if self._hello:
             self._exchange(HELLO, HELLO.request(peer=self._hello).SerializeToString(), deadline)
@@ -130,10 +139,12 @@ class PeerWireConnection(asyncio.Protocol):
     exactly once, on the wire thread."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, host: str, port: int, hello: str,
-                 on_lost: Callable[["PeerWireConnection", Optional[Exception]], None]):
+                 on_lost: Callable[["PeerWireConnection", Optional[Exception]], None],
+                 tls: Optional[ssl.SSLContext] = None):
         self.loop = loop
         self.host, self.port = host, port
         self._hello = hello
+        self._tls = tls
         self._on_lost = on_lost
         self._reader = FrameReader(MAX_RESPONSE_BYTES, requests=False)
         self._transport: Optional[asyncio.Transport] = None
@@ -145,8 +156,9 @@ class PeerWireConnection(asyncio.Protocol):
 
     async def _connect(self) -> None:
         try:
-            await self.loop.create_connection(lambda: self, self.host, self.port)
-        except OSError as e:
+            await self.loop.create_connection(lambda: self, self.host, self.port, ssl=self._tls,
+                                              server_hostname=self.host if self._tls is not None else None)
+        except (OSError, ssl.SSLError) as e:
             self._lost(e)
 
     def connection_made(self, transport) -> None:

@@ -16,6 +16,7 @@ import concurrent.futures
 import functools
 import logging
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 256  # unanswered requests per connection before it is not read any more
 LOG_EVERY_S = 10.0  # dropped connections are logged at most this often
+HANDSHAKE_TIMEOUT_S = 10.0  # a TLS connection that has not finished its handshake by then is closed
 
 
 class WireRefusal(Exception):
@@ -66,6 +68,7 @@ class WireConnection(asyncio.Protocol):
         self._reader = FrameReader(server.max_request_bytes, requests=True)
         self.transport: Optional[asyncio.Transport] = None
         self.peer = ""  # "host:port" of the other end
+        self.peer_certificate: Optional[bytes] = None  # DER, verified: a TLS listener's client certificate
         self.hello_peer = ""  # the peer credentials its Hello gave ("" for clients)
         self._in_flight = 0
         self._paused_reading = False
@@ -81,6 +84,9 @@ class WireConnection(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         address = transport.get_extra_info("peername")
         self.peer = _endpoint(address[0], address[1]) if address else "?"
+        tls = transport.get_extra_info("ssl_object")
+        if tls is not None:  # the handshake is done: a certificate here was verified
+            self.peer_certificate = tls.getpeercert(binary_form=True)
         self._server.connections.add(self)
 
     def connection_lost(self, exc) -> None:
@@ -213,11 +219,14 @@ class WireConnection(asyncio.Protocol):
 class WireServer:
     """Listens on ``host:port`` (bound at construction, so a busy port fails at once) and serves
     ``handlers`` (method number -> Handler) from ``start`` on, on ``loop_thread``'s loop (a node's
-    LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``)."""
+    LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``); over TLS with
+    ``tls`` (the node's listener's context: quorum/security/tls.py)."""
 
     def __init__(self, host: str, port: int, handlers: Mapping[int, Handler], loop_thread,
-                 max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT):
+                 max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT,
+                 tls: Optional[ssl.SSLContext] = None):
         self.handlers = dict(handlers)
+        self.tls = tls
         self.max_request_bytes = max_request_bytes
         self.max_in_flight = max_in_flight
         self.connections: set[WireConnection] = set()
@@ -237,7 +246,8 @@ class WireServer:
         return self
 
     async def _serve(self) -> None:
-        self._server = await self.loop.create_server(lambda: WireConnection(self), sock=self._socket)
+        self._server = await self.loop.create_server(lambda: WireConnection(self), sock=self._socket, ssl=self.tls,
+                                                     ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.tls else None)
 
     def call_soon(self, fn: Callable, *args) -> None:
         """Run ``fn(*args)`` on the loop's thread (from any thread)."""
