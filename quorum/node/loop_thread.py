@@ -4,13 +4,27 @@ read from a socket reaches the core, and its answer the socket, without a thread
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import Callable
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed (its transports and TLS are written in C), else
+    asyncio's own; SPARKRAFT_EVENT_LOOP=asyncio picks asyncio's (to measure one against the other)."""
+    if os.environ.get("SPARKRAFT_EVENT_LOOP", "uvloop") == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
 class LoopThread:
     def __init__(self, name: str):
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 

@@ -115,3 +115,4 @@ def test_a_correlation_id_already_in_flight_is_refused(served):
     handler.complete()
     answer = _answers(sock, 1)[7]
     assert answer.status is Status.OK and handler.seen == 1
+
