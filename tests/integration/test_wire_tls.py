@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 
 import pytest
+from inprocess_quorum import VOTERS, Quorum, running
 from pki import MAPPING_RULES, Pki
 
 from quorum.gen.sparkraft.v1 import raft_pb2
-from quorum.log.meta_properties import format_storage, random_cluster_id
-from quorum.node import RaftNode
-from quorum.raft.settings import RaftSettings
 from quorum.rpc.raft_client import RaftClient
 from quorum.security.authorizer import Authorizer
 from quorum.security.client import ClientSecurity
@@ -25,55 +22,28 @@ from quorum.security.tls import ServerTls
 from quorum.wire.frames import FrameReader, Status, encode_request
 from quorum.wire.methods import BY_NAME
 
-SETTINGS = RaftSettings(election_timeout_ms=300, fetch_timeout_ms=1500, request_timeout_ms=1500)
-VOTERS = (1, 2, 3)
 
+class TlsQuorum(Quorum):
+    """The in-process quorum with SSL listeners requiring client certificates (``CN=controller-N``),
+    principals by Kafka's mapping rules, the authorizer on and ``User:admin`` a super user."""
 
-class TlsQuorum:
     def __init__(self, root):
         self.pki = Pki(root / "pki")
-        self.cluster_id = random_cluster_id()
-        self.nodes = {}
-        for i in VOTERS:
-            format_storage(root / f"c{i}", self.cluster_id, i)
-            keystore = str(self.pki.keystore(f"controller-{i}"))
-            security = NodeSecurity(tls=ServerTls(keystore, str(self.pki.truststore), "required"),
-                                    mapper=PrincipalMapper(MAPPING_RULES), authorizer=Authorizer({"User:admin"}),
-                                    client=ClientSecurity("SSL", str(self.pki.truststore), keystore))
-            self.nodes[i] = RaftNode(i, {v: ("127.0.0.1", 0) for v in VOTERS}, ("127.0.0.1", 0), root / f"c{i}",
-                                     SETTINGS, raw_appends=True, security=security)
-        self.addresses = {i: ("127.0.0.1", n.port) for i, n in self.nodes.items()}
-        for n in self.nodes.values():
-            n.set_voter_addresses(self.addresses)
-            n.start()
+        super().__init__(root, security=self._security)
 
-    def leader(self, timeout=15.0) -> RaftNode:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for n in self.nodes.values():
-                if n.status().state == "Leader":
-                    return n
-            time.sleep(0.01)
-        raise AssertionError("no leader")
+    def _security(self, node_id: int) -> NodeSecurity:
+        keystore = str(self.pki.keystore(f"controller-{node_id}"))
+        return NodeSecurity(tls=ServerTls(keystore, str(self.pki.truststore), "required"),
+                            mapper=PrincipalMapper(MAPPING_RULES), authorizer=Authorizer({"User:admin"}),
+                            client=ClientSecurity("SSL", str(self.pki.truststore), keystore))
 
     def client_security(self, cn: str) -> ClientSecurity:
         return ClientSecurity("SSL", str(self.pki.truststore), str(self.pki.keystore(cn)))
 
-    def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{p}" for _, p in self.addresses.values())
-
-    def close(self):
-        for n in self.nodes.values():
-            n.shutdown(graceful=False)
-
 
 @pytest.fixture
 def tls_quorum(tmp_path):
-    q = TlsQuorum(tmp_path)
-    try:
-        yield q
-    finally:
-        q.close()
+    yield from running(TlsQuorum(tmp_path))
 
 
 def _call(sock, method, request, corr):
@@ -101,10 +71,7 @@ def test_peers_replicate_and_clients_append_over_the_wire_with_mutual_tls(tls_qu
         for i in range(10):
             _, last = client.append([b"tls-%d" % i])
         assert client._wires[client.leader_endpoint][0] is not None, "the append did not take the wire"
-    deadline = time.monotonic() + 15
-    while not all(n.status().high_watermark > last for n in q.nodes.values()):
-        assert time.monotonic() < deadline, [n.status() for n in q.nodes.values()]
-        time.sleep(0.02)
+    q.wait_all_reach(last)
     # The followers fetch on the leader's wire listener, each known by its certificate.
     subjects = {c.hello_peer.partition(":")[0]: c.peer_certificate for c in leader.wire.connections}
     followers = {str(i) for i in VOTERS if i != leader.node_id}
