@@ -15,6 +15,7 @@ import sys
 import traceback
 from typing import NoReturn
 
+from quorum.allocator import tune_allocator
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
 from quorum.gc_tuning import tune_gc
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     debug = getattr(args, "debug", False)
     tune_gc()
+    tune_allocator()
     try:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
         if args.log_default == "WARNING" and sys.stderr.isatty():

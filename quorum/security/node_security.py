@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 NODE_ID_FIELD = "{node.id}"
 DEFAULT_VOTER_PRINCIPAL = "User:controller-{node.id}"
 DEFAULT_BROKER_PRINCIPAL = "User:broker-{node.id}"
+MAX_CACHED_CERTIFICATES = 4096  # wire_caller's memory of certificates it has mapped
 
 
 @dataclass
@@ -36,6 +37,8 @@ class NodeSecurity:
     voter_principal: str = DEFAULT_VOTER_PRINCIPAL
     broker_principal: str = DEFAULT_BROKER_PRINCIPAL
     scram: Optional[ScramAuthenticator] = None  # SASL/SCRAM logins and their tokens (TLS controller listeners)
+    # certificate (DER) -> its caller, for wire_caller: the mapping is worked out once per certificate
+    _wire_callers: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def mutual_tls(self) -> bool:
@@ -69,9 +72,14 @@ class NodeSecurity:
         verified ``certificate`` (DER; None without mutual TLS). The wire carries no SCRAM login:
         its callers are known by certificate or not at all, as a gRPC caller without a token is."""
         host = peer_host(peer)
-        if self.tls is not None and certificate is not None:
-            return self._by_certificate(host, der_subject(certificate))
-        return Caller(ANONYMOUS, host)
+        if self.tls is None or certificate is None:
+            return Caller(ANONYMOUS, host)
+        known = self._wire_callers.get(certificate)  # a connection's every request shows the same one
+        if known is None:
+            if len(self._wire_callers) >= MAX_CACHED_CERTIFICATES:
+                self._wire_callers.clear()
+            known = self._wire_callers[certificate] = self._by_certificate("", der_subject(certificate))
+        return Caller(known.principal, host, known.authenticated, known.by_certificate)
 
     def _by_certificate(self, host: str, subject: Optional[str]) -> Caller:
         if subject is not None:
