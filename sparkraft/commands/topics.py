@@ -1,4 +1,6 @@
-"""``sparkraft topics create|delete|describe|list``: topics through the active controller (kafka-topics).
+"""``sparkraft topics create|alter|delete|describe|list``: topics through the active controller
+(kafka-topics). ``alter --partitions N`` adds partitions (Kafka's CreatePartitions: a topic never
+loses partitions), placed on the brokers as a new topic's are.
 
 Writes go to the active controller wherever ``--bootstrap-controller`` points; reads may be answered
 by any controller (the newest answer is preferred). ``describe --json`` prints
@@ -34,7 +36,7 @@ def client(args: argparse.Namespace):
 
 
 def register(subparsers) -> None:
-    commands = add_group(subparsers, "topics", "create, delete, describe and list topics")
+    commands = add_group(subparsers, "topics", "create, alter, delete, describe and list topics")
 
     create = add_command(commands, "create", "create a topic", run_create)
     create.add_argument("--topic", required=True, metavar="T", help="the topic's name")
@@ -47,6 +49,13 @@ def register(subparsers) -> None:
     create.add_argument("--config", action="append", default=[], metavar="K=V",
                         help="a topic config; repeat for several")
     add_bootstrap(create)
+
+    alter = add_command(commands, "alter", "add partitions to a topic", run_alter)
+    alter.add_argument("--topic", required=True, metavar="T")
+    alter.add_argument("--partitions", type=int, required=True, metavar="N",
+                       help="the topic's new number of partitions (more than it has: partitions are never "
+                            "removed, as in Kafka)")
+    add_bootstrap(alter)
 
     delete = add_command(commands, "delete", "delete a topic", run_delete)
     delete.add_argument("--topic", required=True, metavar="T")
@@ -81,6 +90,12 @@ def run_create(args: argparse.Namespace) -> None:
     with client(args) as c:
         c.create_topic(args.topic, args.partitions, args.replication_factor, configs)
     print(f"Created topic {args.topic}.")
+
+
+def run_alter(args: argparse.Namespace) -> None:
+    with client(args) as c:
+        c.create_partitions(args.topic, args.partitions)
+    print(f"Topic {args.topic} has {args.partitions} partitions now.")
 
 
 def run_delete(args: argparse.Namespace) -> None:

@@ -98,6 +98,29 @@ def test_create_describe_list_json_shapes(cluster):
     assert "orders" not in json.loads(ok("topics", "list", "--json", *boot))
 
 
+def test_alter_adds_partitions_and_refuses_anything_else(cluster):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "growing", "--partitions", "2", "--replication-factor", "2", *boot)
+    before = json.loads(ok("topics", "describe", "--topic", "growing", "--json", *boot))
+    assert ok("topics", "alter", "--topic", "growing", "--partitions", "5", *boot).strip() == \
+        "Topic growing has 5 partitions now."
+    after = json.loads(ok("topics", "describe", "--topic", "growing", "--json", *boot))
+    assert after["topic_id"] == before["topic_id"]
+    assert after["partitions"][:2] == before["partitions"]  # the old ones untouched
+    assert [p["partition"] for p in after["partitions"]] == [0, 1, 2, 3, 4]
+    for p in after["partitions"][2:]:  # the new ones as a new topic's: the same replication factor, led
+        assert len(p["replicas"]) == 2 and len(set(p["replicas"])) == 2 and p["leader"] in p["replicas"]
+        assert set(p["replicas"]) <= {101, 102, 103} and p["isr"] == p["replicas"]
+    for args, error in [(("--topic", "growing", "--partitions", "3"), "INVALID_PARTITIONS"),
+                        (("--topic", "growing", "--partitions", "5"), "INVALID_PARTITIONS"),
+                        (("--topic", "nope", "--partitions", "9"), "UNKNOWN_TOPIC_OR_PARTITION")]:
+        result = sparkraft("topics", "alter", *args, *boot)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"{error}: "), (args, result.stderr)
+    assert json.loads(ok("topics", "describe", "--topic", "growing", "--json", *boot)) == after
+    ok("topics", "delete", "--topic", "growing", *boot)
+
+
 def test_broker_and_cluster_configs(cluster):
     boot = ("--bootstrap-controller", cluster.bootstrap())
     ok("configs", "alter", "--entity-type", "cluster", "--add-config", "log.retention.ms=2000", *boot)
@@ -151,7 +174,7 @@ def test_other_errors_are_one_line(cluster):
 
 
 def test_help():
-    for args in (["topics", "create"], ["topics", "describe"], ["configs", "alter"], ["brokers", "list"],
+    for args in (["topics", "create"], ["topics", "alter"], ["topics", "describe"], ["configs", "alter"], ["brokers", "list"],
                  ["broker", "start"]):
         result = sparkraft(*args, "--help")
         assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result
