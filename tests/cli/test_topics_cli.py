@@ -121,6 +121,30 @@ def test_alter_adds_partitions_and_refuses_anything_else(cluster):
     ok("topics", "delete", "--topic", "growing", *boot)
 
 
+def test_leader_election_reports_as_kafka_does(cluster):
+    """What kafka-leader-election prints and exits with (the elections themselves are the
+    controller's, tested in tests/unit/controller/test_controller_requests.py)."""
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "elect", "--partitions", "2", "--replication-factor", "3", *boot)
+    before = json.loads(ok("topics", "describe", "--topic", "elect", "--json", *boot))
+    for kind in ("PREFERRED", "UNCLEAN", "preferred"):
+        out = ok("leader-election", "--election-type", kind, "--topic", "elect", "--partition", "1", *boot)
+        assert out.strip() == "Valid replica already elected for partitions elect-1"
+    result = sparkraft("leader-election", "--election-type", "PREFERRED", "--topic", "nope", "--partition", "0", *boot)
+    assert result.returncode == 1
+    assert result.stdout.strip().startswith("Error completing leader election (PREFERRED) for partition: nope-0: "
+                                            "UNKNOWN_TOPIC_OR_PARTITION: ")
+    out = ok("leader-election", "--election-type", "PREFERRED", "--all-topic-partitions", *boot)
+    assert "Error" not in out  # every leader here is its preferred replica, or was made so
+    for bad in (("--topic", "elect"), ("--all-topic-partitions", "--partition", "0"), ("--partition", "0")):
+        result = sparkraft("leader-election", "--election-type", "PREFERRED", *bad, *boot)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("ERROR: "), (bad, result.stderr)
+    after = json.loads(ok("topics", "describe", "--topic", "elect", "--json", *boot))
+    assert [p["leader"] for p in after["partitions"]] == [p["replicas"][0] for p in before["partitions"]]
+    ok("topics", "delete", "--topic", "elect", *boot)
+
+
 def test_broker_and_cluster_configs(cluster):
     boot = ("--bootstrap-controller", cluster.bootstrap())
     ok("configs", "alter", "--entity-type", "cluster", "--add-config", "log.retention.ms=2000", *boot)
@@ -174,7 +198,8 @@ def test_other_errors_are_one_line(cluster):
 
 
 def test_help():
-    for args in (["topics", "create"], ["topics", "alter"], ["topics", "describe"], ["configs", "alter"], ["brokers", "list"],
+    for args in (["topics", "create"], ["topics", "alter"], ["leader-election"], ["topics", "describe"],
+                 ["configs", "alter"], ["brokers", "list"],
                  ["broker", "start"]):
         result = sparkraft(*args, "--help")
         assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result
