@@ -313,6 +313,26 @@ def incremental_alter(image: MetadataImage, req: api.IncrementalAlterConfigsRequ
     return records, tuple(results)
 
 
+def topic_value(image: MetadataImage, topic: str, name: str) -> Optional[str]:
+    """A topic config's value in effect: the topic's own, else the cluster's dynamic default (its
+    broker synonym), else the definition's default (as ``describe`` reports it)."""
+    own = image.configs.value(ConfigResource(TOPIC, topic), name)
+    if own is not None:
+        return own
+    d = TOPIC_CONFIGS.get(name)
+    if d is not None and d.synonym is not None:
+        cluster = image.configs.value(CLUSTER, d.synonym)
+        if cluster is not None:
+            return cluster
+    return d.default if d is not None else None
+
+
+def unclean_election_enabled(image: MetadataImage, topic: str) -> bool:
+    """``unclean.leader.election.enable`` for ``topic``: may the controller give a leaderless
+    partition a leader from outside its ISR (losing what only the ISR had)?"""
+    return (topic_value(image, topic, "unclean.leader.election.enable") or "false").strip().lower() == "true"
+
+
 def describe(image: MetadataImage, key: api.ConfigResourceKey
              ) -> tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]:
     try:

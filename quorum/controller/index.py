@@ -12,7 +12,7 @@ handled-but-uncommitted records) on the active controller. ``update(old, new, ..
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
 from quorum.metadata.image import MetadataImage
@@ -72,11 +72,15 @@ class PartitionIndex:
     def leads_any(self, broker: int) -> bool:
         return bool(self.leads.get(broker))
 
-    def leaderless_partitions(self, isr_member: Optional[int] = None) -> list[tuple[str, int]]:
-        """Leaderless partitions (whose ISR holds ``isr_member``, if given)."""
+    def leaderless_partitions(self, isr_member: Optional[int] = None,
+                              topic_ok: Optional[Callable[[str], bool]] = None) -> list[tuple[str, int]]:
+        """Leaderless partitions (whose ISR holds ``isr_member``, if given; of the topics ``topic_ok``
+        takes, if given: asked once per topic with leaderless partitions)."""
         member = self.isr.get(isr_member, {}) if isr_member is not None else None
         out = []
         for tid, m in self.leaderless.items():
+            if topic_ok is not None and not topic_ok(tid):
+                continue
             if member is not None:
                 m &= member.get(tid, 0)
             out.extend((tid, pid) for pid in _bits(m))

@@ -355,20 +355,49 @@ def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecor
 
 
 def elect_leaderless(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
-    """Leaderless partitions whose ISR holds ``broker``, which just became available: elect."""
+    """Leaderless partitions that ``broker``, which just became available, may lead: those whose ISR
+    holds it, and where ``unclean.leader.election.enable`` is on, those it is only a replica of."""
     def acceptable(b: int) -> bool:
         return b == broker or ctx.acceptable(b)
 
-    return _changes(ctx, ctx.index.leaderless_partitions(broker), acceptable, lambda p: None)
+    partitions = set(ctx.index.leaderless_partitions(broker))
+    by_id = ctx.spec.topics.by_id
+    unclean = _UncleanTopics(ctx)
+    for tid, pid in ctx.index.leaderless_partitions(topic_ok=unclean):
+        if broker in by_id[tid].partitions[pid].replicas:
+            partitions.add((tid, pid))
+    return _changes(ctx, partitions, acceptable, lambda p: None, unclean)
+
+
+class _UncleanTopics:
+    """Whether a topic (by id) has ``unclean.leader.election.enable`` on, worked out once per topic
+    in one pass over many partitions."""
+
+    def __init__(self, ctx: "ControllerCore"):
+        self._ctx = ctx
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, topic_id: str) -> bool:
+        known = self._known.get(topic_id)
+        if known is None:
+            image = self._ctx.spec
+            known = self._known[topic_id] = configs_control.unclean_election_enabled(
+                image, image.topics.by_id[topic_id].name)
+        return known
 
 
 def _changes(ctx: "ControllerCore", partitions: Iterable[tuple[str, int]],
-             acceptable: Callable[[int], bool], target_isr: Callable) -> list[pb.PartitionChangeRecord]:
+             acceptable: Callable[[int], bool], target_isr: Callable,
+             unclean: Optional[_UncleanTopics] = None) -> list[pb.PartitionChangeRecord]:
+    """Each partition's change; an election with no ISR member left to lead goes outside the ISR
+    where the topic allows unclean elections (Kafka's controller does the same on every such change)."""
     by_id = ctx.spec.topics.by_id
+    unclean = unclean or _UncleanTopics(ctx)
     out = []
     for tid, pid in sorted(partitions):
         p = by_id[tid].partitions[pid]
-        record = change(tid, pid, p, acceptable, target_isr=target_isr(p))
+        record = change(tid, pid, p, acceptable, target_isr=target_isr(p),
+                        election=Election.UNCLEAN if unclean(tid) else Election.ANY)
         if record is not None:
             out.append(record)
     return out

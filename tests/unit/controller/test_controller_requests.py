@@ -279,15 +279,8 @@ def test_elect_preferred_and_unclean_leaders():
 
 def test_unclean_election_picks_a_live_replica_outside_the_isr():
     c, epochs = controller(2)
-    create(c, "t", 1, 2)
-    tid, p = _partition(c)
-    leader, other = p.leader, [b for b in p.replicas if b != p.leader][0]
-    c.request(api.AlterPartitionRequest(leader, epochs[leader], tid, 0, p.leader_epoch, p.partition_epoch,
-                                        (leader,)))
-    c.now = 9000
-    heartbeat(c, other, epochs[other])
-    c.tick(9500)
-    _, q = _partition(c)
+    leader, other = _lose_the_isr(c, epochs)
+    tid, q = _partition(c)
     assert q.leader == -1 and q.isr == (leader,)
     tp = api.TopicPartition("t", 0)
     (r,) = c.request(api.ElectLeadersRequest("UNCLEAN", (tp,)))
@@ -296,6 +289,63 @@ def test_unclean_election_picks_a_live_replica_outside_the_isr():
     assert q.leader == other and q.isr == (other,)
     assert violations(c.core.image) == []
 
+
+def _lose_the_isr(c, epochs, topic="t", configs=()):
+    """A topic of one partition, two replicas, its ISR shrunk to the leader, then the leader fenced
+    (only the other replica heartbeats): the last ISR member is gone. Returns (leader, other)."""
+    create(c, topic, 1, 2, configs=configs)
+    tid, p = _partition(c, topic)
+    leader, other = p.leader, [b for b in p.replicas if b != p.leader][0]
+    c.request(api.AlterPartitionRequest(leader, epochs[leader], tid, 0, p.leader_epoch, p.partition_epoch,
+                                        (leader,)))
+    c.now = 9000
+    heartbeat(c, other, epochs[other])
+    c.tick(9500)
+    return leader, other
+
+
+UNCLEAN_ON = (("unclean.leader.election.enable", "true"),)
+
+
+def _cluster_default_unclean(c):
+    (r,) = c.request(api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("CLUSTER", ""), (
+        api.AlterableConfig("unclean.leader.election.enable", "SET", "true"),)),)))
+    assert r.error is Errors.NONE
+
+
+def test_unclean_leader_election_enable_lets_the_controller_elect_outside_the_isr():
+    # off (the default): the partition stays leaderless when its last ISR member is fenced
+    c, epochs = controller(2)
+    leader, other = _lose_the_isr(c, epochs)
+    _, q = _partition(c)
+    assert q.leader == -1 and q.isr == (leader,)
+    # on for the topic: the live replica outside the ISR leads at once, and is the whole ISR
+    c, epochs = controller(2)
+    leader, other = _lose_the_isr(c, epochs, configs=UNCLEAN_ON)
+    _, q = _partition(c)
+    assert q.leader == other and q.isr == (other,)
+    assert violations(c.core.image) == []
+
+
+def test_unclean_election_on_unfence_and_by_the_cluster_default():
+    # Leaderless with the default off; the cluster default turned on; then the replica outside the
+    # ISR comes back (unfenced): the controller elects it.
+    c, epochs = controller(2)
+    leader, other = _lose_the_isr(c, epochs)
+    c.now = 20_000
+    c.tick(20_500)  # now both are fenced
+    _cluster_default_unclean(c)
+    _, q = _partition(c)
+    assert q.leader == -1 and q.isr == (leader,)
+    heartbeat(c, other, epochs[other])
+    _, q = _partition(c)
+    assert q.leader == other and q.isr == (other,)
+    # ...while a topic that says false keeps the default's hands off
+    c, epochs = controller(2)
+    _cluster_default_unclean(c)
+    leader, other = _lose_the_isr(c, epochs, "off", configs=(("unclean.leader.election.enable", "false"),))
+    _, q = _partition(c, "off")
+    assert q.leader == -1 and q.isr == (leader,)
 
 # ---------------------------------------------------------------- configs
 def alter(c, key, *ops, validate_only=False):
