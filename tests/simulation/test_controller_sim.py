@@ -119,12 +119,21 @@ action = st.one_of(
     st.tuples(st.just("elect"), st.sampled_from(["PREFERRED", "UNCLEAN"])),
     st.tuples(st.just("unregister"), st.sampled_from(BROKERS)),
     st.tuples(st.just("configs"), st.sampled_from(NAMES), st.sampled_from(["SET", "DELETE", "APPEND"]),
-              st.sampled_from(["retention.ms", "cleanup.policy", "bogus"]), st.sampled_from(["1", "compact", "-9"])),
+              st.sampled_from(["retention.ms", "cleanup.policy", "bogus", "unclean.leader.election.enable"]),
+              st.sampled_from(["1", "compact", "-9", "true", "false"])),
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
     st.tuples(st.just("failover"), st.booleans()),
 )
+
+
+def _leaderless_but_electable(image) -> list[str]:
+    """Partitions without a leader although an ISR member's broker could lead (registered, unfenced,
+    not shutting down): the controller elects whenever a broker becomes able to, so none may exist."""
+    able = {b.broker_id for b in image.cluster.brokers.values() if not b.fenced and not b.in_controlled_shutdown}
+    return [f"{t.name}-{pid} (ISR {p.isr})" for t in image.topics.by_id.values() for pid, p in t.partitions.items()
+            if p.leader == -1 and able.intersection(p.isr)]
 
 
 def _epochs(image) -> dict:
@@ -202,6 +211,7 @@ def test_random_requests_keep_the_image_sound(actions):
                     epochs.pop(a[1], None)
         for image in (c.core.image, c.core.spec):
             assert violations(image) == [], (a, violations(image))
+        assert _leaderless_but_electable(c.core.spec) == [], a
         image = c.core.image
         now_epochs = _epochs(image)
         for key, (le, pe) in now_epochs.items():
