@@ -172,9 +172,11 @@ class WireConnection(asyncio.Protocol):
             loop_thread.call_soon(self._answered, corr, future)
 
     def _answered(self, corr: int, future: concurrent.futures.Future) -> None:
+        waiting = self._deferred.get(corr)
+        if waiting is None or waiting[0].future is not future:
+            return  # answered already by its timeout (``corr`` may be a newer request's by now)
         entry = self._finish(corr)
-        if entry is not None:
-            self._respond_with(corr, lambda: entry.answer(future))
+        self._respond_with(corr, lambda: entry.answer(future))
 
     def _expired(self, corr: int) -> None:
         entry = self._finish(corr)

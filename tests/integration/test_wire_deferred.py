@@ -27,9 +27,12 @@ class Handler:
     def __init__(self):
         self.seen = 0
         self.waiting: dict[int, concurrent.futures.Future] = {}  # only until completed
+        self.started = False  # whether the work has begun at once (then a timeout cannot cancel it)
 
     def __call__(self, conn, request):
         future = concurrent.futures.Future()
+        if self.started:
+            future.set_running_or_notify_cancel()
         self.waiting[self.seen] = future
         self.seen += 1
         return Deferred(future, lambda f: raft_pb2.AppendResponse(last_offset=f.result()))
@@ -116,3 +119,17 @@ def test_a_correlation_id_already_in_flight_is_refused(served):
     answer = _answers(sock, 1)[7]
     assert answer.status is Status.OK and handler.seen == 1
 
+
+def test_a_late_answer_never_goes_to_a_newer_request_of_the_same_correlation_id(served):
+    handler, sock = served
+    handler.started = True  # work under way is not stopped by its request's timeout
+    sock.sendall(_request(5, 50))
+    assert _answers(sock, 1)[5].status is Status.DEADLINE_EXCEEDED  # the first request with corr 5 expired
+    first = handler.waiting.pop(0)
+    sock.sendall(_request(5, 10_000))  # the id is free again: a new request takes it
+    while handler.seen < 2:
+        threading.Event().wait(0.01)
+    first.set_result(111)  # the expired one's work ends late: its answer is not wanted any more
+    handler.complete()  # the new one's answer
+    answer = _answers(sock, 1)[5]
+    assert answer.status is Status.OK and raft_pb2.AppendResponse.FromString(answer.body).last_offset == 1
