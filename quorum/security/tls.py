@@ -102,7 +102,8 @@ class ServerTls:
             raise ValueError("ssl.client.auth=required needs ssl.truststore.location (the CAs that sign clients)")
         self.key_store, self.trust_store, self.client_auth = key_store, trust_store, client_auth
         self._config = self._load()  # raises ValueError on bad files: a node refuses to start
-        self._wire_context: Optional[ssl.SSLContext] = None
+        self._wire_listener: Optional[ssl.SSLContext] = None  # the wire's listening context...
+        self._wire_current: Optional[ssl.SSLContext] = None  # ...and the one its handshakes switch to
         self._reload = threading.Event()
         self.reloads = 0  # successful reloads (tests, metrics)
         if client_auth == "requested":
@@ -125,31 +126,39 @@ class ServerTls:
 
     def reload(self) -> None:
         """Read the files again before the next handshake (SIGHUP): gRPC's when it asks (``fetch``),
-        the wire's now (its SSL context takes new material for the handshakes that follow)."""
+        the wire's now (the handshakes that follow use a context made from the new files)."""
         self._reload.set()
-        if self._wire_context is not None:
+        if self._wire_listener is not None:
             try:
-                self._load_wire(self._wire_context)
+                self._wire_current = self._new_wire_context()
             except Exception as e:
                 log.error("TLS reload for the wire listener failed, keeping the current certificate: %s", e)
 
     def wire_context(self) -> ssl.SSLContext:
         """The same credentials as an ``ssl.SSLContext`` for the wire's listener (quorum/wire/): the
-        same key store, trust store and client authentication as the gRPC listener."""
-        if self._wire_context is None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            self._load_wire(context)
-            self._wire_context = context
-        return self._wire_context
+        same key store, trust store and client authentication as the gRPC listener. Each handshake
+        switches to the context made from the files as last (re)loaded, so a rotated trust store
+        also stops trusting what it dropped (loading into one context would only add CAs)."""
+        if self._wire_listener is None:
+            self._wire_current = self._new_wire_context()
+            listener = self._new_wire_context()
+            listener.sni_callback = self._pick_wire_context  # called on every handshake, SNI or not
+            self._wire_listener = listener
+        return self._wire_listener
 
-    def _load_wire(self, context: ssl.SSLContext) -> None:
+    def _pick_wire_context(self, tls_object, server_name, listener_context) -> None:
+        tls_object.context = self._wire_current
+
+    def _new_wire_context(self) -> ssl.SSLContext:
         load_key_store(self.key_store)  # the same checks as gRPC's material, with the same messages
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(self.key_store)  # key and chain in one PEM file
         if self.trust_store:
             context.load_verify_locations(cafile=self.trust_store)
         # "requested" asks for nothing, as on gRPC's listener (see __init__)
         context.verify_mode = ssl.CERT_REQUIRED if self.mutual else ssl.CERT_NONE
+        return context
 
     def fetch(self):
         """gRPC's question before a handshake: new material, or None to keep the current."""

@@ -146,3 +146,40 @@ def _until_closed(sock) -> bytes:
     while chunk := sock.recv(1 << 16):
         heard += chunk
     return heard
+
+
+def test_a_rotated_trust_store_applies_to_new_wire_connections(tls_quorum, tmp_path):
+    """SIGHUP's reload on the wire: a CA dropped from the trust store is no longer trusted for new
+    connections (not only new CAs added), and one added is."""
+    q = tls_quorum
+    leader = q.leader()
+    old_ca = tmp_path / "old-ca.pem"
+    old_ca.write_bytes(q.pki.truststore.read_bytes())
+    new = Pki(tmp_path / "rotated", name="rotated-ca")
+    observer = raft_pb2.FetchRequest(cluster_id=q.cluster_id, replica_id=-1, fetch_offset=0)
+
+    def fetch_as(keystore) -> bool:
+        """Whether an observer Fetch over a new wire connection with ``keystore`` is answered."""
+        context = ClientSecurity("SSL", str(old_ca), str(keystore)).ssl_context()  # the leader's cert is old-CA
+        try:
+            with context.wrap_socket(socket.create_connection(("127.0.0.1", leader.wire_port), timeout=5),
+                                     server_hostname="127.0.0.1") as sock:
+                sock.sendall(encode_request(BY_NAME["Fetch"].number, 1, 5000, observer.SerializeToString()))
+                heard = _until_closed_or_answered(sock)
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+            return False
+        return heard
+
+    old_admin, new_admin = q.pki.keystore("admin"), new.keystore("admin")
+    assert fetch_as(old_admin) and not fetch_as(new_admin)
+    q.pki.truststore.write_bytes(new.truststore.read_bytes())  # the leader's trust store now names only the new CA
+    leader.reload_tls()
+    assert fetch_as(new_admin) and not fetch_as(old_admin)
+
+
+def _until_closed_or_answered(sock) -> bool:
+    reader = FrameReader(64 << 20, requests=False)
+    while chunk := sock.recv(1 << 16):
+        if any(frame.corr == 1 and frame.status is Status.OK for frame in reader.feed(chunk)):
+            return True
+    return False
