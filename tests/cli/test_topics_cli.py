@@ -145,6 +145,23 @@ def test_leader_election_reports_as_kafka_does(cluster):
     ok("topics", "delete", "--topic", "elect", *boot)
 
 
+def test_cluster_unregister_takes_a_broker_out_of_the_metadata(cluster):
+    from quorum.controller import api
+    from quorum.rpc.controller_client import ControllerClient
+    from quorum.uuids import random_uuid
+
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    with ControllerClient(cluster.bootstrap(), timeout=20) as admin:  # a broker that is gone for good
+        admin.register_broker(api.RegisterBrokerRequest(150, cluster.cluster_id, random_uuid(),
+                                                        (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 19150),)))
+    assert 150 in [b["broker_id"] for b in json.loads(ok("brokers", "list", "--json", *boot))]
+    assert ok("cluster", "unregister", "--id", "150", *boot).strip() == "Broker 150 is no longer registered."
+    assert [b["broker_id"] for b in json.loads(ok("brokers", "list", "--json", *boot))] == [101, 102, 103]
+    result = sparkraft("cluster", "unregister", "--id", "150", *boot)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("BROKER_ID_NOT_REGISTERED: ")
+
+
 def test_broker_and_cluster_configs(cluster):
     boot = ("--bootstrap-controller", cluster.bootstrap())
     ok("configs", "alter", "--entity-type", "cluster", "--add-config", "log.retention.ms=2000", *boot)
@@ -199,7 +216,7 @@ def test_other_errors_are_one_line(cluster):
 
 def test_help():
     for args in (["topics", "create"], ["topics", "alter"], ["leader-election"], ["topics", "describe"],
-                 ["configs", "alter"], ["brokers", "list"],
+                 ["configs", "alter"], ["brokers", "list"], ["cluster", "unregister"],
                  ["broker", "start"]):
         result = sparkraft(*args, "--help")
         assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result
