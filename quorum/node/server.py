@@ -87,8 +87,8 @@ def bind_server(listen: HostPort, workers: int, thread_prefix: str, services: Se
 
 class ClientSlots:
     """How many client writes (Append, controller writes and heartbeats) may wait for their commit
-    at once. ``with slots:`` takes one or raises REQUEST_TIMED_OUT, which clients retry. A node has
-    one for gRPC (below) and one for the wire (WIRE_CLIENT_SLOTS).
+    at once. ``hold()`` takes one or raises REQUEST_TIMED_OUT, which clients retry. A node has one
+    for gRPC (below) and one for the wire (WIRE_CLIENT_SLOTS).
 
     A synchronous gRPC server gives every RPC in flight a worker thread, and a client write holds
     its thread until its records are committed, which needs the followers' Fetches, which need
@@ -103,25 +103,15 @@ class ClientSlots:
     def for_workers(cls, workers: int) -> "ClientSlots":
         return cls(max(1, workers - RAFT_RESERVED_WORKERS))
 
-    def take(self) -> None:
-        """Take a slot, or raise REQUEST_TIMED_OUT (retriable) at once if none is free."""
+    def hold(self) -> Callable[[], None]:
+        """Take a slot, or raise REQUEST_TIMED_OUT (retriable) at once if none is free; returns what
+        gives it back, safe to call more than once (an answer and a timeout may both)."""
         if not self._free.acquire(blocking=False):
             raise SparkraftError(Errors.REQUEST_TIMED_OUT, f"{self.limit} client requests are already waiting "
                                  f"for their commit here; retry")
-
-    def hold(self) -> Callable[[], None]:
-        """Take a slot for a request answered later (the wire's); returns what gives it back, safe to
-        call more than once (the answer and a timeout may both)."""
-        self.take()
         once = threading.Lock()  # taken by the first call only, whichever thread makes it
 
         def give_back() -> None:
             if once.acquire(blocking=False):
                 self._free.release()
         return give_back
-
-    def __enter__(self) -> None:
-        self.take()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
