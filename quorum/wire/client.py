@@ -158,7 +158,7 @@ class PeerWireConnection(asyncio.Protocol):
         try:
             await self.loop.create_connection(lambda: self, self.host, self.port, ssl=self._tls,
                                               server_hostname=self.host if self._tls is not None else None)
-        except (OSError, ssl.SSLError) as e:
+        except OSError as e:  # ssl.SSLError is one
             self._lost(e)
 
     def connection_made(self, transport) -> None:
