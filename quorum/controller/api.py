@@ -107,11 +107,9 @@ class ElectLeadersResult:
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionRequest:
-    """The partition leader (a broker) changes the ISR."""
+class PartitionIsr:
+    """One partition's ISR as its leader proposes it, at the epochs the leader last saw."""
 
-    broker_id: int
-    broker_epoch: int
     topic_id: str
     partition: int
     leader_epoch: int
@@ -120,7 +118,20 @@ class AlterPartitionRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionReply:
+class AlterPartitionRequest:
+    """A partition leader (a broker) changes the ISR of partitions it leads (Kafka batches them)."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[PartitionIsr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResult:
+    """One partition's outcome, and its state after the request (or as it is, when refused)."""
+
+    topic_id: str
+    partition: int
     error: Errors = Errors.NONE
     message: str = ""
     leader: int = -1

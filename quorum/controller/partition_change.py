@@ -9,6 +9,10 @@ A change names a target ISR (and optionally target replicas) and an election kin
 - ``UNCLEAN``: as ``ANY``, but when no ISR member is acceptable, the first acceptable replica even
   outside the ISR, which then becomes the whole ISR (data loss is accepted).
 
+A partition being reassigned (``adding``/``removing`` replicas) completes in whichever change
+first finds every replica it keeps in the ISR: the removed replicas go, and a leader among them
+moves to a kept replica. A replica leaving the replicas bumps the leader epoch.
+
 The ISR is never made empty (Kafka without ELR keeps the last member): a target ISR that would be
 empty leaves the ISR as it is, and the partition goes leaderless if that member cannot lead.
 The record holds only what changed; nothing changed gives None (no record).
@@ -52,19 +56,24 @@ def elect_leader(p: PartitionRegistration, replicas: Sequence[int], isr: Sequenc
 
 def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptable: Callable[[int], bool],
            target_isr: Optional[Sequence[int]] = None, target_replicas: Optional[Sequence[int]] = None,
-           election: Election = Election.ANY) -> Optional[pb.PartitionChangeRecord]:
+           election: Election = Election.ANY, target_adding: Optional[Sequence[int]] = None,
+           target_removing: Optional[Sequence[int]] = None) -> Optional[pb.PartitionChangeRecord]:
     """The sparse record taking ``p`` to the target, or None if nothing would change."""
     replicas = tuple(target_replicas) if target_replicas is not None else p.replicas
+    adding = tuple(target_adding) if target_adding is not None else p.adding_replicas
+    removing = tuple(target_removing) if target_removing is not None else p.removing_replicas
     isr = tuple(b for b in (target_isr if target_isr is not None else p.isr) if b in replicas)
     if not isr:
         isr = tuple(b for b in p.isr if b in replicas) or p.isr  # never an empty ISR
+    if adding or removing:
+        replicas, isr, adding, removing = complete_reassignment(replicas, isr, adding, removing)
     leader, unclean = elect_leader(p, replicas, isr, acceptable, election)
     if unclean:
         isr = (leader,)
     record = pb.PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
     changed = False
-    if leader != p.leader:
-        record.leader = leader
+    if leader != p.leader or (leader != NO_LEADER and not set(p.replicas) <= set(replicas)):
+        record.leader = leader  # a replica leaving bumps the leader epoch (Kafka does the same)
         changed = True
     if isr != p.isr:
         record.isr.ids.extend(isr)
@@ -72,4 +81,24 @@ def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptabl
     if replicas != p.replicas:
         record.replicas.ids.extend(replicas)
         changed = True
+    if adding != p.adding_replicas:
+        record.adding_replicas.SetInParent()
+        record.adding_replicas.ids.extend(adding)
+        changed = True
+    if removing != p.removing_replicas:
+        record.removing_replicas.SetInParent()
+        record.removing_replicas.ids.extend(removing)
+        changed = True
     return record if changed else None
+
+
+def complete_reassignment(replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...],
+                          removing: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """(replicas, isr, adding, removing) after a reassignment completes, if it can: once every
+    replica it keeps is in the ISR, the removed ones leave the replicas and the ISR (Kafka's
+    PartitionReassignmentReplicas.maybeCompleteReassignment). Otherwise as given."""
+    kept = tuple(b for b in replicas if b not in removing)
+    kept_isr = tuple(b for b in isr if b not in removing)
+    if kept and kept_isr and set(kept) <= set(kept_isr):
+        return kept, kept_isr, (), ()
+    return replicas, isr, adding, removing

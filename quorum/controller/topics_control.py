@@ -296,52 +296,75 @@ def _elect_one(ctx: "ControllerCore", topic_id: str, pid: int, p: PartitionRegis
 
 
 def alter_partition(ctx: "ControllerCore", req: api.AlterPartitionRequest
-                    ) -> tuple[list, api.AlterPartitionReply]:
+                    ) -> tuple[list, tuple[api.AlterPartitionResult, ...]]:
+    """ISR changes from the leader of each partition (Kafka's AlterPartition, batched as Kafka
+    batches it): each partition is checked and answered on its own; a change that makes every
+    kept replica of a reassignment in-sync completes the reassignment."""
     broker = ctx.spec.cluster.broker(req.broker_id)
     if broker is None:
         raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {req.broker_id} is not registered.")
     if broker.broker_epoch != req.broker_epoch:
         raise SparkraftError(Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {broker.broker_epoch}, "
                                                         f"but got broker epoch {req.broker_epoch}")
-    topic = ctx.spec.topics.topic(req.topic_id)
+    limit = ctx.settings.max_partitions_per_request
+    if len(req.partitions) > limit:
+        raise SparkraftError(Errors.INVALID_REQUEST, f"AlterPartition names {len(req.partitions):,} partitions, "
+                                                     f"more than max.partitions.per.request ({limit:,})")
+    keys = [(c.topic_id, c.partition) for c in req.partitions]
+    if len(set(keys)) != len(keys):
+        raise SparkraftError(Errors.INVALID_REQUEST, "AlterPartition names a partition more than once")
+    records: list = []
+    results = []
+    for c in req.partitions:
+        record, result = _alter_one(ctx, req.broker_id, c)
+        if record is not None:
+            records.append(record)
+        results.append(result)
+    return records, tuple(results)
+
+
+def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr
+               ) -> tuple[Optional[pb.PartitionChangeRecord], api.AlterPartitionResult]:
+    topic = ctx.spec.topics.topic(c.topic_id)
     if topic is None:
-        return [], api.AlterPartitionReply(Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
-    p = topic.partition(req.partition)
+        return None, api.AlterPartitionResult(c.topic_id, c.partition, Errors.UNKNOWN_TOPIC_ID,
+                                              "This server does not host this topic ID.")
+    p = topic.partition(c.partition)
     if p is None:
-        return [], api.AlterPartitionReply(Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                           "This server does not host this topic-partition.")
+        return None, api.AlterPartitionResult(c.topic_id, c.partition, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                              "This server does not host this topic-partition.")
 
-    def reject(error: Errors, message: str) -> tuple[list, api.AlterPartitionReply]:
-        return [], api.AlterPartitionReply(error, message, p.leader, p.leader_epoch, p.partition_epoch, p.isr)
+    def result(q: PartitionRegistration, error: Errors = Errors.NONE, message: str = ""):
+        return api.AlterPartitionResult(c.topic_id, c.partition, error, message, q.leader, q.leader_epoch,
+                                        q.partition_epoch, q.isr)
 
-    where = f"{topic.name}-{req.partition}"
-    if req.leader_epoch != p.leader_epoch:
-        return reject(Errors.FENCED_LEADER_EPOCH, f"The leader epoch {req.leader_epoch} of {where} does "
-                                                  f"not match the current leader epoch {p.leader_epoch}.")
-    if req.broker_id != p.leader:
-        return reject(Errors.INVALID_REQUEST, f"Broker {req.broker_id} is not the leader of {where} "
-                                              f"(the leader is {p.leader}).")
-    if req.partition_epoch != p.partition_epoch:
-        return reject(Errors.INVALID_UPDATE_VERSION, f"The partition epoch {req.partition_epoch} of "
-                                                     f"{where} does not match the current partition "
-                                                     f"epoch {p.partition_epoch}.")
-    new_isr = tuple(req.new_isr)
+    where = f"{topic.name}-{c.partition}"
+    if c.leader_epoch != p.leader_epoch:
+        return None, result(p, Errors.FENCED_LEADER_EPOCH, f"The leader epoch {c.leader_epoch} of {where} does "
+                                                           f"not match the current leader epoch {p.leader_epoch}.")
+    if broker_id != p.leader:
+        return None, result(p, Errors.INVALID_REQUEST, f"Broker {broker_id} is not the leader of {where} "
+                                                       f"(the leader is {p.leader}).")
+    if c.partition_epoch != p.partition_epoch:
+        return None, result(p, Errors.INVALID_UPDATE_VERSION, f"The partition epoch {c.partition_epoch} of "
+                                                              f"{where} does not match the current partition "
+                                                              f"epoch {p.partition_epoch}.")
+    new_isr = tuple(c.new_isr)
     if len(set(new_isr)) != len(new_isr) or not set(new_isr) <= set(p.replicas):
-        return reject(Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} has duplicates or "
-                                              f"brokers that are not replicas {list(p.replicas)}.")
+        return None, result(p, Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} has duplicates "
+                                                       f"or brokers that are not replicas {list(p.replicas)}.")
     if p.leader not in new_isr:
-        return reject(Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} does not include "
-                                              f"the leader {p.leader}.")
+        return None, result(p, Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} does not "
+                                                       f"include the leader {p.leader}.")
     ineligible = [b for b in new_isr if b != p.leader and not ctx.acceptable(b)]
     if ineligible:
-        return reject(Errors.INELIGIBLE_REPLICA, f"The new ISR {list(new_isr)} of {where} contains "
-                                                 f"ineligible replica(s) {ineligible} (fenced, in "
-                                                 f"controlled shutdown or not registered).")
-    record = change(req.topic_id, req.partition, p, ctx.acceptable, target_isr=new_isr)
+        return None, result(p, Errors.INELIGIBLE_REPLICA, f"The new ISR {list(new_isr)} of {where} contains "
+                                                          f"ineligible replica(s) {ineligible} (fenced, in "
+                                                          f"controlled shutdown or not registered).")
+    record = change(c.topic_id, c.partition, p, ctx.acceptable, target_isr=new_isr)
     if record is None:
-        return [], api.AlterPartitionReply(Errors.NONE, "", p.leader, p.leader_epoch, p.partition_epoch, p.isr)
-    q = p.merge(record)
-    return [record], api.AlterPartitionReply(Errors.NONE, "", q.leader, q.leader_epoch, q.partition_epoch, q.isr)
+        return None, result(p)
+    return record, result(p.merge(record))
 
 
 def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:

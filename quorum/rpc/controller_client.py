@@ -135,7 +135,7 @@ class ControllerClient(LeaderFollowingClient):
                       partitions: Optional[Sequence[api.TopicPartition]] = None) -> tuple:
         return self.call(api.ElectLeadersRequest(election_type, None if partitions is None else tuple(partitions)))
 
-    def alter_partition(self, request: api.AlterPartitionRequest) -> api.AlterPartitionReply:
+    def alter_partition(self, request: api.AlterPartitionRequest) -> tuple[api.AlterPartitionResult, ...]:
         return self.call(request)
 
     # -- configs ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ REPLIES = {
     "DeleteTopics": "tuple[api.TopicResult, ...]",
     "CreatePartitions": "tuple[api.TopicResult, ...]",
     "ElectLeaders": "tuple[api.ElectLeadersResult, ...]",
-    "AlterPartition": "api.AlterPartitionReply",
+    "AlterPartition": "tuple[api.AlterPartitionResult, ...]",
     "IncrementalAlterConfigs": "tuple[api.AlterConfigsResult, ...]",
     "DescribeConfigs": "tuple[(ConfigResourceKey, Errors, message, tuple[ConfigEntry, ...]), ...]",
     "ListTopics": "tuple[str, ...] (sorted names)",
@@ -265,11 +265,15 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
      lambda m: api.ElectLeadersRequest(m.election_type or "PREFERRED",
                                        None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
     (api.AlterPartitionRequest, "AlterPartition",
-     lambda r: pb.AlterPartitionRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch, topic_id=r.topic_id,
-                                        partition=r.partition, leader_epoch=r.leader_epoch,
-                                        partition_epoch=r.partition_epoch, new_isr=list(r.new_isr)),
-     lambda m: api.AlterPartitionRequest(m.broker_id, m.broker_epoch, m.topic_id, m.partition, m.leader_epoch,
-                                         m.partition_epoch, tuple(m.new_isr))),
+     lambda r: pb.AlterPartitionRequest(
+         broker_id=r.broker_id, broker_epoch=r.broker_epoch,
+         partitions=[pb.PartitionIsr(topic_id=c.topic_id, partition=c.partition, leader_epoch=c.leader_epoch,
+                                     partition_epoch=c.partition_epoch, new_isr=list(c.new_isr))
+                     for c in r.partitions]),
+     lambda m: api.AlterPartitionRequest(
+         m.broker_id, m.broker_epoch,
+         tuple(api.PartitionIsr(c.topic_id, c.partition, c.leader_epoch, c.partition_epoch, tuple(c.new_isr))
+               for c in m.partitions))),
     (api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", _alter_configs_to,
      lambda m: api.IncrementalAlterConfigsRequest(
          tuple((_resource_from(r.resource),
@@ -376,9 +380,10 @@ def _reply_fields(method: str, reply) -> dict:
         return {"results": [pb.ElectLeadersResult(partition=_tp_to(r.partition), error=int(r.error),
                                                   error_message=r.message) for r in _as_tuple(reply)]}
     if method == "AlterPartition":
-        return {"partition_error": int(reply.error), "partition_error_message": reply.message,
-                "leader": reply.leader, "leader_epoch": reply.leader_epoch,
-                "partition_epoch": reply.partition_epoch, "isr": list(reply.isr)}
+        return {"results": [pb.AlterPartitionResult(
+            topic_id=r.topic_id, partition=r.partition, error=int(r.error), error_message=r.message,
+            leader=r.leader, leader_epoch=r.leader_epoch, partition_epoch=r.partition_epoch, isr=list(r.isr))
+            for r in reply]}
     if method == "IncrementalAlterConfigs":
         return {"results": [pb.AlterConfigsResult(resource=_resource_to(r.resource), error=int(r.error),
                                                   error_message=r.message) for r in _as_tuple(reply)]}
@@ -446,8 +451,9 @@ def reply_from_proto(method: str, m):
         return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
                      for r in m.results)
     if method == "AlterPartition":
-        return api.AlterPartitionReply(error_from_code(m.partition_error), m.partition_error_message, m.leader,
-                                       m.leader_epoch, m.partition_epoch, tuple(m.isr))
+        return tuple(api.AlterPartitionResult(r.topic_id, r.partition, error_from_code(r.error), r.error_message,
+                                              r.leader, r.leader_epoch, r.partition_epoch, tuple(r.isr))
+                     for r in m.results)
     if method == "IncrementalAlterConfigs":
         return tuple(api.AlterConfigsResult(_resource_from(r.resource), error_from_code(r.error), r.error_message)
                      for r in m.results)

@@ -170,8 +170,8 @@ def test_random_requests_keep_the_image_sound(actions):
             p = t.partition(a[2]) if t is not None else None
             if p is not None and p.leader in epochs:
                 isr = tuple(dict.fromkeys([p.leader] + [b for b in a[3] if b in p.replicas]))
-                req = api.AlterPartitionRequest(p.leader, epochs[p.leader], t.topic_id, a[2], p.leader_epoch,
-                                                p.partition_epoch, isr)
+                req = api.AlterPartitionRequest(p.leader, epochs[p.leader], (api.PartitionIsr(
+                    t.topic_id, a[2], p.leader_epoch, p.partition_epoch, isr),))
         elif kind == "elect":
             req = api.ElectLeadersRequest(a[1], None)
         elif kind == "unregister":

@@ -26,7 +26,8 @@ REQUESTS = [
     api.ElectLeadersRequest("UNCLEAN", (TP,)),
     api.ElectLeadersRequest(),  # every partition
     api.ElectLeadersRequest("PREFERRED", ()),  # no partition at all
-    api.AlterPartitionRequest(101, 17, "tid", 0, 3, 4, (101, 102)),
+    api.AlterPartitionRequest(101, 17, (api.PartitionIsr("tid", 0, 3, 4, (101, 102)),
+                                        api.PartitionIsr("tid", 1, 0, 0, (101,)))),
     api.IncrementalAlterConfigsRequest(((KEY, (api.AlterableConfig("retention.ms", "SET", "1000"),
                                                api.AlterableConfig("cleanup.policy", "DELETE"))),
                                         (api.ConfigResourceKey("BROKER", ""), ())), validate_only=True),
@@ -59,8 +60,8 @@ REPLIES = [
                       api.TopicResult("x", Errors.UNKNOWN_TOPIC_OR_PARTITION, "no"))),
     ("CreatePartitions", (api.TopicResult("a", Errors.INVALID_PARTITIONS, "fewer"),)),
     ("ElectLeaders", (api.ElectLeadersResult(TP, Errors.ELECTION_NOT_NEEDED, "already"),)),
-    ("AlterPartition", api.AlterPartitionReply(Errors.NONE, "", 101, 3, 5, (101, 102))),
-    ("AlterPartition", api.AlterPartitionReply(Errors.FENCED_LEADER_EPOCH, "stale", -1, -1, -1, ())),
+    ("AlterPartition", (api.AlterPartitionResult("tid", 0, Errors.NONE, "", 101, 3, 5, (101, 102)),
+                        api.AlterPartitionResult("tid", 1, Errors.FENCED_LEADER_EPOCH, "stale", -1, -1, -1, ()))),
     ("IncrementalAlterConfigs", (api.AlterConfigsResult(KEY),
                                  api.AlterConfigsResult(KEY, Errors.INVALID_CONFIG, "bad"))),
     ("DescribeConfigs", ((KEY, Errors.NONE, "", (api.ConfigEntry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),

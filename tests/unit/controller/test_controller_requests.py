@@ -203,6 +203,12 @@ def test_not_controller_when_inactive():
 
 
 # ---------------------------------------------------------------- elections and AlterPartition
+def alter_isr(broker, epoch, topic_id, p, new_isr, pid=0):
+    """The AlterPartition the leader of partition ``pid`` (now ``p``) sends for ``new_isr``."""
+    return api.AlterPartitionRequest(broker, epoch, (api.PartitionIsr(topic_id, pid, p.leader_epoch,
+                                                                      p.partition_epoch, tuple(new_isr)),))
+
+
 def _partition(c, name="t", pid=0):
     t = c.core.image.topics.topic_by_name(name)
     return t.topic_id, t.partitions[pid]
@@ -216,35 +222,43 @@ def test_alter_partition_epoch_checks_and_isr_shrink():
     follower = [b for b in p.replicas if b != leader][0]
     new_isr = tuple(b for b in p.isr if b != follower)
 
-    def req(**kw):
-        base = dict(broker_id=leader, broker_epoch=epochs[leader], topic_id=tid, partition=0,
-                    leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch, new_isr=new_isr)
+    def req(broker_id=leader, broker_epoch=epochs[leader], **kw):
+        base = dict(topic_id=tid, partition=0, leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                    new_isr=new_isr)
         base.update(kw)
-        return api.AlterPartitionRequest(**base)
+        return api.AlterPartitionRequest(broker_id, broker_epoch, (api.PartitionIsr(**base),))
+
+    def one(request):
+        (result,) = c.request(request)
+        return result
 
     before = c.core.image
     assert c.expect_error(req(broker_epoch=0)).error is Errors.STALE_BROKER_EPOCH
-    assert c.request(req(leader_epoch=5)).error is Errors.FENCED_LEADER_EPOCH
-    assert c.request(req(partition_epoch=3)).error is Errors.INVALID_UPDATE_VERSION
-    assert c.request(req(new_isr=(follower,))).error is Errors.INVALID_REQUEST  # leader missing
-    assert c.request(req(new_isr=(leader, 99))).error is Errors.INVALID_REQUEST
-    assert c.request(req(broker_id=follower, broker_epoch=epochs[follower])).error is Errors.INVALID_REQUEST
-    assert c.request(req(topic_id="AAAAAAAAAAAAAAAAAAAAAB")).error is Errors.UNKNOWN_TOPIC_ID
+    assert one(req(leader_epoch=5)).error is Errors.FENCED_LEADER_EPOCH
+    assert one(req(partition_epoch=3)).error is Errors.INVALID_UPDATE_VERSION
+    assert one(req(new_isr=(follower,))).error is Errors.INVALID_REQUEST  # leader missing
+    assert one(req(new_isr=(leader, 99))).error is Errors.INVALID_REQUEST
+    assert one(req(broker_id=follower, broker_epoch=epochs[follower])).error is Errors.INVALID_REQUEST
+    assert one(req(topic_id="AAAAAAAAAAAAAAAAAAAAAB")).error is Errors.UNKNOWN_TOPIC_ID
     assert c.core.image.topics is before.topics
-    r = c.request(req())
+    # one request, many partitions: each answered on its own; a partition named twice is refused whole
+    twice = api.AlterPartitionRequest(leader, epochs[leader], req().partitions * 2)
+    assert c.expect_error(twice).error is Errors.INVALID_REQUEST
+    assert c.core.image.topics is before.topics
+    r = one(req())
     assert r.error is Errors.NONE and r.isr == new_isr and r.partition_epoch == p.partition_epoch + 1
     assert r.leader_epoch == p.leader_epoch
     _, q = _partition(c)
     assert (q.isr, q.partition_epoch, q.leader_epoch) == (new_isr, r.partition_epoch, p.leader_epoch)
     # the old partition epoch is now stale
-    assert c.request(req()).error is Errors.INVALID_UPDATE_VERSION
+    assert one(req()).error is Errors.INVALID_UPDATE_VERSION
     # a fenced broker cannot join the ISR
     c.now = 9000
     for b in epochs:
         if b != follower:
             heartbeat(c, b, epochs[b])
     c.tick(9500)
-    r = c.request(req(leader_epoch=q.leader_epoch, partition_epoch=q.partition_epoch, new_isr=p.isr))
+    r = one(req(leader_epoch=q.leader_epoch, partition_epoch=q.partition_epoch, new_isr=p.isr))
     assert r.error is Errors.INELIGIBLE_REPLICA
 
 
@@ -266,8 +280,7 @@ def test_elect_preferred_and_unclean_leaders():
     heartbeat(c, preferred, epochs[preferred])
     _, q = _partition(c)
     assert q.leader == other and preferred not in q.isr  # not back in the ISR until AlterPartition
-    r = c.request(api.AlterPartitionRequest(other, epochs[other], tid, 0, q.leader_epoch, q.partition_epoch,
-                                            (other, preferred)))
+    (r,) = c.request(alter_isr(other, epochs[other], tid, q, (other, preferred)))
     assert r.error is Errors.NONE
     r, missing = c.request(api.ElectLeadersRequest("PREFERRED", (tp, api.TopicPartition("t", 9))))
     assert r.error is Errors.NONE and missing.error is Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -296,8 +309,7 @@ def _lose_the_isr(c, epochs, topic="t", configs=()):
     create(c, topic, 1, 2, configs=configs)
     tid, p = _partition(c, topic)
     leader, other = p.leader, [b for b in p.replicas if b != p.leader][0]
-    c.request(api.AlterPartitionRequest(leader, epochs[leader], tid, 0, p.leader_epoch, p.partition_epoch,
-                                        (leader,)))
+    c.request(alter_isr(leader, epochs[leader], tid, p, (leader,)))
     c.now = 9000
     heartbeat(c, other, epochs[other])
     c.tick(9500)
@@ -589,8 +601,8 @@ def test_every_rejected_request_changes_nothing():
         api.DeleteTopicsRequest(("nope",)),
         api.CreatePartitionsRequest((api.PartitionCountUpdate("t", 1),)),
         api.ElectLeadersRequest("PREFERRED", (api.TopicPartition("t", 0), api.TopicPartition("z", 0))),
-        api.AlterPartitionRequest(0, epochs[0], tid, 0, 9, 0, (0,)),
-        api.AlterPartitionRequest(0, 1, tid, 0, 0, 0, (0,)),
+        api.AlterPartitionRequest(0, epochs[0], (api.PartitionIsr(tid, 0, 9, 0, (0,)),)),
+        api.AlterPartitionRequest(0, 1, (api.PartitionIsr(tid, 0, 0, 0, (0,)),)),
         api.IncrementalAlterConfigsRequest(((TOPIC, (api.AlterableConfig("retention.ms", "SET", "x"),)),)),
         api.UpdateFeaturesRequest((("metadata.version", 9),)),
         api.AlterClientQuotasRequest((api.ClientQuotaAlteration((), ()),)),

@@ -282,47 +282,63 @@ class ElectLeadersResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[ElectLeadersResult]
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ElectLeadersResult, _Mapping]]] = ...) -> None: ...
 
-class AlterPartitionRequest(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch", "topic_id", "partition", "leader_epoch", "partition_epoch", "new_isr")
-    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
-    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+class PartitionIsr(_message.Message):
+    __slots__ = ("topic_id", "partition", "leader_epoch", "partition_epoch", "new_isr")
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     NEW_ISR_FIELD_NUMBER: _ClassVar[int]
-    broker_id: int
-    broker_epoch: int
     topic_id: str
     partition: int
     leader_epoch: int
     partition_epoch: int
     new_isr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ...) -> None: ...
 
-class AlterPartitionResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "partition_error", "partition_error_message", "leader", "leader_epoch", "partition_epoch", "isr")
+class AlterPartitionRequest(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch", "partitions")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionIsr]
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionIsr, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionResult(_message.Message):
+    __slots__ = ("topic_id", "partition", "error", "error_message", "leader", "leader_epoch", "partition_epoch", "isr")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
-    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_ERROR_FIELD_NUMBER: _ClassVar[int]
-    PARTITION_ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
+    topic_id: str
+    partition: int
     error: int
     error_message: str
-    leader_id: int
-    leader_endpoint: str
-    partition_error: int
-    partition_error_message: str
     leader: int
     leader_epoch: int
     partition_epoch: int
     isr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., partition_error: _Optional[int] = ..., partition_error_message: _Optional[str] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AlterPartitionResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    results: _containers.RepeatedCompositeFieldContainer[AlterPartitionResult]
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterPartitionResult, _Mapping]]] = ...) -> None: ...
 
 class ConfigResource(_message.Message):
     __slots__ = ("type", "name")
