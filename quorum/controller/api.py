@@ -140,6 +140,30 @@ class AlterPartitionResult:
     isr: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ReassignablePartition:
+    partition: TopicPartition
+    replicas: Optional[tuple[int, ...]]  # the target replicas; None cancels the reassignment in flight
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsRequest:
+    partitions: tuple[ReassignablePartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsRequest:
+    partitions: Optional[tuple[TopicPartition, ...]] = None  # None: every reassignment in flight
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    partition: TopicPartition
+    replicas: tuple[int, ...]  # the target replicas, then those being removed
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+
 # ---------------------------------------------------------------- configs
 @dataclass(frozen=True, slots=True)
 class ConfigResourceKey:
@@ -381,4 +405,4 @@ class DescribeUserScramCredentialsRequest:
 
 
 READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
-                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest)
+                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest, ListPartitionReassignmentsRequest)

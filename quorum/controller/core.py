@@ -50,6 +50,7 @@ from quorum.controller import (
     producer_ids_control,
     quotas_control,
     reads,
+    reassign_control,
     scram_control,
     topics_control,
 )
@@ -433,6 +434,10 @@ class ControllerCore:
                          ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
         return [configs_control.describe(self.image, key) for key in req.resources]
 
+    def list_reassignments(self, req: api.ListPartitionReassignmentsRequest
+                           ) -> tuple[api.OngoingReassignment, ...]:
+        return reassign_control.ongoing(self.image, req)
+
     def describe_acls(self, filter: api.AclBinding) -> list[api.AclBinding]:
         return acls_control.describe(self.image, filter)
 
@@ -480,6 +485,7 @@ _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]]
     api.CreatePartitionsRequest: lambda c, r, now: topics_control.create_partitions(c, r),
     api.ElectLeadersRequest: lambda c, r, now: topics_control.elect_leaders(c, r),
     api.AlterPartitionRequest: lambda c, r, now: topics_control.alter_partition(c, r),
+    api.AlterPartitionReassignmentsRequest: lambda c, r, now: reassign_control.alter(c, r),
     api.IncrementalAlterConfigsRequest: lambda c, r, now: configs_control.incremental_alter(c.spec, r),
     api.UpdateFeaturesRequest: _features,
     api.AlterClientQuotasRequest: lambda c, r, now: quotas_control.alter(c.spec, r),

@@ -12,6 +12,7 @@ from quorum.controller.api import (
     DescribeConfigsRequest,
     DescribeTopicsRequest,
     DescribeUserScramCredentialsRequest,
+    ListPartitionReassignmentsRequest,
     ListTopicsRequest,
 )
 from quorum.controller.core import ControllerCore
@@ -61,6 +62,11 @@ def _describe_scram(core: ControllerCore, request: DescribeUserScramCredentialsR
     return core.describe_user_scram_credentials(request)
 
 
+def _list_reassignments(core: ControllerCore, request: ListPartitionReassignmentsRequest,
+                        leader_id: Optional[int]) -> tuple:
+    return core.list_reassignments(request)
+
+
 READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListTopicsRequest: _list_topics,
     DescribeTopicsRequest: _describe_topics,
@@ -68,5 +74,6 @@ READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     DescribeAclsRequest: _describe_acls,
     DescribeConfigsRequest: _describe_configs,
     DescribeUserScramCredentialsRequest: _describe_scram,
+    ListPartitionReassignmentsRequest: _list_reassignments,
 }
 assert set(READS) == set(READ_REQUESTS), "a read request has no answer"

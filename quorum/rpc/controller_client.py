@@ -135,6 +135,15 @@ class ControllerClient(LeaderFollowingClient):
                       partitions: Optional[Sequence[api.TopicPartition]] = None) -> tuple:
         return self.call(api.ElectLeadersRequest(election_type, None if partitions is None else tuple(partitions)))
 
+    def alter_reassignments(self, partitions) -> tuple[api.ElectLeadersResult, ...]:
+        """``partitions``: [(TopicPartition, target replicas or None to cancel), ...]."""
+        return self.call(api.AlterPartitionReassignmentsRequest(
+            tuple(api.ReassignablePartition(tp, None if r is None else tuple(r)) for tp, r in partitions)))
+
+    def list_reassignments(self, partitions=None) -> tuple[api.OngoingReassignment, ...]:
+        """The reassignments in flight (of ``partitions``, or all)."""
+        return self.call(api.ListPartitionReassignmentsRequest(None if partitions is None else tuple(partitions)))
+
     def alter_partition(self, request: api.AlterPartitionRequest) -> tuple[api.AlterPartitionResult, ...]:
         return self.call(request)
 

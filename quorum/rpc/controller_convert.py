@@ -35,6 +35,8 @@ REPLIES = {
     "CreatePartitions": "tuple[api.TopicResult, ...]",
     "ElectLeaders": "tuple[api.ElectLeadersResult, ...]",
     "AlterPartition": "tuple[api.AlterPartitionResult, ...]",
+    "AlterPartitionReassignments": "tuple[api.ElectLeadersResult, ...] (a partition and its outcome)",
+    "ListPartitionReassignments": "tuple[api.OngoingReassignment, ...]",
     "IncrementalAlterConfigs": "tuple[api.AlterConfigsResult, ...]",
     "DescribeConfigs": "tuple[(ConfigResourceKey, Errors, message, tuple[ConfigEntry, ...]), ...]",
     "ListTopics": "tuple[str, ...] (sorted names)",
@@ -274,6 +276,18 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
          m.broker_id, m.broker_epoch,
          tuple(api.PartitionIsr(c.topic_id, c.partition, c.leader_epoch, c.partition_epoch, tuple(c.new_isr))
                for c in m.partitions))),
+    (api.AlterPartitionReassignmentsRequest, "AlterPartitionReassignments",
+     lambda r: pb.AlterPartitionReassignmentsRequest(partitions=[
+         pb.ReassignablePartition(partition=_tp_to(p.partition), cancel=p.replicas is None,
+                                  replicas=list(p.replicas or ())) for p in r.partitions]),
+     lambda m: api.AlterPartitionReassignmentsRequest(tuple(
+         api.ReassignablePartition(_tp_from(p.partition), None if p.cancel else tuple(p.replicas))
+         for p in m.partitions))),
+    (api.ListPartitionReassignmentsRequest, "ListPartitionReassignments",
+     lambda r: pb.ListPartitionReassignmentsRequest(all_partitions=r.partitions is None,
+                                                    partitions=[_tp_to(tp) for tp in r.partitions or ()]),
+     lambda m: api.ListPartitionReassignmentsRequest(
+         None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
     (api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", _alter_configs_to,
      lambda m: api.IncrementalAlterConfigsRequest(
          tuple((_resource_from(r.resource),
@@ -376,7 +390,11 @@ def _reply_fields(method: str, reply) -> dict:
                 m.topic_id = r.topic_id
             out.append(m)
         return {"topics": out}
-    if method == "ElectLeaders":
+    if method == "ListPartitionReassignments":
+        return {"reassignments": [pb.OngoingReassignment(
+            partition=_tp_to(r.partition), replicas=list(r.replicas), adding_replicas=list(r.adding_replicas),
+            removing_replicas=list(r.removing_replicas)) for r in reply]}
+    if method in ("ElectLeaders", "AlterPartitionReassignments"):
         return {"results": [pb.ElectLeadersResult(partition=_tp_to(r.partition), error=int(r.error),
                                                   error_message=r.message) for r in _as_tuple(reply)]}
     if method == "AlterPartition":
@@ -447,7 +465,10 @@ def reply_from_proto(method: str, m):
     if method in ("DeleteTopics", "CreatePartitions"):
         return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
                      for r in m.topics)
-    if method == "ElectLeaders":
+    if method == "ListPartitionReassignments":
+        return tuple(api.OngoingReassignment(_tp_from(r.partition), tuple(r.replicas), tuple(r.adding_replicas),
+                                             tuple(r.removing_replicas)) for r in m.reassignments)
+    if method in ("ElectLeaders", "AlterPartitionReassignments"):
         return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
                      for r in m.results)
     if method == "AlterPartition":

@@ -74,6 +74,16 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/sparkraft.v1.Controller/AlterPartitionReassignments',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/sparkraft.v1.Controller/ListPartitionReassignments',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
         self.IncrementalAlterConfigs = channel.unary_unary(
                 '/sparkraft.v1.Controller/IncrementalAlterConfigs',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
@@ -187,6 +197,18 @@ class ControllerServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AlterPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -312,6 +334,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AlterPartition,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
             ),
             'IncrementalAlterConfigs': grpc.unary_unary_rpc_method_handler(
                     servicer.IncrementalAlterConfigs,
@@ -595,6 +627,60 @@ class Controller:
             '/sparkraft.v1.Controller/AlterPartition',
             sparkraft_dot_v1_dot_controller__pb2.AlterPartitionRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.AlterPartitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/AlterPartitionReassignments',
+            sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/ListPartitionReassignments',
+            sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
             options,
             channel_credentials,
             insecure,
