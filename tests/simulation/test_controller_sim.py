@@ -125,6 +125,12 @@ action = st.one_of(
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
     st.tuples(st.just("failover"), st.booleans()),
+    st.tuples(st.just("reassign"), st.sampled_from(NAMES[:2]), st.integers(0, 2),
+              st.lists(st.sampled_from(BROKERS), min_size=1, max_size=3, unique=True)),
+    st.tuples(st.just("reassign"), st.sampled_from(NAMES), st.integers(0, 5),  # mostly refused
+              st.lists(st.sampled_from(BROKERS + [7]), max_size=4)),
+    st.tuples(st.just("cancel"), st.sampled_from(NAMES[:2]), st.integers(0, 2)),
+    st.tuples(st.just("alter"), st.sampled_from(NAMES[:2]), st.integers(0, 2), st.just(BROKERS)),
 )
 
 
@@ -136,18 +142,59 @@ def _leaderless_but_electable(image) -> list[str]:
             if p.leader == -1 and able.intersection(p.isr)]
 
 
+class Reassignments:
+    """What the reassignments asked for must do: while one is in flight, its partition's replicas
+    stay within target + the replicas it started from; it ends by completing (replicas = target) or
+    by a cancel (the original replicas), never otherwise, except when a failover dropped the
+    uncommitted request that started it."""
+
+    def __init__(self) -> None:
+        self.flight: dict = {}  # (topic id, partition) -> (target, allowed brokers)
+
+    def started(self, key, before, target) -> None:
+        self.flight[key] = (tuple(target), set(target) | set(before.replicas))
+
+    def cancelled(self, key, before, after) -> None:
+        self.flight.pop(key, None)
+        assert (after.adding_replicas, after.removing_replicas) == ((), ())
+        assert after.replicas == tuple(b for b in before.replicas if b not in before.adding_replicas)
+
+    def check(self, image, failover: bool) -> None:
+        for key, (target, allowed) in list(self.flight.items()):
+            t = image.topics.by_id.get(key[0])
+            p = t.partitions.get(key[1]) if t is not None else None
+            if p is None:
+                del self.flight[key]
+                continue
+            assert set(p.replicas) <= allowed, (key, p, target)
+            if not (p.adding_replicas or p.removing_replicas):
+                assert p.replicas == target or failover, (key, p, target)
+                del self.flight[key]
+
+
+def _partition(image, name, pid):
+    t = image.topics.topic_by_name(name)
+    return (t.topic_id, t.partitions.get(pid)) if t is not None else (None, None)
+
+
 def _epochs(image) -> dict:
     return {(tid, pid): (p.leader_epoch, p.partition_epoch)
             for tid, t in image.topics.by_id.items() for pid, p in t.partitions.items()}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(action, max_size=40))
-def test_random_requests_keep_the_image_sound(actions):
+@given(st.booleans(), st.lists(action, max_size=40))
+def test_random_requests_keep_the_image_sound(populated, actions):
     c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4))
     epochs: dict[int, int] = {}
+    if populated:  # brokers and topics to reassign, elect and fence from the first action on
+        for b in BROKERS:
+            epochs[b] = c.request(api.RegisterBrokerRequest(b, c.cluster_id, f"Inc000xxxxxxxxxxxxx{b:03d}", ())).broker_epoch
+            c.request(api.BrokerHeartbeatRequest(b, epochs[b], c.core.last_committed_offset))
+        c.request(api.CreateTopicsRequest((api.CreatableTopic("a", 3, 2), api.CreatableTopic("b", 2, 3))))
     last_epochs: dict = {}
     deleted: set = set()
+    reassignments = Reassignments()
     epoch = 1
     for a in actions:
         kind = a[0]
@@ -176,6 +223,10 @@ def test_random_requests_keep_the_image_sound(actions):
             req = api.ElectLeadersRequest(a[1], None)
         elif kind == "unregister":
             req = api.UnregisterBrokerRequest(a[1])
+        elif kind in ("reassign", "cancel"):
+            replicas = tuple(a[3]) if kind == "reassign" else None
+            req = api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(
+                api.TopicPartition(a[1], a[2]), replicas),))
         elif kind == "configs":
             key = api.ConfigResourceKey("TOPIC", a[1])
             req = api.IncrementalAlterConfigsRequest(((key, (api.AlterableConfig(a[3], a[2], a[4]),)),))
@@ -205,6 +256,12 @@ def test_random_requests_keep_the_image_sound(actions):
                 assert c.core.spec is before
             else:
                 c.propose(op)
+                if kind in ("reassign", "cancel") and op.reply[0].error is Errors.NONE:
+                    tid, p = _partition(before, a[1], a[2])
+                    if kind == "reassign":
+                        reassignments.started((tid, a[2]), p, a[3])
+                    else:
+                        reassignments.cancelled((tid, a[2]), p, _partition(c.core.spec, a[1], a[2])[1])
                 if kind == "register":
                     epochs[a[1]] = op.reply.broker_epoch
                 if kind == "unregister":
@@ -212,6 +269,7 @@ def test_random_requests_keep_the_image_sound(actions):
         for image in (c.core.image, c.core.spec):
             assert violations(image) == [], (a, violations(image))
         assert _leaderless_but_electable(c.core.spec) == [], a
+        reassignments.check(c.core.spec, kind == "failover")
         image = c.core.image
         now_epochs = _epochs(image)
         for key, (le, pe) in now_epochs.items():
@@ -223,4 +281,29 @@ def test_random_requests_keep_the_image_sound(actions):
         last_epochs = now_epochs
         assert PartitionIndex.build(c.core.spec).snapshot() == c.core.index.snapshot(), a
     c.commit()
+    assert violations(c.core.image) == []
+    _settle(c, epochs, reassignments)
+
+
+def _settle(c: LocalController, epochs: dict, reassignments: Reassignments) -> None:
+    """Every broker back, every leader puts its live replicas in the ISR: each reassignment whose
+    target brokers are all registered completes."""
+    c.hold = False
+    c.commit()
+    for _ in range(2):
+        for b in sorted(epochs):
+            op = c.core.handle(api.BrokerHeartbeatRequest(b, epochs[b], c.core.last_committed_offset), c.now)
+            if op.error is None:
+                c.propose(op)
+    registered = set(c.core.image.cluster.brokers)
+    for (tid, pid), (target, _) in list(reassignments.flight.items()):
+        p = c.core.image.topics.by_id[tid].partitions[pid]
+        if p.leader == -1 or not set(target) <= registered:
+            continue
+        live = tuple(b for b in p.replicas if b == p.leader or c.core.acceptable(b))
+        (r,) = c.request(api.AlterPartitionRequest(p.leader, epochs[p.leader], (
+            api.PartitionIsr(tid, pid, p.leader_epoch, p.partition_epoch, live),)))
+        assert r.error is Errors.NONE, r
+        reassignments.check(c.core.image, False)
+        assert (tid, pid) not in reassignments.flight, (p, target)
     assert violations(c.core.image) == []
