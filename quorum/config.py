@@ -262,6 +262,14 @@ KEYS: dict[str, ConfigKey] = {
              "Most partitions one CreateTopics or CreatePartitions request may add (INVALID_PARTITIONS past it)."),
         _key("max.partitions", _POSITIVE, 5_000_000,
              "Most partitions the cluster may hold in all (POLICY_VIOLATION past it)."),
+        _key("auto.leader.rebalance.enable", _bool, True,
+             "The active controller moves leadership back to each partition's preferred replica "
+             "(the first) where a broker leads too few of the partitions it prefers."),
+        _key("leader.imbalance.per.broker.percentage", _int(0), 10,
+             "A broker's partitions are rebalanced when more than this percentage of those it is the "
+             "preferred replica of are led by another broker."),
+        _key("leader.imbalance.check.interval.seconds", _POSITIVE, 300,
+             "How often the active controller checks the leader balance."),
         _key("metrics.listener", _host_port, None, "HOST:PORT serving Prometheus /metrics."),
         _key("broker.rack", _non_empty, None, "The broker's rack, for rack-aware placement."),
         # security (DESIGN §12)
@@ -325,6 +333,9 @@ class NodeConfig:
     cache_interval_ms: int
     max_partitions_per_request: int
     max_partitions: int
+    auto_leader_rebalance_enable: bool
+    leader_imbalance_per_broker_percentage: int
+    leader_imbalance_check_interval_seconds: int
     metrics_listener: HostPort | None
     broker_rack: str | None
     listener_security_protocol_map: dict[str, str] | None
@@ -399,12 +410,16 @@ class NodeConfig:
         )
 
     def controller_settings(self) -> ControllerSettings:
-        """The controller core's settings: broker.*, metadata.max.idle.interval.ms, max.partitions*."""
+        """The controller core's settings: broker.*, metadata.max.idle.interval.ms, max.partitions*,
+        the leader balance."""
         return ControllerSettings(session_timeout_ms=self.broker_session_timeout_ms,
                                   heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
                                   idle_interval_ms=self.max_idle_interval_ms or 1 << 40,  # 0 = never a NoOp
                                   max_partitions_per_request=self.max_partitions_per_request,
-                                  max_partitions=self.max_partitions)
+                                  max_partitions=self.max_partitions,
+                                  auto_leader_rebalance=self.auto_leader_rebalance_enable,
+                                  leader_imbalance_percentage=self.leader_imbalance_per_broker_percentage,
+                                  leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000)
 
     def security_protocol(self, listener_name: str | None) -> str:
         """PLAINTEXT or SSL: what ``listener.security.protocol.map`` says of a listener."""

@@ -223,6 +223,9 @@ class BrokerDescription:
     rack: Optional[str]
     endpoints: tuple[BrokerEndpoint, ...]
     incarnation_id: str = ""
+    # the last metadata offset it reported in a heartbeat to the active controller; -1 when unknown
+    # (answered by a standby, or no heartbeat since this controller became active)
+    metadata_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,8 @@ _Feature = pb.RegisterBrokerRecord.BrokerFeature
 
 
 class Sessions:
-    """Last heartbeat time per broker (the active controller's memory only), and a heap of contacts
+    """Last heartbeat time and reported metadata offset per broker (the active controller's memory
+    only: DescribeCluster answers the offsets, for partition leaders' ISR expansion), and a heap of contacts
     ordered by (time, broker) as Kafka's BrokerHeartbeatManager orders them: the next expiry and the
     broker that expired first are read off its front, not found by scanning every broker on each pass
     of the controller's loop (at 10,000 brokers that scan was the controller's main cost). A contact
@@ -44,6 +45,7 @@ class Sessions:
     def __init__(self, timeout_ms: int) -> None:
         self.timeout_ms = timeout_ms
         self.last_contact: dict[int, int] = {}
+        self.reported_offsets: dict[int, int] = {}  # broker -> metadata offset of its last heartbeat
         self._heap: list[tuple[int, int]] = []  # (contact time, broker), stale entries included
 
     def touch(self, broker: int, now_ms: int) -> None:
@@ -52,6 +54,7 @@ class Sessions:
 
     def forget(self, broker: int) -> None:
         self.last_contact.pop(broker, None)
+        self.reported_offsets.pop(broker, None)
 
     def valid(self, broker: int, now_ms: int) -> bool:
         last = self.last_contact.get(broker)
@@ -136,6 +139,7 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
 def heartbeat(ctx: "ControllerCore", req: api.BrokerHeartbeatRequest, now_ms: int):
     reg = _check_epoch(ctx, req.broker_id, req.broker_epoch)
     ctx.sessions.touch(req.broker_id, now_ms)
+    ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= reg.broker_epoch
     records: list = []
     fenced, shutdown = reg.fenced, False

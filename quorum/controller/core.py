@@ -125,6 +125,7 @@ class ControllerCore:
         self._next_write_offset = 0
         self._pending_batches: list[list[bytes]] = []  # activation records not yet handed out
         self._last_write_ms = 0
+        self._next_balance_ms = NO_DEADLINE  # the next leader balance check (active controller only)
         self._diverged = False
         self._issued: set[str] = set()
         self._acceptable_of: Any = None
@@ -304,6 +305,8 @@ class ControllerCore:
         for b in self._spec.cluster.brokers:
             self.sessions.touch(b, now_ms)
         self._last_write_ms = now_ms
+        self._next_balance_ms = (now_ms + self.settings.leader_imbalance_check_interval_ms
+                                 if self.settings.auto_leader_rebalance else NO_DEADLINE)
         records: list[Message] = []
         if self.loader.in_transaction:
             records.append(pb.AbortTransactionRecord(reason="the active controller changed during the "
@@ -337,6 +340,7 @@ class ControllerCore:
         self._spec = None
         self._inflight.clear()
         self._pending_batches = []
+        self._next_balance_ms = NO_DEADLINE
         self._diverged = False
         self.sessions = brokers_control.Sessions(self.settings.session_timeout_ms)
 
@@ -359,7 +363,8 @@ class ControllerCore:
         return self._emit(records, now_ms, reply, name)
 
     def tick(self, now_ms: int) -> list[Operation]:
-        """Timers: activation records, fencing brokers whose session expired, the idle NoOp."""
+        """Timers: activation records, fencing brokers whose session expired, the leader balance,
+        the idle NoOp."""
         if not self.is_active or self._diverged:
             return []
         ops = []
@@ -370,18 +375,31 @@ class ControllerCore:
             log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
                      self.settings.session_timeout_ms)
             ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))
+        if now_ms >= self._next_balance_ms and not ops:
+            ops += self._balance_leaders(now_ms)
         if self._pending_batches:
             ops.insert(0, self._emit([], now_ms, None, "Activation"))
         if not ops and now_ms >= self._last_write_ms + self.settings.idle_interval_ms:
             ops.append(self._emit([pb.NoOpRecord()], now_ms, None, "NoOp"))
         return ops
 
+    def _balance_leaders(self, now_ms: int) -> list[Operation]:
+        """Kafka's auto leader rebalance: preferred elections for imbalanced brokers, one batch's
+        worth at a time; the next round at once while more remain, else after the check interval."""
+        records, more = topics_control.balance_leaders(self, self.settings.max_records_per_batch)
+        self._next_balance_ms = now_ms if more else now_ms + self.settings.leader_imbalance_check_interval_ms
+        if not records:
+            return []
+        log.info("controller %d: leader balance: %d preferred election(s)%s", self.node_id, len(records),
+                 ", more to come" if more else "")
+        return [self._emit(records, now_ms, None, "BalanceLeaders")]
+
     def next_deadline_ms(self) -> int:
         if not self.is_active:
             return NO_DEADLINE
         if self._pending_batches:
             return 0
-        deadline = self._last_write_ms + self.settings.idle_interval_ms
+        deadline = min(self._last_write_ms + self.settings.idle_interval_ms, self._next_balance_ms)
         expiry = brokers_control.next_expiry(self)
         return deadline if expiry is None else min(deadline, expiry)
 
@@ -428,7 +446,8 @@ class ControllerCore:
     def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
         # inside a transaction the committed image stops at its start; outside, at the last record
         offset = self.image.offset if self.in_transaction else self.last_committed_offset
-        return reads.describe_cluster(self.image, self.cluster_id, controller_id, offset)
+        return reads.describe_cluster(self.image, self.cluster_id, controller_id, offset,
+                                      self.sessions.reported_offsets)
 
     def describe_configs(self, req: api.DescribeConfigsRequest
                          ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:

@@ -53,6 +53,10 @@ class PartitionIndex:
         self.isr: dict[int, Masks] = {}  # broker -> partitions whose ISR holds it
         self.leads: dict[int, Masks] = {}  # broker -> partitions it leads
         self.leaderless: Masks = {}  # partitions with leader -1
+        # the leader balance: per preferred replica (the first), how many partitions it prefers, and
+        # those another broker (or none) leads
+        self.preferred: dict[int, int] = {}
+        self.imbalanced: dict[int, Masks] = {}
 
     @classmethod
     def build(cls, image: MetadataImage) -> PartitionIndex:
@@ -71,6 +75,14 @@ class PartitionIndex:
 
     def leads_any(self, broker: int) -> bool:
         return bool(self.leads.get(broker))
+
+    def imbalanced_partitions(self, preferred: int) -> list[tuple[str, int]]:
+        return [(tid, pid) for tid, m in self.imbalanced.get(preferred, {}).items() for pid in _bits(m)]
+
+    def imbalance(self, preferred: int) -> tuple[int, int]:
+        """(partitions ``preferred`` is the preferred replica of but does not lead, all it prefers)."""
+        return (sum(m.bit_count() for m in self.imbalanced.get(preferred, {}).values()),
+                self.preferred.get(preferred, 0))
 
     def leaderless_partitions(self, isr_member: Optional[int] = None,
                               topic_ok: Optional[Callable[[str], bool]] = None) -> list[tuple[str, int]]:
@@ -92,12 +104,14 @@ class PartitionIndex:
         for b in p.isr:
             _set(self.isr, b, tid, bit)
         self._lead(tid, bit, p.leader)
+        self._prefer(tid, bit, p, 1)
 
     def _remove(self, tid: str, pid: int, p: PartitionRegistration) -> None:
         bit = 1 << pid
         for b in p.isr:
             _clear(self.isr, b, tid, bit)
         self._unlead(tid, bit, p.leader)
+        self._prefer(tid, bit, p, -1)
 
     def _change(self, tid: str, pid: int, p: PartitionRegistration, q: PartitionRegistration) -> None:
         """From ``p`` to ``q``, touching only what differs: a broker leaving the ISR and a leader
@@ -114,6 +128,20 @@ class PartitionIndex:
         if p.leader != q.leader:
             self._unlead(tid, bit, p.leader)
             self._lead(tid, bit, q.leader)
+        if p.leader != q.leader or p.replicas[0] != q.replicas[0]:
+            self._prefer(tid, bit, p, -1)
+            self._prefer(tid, bit, q, 1)
+
+    def _prefer(self, tid: str, bit: int, p: PartitionRegistration, sign: int) -> None:
+        """Count ``p`` for (1) or against (-1) its preferred replica, and mark it imbalanced."""
+        preferred = p.replicas[0]
+        n = self.preferred.get(preferred, 0) + sign
+        if n:
+            self.preferred[preferred] = n
+        else:
+            self.preferred.pop(preferred, None)
+        if p.leader != preferred:
+            (_set if sign > 0 else _clear)(self.imbalanced, preferred, tid, bit)
 
     def _lead(self, tid: str, bit: int, leader: int) -> None:
         if leader == NO_LEADER:
@@ -166,4 +194,4 @@ class PartitionIndex:
     def snapshot(self) -> tuple:
         """A comparable copy (for tests)."""
         return ({b: dict(m) for b, m in self.isr.items()}, {b: dict(m) for b, m in self.leads.items()},
-                dict(self.leaderless))
+                dict(self.leaderless), dict(self.preferred), {b: dict(m) for b, m in self.imbalanced.items()})

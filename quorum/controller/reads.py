@@ -32,11 +32,13 @@ def describe_topic(image: MetadataImage, name: str, first_partition: int = 0,
 
 
 def describe_cluster(image: MetadataImage, cluster_id: str, controller_id: Optional[int],
-                     offset: int) -> api.ClusterDescription:
-    """Every registered broker, in id order, as of ``offset``."""
+                     offset: int, reported: Optional[dict[int, int]] = None) -> api.ClusterDescription:
+    """Every registered broker, in id order, as of ``offset``, with the metadata offset it last
+    ``reported`` in a heartbeat (the active controller's memory; -1 where unknown)."""
+    reported = reported or {}
     brokers = tuple(
         api.BrokerDescription(b.broker_id, b.fenced, b.in_controlled_shutdown, b.broker_epoch, b.rack,
                               tuple(api.BrokerEndpoint(e.name, e.host, e.port, e.security_protocol_name)
-                                    for e in b.endpoints), b.incarnation_id)
+                                    for e in b.endpoints), b.incarnation_id, reported.get(b.broker_id, -1))
         for b in (image.cluster.brokers[i] for i in image.cluster.broker_ids()))
     return api.ClusterDescription(cluster_id, controller_id, offset, brokers)

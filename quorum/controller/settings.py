@@ -22,6 +22,9 @@ class ControllerSettings:
     max_batch_bytes: int = 4 * 1024 * 1024
     max_partitions_per_request: int = 100_000  # max.partitions.per.request
     max_partitions: int = 5_000_000  # max.partitions: all topics together
+    auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable
+    leader_imbalance_percentage: int = 10  # leader.imbalance.per.broker.percentage
+    leader_imbalance_check_interval_ms: int = 300_000  # leader.imbalance.check.interval.seconds
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
     bootstrap_metadata_version: int = MV_BOOTSTRAP

@@ -367,6 +367,32 @@ def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr
     return record, result(p.merge(record))
 
 
+def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.PartitionChangeRecord], bool]:
+    """Preferred-replica elections for the brokers whose leader imbalance is past
+    ``leader.imbalance.per.broker.percentage`` (the share of the partitions a broker is the preferred
+    replica of that another broker leads): at most ``limit`` of them, and whether more remain (Kafka
+    elects in rounds too, so that one check does not hold the controller for long)."""
+    percentage = ctx.settings.leader_imbalance_percentage
+    records: list[pb.PartitionChangeRecord] = []
+    by_id = ctx.spec.topics.by_id
+    for broker in sorted(ctx.index.imbalanced):
+        if not ctx.acceptable(broker):
+            continue
+        behind, prefers = ctx.index.imbalance(broker)
+        if behind * 100 <= percentage * prefers:
+            continue
+        for tid, pid in ctx.index.imbalanced_partitions(broker):
+            p = by_id[tid].partitions[pid]
+            if broker not in p.isr:
+                continue
+            record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED)
+            if record is not None:
+                records.append(record)
+                if len(records) >= limit:
+                    return records, True
+    return records, False
+
+
 def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
     """Take ``broker`` out of every ISR it is in (unless it is the last member) and move its
     leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration."""

@@ -131,7 +131,7 @@ def _config_entry_from(m: pb.ConfigEntry) -> api.ConfigEntry:
 def _broker_to(b: api.BrokerDescription) -> pb.BrokerDescription:
     m = pb.BrokerDescription(broker_id=b.broker_id, fenced=b.fenced, in_controlled_shutdown=b.in_controlled_shutdown,
                              broker_epoch=b.broker_epoch, endpoints=[_endpoint_to(e) for e in b.endpoints],
-                             incarnation_id=b.incarnation_id)
+                             incarnation_id=b.incarnation_id, metadata_offset=b.metadata_offset)
     if b.rack is not None:
         m.rack = b.rack
     return m
@@ -140,7 +140,7 @@ def _broker_to(b: api.BrokerDescription) -> pb.BrokerDescription:
 def _broker_from(m: pb.BrokerDescription) -> api.BrokerDescription:
     return api.BrokerDescription(m.broker_id, m.fenced, m.in_controlled_shutdown, m.broker_epoch,
                                  _opt_str(m, "rack"), tuple(_endpoint_from(e) for e in m.endpoints),
-                                 m.incarnation_id)
+                                 m.incarnation_id, m.metadata_offset)
 
 
 def _topic_description_to(d: api.TopicDescription) -> pb.TopicDescription:

@@ -7,7 +7,8 @@ of the Delta tables; else the log from offset 0) and follows the committed log
 as an observer (:mod:`quorum.broker.metadata_client`); then it registers its ``listeners`` as
 endpoints with its ``broker.rack`` and a fresh incarnation id, and heartbeats every
 ``broker.heartbeat.interval.ms`` with the offset its image has reached, so it is unfenced once it
-has caught up. SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to
+has caught up. As the leader of partitions it brings caught-up replicas back into their ISRs
+(:mod:`quorum.broker.isr_expansion`). SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to
 other brokers first, bounded by ``broker.session.timeout.ms``), writes the cache and exits 0.
 
 The cluster id comes from ``metadata.log.dir/meta.properties`` if the directory was formatted
@@ -55,6 +56,7 @@ def controllers_of(config) -> str:
 def run_start(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from quorum.broker.isr_expansion import IsrExpansion
     from quorum.broker.lifecycle import BrokerLifecycle
     from quorum.broker.metadata_client import BrokerMetadataClient
     from quorum.config import ConfigError, load_config
@@ -81,6 +83,7 @@ def run_start(args: argparse.Namespace) -> int:
     lifecycle: "BrokerLifecycle | None" = None
     metadata: "BrokerMetadataClient | None" = None
     metrics_server = None
+    closing: list = []
 
     def on_signal(signum, _frame) -> None:
         received.append(signal.Signals(signum).name)
@@ -118,6 +121,13 @@ def run_start(args: argparse.Namespace) -> int:
         lifecycle = BrokerLifecycle(client, config.node_id, cluster_id, random_uuid(), endpoints,
                                     config.broker_rack, config.broker_heartbeat_interval_ms,
                                     offset_source=lambda: metadata.applied_offset)
+        # the ISRs of the partitions it leads: its own client, as heartbeats must never wait behind it
+        isr_client = ControllerClient(controllers_of(config), timeout=10.0, rpc_timeout=5.0, security=security)
+        closing.append(isr_client)
+        expansion = IsrExpansion(config.node_id, isr_client, lambda: metadata.image,
+                                 lambda: lifecycle.state.broker_epoch)
+        metadata.add_listener(expansion.on_update)
+        threading.Thread(target=expansion.run, args=(stop,), name="isr-expansion", daemon=True).start()
         if config.metrics_listener:
             from quorum.metrics.registry import Registry
             from quorum.metrics.server import MetricsServer
@@ -145,6 +155,8 @@ def run_start(args: argparse.Namespace) -> int:
             log.info("Broker %d: metadata at offset %d; %d records fetched since it started from %s",
                      config.node_id, metadata.applied_offset, metadata.stats.records_fetched,
                      metadata.stats.bootstrap_source)
+        for extra in closing:
+            extra.close()
         client.close()
     log.info("Broker %d stopped", config.node_id)
     return 0

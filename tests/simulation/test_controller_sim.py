@@ -185,7 +185,7 @@ def _epochs(image) -> dict:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans(), st.lists(action, max_size=40))
 def test_random_requests_keep_the_image_sound(populated, actions):
-    c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4))
+    c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4, leader_imbalance_check_interval_ms=3000))
     epochs: dict[int, int] = {}
     if populated:  # brokers and topics to reassign, elect and fence from the first action on
         for b in BROKERS:

@@ -28,6 +28,10 @@ REQUESTS = [
     api.ElectLeadersRequest("PREFERRED", ()),  # no partition at all
     api.AlterPartitionRequest(101, 17, (api.PartitionIsr("tid", 0, 3, 4, (101, 102)),
                                         api.PartitionIsr("tid", 1, 0, 0, (101,)))),
+    api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(TP, (1, 2, 3)),
+                                            api.ReassignablePartition(api.TopicPartition("b", 1), None))),
+    api.ListPartitionReassignmentsRequest(),
+    api.ListPartitionReassignmentsRequest((TP,)),
     api.IncrementalAlterConfigsRequest(((KEY, (api.AlterableConfig("retention.ms", "SET", "1000"),
                                                api.AlterableConfig("cleanup.policy", "DELETE"))),
                                         (api.ConfigResourceKey("BROKER", ""), ())), validate_only=True),
@@ -62,6 +66,9 @@ REPLIES = [
     ("ElectLeaders", (api.ElectLeadersResult(TP, Errors.ELECTION_NOT_NEEDED, "already"),)),
     ("AlterPartition", (api.AlterPartitionResult("tid", 0, Errors.NONE, "", 101, 3, 5, (101, 102)),
                         api.AlterPartitionResult("tid", 1, Errors.FENCED_LEADER_EPOCH, "stale", -1, -1, -1, ()))),
+    ("AlterPartitionReassignments", (api.ElectLeadersResult(TP), api.ElectLeadersResult(
+        TP, Errors.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."))),
+    ("ListPartitionReassignments", (api.OngoingReassignment(TP, (3, 4, 1, 2), (3, 4), (1, 2)),)),
     ("IncrementalAlterConfigs", (api.AlterConfigsResult(KEY),
                                  api.AlterConfigsResult(KEY, Errors.INVALID_CONFIG, "bad"))),
     ("DescribeConfigs", ((KEY, Errors.NONE, "", (api.ConfigEntry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),
@@ -71,7 +78,7 @@ REPLIES = [
     ("DescribeTopics", (api.TopicDescription("a", "tid", (api.PartitionDescription(0, 101, (101, 102), (101,), 2, 3),),
                                              {"retention.ms": "1000"}, partition_count=3, next_partition=1),)),
     ("DescribeCluster", api.ClusterDescription("c1", 2, 40, (
-        api.BrokerDescription(101, False, True, 17, "rack-a", (EP,), "inc"),
+        api.BrokerDescription(101, False, True, 17, "rack-a", (EP,), "inc", 4711),
         api.BrokerDescription(102, True, False, 19, None, (), "")))),
     ("DescribeCluster", api.ClusterDescription("c1", None, -1, ())),
     ("UpdateFeatures", (api.ItemResult(), api.ItemResult(Errors.INVALID_UPDATE_VERSION, "no"))),

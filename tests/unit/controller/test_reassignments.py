@@ -170,3 +170,79 @@ def test_cancel_that_would_need_an_unclean_election_is_refused_unless_the_topic_
     assert (q.replicas, q.isr, q.adding_replicas, q.removing_replicas) == ((0,), (0,), (), ())
     assert q.leader == -1  # broker 0 is fenced: leaderless until it returns
     assert violations(c.core.image) == []
+
+
+# ---------------------------------------------------------------- the leader balance
+def _roll(c, epochs, broker, at_ms):
+    """``broker`` misses its heartbeats (fenced), then returns and its partitions' leaders put it
+    back in their ISRs."""
+    c.now = at_ms
+    for b in epochs:
+        if b != broker:
+            heartbeat(c, b, epochs[b])
+    c.tick(at_ms + 9000)
+    heartbeat(c, broker, epochs[broker])  # unfenced again
+    for b in epochs:
+        heartbeat(c, b, epochs[b])
+    image = c.core.image
+    for t in image.topics.by_id.values():
+        for pid, p in t.partitions.items():
+            if broker not in p.isr and p.leader != -1:
+                c.request(api.AlterPartitionRequest(p.leader, epochs[p.leader], (
+                    api.PartitionIsr(t.topic_id, pid, p.leader_epoch, p.partition_epoch, p.isr + (broker,)),)))
+
+
+def _led(c):
+    led: dict = {}
+    for t in c.core.image.topics.by_id.values():
+        for p in t.partitions.values():
+            led[p.leader] = led.get(p.leader, 0) + 1
+    return led
+
+
+def test_leaders_return_to_the_preferred_replicas_after_a_roll():
+    c, epochs = controller(3, leader_imbalance_check_interval_ms=60_000, max_records_per_batch=2)
+    create(c, "t", 12, 3)
+    assert _led(c) == {0: 4, 1: 4, 2: 4}
+    _roll(c, epochs, 0, 1000)
+    assert 0 not in _led(c)  # back in every ISR, but leading nothing
+    _check_balance(c, epochs, 59_000)
+    assert 0 not in _led(c)  # not before the check interval
+    _check_balance(c, epochs, 60_000)
+    assert _led(c)[0] == 2  # one batch of two elections...
+    assert c.core.next_deadline_ms() == 60_000  # ...and the next round at once
+    c.tick(60_000)
+    assert _led(c) == {0: 4, 1: 4, 2: 4}
+    assert c.core.next_deadline_ms() <= 60_500  # the idle NoOp; the next check after the interval
+    assert violations(c.core.image) == []
+
+
+def _preferred_elsewhere(c):
+    """Reorder one partition led by broker 0 so that another broker is its preferred replica:
+    that broker now leads 4 of the 5 partitions it prefers (20 % imbalance)."""
+    t = c.core.image.topics.topic_by_name("t")
+    pid, p = next((pid, p) for pid, p in sorted(t.partitions.items()) if p.leader == 0)
+    other = p.replicas[1]
+    reordered = (other,) + tuple(b for b in p.replicas if b != other)
+    c.request(api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(api.TopicPartition("t", pid),
+                                                                                reordered),)))
+    q = c.core.image.topics.topic_by_name("t").partitions[pid]
+    assert q.replicas == reordered and q.leader == 0
+    return pid, other
+
+
+def _check_balance(c, epochs, at):
+    for b in epochs:
+        c.request(api.BrokerHeartbeatRequest(b, epochs[b], c.core.last_committed_offset), at)
+    c.tick(at)
+
+
+def test_rebalance_only_past_the_imbalance_percentage_and_when_enabled():
+    cases = [({}, True), ({"leader_imbalance_percentage": 20}, False), ({"auto_leader_rebalance": False}, False)]
+    for settings, moves in cases:
+        c, epochs = controller(3, leader_imbalance_check_interval_ms=5000, **settings)
+        create(c, "t", 12, 3)
+        pid, other = _preferred_elsewhere(c)
+        _check_balance(c, epochs, 6000)
+        leader = c.core.image.topics.topic_by_name("t").partitions[pid].leader
+        assert leader == (other if moves else 0), settings

@@ -593,7 +593,7 @@ class DescribeClusterRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class BrokerDescription(_message.Message):
-    __slots__ = ("broker_id", "fenced", "in_controlled_shutdown", "broker_epoch", "rack", "endpoints", "incarnation_id")
+    __slots__ = ("broker_id", "fenced", "in_controlled_shutdown", "broker_epoch", "rack", "endpoints", "incarnation_id", "metadata_offset")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
@@ -601,6 +601,7 @@ class BrokerDescription(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     fenced: bool
     in_controlled_shutdown: bool
@@ -608,7 +609,8 @@ class BrokerDescription(_message.Message):
     rack: str
     endpoints: _containers.RepeatedCompositeFieldContainer[BrokerEndpoint]
     incarnation_id: str
-    def __init__(self, broker_id: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., broker_epoch: _Optional[int] = ..., rack: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., incarnation_id: _Optional[str] = ...) -> None: ...
+    metadata_offset: int
+    def __init__(self, broker_id: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., broker_epoch: _Optional[int] = ..., rack: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., incarnation_id: _Optional[str] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "cluster_id", "controller_id", "metadata_offset", "brokers")

@@ -1,0 +1,188 @@
+"""IsrExpansion: a partition leader's broker brings caught-up replicas back into the ISR.
+
+In Kafka the leader of a partition adds a follower to the ISR (AlterPartition to the controller)
+once the follower's fetches have reached the leader's high watermark. sparkraft brokers carry
+metadata only, no partition data, so here a replica is caught up when its broker
+
+- is registered, unfenced and not in controlled shutdown (in this broker's image), and
+- has applied the metadata that made it a replica: the offset it last reported in a heartbeat to
+  the active controller (DescribeCluster answers it) is at or past the record that last changed the
+  partition's replicas. For partitions whose replicas have not changed since this broker's image
+  started, that is the offset the image started at.
+
+This is what returns a restarted broker to the ISRs it left (so a preferred election can move
+leadership back to it) and what completes a reassignment (its added replicas join the ISR; the
+controller then drops the removed ones).
+
+The leader never shrinks the ISR itself: a broker that stops following the metadata log stops
+heartbeating and the controller fences it, which takes it out of every ISR.
+
+Work per round is what changed: the partitions this broker leads with replicas outside the ISR
+are kept as a set, updated from the records each metadata update carries, and rebuilt from the
+whole image only when the image is replaced (bootstrap, a snapshot). A partition proposed is not
+proposed again at the same partition epoch for ``retry_s`` (the answer's change arrives through
+the log; a refusal is retried after that).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from typing import Callable
+
+from quorum.broker.metadata_client import MetadataUpdate
+from quorum.controller import api
+from quorum.errors import Errors, SparkraftError
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import RecordType
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]  # (topic id, partition)
+
+
+class IsrExpansion:
+    def __init__(self, broker_id: int, client, image: Callable[[], MetadataImage],
+                 broker_epoch: Callable[[], int], retry_s: float = 5.0, max_partitions_per_request: int = 10_000,
+                 clock: Callable[[], float] = time.monotonic):
+        self.broker_id = broker_id
+        self.client = client  # a ControllerClient
+        self._image = image
+        self._broker_epoch = broker_epoch
+        self.retry_s = retry_s
+        self.max_partitions_per_request = max_partitions_per_request
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._rescan = True
+        self._floor = -1  # the offset the image started at: what replicas not seen changing date from
+        self._changed: set[Key] = set()  # partitions touched by records since the last round
+        self._since: dict[Key, int] = {}  # offset of the record that last changed a partition's replicas
+        self._watch: set[Key] = set()  # partitions this broker leads with replicas outside the ISR
+        self._sent: dict[Key, tuple[int, float]] = {}  # proposed at (partition epoch, when)
+        self.expanded = 0  # partitions whose ISR this broker expanded (metrics, tests)
+
+    # -- input: the metadata client's updates (its thread) ----------------------------------------
+    def on_update(self, update: MetadataUpdate) -> None:
+        with self._lock:
+            if update.reloaded:
+                self._rescan, self._floor = True, update.last_offset
+                self._since.clear()
+                self._changed.clear()
+            for offset, decoded in update.records:
+                t = getattr(decoded, "type", None)  # None: a record type this broker does not know
+                record = getattr(decoded, "message", None)
+                if t is RecordType.PARTITION_CHANGE_RECORD:
+                    key = (record.topic_id, record.partition_id)
+                    self._changed.add(key)
+                    if record.HasField("replicas"):
+                        self._since[key] = offset
+                elif t is RecordType.PARTITION_RECORD:
+                    key = (record.topic_id, record.partition_id)
+                    self._changed.add(key)
+                    if len(record.isr) != len(record.replicas):
+                        self._since[key] = offset
+                elif t is RecordType.REMOVE_TOPIC_RECORD:
+                    self._rescan = True
+        self._wake.set()
+
+    # -- one round -------------------------------------------------------------------------------
+    def round(self) -> int:
+        """Propose the ISR expansions due now; the number of partitions the controller expanded."""
+        image = self._image()
+        watch = self._update_watch(image)
+        if not watch:
+            return 0
+        able = {b for b, reg in image.cluster.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown}
+        if not any(b in able and b not in p.isr for p in watch.values() for b in p.replicas):
+            return 0
+        try:
+            reported = {b.broker_id: b.metadata_offset for b in self.client.describe_cluster().brokers}
+        except SparkraftError as e:
+            log.info("Broker %d: ISR expansion waits: no broker offsets from the controllers (%s)", self.broker_id, e)
+            return 0
+        now = self._clock()
+        proposals = []
+        for key, p in sorted(watch.items()):
+            sent = self._sent.get(key)
+            if sent is not None and sent[0] == p.partition_epoch and now < sent[1] + self.retry_s:
+                continue
+            since = self._since.get(key, self._floor)
+            joining = [b for b in p.replicas if b not in p.isr and b in able and reported.get(b, -1) >= since]
+            if joining:
+                proposals.append(api.PartitionIsr(key[0], key[1], p.leader_epoch, p.partition_epoch,
+                                                  p.isr + tuple(joining)))
+                self._sent[key] = (p.partition_epoch, now)
+        return self._propose(proposals)
+
+    def _update_watch(self, image: MetadataImage) -> dict:
+        """The partitions to look at, with their registrations in ``image``."""
+        with self._lock:
+            rescan, changed = self._rescan, self._changed
+            self._rescan, self._changed = False, set()
+            if rescan and self._floor < 0:
+                self._floor = image.offset
+        me = self.broker_id
+        by_id = image.topics.by_id
+        if rescan:
+            self._watch = {(tid, pid) for tid, t in by_id.items() for pid, p in t.partitions.items()
+                           if p.leader == me and len(p.isr) < len(p.replicas)}
+            self._sent = {k: v for k, v in self._sent.items() if k in self._watch}
+        for key in changed:
+            t = by_id.get(key[0])
+            p = t.partitions.get(key[1]) if t is not None else None
+            if p is not None and p.leader == me and len(p.isr) < len(p.replicas):
+                self._watch.add(key)
+            else:
+                self._watch.discard(key)
+                self._sent.pop(key, None)
+        out = {}
+        for key in list(self._watch):
+            t = by_id.get(key[0])
+            p = t.partitions.get(key[1]) if t is not None else None
+            if p is None:
+                self._watch.discard(key)
+            else:
+                out[key] = p
+        return out
+
+    def _propose(self, proposals: list[api.PartitionIsr]) -> int:
+        done = 0
+        refused: Counter = Counter()
+        step = self.max_partitions_per_request
+        for i in range(0, len(proposals), step):
+            request = api.AlterPartitionRequest(self.broker_id, self._broker_epoch(), tuple(proposals[i:i + step]))
+            try:
+                results = self.client.alter_partition(request)
+            except SparkraftError as e:
+                log.info("Broker %d: AlterPartition of %d partition(s) failed: %s", self.broker_id,
+                         len(request.partitions), e)
+                continue
+            for r in results:
+                if r.error is Errors.NONE:
+                    done += 1
+                else:
+                    refused[r.error.name] += 1
+        self.expanded += done
+        if done or refused:
+            log.info("Broker %d: ISR expanded for %d partition(s)%s", self.broker_id, done,
+                     "; refused: " + ", ".join(f"{n} {e}" for e, n in sorted(refused.items())) if refused else "")
+        return done
+
+    # -- the thread ------------------------------------------------------------------------------
+    def run(self, stop: threading.Event, interval_s: float = 1.0) -> None:
+        """Rounds until ``stop``: after every metadata update, and every ``interval_s`` while some
+        replica is waiting to be caught up."""
+        while not stop.is_set():
+            self._wake.wait(interval_s)
+            self._wake.clear()
+            if stop.is_set():
+                return
+            try:
+                self.round()
+            except Exception:  # never let one bad round end the broker's ISR upkeep
+                log.exception("Broker %d: ISR expansion round failed", self.broker_id)
+
+    def stop(self) -> None:
+        self._wake.set()

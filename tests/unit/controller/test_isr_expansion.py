@@ -1,0 +1,135 @@
+"""The partition leader's ISR expansion (quorum/broker/isr_expansion.py) against a real controller
+core: a restarted broker rejoins the ISRs it left once caught up, and a reassignment's added replica
+joins only once its broker reports the offset that made it a replica."""
+from __future__ import annotations
+
+from controller_helpers import controller, create, heartbeat, register
+
+from quorum.broker.isr_expansion import IsrExpansion
+from quorum.broker.metadata_client import MetadataUpdate
+from quorum.controller import api
+from quorum.metadata.records import decode_record
+
+
+class Controllers:
+    """What IsrExpansion calls on a ControllerClient, answered by an in-process LocalController."""
+
+    def __init__(self, c):
+        self.c = c
+        self.calls = 0
+
+    def describe_cluster(self):
+        return self.c.core.describe_cluster()
+
+    def alter_partition(self, request):
+        self.calls += 1
+        return self.c.request(request)
+
+
+class Feed:
+    """Hands the controller's newly committed records to ``expansion.on_update``, as a broker's
+    metadata client would."""
+
+    def __init__(self, c, expansion):
+        self.c, self.expansion, self.seen = c, expansion, len(c.log)
+
+    def __call__(self):
+        records = [(b.base_offset + i, decode_record(raw)) for b in self.c.log[self.seen:] if not b.control
+                   for i, raw in enumerate(b.records)]
+        self.seen = len(self.c.log)
+        if records:
+            self.expansion.on_update(MetadataUpdate(records[0][0], records[-1][0], tuple(records), self.c.core.image))
+
+
+def _expansion(c, epochs, broker, clock=lambda: 0.0):
+    x = IsrExpansion(broker, Controllers(c), lambda: c.core.image, lambda: epochs[broker], clock=clock)
+    return x, Feed(c, x)
+
+
+def _p(c, name="t", pid=0):
+    return c.core.image.topics.topic_by_name(name).partitions[pid]
+
+
+def _restart(c, epochs, broker, at_ms, offset=None):
+    """``broker`` is fenced (missed heartbeats), then registers again and heartbeats."""
+    c.now = at_ms
+    for b in epochs:
+        if b != broker:
+            heartbeat(c, b, epochs[b])
+    c.tick(at_ms + 9000)  # only its session (last heard of at 0) has run out
+    epochs[broker] = register(c, broker, gen=1, unfence=False)
+    reply = c.request(api.BrokerHeartbeatRequest(broker, epochs[broker],
+                                                 c.core.last_committed_offset if offset is None else offset))
+    return reply
+
+
+def test_a_restarted_broker_rejoins_the_isrs_it_left():
+    c, epochs = controller(3)
+    create(c, "t", 4, 3)
+    leaders = {pid: _p(c, pid=pid).leader for pid in range(4)}
+    _restart(c, epochs, 2, 1000)
+    left = [pid for pid in range(4) if 2 not in _p(c, pid=pid).isr]
+    assert left  # it left every ISR when fenced
+    expansions = {b: _expansion(c, epochs, b) for b in range(3)}
+    # its first heartbeat reported an offset from before the image the leaders started from
+    assert sum(x.round() for x, _ in expansions.values()) == 0
+    heartbeat(c, 2, epochs[2])
+    done = sum(x.round() for x, _ in expansions.values())
+    assert done == len(left)
+    for pid in range(4):
+        p = _p(c, pid=pid)
+        assert set(p.isr) == {0, 1, 2} and p.leader in (leaders[pid], 0, 1)
+    assert sum(x.round() for x, _ in expansions.values()) == 0  # nothing more to do
+    # back in the ISR, a preferred election gives it back the partitions it prefers
+    c.request(api.ElectLeadersRequest("PREFERRED", None))
+    assert all(_p(c, pid=pid).leader == _p(c, pid=pid).replicas[0] for pid in range(4))
+
+
+def test_a_broker_not_caught_up_does_not_join():
+    c, epochs = controller(4)
+    create(c, "t", -1, -1, assignments=((0, 1),))
+    x, feed = _expansion(c, epochs, 0)
+    x.round()  # the image as it started: nothing to expand
+    feed()
+    heartbeat(c, 2, epochs[2])  # broker 2 reports an offset before the reassignment
+    (r,) = c.request(api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(
+        api.TopicPartition("t", 0), (0, 2)),)))
+    feed()
+    assert _p(c).adding_replicas == (2,)
+    calls = x.client.calls
+    assert x.round() == 0 and x.client.calls == calls  # 2 has not applied the reassignment yet
+    heartbeat(c, 2, epochs[2])  # now it has
+    assert x.round() == 1
+    feed()
+    p = _p(c)
+    assert p.replicas == (0, 2) and set(p.isr) == {0, 2} and not p.adding_replicas
+
+
+def test_a_fenced_replica_does_not_join_and_a_refused_proposal_waits_for_retry():
+    now = [0.0]
+    c, epochs = controller(3)
+    create(c, "t", 1, 3)
+    leader = _p(c).leader
+    other = [b for b in (0, 1, 2) if b != leader][0]
+    _restart(c, epochs, other, 1000, offset=-1)  # registered but not caught up: still fenced
+    assert c.core.image.cluster.brokers[other].fenced
+    image = [c.core.image]
+    x = IsrExpansion(leader, Controllers(c), lambda: image[0], lambda: epochs[leader], clock=lambda: now[0])
+    assert x.round() == 0 and x.client.calls == 0
+    heartbeat(c, other, epochs[other])
+    heartbeat(c, other, epochs[other])  # caught up, and reported so
+    image[0] = c.core.image  # the leader's image knows it is unfenced...
+    tid = c.core.image.topics.topic_by_name("t").topic_id
+    p = _p(c)
+    (r,) = c.request(api.AlterPartitionRequest(leader, epochs[leader], (
+        api.PartitionIsr(tid, 0, p.leader_epoch, p.partition_epoch, (leader,)),)))
+    assert r.isr == (leader,)  # ...but not that the ISR has changed since: its proposal is stale
+    assert x.round() == 0 and x.client.calls == 1
+    assert x.round() == 0 and x.client.calls == 1  # not again at the same partition epoch...
+    now[0] += x.retry_s
+    assert x.round() == 0 and x.client.calls == 2  # ...until retry_s has passed
+    third = ({0, 1, 2} - {leader, other}).pop()
+    heartbeat(c, third, epochs[third])  # its last report predates the leader's image: report again
+    image[0] = c.core.image
+    assert x.round() == 1
+    assert set(_p(c).isr) == {0, 1, 2}
