@@ -215,7 +215,7 @@ def test_other_errors_are_one_line(cluster):
 
 
 def test_help():
-    for args in (["topics", "create"], ["topics", "alter"], ["leader-election"], ["topics", "describe"],
+    for args in (["topics", "create"], ["topics", "alter"], ["leader-election"], ["reassign-partitions"], ["topics", "describe"],
                  ["configs", "alter"], ["brokers", "list"], ["cluster", "unregister"],
                  ["broker", "start"]):
         result = sparkraft(*args, "--help")
@@ -256,3 +256,80 @@ def test_a_large_topic_is_described_a_page_at_a_time(cluster):
     assert [p["partition"] for p in d["partitions"]] == list(range(n))
     text = ok("topics", "describe", "--topic", "wide", *boot).splitlines()
     assert text[0].startswith("Topic: wide\t") and f"PartitionCount: {n}\t" in text[0] and len(text) == n + 1
+
+
+def test_reassign_partitions_execute_verify_cancel_as_kafka(cluster, tmp_path):
+    """kafka-reassign-partitions' JSON and lines. Nothing here moves a replica into an ISR (these
+    brokers are heartbeats only), so a reassignment adding a broker stays in flight until cancelled;
+    one that only reorders completes at once."""
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "moving", "--partitions", "2", "--replication-factor", "2", *boot)
+    parts = {p["partition"]: p["replicas"] for p in json.loads(ok("topics", "describe", "--topic", "moving",
+                                                                  "--json", *boot))["partitions"]}
+    spare = ({101, 102, 103} - set(parts[1])).pop()
+    target = {0: parts[0][::-1], 1: [spare, parts[1][0]]}
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "moving", "partition": p, "replicas": r} for p, r in target.items()]}))
+    out = ok("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
+    lines = out.strip().splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    rollback = json.loads(lines[2])
+    assert {p["partition"]: p["replicas"] for p in rollback["partitions"]} == parts
+    assert lines[-1] == "Successfully started partition reassignments for moving-0,moving-1"
+    result = sparkraft("reassign-partitions", "--verify", "--reassignment-json-file", str(plan), *boot)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines() == ["Status of partition reassignment:",
+                                          "Reassignment of partition moving-0 is completed.",
+                                          "Reassignment of partition moving-1 is still in progress."]
+    out = ok("reassign-partitions", "--cancel", "--reassignment-json-file", str(plan), *boot)
+    assert out.strip() == "Successfully cancelled partition reassignment for: moving-1"
+    now = {p["partition"]: p["replicas"] for p in json.loads(ok("topics", "describe", "--topic", "moving",
+                                                                "--json", *boot))["partitions"]}
+    assert now == {0: target[0], 1: parts[1]}
+    result = sparkraft("reassign-partitions", "--cancel", "--reassignment-json-file", str(plan), *boot)
+    assert result.returncode == 1 and result.stderr.startswith("NO_REASSIGNMENT_IN_PROGRESS: ")
+
+
+@pytest.mark.parametrize("entries, error", [
+    ([{"topic": "moving2", "partition": 0, "replicas": [101, 999]}], "INVALID_REPLICA_ASSIGNMENT: "),
+    ([{"topic": "moving2", "partition": 0, "replicas": [101, 101]}], "INVALID_REPLICA_ASSIGNMENT: "),
+    ([{"topic": "moving2", "partition": 0, "replicas": []}], "INVALID_REPLICA_ASSIGNMENT: "),
+    ([{"topic": "moving2", "partition": 0, "replicas": [101]}] * 2, "INVALID_REQUEST: "),
+    ([{"topic": "nope", "partition": 0, "replicas": [101]}], "UNKNOWN_TOPIC_OR_PARTITION: "),
+    ([{"topic": "moving2", "partition": 7, "replicas": [101]}], "UNKNOWN_TOPIC_OR_PARTITION: "),
+    ([{"topic": "moving2", "partition": "0", "replicas": [101]}], "ERROR: "),
+    ([], "INVALID_REQUEST: "),
+])
+def test_a_bad_reassignment_is_one_line_and_changes_nothing(cluster, tmp_path, entries, error):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    if sparkraft("topics", "describe", "--topic", "moving2", *boot).returncode != 0:
+        ok("topics", "create", "--topic", "moving2", "--partitions", "1", "--replication-factor", "2", *boot)
+    before = ok("topics", "describe", "--topic", "moving2", "--json", *boot)
+    plan = tmp_path / "bad.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": entries}))
+    result = sparkraft("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
+    assert result.stdout == ""
+    assert ok("topics", "describe", "--topic", "moving2", "--json", *boot) == before
+
+
+def test_reassign_partitions_generate_proposes_over_the_broker_list(cluster, tmp_path):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "spread", "--partitions", "4", "--replication-factor", "2", *boot)
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread"}]}))
+    before = ok("topics", "describe", "--topic", "spread", "--json", *boot)
+    out = ok("reassign-partitions", "--generate", "--topics-to-move-json-file", str(topics),
+             "--broker-list", "102,103", *boot)
+    lines = out.strip().splitlines()
+    assert lines[0] == "Current partition replica assignment" and lines[3] == "Proposed partition reassignment configuration"
+    current, proposed = json.loads(lines[1]), json.loads(lines[4])
+    assert [p["partition"] for p in current["partitions"]] == [0, 1, 2, 3]
+    assert [p["partition"] for p in proposed["partitions"]] == [0, 1, 2, 3]
+    assert all(sorted(p["replicas"]) == [102, 103] for p in proposed["partitions"])
+    assert ok("topics", "describe", "--topic", "spread", "--json", *boot) == before  # nothing changed
+    result = sparkraft("reassign-partitions", "--generate", "--topics-to-move-json-file", str(topics),
+                       "--broker-list", "102,999", *boot)
+    assert result.returncode == 1 and result.stderr.startswith("INVALID_REPLICA_ASSIGNMENT: ")
