@@ -76,7 +76,10 @@ def _registrations(partitions: pa.Table) -> list[PartitionRegistration]:
     """Every row as a PartitionRegistration, built column-wise in C (map and zip, no Python loop)."""
     fields = [*(_broker_lists(partitions.column(c)) for c in ("replicas", "isr", "removing_replicas",
                                                              "adding_replicas")),
-              *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch"))]
+              *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch")),
+              # a warehouse of an older sparkraft has no ELR columns: its rows read as null there
+              *(_broker_lists(partitions.column(c)) if c in partitions.column_names else [()] * partitions.num_rows
+                for c in ("elr", "last_known_elr"))]
     # PartitionRegistration is a NamedTuple: tuple.__new__ skips its Python-level __new__.
     return list(map(partial(tuple.__new__, PartitionRegistration), zip(*fields)))
 

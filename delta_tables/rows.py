@@ -121,7 +121,8 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
                 "replicas": list(p.replicas), "isr": list(p.isr), "leader": p.leader,
                 "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
                 "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas),
-                "last_offset": last_offset, "bucket": partition_bucket(topic.topic_id)}
+                "last_offset": last_offset, "bucket": partition_bucket(topic.topic_id),
+                "elr": list(p.elr), "last_known_elr": list(p.last_known_elr)}
     if table == BROKERS:
         b = image.cluster.broker(key[0])
         if b is None:

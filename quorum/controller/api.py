@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from quorum.controller.settings import BROKER_FEATURES, MV_MAX, MV_MIN
 from quorum.errors import Errors
 
 
@@ -29,9 +30,11 @@ class RegisterBrokerRequest:
     incarnation_id: str  # a fresh Uuid per process start
     endpoints: tuple[BrokerEndpoint, ...]
     rack: Optional[str] = None
-    # metadata.version levels this broker supports (inclusive)
-    min_metadata_version: int = 1
-    max_metadata_version: int = 1
+    # metadata.version levels this broker supports (inclusive): by default, what this code reads
+    min_metadata_version: int = MV_MIN
+    max_metadata_version: int = MV_MAX
+    # the other features it supports: (name, lowest, highest level); one not named is supported at 0 only
+    features: tuple[tuple[str, int, int], ...] = BROKER_FEATURES
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +284,19 @@ class UnregisterBrokerRequest:
 class UpdateFeaturesRequest:
     updates: tuple[tuple[str, int], ...]  # feature name -> max level (0 deletes)
     validate_only: bool = False
+    upgrade_type: str = "UPGRADE"  # UPGRADE, SAFE_DOWNGRADE or UNSAFE_DOWNGRADE (Kafka's, for every update)
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeFeaturesRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class FeaturesDescription:
+    finalized: tuple[tuple[str, int], ...]  # (feature, level), metadata.version among them
+    supported: tuple[tuple[str, int, int], ...]  # (feature, lowest, highest) this controller implements
+    epoch: int  # the metadata offset it was read at
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,4 +424,5 @@ class DescribeUserScramCredentialsRequest:
 
 
 READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
-                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest, ListPartitionReassignmentsRequest)
+                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest, ListPartitionReassignmentsRequest,
+                 DescribeFeaturesRequest)

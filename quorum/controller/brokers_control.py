@@ -107,6 +107,15 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
         raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
                              f"support version {mv} of metadata.version. It wants a version between "
                              f"{req.min_metadata_version} and {req.max_metadata_version}, inclusive.")
+    if len(req.features) > 64 or len({name for name, _, _ in req.features}) != len(req.features):
+        raise SparkraftError(Errors.INVALID_REQUEST, "The broker's supported features repeat a name or are too many")
+    ranges = {name: (lo, hi) for name, lo, hi in req.features}
+    for name, level in sorted(ctx.spec.features.levels.items()):
+        lo, hi = ranges.get(name, (0, 0))
+        if name != METADATA_VERSION and not lo <= level <= hi:
+            raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
+                                 f"support finalized version {level} of {name}. The broker wants a version "
+                                 f"between {lo} and {hi}, inclusive.")
     names = [e.name for e in req.endpoints]
     if len(set(names)) != len(names):
         raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate listener name in the endpoints")
@@ -124,7 +133,9 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
         endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
                              security_protocol=_protocol(e.security_protocol)) for e in req.endpoints],
         features=[_Feature(name=METADATA_VERSION, min_supported_version=req.min_metadata_version,
-                           max_supported_version=req.max_metadata_version)],
+                           max_supported_version=req.max_metadata_version)]
+        + [_Feature(name=name, min_supported_version=lo, max_supported_version=hi)
+           for name, lo, hi in sorted(req.features) if name != METADATA_VERSION],
         rack=req.rack, fenced=True, in_controlled_shutdown=False)
     records: list = [record]
     if existing is not None and not existing.fenced:

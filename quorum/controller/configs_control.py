@@ -333,6 +333,14 @@ def unclean_election_enabled(image: MetadataImage, topic: str) -> bool:
     return (topic_value(image, topic, "unclean.leader.election.enable") or "false").strip().lower() == "true"
 
 
+def min_insync_replicas(image: MetadataImage, topic: str) -> int:
+    """``min.insync.replicas`` for ``topic`` (at least 1)."""
+    try:
+        return max(1, int(topic_value(image, topic, "min.insync.replicas") or "1"))
+    except ValueError:
+        return 1
+
+
 def describe(image: MetadataImage, key: api.ConfigResourceKey
              ) -> tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]:
     try:

@@ -60,6 +60,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
 from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record, encode_record
@@ -312,8 +313,10 @@ class ControllerCore:
             records.append(pb.AbortTransactionRecord(reason="the active controller changed during the "
                                                             "transaction"))
         if self._spec.features.metadata_version is None:  # an empty log: write the bootstrap metadata
-            records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
-            records += self.settings.bootstrap_records
+            formatted = self.settings.bootstrap_records  # storage format's, metadata.version first if it set one
+            if not any(isinstance(r, pb.FeatureLevelRecord) and r.name == METADATA_VERSION for r in formatted):
+                records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
+            records += formatted
         if records:
             self._pending_batches = self._emit(records, now_ms).batches
 
@@ -453,6 +456,10 @@ class ControllerCore:
                          ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
         return [configs_control.describe(self.image, key) for key in req.resources]
 
+    def describe_features(self) -> api.FeaturesDescription:
+        offset = self.image.offset if self.in_transaction else self.last_committed_offset
+        return features_control.describe(self.image, offset)
+
     def list_reassignments(self, req: api.ListPartitionReassignmentsRequest
                            ) -> tuple[api.OngoingReassignment, ...]:
         return reassign_control.ongoing(self.image, req)
@@ -492,7 +499,7 @@ def _unregister(core: ControllerCore, req, now: int):
 
 
 def _features(core: ControllerCore, req, now: int):
-    return features_control.update(core.spec, req, core.node_id)
+    return features_control.update(core, req)
 
 
 _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]] = {

@@ -1,20 +1,50 @@
-"""UpdateFeatures and the metadata.version bootstrap (Kafka's FeatureControlManager).
+"""UpdateFeatures, DescribeFeatures and the bootstrap feature levels (Kafka's FeatureControlManager).
 
-metadata.version says how to read the log. The first active controller of an empty log writes
-``FeatureLevel(metadata.version, bootstrap level)``. An upgrade is refused if any registered broker
-does not support the new level, and metadata.version is never downgraded or removed here (a
-downgrade could drop metadata that newer records carry).
+metadata.version says what the log may hold; each level adds to what the one below can express:
+
+======  ==================================================================================
+level   adds
+======  ==================================================================================
+1       the base records
+2       partition reassignment: adding and removing replicas in partition records
+3       eligible leader replicas: ELR and last-known ELR in partition records (KIP-966)
+======  ==================================================================================
+
+``eligible.leader.replicas.version`` 1 (elections and ISR changes use the ELR) needs
+metadata.version 3. A new cluster starts at the highest metadata.version (``storage format
+--release-version`` picks another) with the other features off (``--feature`` turns them on).
+
+Guard rails, as the seed talk describes them:
+
+- an **upgrade** is refused while a registered broker does not support the level (a broker that
+  does not name a feature supports only level 0 of it);
+- a **downgrade** names its type, as in Kafka's UpdateFeatures: ``SAFE_DOWNGRADE`` goes through
+  only when the lower levels can express everything the metadata holds now; ``UNSAFE_DOWNGRADE``
+  also goes through when they cannot, after rewriting what they cannot express (reassignments in
+  flight are reverted, ELR is cleared) in the same atomic operation, and its answer says what was
+  dropped. An ``UPGRADE`` to a lower level is refused, and so is a downgrade that leaves a feature
+  without the metadata.version it depends on (downgrade both in one request).
+
+Every update is checked against the levels the whole request leaves, so ``metadata.version=2`` with
+``eligible.leader.replicas.version=0`` is one valid downgrade.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from quorum.controller import api
-from quorum.controller.settings import MV_BOOTSTRAP, MV_MAX, MV_MIN
+from quorum.controller.partition_change import change
+from quorum.controller.settings import ELR_VERSION, MV_BOOTSTRAP, MV_ELR, MV_MAX, MV_MIN, MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
 
+if TYPE_CHECKING:
+    from quorum.controller.core import ControllerCore
+
 KRAFT_VERSION = "kraft.version"
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = "UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"
 
 # feature -> (lowest, highest) finalized level this controller implements; 0 = disabled. A level
 # is listed only once what it stands for works: a feature level that nothing implements would tell
@@ -25,9 +55,25 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     # a dynamic quorum is formatted at 1, and the controller node hands an upgrade of a static one to
     # the Raft leader (quorum/node/controller_node.py; quorum/raft/membership.py). Here it is refused.
     KRAFT_VERSION: (0, 1),
+    ELR_VERSION: (0, 1),
     "transaction.version": (0, 0),  # brokers carry metadata only: no transaction coordinator
     "group.version": (0, 0),  # ...and no group coordinator
 }
+
+# (feature, level) -> the metadata.version it needs
+DEPENDENCIES: dict[tuple[str, int], int] = {(ELR_VERSION, 1): MV_ELR}
+
+
+def elr_enabled(image: MetadataImage) -> bool:
+    """Do elections and ISR changes use eligible leader replicas (KIP-966)?"""
+    return image.features.level(ELR_VERSION) >= 1 and (image.features.metadata_version or 0) >= MV_ELR
+
+
+def require_metadata_version(image: MetadataImage, level: int, what: str) -> None:
+    current = image.features.metadata_version or 0
+    if current < level:
+        raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"{what} needs metadata.version {level} or higher "
+                                                         f"(it is {current}): upgrade it first")
 
 
 def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[pb.FeatureLevelRecord]:
@@ -36,7 +82,15 @@ def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[p
     return [pb.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level)]
 
 
-def _check(image: MetadataImage, name: str, level: int, node_id: int) -> None:
+def describe(image: MetadataImage, offset: int) -> api.FeaturesDescription:
+    finalized = tuple(sorted(image.features.levels.items(), key=lambda kv: (kv[0] != METADATA_VERSION, kv[0])))
+    supported = tuple((name, lo, hi) for name, (lo, hi) in sorted(SUPPORTED.items()))
+    return api.FeaturesDescription(finalized, supported, offset)
+
+
+# ---------------------------------------------------------------- checks
+def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id: int) -> None:
+    """What does not depend on the rest of the request."""
     bad = Errors.INVALID_UPDATE_VERSION
     if name not in SUPPORTED:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. The controller "
@@ -44,44 +98,129 @@ def _check(image: MetadataImage, name: str, level: int, node_id: int) -> None:
     if name == KRAFT_VERSION:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}: it is the quorum's "
                                   f"(its control records), upgraded by the Raft leader, not by this controller")
+    current = image.features.metadata_version or 0 if name == METADATA_VERSION else image.features.level(name)
+    if name == METADATA_VERSION and level < MV_MIN:
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. metadata.version cannot "
+                                  f"be lower than {MV_MIN}, the oldest level this controller supports.")
+    if level < current and kind == UPGRADE:
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Can't downgrade the "
+                                  f"version of this feature without setting the upgrade type to either safe "
+                                  f"or unsafe downgrade.")
+    if level > current and kind != UPGRADE:
+        raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Can't downgrade to a "
+                                  f"newer version ({current} now).")
     lo, hi = SUPPORTED[name]
-    if name == METADATA_VERSION:
-        if level < MV_MIN:
-            raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. "
-                                      f"metadata.version cannot be removed.")
-        current = image.features.metadata_version or 0
-        if level < current:
-            raise SparkraftError(bad, f"Invalid metadata.version {level}. Refusing to perform the "
-                                      f"requested downgrade from {current} because it might delete "
-                                      f"metadata information.")
-    if not (level == 0 or lo <= level <= hi):
+    if not (level == 0 and name != METADATA_VERSION or lo <= level <= hi):
         supported = "only level 0 (disabled): higher levels are not implemented" if hi == 0 \
             else f"only versions {lo}-{hi}"
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Local "
                                   f"controller {node_id} supports {supported}")
-    if name == METADATA_VERSION:
+    if level > current:
         for b in image.cluster.brokers.values():
-            for f in b.features:
-                if f.name == name and not f.min_version <= level <= f.max_version:
-                    raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. "
-                                              f"Broker {b.broker_id} only supports versions "
-                                              f"{f.min_version}-{f.max_version}")
+            ranges = {f.name: (f.min_version, f.max_version) for f in b.features}
+            blo, bhi = ranges.get(name, (0, 0))
+            if not blo <= level <= bhi:
+                raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Broker "
+                                          f"{b.broker_id} only supports versions {blo}-{bhi}")
 
 
-def update(image: MetadataImage, req: api.UpdateFeaturesRequest, node_id: int
-           ) -> tuple[list[pb.FeatureLevelRecord], tuple[api.ItemResult, ...]]:
-    records, results = [], []
-    seen = set()
-    for name, level in req.updates:
+def _check_dependencies(name: str, level: int, final: dict[str, int]) -> None:
+    """A feature's level needs its metadata.version; metadata.version must keep what depends on it."""
+    mv = final.get(METADATA_VERSION, 0)
+    needed = DEPENDENCIES.get((name, level))
+    if needed is not None and mv < needed:
+        raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature "
+                                                            f"{name}. It needs metadata.version {needed} or "
+                                                            f"higher (it would be {mv}).")
+    if name == METADATA_VERSION:
+        for (feature, flevel), needs in sorted(DEPENDENCIES.items()):
+            if final.get(feature, 0) >= flevel and level < needs:
+                raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid update version {level} for "
+                                     f"feature {name}. {feature} {final[feature]} needs metadata.version "
+                                     f"{needs}: downgrade it to 0 in the same request.")
+
+
+# ---------------------------------------------------------------- what a downgrade drops
+def _losses(ctx: "ControllerCore", final: dict[str, int]) -> tuple[list[pb.PartitionChangeRecord], list[str]]:
+    """The rewrites the levels ``final`` need (records) and what they drop (sentences)."""
+    image = ctx.spec
+    mv = final.get(METADATA_VERSION, 0)
+    keep_elr = mv >= MV_ELR and final.get(ELR_VERSION, 0) >= 1
+    keep_reassignments = mv >= MV_REASSIGNMENT
+    from quorum.controller.topics_control import TopicPolicies
+
+    policies = TopicPolicies(ctx)
+    records, reverted, cleared = [], [], 0
+    for topic in sorted(image.topics.by_id.values(), key=lambda t: t.name):
+        for pid in sorted(topic.partitions):
+            p = topic.partitions[pid]
+            revert = not keep_reassignments and bool(p.adding_replicas or p.removing_replicas)
+            clear = not keep_elr and bool(p.elr or p.last_known_elr)
+            if not (revert or clear):
+                continue
+            kwargs: dict = {"elr": None if not keep_elr else policies.elr(topic.topic_id)}
+            if revert:
+                original = tuple(b for b in p.replicas if b not in p.adding_replicas)
+                isr = tuple(b for b in p.isr if b not in p.adding_replicas) or original[:1]
+                kwargs.update(target_replicas=original, target_isr=isr, target_adding=(), target_removing=())
+                reverted.append(f"{topic.name}-{pid}")
+            if clear:
+                kwargs.update(target_elr=(), target_last_known_elr=())
+                cleared += 1
+            record = change(topic.topic_id, pid, p, ctx.acceptable, **kwargs)
+            if record is not None:
+                records.append(record)
+    dropped = []
+    if reverted:
+        shown = ", ".join(reverted[:10]) + (f" and {len(reverted) - 10} more" if len(reverted) > 10 else "")
+        dropped.append(f"{len(reverted)} reassignment(s) in flight reverted to their original replicas ({shown})")
+    if cleared:
+        dropped.append(f"the eligible leader replicas of {cleared} partition(s) cleared")
+    return records, dropped
+
+
+# ---------------------------------------------------------------- UpdateFeatures
+def update(ctx: "ControllerCore", req: api.UpdateFeaturesRequest
+           ) -> tuple[list, tuple[api.ItemResult, ...]]:
+    image = ctx.spec
+    kind = req.upgrade_type
+    if kind not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown upgrade type {kind!r}: UPGRADE, SAFE_DOWNGRADE "
+                                                     f"or UNSAFE_DOWNGRADE")
+    errors: dict[int, SparkraftError] = {}
+    seen: set[str] = set()
+    final = dict(image.features.levels)
+    for i, (name, level) in enumerate(req.updates):
         try:
             if name in seen:
                 raise SparkraftError(Errors.INVALID_REQUEST, f"Feature {name} appears more than once")
             seen.add(name)
-            _check(image, name, level, node_id)
+            _check_level(image, name, level, kind, ctx.node_id)
         except SparkraftError as e:
-            results.append(api.ItemResult(e.error, e.message))
+            errors[i] = e
             continue
-        if image.features.level(name) != level and not req.validate_only:
-            records.append(pb.FeatureLevelRecord(name=name, feature_level=level))
-        results.append(api.ItemResult())
-    return records, tuple(results)
+        final[name] = level
+    for i, (name, level) in enumerate(req.updates):
+        if i not in errors:
+            try:
+                _check_dependencies(name, level, final)
+            except SparkraftError as e:
+                errors[i] = e
+    changed = [(name, level) for i, (name, level) in enumerate(req.updates)
+               if i not in errors and image.features.level(name) != level]
+    rewrites, dropped = _losses(ctx, {**dict(image.features.levels), **dict(changed)}) if changed else ([], [])
+    if dropped and kind != UNSAFE_DOWNGRADE:
+        refusal = SparkraftError(Errors.INVALID_UPDATE_VERSION, "Refusing to perform the requested downgrade "
+                                 "because it might delete metadata information: " + "; ".join(dropped)
+                                 + ". Use an unsafe downgrade to drop it.")
+        for i, (name, level) in enumerate(req.updates):
+            if i not in errors and (name, level) in changed:
+                errors[i] = refusal
+        changed, rewrites, dropped = [], [], []
+    note = ("dropped: " + "; ".join(dropped)) if dropped else ""
+    results = tuple(api.ItemResult(errors[i].error, errors[i].message) if i in errors
+                    else api.ItemResult(Errors.NONE, note if (name, level) in changed else "")
+                    for i, (name, level) in enumerate(req.updates))
+    if req.validate_only or not changed:
+        return [], results
+    return rewrites + [pb.FeatureLevelRecord(name=name, feature_level=level) for name, level in changed], results

@@ -51,6 +51,7 @@ def _clear(table: dict[int, Masks], broker: int, topic_id: str, bit: int) -> Non
 class PartitionIndex:
     def __init__(self) -> None:
         self.isr: dict[int, Masks] = {}  # broker -> partitions whose ISR holds it
+        self.elr: dict[int, Masks] = {}  # broker -> partitions whose ELR holds it (KIP-966)
         self.leads: dict[int, Masks] = {}  # broker -> partitions it leads
         self.leaderless: Masks = {}  # partitions with leader -1
         # the leader balance: per preferred replica (the first), how many partitions it prefers, and
@@ -85,10 +86,13 @@ class PartitionIndex:
                 self.preferred.get(preferred, 0))
 
     def leaderless_partitions(self, isr_member: Optional[int] = None,
-                              topic_ok: Optional[Callable[[str], bool]] = None) -> list[tuple[str, int]]:
-        """Leaderless partitions (whose ISR holds ``isr_member``, if given; of the topics ``topic_ok``
-        takes, if given: asked once per topic with leaderless partitions)."""
-        member = self.isr.get(isr_member, {}) if isr_member is not None else None
+                              topic_ok: Optional[Callable[[str], bool]] = None,
+                              elr_member: Optional[int] = None) -> list[tuple[str, int]]:
+        """Leaderless partitions (whose ISR holds ``isr_member``, or whose ELR holds ``elr_member``,
+        if given; of the topics ``topic_ok`` takes, if given: asked once per topic with leaderless
+        partitions)."""
+        member = (self.isr.get(isr_member, {}) if isr_member is not None
+                  else self.elr.get(elr_member, {}) if elr_member is not None else None)
         out = []
         for tid, m in self.leaderless.items():
             if topic_ok is not None and not topic_ok(tid):
@@ -103,6 +107,8 @@ class PartitionIndex:
         bit = 1 << pid
         for b in p.isr:
             _set(self.isr, b, tid, bit)
+        for b in p.elr:
+            _set(self.elr, b, tid, bit)
         self._lead(tid, bit, p.leader)
         self._prefer(tid, bit, p, 1)
 
@@ -110,6 +116,8 @@ class PartitionIndex:
         bit = 1 << pid
         for b in p.isr:
             _clear(self.isr, b, tid, bit)
+        for b in p.elr:
+            _clear(self.elr, b, tid, bit)
         self._unlead(tid, bit, p.leader)
         self._prefer(tid, bit, p, -1)
 
@@ -125,6 +133,13 @@ class PartitionIndex:
             for b in q.isr:
                 if b not in p.isr:
                     _set(self.isr, b, tid, bit)
+        if p.elr != q.elr:
+            for b in p.elr:
+                if b not in q.elr:
+                    _clear(self.elr, b, tid, bit)
+            for b in q.elr:
+                if b not in p.elr:
+                    _set(self.elr, b, tid, bit)
         if p.leader != q.leader:
             self._unlead(tid, bit, p.leader)
             self._lead(tid, bit, q.leader)
@@ -164,6 +179,7 @@ class PartitionIndex:
         """Move from ``old`` to ``new`` where they may differ: the given partitions, and every
         partition of the given topics (created or removed ones)."""
         old_t, new_t = old.topics.by_id, new.topics.by_id
+        topics = set(topics)
         for tid in topics:
             ot, nt = old_t.get(tid), new_t.get(tid)
             if ot is nt:
@@ -179,6 +195,8 @@ class PartitionIndex:
                     if q is not p:
                         self._add(tid, pid, q)
         for tid, pid in partitions:
+            if tid in topics:
+                continue  # done with its whole topic above (counts must not move twice)
             ot, nt = old_t.get(tid), new_t.get(tid)
             p = ot.partitions.get(pid) if ot is not None else None
             q = nt.partitions.get(pid) if nt is not None else None
@@ -194,4 +212,5 @@ class PartitionIndex:
     def snapshot(self) -> tuple:
         """A comparable copy (for tests)."""
         return ({b: dict(m) for b, m in self.isr.items()}, {b: dict(m) for b, m in self.leads.items()},
-                dict(self.leaderless), dict(self.preferred), {b: dict(m) for b, m in self.imbalanced.items()})
+                dict(self.leaderless), dict(self.preferred), {b: dict(m) for b, m in self.imbalanced.items()},
+                {b: dict(m) for b, m in self.elr.items()})

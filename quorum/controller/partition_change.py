@@ -13,14 +13,18 @@ A partition being reassigned (``adding``/``removing`` replicas) completes in whi
 first finds every replica it keeps in the ISR: the removed replicas go, and a leader among them
 moves to a kept replica. A replica leaving the replicas bumps the leader epoch.
 
-The ISR is never made empty (Kafka without ELR keeps the last member): a target ISR that would be
-empty leaves the ISR as it is, and the partition goes leaderless if that member cannot lead.
+Without eligible leader replicas the ISR is never made empty (Kafka keeps the last member): a
+target ISR that would be empty leaves the ISR as it is, and the partition goes leaderless if that
+member cannot lead. With them (``Elr``, KIP-966) the ISR may empty: a member that leaves it while
+it is below ``min.insync.replicas`` joins the ELR, and with the ISR empty an ELR member may lead
+(it then becomes the ISR); an unclean election or ELR turned off clears the ELR.
 The record holds only what changed; nothing changed gives None (no record).
 """
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -33,12 +37,23 @@ class Election(enum.Enum):
     UNCLEAN = "UNCLEAN"
 
 
+@dataclass(frozen=True, slots=True)
+class Elr:
+    """Eligible leader replicas are on for the partition's topic (KIP-966): its effective
+    ``min.insync.replicas``, and the brokers known to have shut down uncleanly (never eligible)."""
+
+    min_isr: int
+    unclean_shutdown: tuple[int, ...] = ()
+
+
 def elect_leader(p: PartitionRegistration, replicas: Sequence[int], isr: Sequence[int],
-                 acceptable: Callable[[int], bool], election: Election) -> tuple[int, bool]:
-    """(new leader or -1, whether the election was unclean)."""
+                 acceptable: Callable[[int], bool], election: Election,
+                 elr: Sequence[int] = ()) -> tuple[int, bool]:
+    """(new leader or -1, whether the election was unclean). With the ISR empty, a member of the
+    ELR is a valid (clean) leader."""
 
     def valid(b: int) -> bool:
-        return b in isr and acceptable(b)
+        return (b in isr or (not isr and b in elr)) and acceptable(b)
 
     if election is Election.PREFERRED and replicas and valid(replicas[0]):
         return replicas[0], False
@@ -57,39 +72,63 @@ def elect_leader(p: PartitionRegistration, replicas: Sequence[int], isr: Sequenc
 def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptable: Callable[[int], bool],
            target_isr: Optional[Sequence[int]] = None, target_replicas: Optional[Sequence[int]] = None,
            election: Election = Election.ANY, target_adding: Optional[Sequence[int]] = None,
-           target_removing: Optional[Sequence[int]] = None) -> Optional[pb.PartitionChangeRecord]:
-    """The sparse record taking ``p`` to the target, or None if nothing would change."""
+           target_removing: Optional[Sequence[int]] = None, elr: Optional[Elr] = None,
+           target_elr: Optional[Sequence[int]] = None,
+           target_last_known_elr: Optional[Sequence[int]] = None) -> Optional[pb.PartitionChangeRecord]:
+    """The sparse record taking ``p`` to the target, or None if nothing would change. ``elr``: the
+    topic's ELR settings when eligible leader replicas are on (None: off, and any ELR is cleared)."""
     replicas = tuple(target_replicas) if target_replicas is not None else p.replicas
     adding = tuple(target_adding) if target_adding is not None else p.adding_replicas
     removing = tuple(target_removing) if target_removing is not None else p.removing_replicas
     isr = tuple(b for b in (target_isr if target_isr is not None else p.isr) if b in replicas)
-    if not isr:
-        isr = tuple(b for b in p.isr if b in replicas) or p.isr  # never an empty ISR
+    if not isr and elr is None:
+        isr = tuple(b for b in p.isr if b in replicas) or p.isr  # without ELR, never an empty ISR
     if adding or removing:
         replicas, isr, adding, removing = complete_reassignment(replicas, isr, adding, removing)
-    leader, unclean = elect_leader(p, replicas, isr, acceptable, election)
+    eligible = tuple(target_elr) if target_elr is not None else p.elr
+    last_known = tuple(target_last_known_elr) if target_last_known_elr is not None else p.last_known_elr
+    if elr is not None:
+        eligible, last_known = _target_elr(p, replicas, isr, eligible, last_known, elr)
+    leader, unclean = elect_leader(p, replicas, isr, acceptable, election, eligible if elr is not None else ())
     if unclean:
         isr = (leader,)
+    elif leader != NO_LEADER and leader not in isr:  # elected from the ELR: it is the ISR now
+        isr = (leader,)
+        eligible = tuple(b for b in eligible if b != leader)
+    if unclean or elr is None:
+        eligible, last_known = (), ()
     record = pb.PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
     changed = False
     if leader != p.leader or (leader != NO_LEADER and not set(p.replicas) <= set(replicas)):
         record.leader = leader  # a replica leaving bumps the leader epoch (Kafka does the same)
         changed = True
-    if isr != p.isr:
-        record.isr.ids.extend(isr)
-        changed = True
-    if replicas != p.replicas:
-        record.replicas.ids.extend(replicas)
-        changed = True
-    if adding != p.adding_replicas:
-        record.adding_replicas.SetInParent()
-        record.adding_replicas.ids.extend(adding)
-        changed = True
-    if removing != p.removing_replicas:
-        record.removing_replicas.SetInParent()
-        record.removing_replicas.ids.extend(removing)
-        changed = True
+    for name, new, old in (("isr", isr, p.isr), ("replicas", replicas, p.replicas),
+                           ("adding_replicas", adding, p.adding_replicas),
+                           ("removing_replicas", removing, p.removing_replicas),
+                           ("eligible_leader_replicas", eligible, p.elr),
+                           ("last_known_elr", last_known, p.last_known_elr)):
+        if new != old:
+            field = getattr(record, name)
+            field.SetInParent()  # present even when empty: "now empty", not "unchanged"
+            field.ids.extend(new)
+            changed = True
     return record if changed else None
+
+
+def _target_elr(p: PartitionRegistration, replicas: tuple[int, ...], isr: tuple[int, ...],
+                eligible: tuple[int, ...], last_known: tuple[int, ...], elr: Elr
+                ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Kafka's maybePopulateTargetElr: while the ISR is at least ``min.insync.replicas`` there is no
+    ELR; below it, members leaving the ISR join the ELR (they hold everything committed up to
+    then), except brokers that shut down uncleanly, and every member ever dropped is remembered in
+    the last-known ELR. In replica order."""
+    if len(isr) >= elr.min_isr:
+        return (), ()
+    candidates = set(eligible) | set(p.isr)
+    new_elr = tuple(b for b in replicas if b in candidates and b not in isr and b not in elr.unclean_shutdown)
+    known = candidates | set(last_known)
+    new_last = tuple(b for b in replicas if b in known and b not in isr and b not in new_elr)
+    return new_elr, new_last
 
 
 def complete_reassignment(replicas: tuple[int, ...], isr: tuple[int, ...], adding: tuple[int, ...],

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, configs_control
+from quorum.controller import api, features_control, topics_control
 from quorum.controller.partition_change import Election, change
+from quorum.controller.settings import MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.image import MetadataImage
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 def alter(ctx: "ControllerCore", req: api.AlterPartitionReassignmentsRequest
           ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
     """Each partition's reassignment started, changed or cancelled; each answered on its own."""
+    features_control.require_metadata_version(ctx.spec, MV_REASSIGNMENT, "Partition reassignment")
     limit = ctx.settings.max_partitions_per_request
     if len(req.partitions) > limit:
         raise SparkraftError(Errors.INVALID_REQUEST, f"{len(req.partitions):,} reassignments in one request, more "
@@ -63,17 +65,18 @@ def _alter_one(ctx: "ControllerCore", r: api.ReassignablePartition) -> Optional[
     if p is None:
         raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Unable to find partition {tp.topic}:{tp.partition}.")
-    unclean = configs_control.unclean_election_enabled(ctx.spec, tp.topic)
+    policies = topics_control.TopicPolicies(ctx)
+    unclean, elr = policies(topic.topic_id), policies.elr(topic.topic_id)
     election = Election.UNCLEAN if unclean else Election.ANY
     if r.replicas is None:
-        return _cancel(ctx, topic.topic_id, tp, p, unclean, election)
+        return _cancel(ctx, topic.topic_id, tp, p, unclean, election, elr)
     target = tuple(r.replicas)
     _validate(ctx, target)
     current = p.replicas
     removing = tuple(sorted(set(current) - set(target)))
     adding = tuple(sorted(set(target) - set(current)))
     return change(topic.topic_id, tp.partition, p, ctx.acceptable, target_replicas=target + removing,
-                  target_adding=adding, target_removing=removing, election=election)
+                  target_adding=adding, target_removing=removing, election=election, elr=elr)
 
 
 def _validate(ctx: "ControllerCore", target: tuple[int, ...]) -> None:
@@ -93,7 +96,7 @@ def _validate(ctx: "ControllerCore", target: tuple[int, ...]) -> None:
 
 
 def _cancel(ctx: "ControllerCore", topic_id: str, tp: api.TopicPartition, p: PartitionRegistration,
-            unclean: bool, election: Election) -> Optional[pb.PartitionChangeRecord]:
+            unclean: bool, election: Election, elr) -> Optional[pb.PartitionChangeRecord]:
     if not (p.adding_replicas or p.removing_replicas):
         raise SparkraftError(Errors.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
     original = tuple(b for b in p.replicas if b not in p.adding_replicas)
@@ -105,7 +108,7 @@ def _cancel(ctx: "ControllerCore", topic_id: str, tp: api.TopicPartition, p: Par
                                  f"it would require an unclean leader election.")
         isr = original[:1]
     return change(topic_id, tp.partition, p, ctx.acceptable, target_isr=isr, target_replicas=original,
-                  target_adding=(), target_removing=(), election=election)
+                  target_adding=(), target_removing=(), election=election, elr=elr)
 
 
 def ongoing(image: MetadataImage, req: api.ListPartitionReassignmentsRequest

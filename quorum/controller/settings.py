@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 MV_MIN = 1
-MV_BOOTSTRAP = 1  # what an empty log starts at: what a broker supports by default
+MV_REASSIGNMENT = 2  # partition records may carry adding and removing replicas
+MV_ELR = 3  # ...and eligible leader replicas (KIP-966)
 MV_MAX = 3  # the highest metadata.version this controller supports
+MV_BOOTSTRAP = MV_MAX  # what an empty log starts at (storage format --release-version picks another)
+ELR_VERSION = "eligible.leader.replicas.version"
+# what a broker of this code supports besides metadata.version (RegisterBroker's features)
+BROKER_FEATURES: tuple[tuple[str, int, int], ...] = ((ELR_VERSION, 0, 1),)
 
 
 @dataclass(frozen=True)

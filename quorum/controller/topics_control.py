@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, configs_control
-from quorum.controller.partition_change import Election, change
+from quorum.controller import api, configs_control, features_control
+from quorum.controller.partition_change import Election, Elr, change
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -264,6 +264,7 @@ def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
     else:
         wanted = list(dict.fromkeys(req.partitions))
     records, results = [], []
+    policies = TopicPolicies(ctx)
     for tp in wanted:
         topic = topics.topic_by_name(tp.topic)
         p = topic.partition(tp.partition) if topic is not None else None
@@ -271,7 +272,8 @@ def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
             results.append(api.ElectLeadersResult(tp, Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                   "This server does not host this topic-partition."))
             continue
-        error, message, record = _elect_one(ctx, topic.topic_id, tp.partition, p, election)
+        error, message, record = _elect_one(ctx, topic.topic_id, tp.partition, p, election,
+                                            policies.elr(topic.topic_id))
         if error is Errors.ELECTION_NOT_NEEDED and every:
             continue
         if record is not None:
@@ -281,15 +283,17 @@ def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
 
 
 def _elect_one(ctx: "ControllerCore", topic_id: str, pid: int, p: PartitionRegistration,
-               election: Election) -> tuple[Errors, str, Optional[pb.PartitionChangeRecord]]:
+               election: Election, elr: Optional[Elr]) -> tuple[Errors, str, Optional[pb.PartitionChangeRecord]]:
     if election is Election.PREFERRED:
-        if p.leader == p.replicas[0]:
+        preferred = p.replicas[0]
+        if p.leader == preferred:
             return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
-        if not (p.replicas[0] in p.isr and ctx.acceptable(p.replicas[0])):
+        eligible = preferred in p.isr or (elr is not None and not p.isr and preferred in p.elr)
+        if not (eligible and ctx.acceptable(preferred)):
             return Errors.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.", None
     elif p.leader != NO_LEADER:
         return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
-    record = change(topic_id, pid, p, ctx.acceptable, election=election)
+    record = change(topic_id, pid, p, ctx.acceptable, election=election, elr=elr)
     if record is None or not record.HasField("leader") or record.leader == NO_LEADER:
         return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Unable to find any eligible leader.", None
     return Errors.NONE, "", record
@@ -315,15 +319,16 @@ def alter_partition(ctx: "ControllerCore", req: api.AlterPartitionRequest
         raise SparkraftError(Errors.INVALID_REQUEST, "AlterPartition names a partition more than once")
     records: list = []
     results = []
+    policies = TopicPolicies(ctx)
     for c in req.partitions:
-        record, result = _alter_one(ctx, req.broker_id, c)
+        record, result = _alter_one(ctx, req.broker_id, c, policies)
         if record is not None:
             records.append(record)
         results.append(result)
     return records, tuple(results)
 
 
-def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr
+def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr, policies: "TopicPolicies"
                ) -> tuple[Optional[pb.PartitionChangeRecord], api.AlterPartitionResult]:
     topic = ctx.spec.topics.topic(c.topic_id)
     if topic is None:
@@ -361,7 +366,7 @@ def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr
         return None, result(p, Errors.INELIGIBLE_REPLICA, f"The new ISR {list(new_isr)} of {where} contains "
                                                           f"ineligible replica(s) {ineligible} (fenced, in "
                                                           f"controlled shutdown or not registered).")
-    record = change(c.topic_id, c.partition, p, ctx.acceptable, target_isr=new_isr)
+    record = change(c.topic_id, c.partition, p, ctx.acceptable, target_isr=new_isr, elr=policies.elr(c.topic_id))
     if record is None:
         return None, result(p)
     return record, result(p.merge(record))
@@ -375,6 +380,7 @@ def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.Partitio
     percentage = ctx.settings.leader_imbalance_percentage
     records: list[pb.PartitionChangeRecord] = []
     by_id = ctx.spec.topics.by_id
+    policies = TopicPolicies(ctx)
     for broker in sorted(ctx.index.imbalanced):
         if not ctx.acceptable(broker):
             continue
@@ -385,7 +391,7 @@ def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.Partitio
             p = by_id[tid].partitions[pid]
             if broker not in p.isr:
                 continue
-            record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED)
+            record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED, elr=policies.elr(tid))
             if record is not None:
                 records.append(record)
                 if len(records) >= limit:
@@ -405,48 +411,69 @@ def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecor
 
 def elect_leaderless(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
     """Leaderless partitions that ``broker``, which just became available, may lead: those whose ISR
-    holds it, and where ``unclean.leader.election.enable`` is on, those it is only a replica of."""
+    (or, with the ISR empty, ELR) holds it, and where ``unclean.leader.election.enable`` is on, those
+    it is only a replica of."""
     def acceptable(b: int) -> bool:
         return b == broker or ctx.acceptable(b)
 
     partitions = set(ctx.index.leaderless_partitions(broker))
+    partitions.update(ctx.index.leaderless_partitions(elr_member=broker))
     by_id = ctx.spec.topics.by_id
-    unclean = _UncleanTopics(ctx)
-    for tid, pid in ctx.index.leaderless_partitions(topic_ok=unclean):
+    policies = TopicPolicies(ctx)
+    for tid, pid in ctx.index.leaderless_partitions(topic_ok=policies):
         if broker in by_id[tid].partitions[pid].replicas:
             partitions.add((tid, pid))
-    return _changes(ctx, partitions, acceptable, lambda p: None, unclean)
+    return _changes(ctx, partitions, acceptable, lambda p: None, policies)
 
 
-class _UncleanTopics:
-    """Whether a topic (by id) has ``unclean.leader.election.enable`` on, worked out once per topic
-    in one pass over many partitions."""
+class TopicPolicies:
+    """What each topic (by id) asks of its elections, worked out once per topic in a pass over many
+    partitions: ``unclean.leader.election.enable``, and with eligible leader replicas on (KIP-966)
+    the topic's effective ``min.insync.replicas`` (at most its replication factor, as Kafka's).
+    ``unclean_shutdown``: brokers that restarted without a clean shutdown (never ELR members)."""
 
-    def __init__(self, ctx: "ControllerCore"):
-        self._ctx = ctx
-        self._known: dict[str, bool] = {}
+    def __init__(self, ctx: "ControllerCore", unclean_shutdown: tuple[int, ...] = ()):
+        self._image = ctx.spec
+        self._elr_on = features_control.elr_enabled(self._image)
+        self._unclean_shutdown = unclean_shutdown
+        self._known: dict[str, tuple[bool, Optional[Elr]]] = {}
 
-    def __call__(self, topic_id: str) -> bool:
+    def _of(self, topic_id: str) -> tuple[bool, Optional[Elr]]:
         known = self._known.get(topic_id)
         if known is None:
-            image = self._ctx.spec
-            known = self._known[topic_id] = configs_control.unclean_election_enabled(
-                image, image.topics.by_id[topic_id].name)
+            image = self._image
+            topic = image.topics.by_id[topic_id]
+            elr = None
+            if self._elr_on:
+                first = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
+                rf = len(first.replicas) if first is not None else 1
+                elr = Elr(min(configs_control.min_insync_replicas(image, topic.name), rf), self._unclean_shutdown)
+            known = self._known[topic_id] = (configs_control.unclean_election_enabled(image, topic.name), elr)
         return known
+
+    def __call__(self, topic_id: str) -> bool:
+        """Does the topic allow unclean elections?"""
+        return self._of(topic_id)[0]
+
+    def elr(self, topic_id: str) -> Optional[Elr]:
+        return self._of(topic_id)[1]
+
+    def election(self, topic_id: str) -> Election:
+        return Election.UNCLEAN if self(topic_id) else Election.ANY
 
 
 def _changes(ctx: "ControllerCore", partitions: Iterable[tuple[str, int]],
              acceptable: Callable[[int], bool], target_isr: Callable,
-             unclean: Optional[_UncleanTopics] = None) -> list[pb.PartitionChangeRecord]:
+             policies: Optional[TopicPolicies] = None) -> list[pb.PartitionChangeRecord]:
     """Each partition's change; an election with no ISR member left to lead goes outside the ISR
     where the topic allows unclean elections (Kafka's controller does the same on every such change)."""
     by_id = ctx.spec.topics.by_id
-    unclean = unclean or _UncleanTopics(ctx)
+    policies = policies or TopicPolicies(ctx)
     out = []
     for tid, pid in sorted(partitions):
         p = by_id[tid].partitions[pid]
-        record = change(tid, pid, p, acceptable, target_isr=target_isr(p),
-                        election=Election.UNCLEAN if unclean(tid) else Election.ANY)
+        record = change(tid, pid, p, acceptable, target_isr=target_isr(p), election=policies.election(tid),
+                        elr=policies.elr(tid))
         if record is not None:
             out.append(record)
     return out

@@ -30,6 +30,9 @@ def violations(image: MetadataImage) -> list[str]:
                 problems.append(f"{where}: ISR {p.isr} not within replicas {p.replicas}")
             if p.leader != NO_LEADER and p.leader not in p.isr:
                 problems.append(f"{where}: leader {p.leader} not in ISR {p.isr}")
+            if not replicas.issuperset(p.elr) or set(p.elr) & set(p.isr):
+                problems.append(f"{where}: ELR {p.elr} not within replicas {p.replicas} or overlapping "
+                                f"the ISR {p.isr}")
             if not replicas.issuperset(p.adding_replicas) or not replicas.issuperset(p.removing_replicas):
                 problems.append(f"{where}: adding {p.adding_replicas} / removing "
                                 f"{p.removing_replicas} not within replicas {p.replicas}")

@@ -36,7 +36,7 @@ def broker_list(ids: Iterable[int]) -> tuple[int, ...]:
 
 
 class PartitionRegistration(NamedTuple):
-    """One partition's state (Kafka's PartitionRegistration, without directories and ELR)."""
+    """One partition's state (Kafka's PartitionRegistration, without directories)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -45,20 +45,27 @@ class PartitionRegistration(NamedTuple):
     leader: int = NO_LEADER
     leader_epoch: int = 0
     partition_epoch: int = 0
+    # KIP-966: replicas out of the ISR that still hold everything committed (eligible to lead when
+    # the ISR is empty), and the last ELR members known before they too were lost
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     @classmethod
     def from_record(cls, r: pb.PartitionRecord) -> PartitionRegistration:
         # The hot path of loading an image (2M calls at 2M partitions): the lists being moved are
         # usually empty, so skip the interning call for them.
         removing, adding = r.removing_replicas, r.adding_replicas
+        elr, last_known = r.eligible_leader_replicas, r.last_known_elr
         return cls(broker_list(r.replicas), broker_list(r.isr), broker_list(removing) if removing else (),
-                   broker_list(adding) if adding else (), r.leader, r.leader_epoch, r.partition_epoch)
+                   broker_list(adding) if adding else (), r.leader, r.leader_epoch, r.partition_epoch,
+                   broker_list(elr) if elr else (), broker_list(last_known) if last_known else ())
 
     def to_record(self, topic_id: str, partition_id: int) -> pb.PartitionRecord:
         return pb.PartitionRecord(
             partition_id=partition_id, topic_id=topic_id, replicas=self.replicas, isr=self.isr,
             removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
-            leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch)
+            leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch,
+            eligible_leader_replicas=self.elr, last_known_elr=self.last_known_elr)
 
     def merge(self, c: pb.PartitionChangeRecord) -> PartitionRegistration:
         """This partition after ``c`` (Kafka's PartitionRegistration.merge): absent fields are
@@ -73,6 +80,8 @@ class PartitionRegistration(NamedTuple):
             c.leader if has_leader else self.leader,
             self.leader_epoch + 1 if has_leader else self.leader_epoch,
             self.partition_epoch + 1,
+            _changed_list(c, "eligible_leader_replicas", self.elr),
+            _changed_list(c, "last_known_elr", self.last_known_elr),
         )
 
 

@@ -279,7 +279,7 @@ class ControllerNode:
                 return
             kraft = ItemResult() if e is None else ItemResult(e.error, e.message)
             if others:
-                self.submit(UpdateFeaturesRequest(others, req.validate_only)).add_done_callback(
+                self.submit(UpdateFeaturesRequest(others, req.validate_only, req.upgrade_type)).add_done_callback(
                     lambda rest: finish(kraft, rest))
             else:
                 finish(kraft, None)

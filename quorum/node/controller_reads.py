@@ -10,6 +10,7 @@ from quorum.controller.api import (
     DescribeAclsRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
+    DescribeFeaturesRequest,
     DescribeTopicsRequest,
     DescribeUserScramCredentialsRequest,
     ListPartitionReassignmentsRequest,
@@ -67,6 +68,10 @@ def _list_reassignments(core: ControllerCore, request: ListPartitionReassignment
     return core.list_reassignments(request)
 
 
+def _describe_features(core: ControllerCore, request: DescribeFeaturesRequest, leader_id: Optional[int]):
+    return core.describe_features()
+
+
 READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListTopicsRequest: _list_topics,
     DescribeTopicsRequest: _describe_topics,
@@ -75,5 +80,6 @@ READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     DescribeConfigsRequest: _describe_configs,
     DescribeUserScramCredentialsRequest: _describe_scram,
     ListPartitionReassignmentsRequest: _list_reassignments,
+    DescribeFeaturesRequest: _describe_features,
 }
 assert set(READS) == set(READ_REQUESTS), "a read request has no answer"

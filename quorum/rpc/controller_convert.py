@@ -43,6 +43,7 @@ REPLIES = {
     "DescribeTopics": "tuple[api.TopicDescription | SparkraftError, ...] (one per name)",
     "DescribeCluster": "api.ClusterDescription",
     "UpdateFeatures": "tuple[api.ItemResult, ...]",
+    "DescribeFeatures": "api.FeaturesDescription",
     "AlterClientQuotas": "tuple[api.ItemResult, ...]",
     "AllocateProducerIds": "api.ProducerIdsBlock",
     "CreateAcls": "tuple[api.ItemResult, ...]",
@@ -178,7 +179,9 @@ def _register_to(r: api.RegisterBrokerRequest) -> pb.RegisterBrokerRequest:
     m = pb.RegisterBrokerRequest(broker_id=r.broker_id, cluster_id=r.cluster_id, incarnation_id=r.incarnation_id,
                                  endpoints=[_endpoint_to(e) for e in r.endpoints],
                                  min_metadata_version=r.min_metadata_version,
-                                 max_metadata_version=r.max_metadata_version)
+                                 max_metadata_version=r.max_metadata_version,
+                                 features=[pb.SupportedFeature(name=n, min_version=lo, max_version=hi)
+                                           for n, lo, hi in r.features])
     if r.rack is not None:
         m.rack = r.rack
     return m
@@ -238,7 +241,8 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
     (api.RegisterBrokerRequest, "RegisterBroker", _register_to,
      lambda m: api.RegisterBrokerRequest(m.broker_id, m.cluster_id, m.incarnation_id,
                                          tuple(_endpoint_from(e) for e in m.endpoints), _opt_str(m, "rack"),
-                                         m.min_metadata_version, m.max_metadata_version)),
+                                         m.min_metadata_version, m.max_metadata_version,
+                                         tuple((f.name, f.min_version, f.max_version) for f in m.features))),
     (api.BrokerHeartbeatRequest, "BrokerHeartbeat",
      lambda r: pb.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
                                          current_metadata_offset=r.current_metadata_offset,
@@ -305,8 +309,12 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
      lambda m: api.DescribeClusterRequest()),
     (api.UpdateFeaturesRequest, "UpdateFeatures",
      lambda r: pb.UpdateFeaturesRequest(updates=[pb.FeatureUpdate(feature=f, max_level=lvl) for f, lvl in r.updates],
+                                        upgrade_type="" if r.upgrade_type == "UPGRADE" else r.upgrade_type,
                                         validate_only=r.validate_only),
-     lambda m: api.UpdateFeaturesRequest(tuple((u.feature, u.max_level) for u in m.updates), m.validate_only)),
+     lambda m: api.UpdateFeaturesRequest(tuple((u.feature, u.max_level) for u in m.updates), m.validate_only,
+                                         m.upgrade_type or "UPGRADE")),
+    (api.DescribeFeaturesRequest, "DescribeFeatures", lambda r: pb.DescribeFeaturesRequest(),
+     lambda m: api.DescribeFeaturesRequest()),
     (api.AlterClientQuotasRequest, "AlterClientQuotas",
      lambda r: pb.AlterClientQuotasRequest(alterations=[_quota_alteration_to(a) for a in r.alterations],
                                            validate_only=r.validate_only),
@@ -390,6 +398,10 @@ def _reply_fields(method: str, reply) -> dict:
                 m.topic_id = r.topic_id
             out.append(m)
         return {"topics": out}
+    if method == "DescribeFeatures":
+        return {"finalized": [pb.FinalizedFeature(name=n, level=lvl) for n, lvl in reply.finalized],
+                "supported": [pb.SupportedFeature(name=n, min_version=lo, max_version=hi)
+                              for n, lo, hi in reply.supported], "epoch": reply.epoch}
     if method == "ListPartitionReassignments":
         return {"reassignments": [pb.OngoingReassignment(
             partition=_tp_to(r.partition), replicas=list(r.replicas), adding_replicas=list(r.adding_replicas),
@@ -465,6 +477,9 @@ def reply_from_proto(method: str, m):
     if method in ("DeleteTopics", "CreatePartitions"):
         return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
                      for r in m.topics)
+    if method == "DescribeFeatures":
+        return api.FeaturesDescription(tuple((f.name, f.level) for f in m.finalized),
+                                       tuple((f.name, f.min_version, f.max_version) for f in m.supported), m.epoch)
     if method == "ListPartitionReassignments":
         return tuple(api.OngoingReassignment(_tp_from(r.partition), tuple(r.replicas), tuple(r.adding_replicas),
                                              tuple(r.removing_replicas)) for r in m.reassignments)

@@ -19,7 +19,7 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
-| DescribeCluster | nothing |
+| DescribeCluster, DescribeFeatures | nothing (Kafka answers features in ApiVersions to anyone) |
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicNa
     if isinstance(request, (api.DescribeAclsRequest, api.DescribeUserScramCredentialsRequest,
                             api.ListPartitionReassignmentsRequest)):
         return _cluster_refusal(security, caller, "DESCRIBE", type(request).__name__.removesuffix("Request"))
-    if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest)):
+    if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest, api.DescribeFeaturesRequest)):
         return None
     return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
                           f"{type(request).__name__} has no authorization rule; refused")

@@ -119,8 +119,11 @@ action = st.one_of(
     st.tuples(st.just("elect"), st.sampled_from(["PREFERRED", "UNCLEAN"])),
     st.tuples(st.just("unregister"), st.sampled_from(BROKERS)),
     st.tuples(st.just("configs"), st.sampled_from(NAMES), st.sampled_from(["SET", "DELETE", "APPEND"]),
-              st.sampled_from(["retention.ms", "cleanup.policy", "bogus", "unclean.leader.election.enable"]),
-              st.sampled_from(["1", "compact", "-9", "true", "false"])),
+              st.sampled_from(["retention.ms", "cleanup.policy", "bogus", "unclean.leader.election.enable",
+                               "min.insync.replicas"]),
+              st.sampled_from(["1", "2", "3", "compact", "-9", "true", "false"])),
+    st.tuples(st.just("features"), st.sampled_from(["metadata.version", "eligible.leader.replicas.version"]),
+              st.integers(0, 3), st.sampled_from(["UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"])),
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
@@ -135,11 +138,13 @@ action = st.one_of(
 
 
 def _leaderless_but_electable(image) -> list[str]:
-    """Partitions without a leader although an ISR member's broker could lead (registered, unfenced,
-    not shutting down): the controller elects whenever a broker becomes able to, so none may exist."""
+    """Partitions without a leader although an ISR member's broker (or, with the ISR empty, an ELR
+    member's) could lead (registered, unfenced, not shutting down): the controller elects whenever a
+    broker becomes able to, so none may exist."""
     able = {b.broker_id for b in image.cluster.brokers.values() if not b.fenced and not b.in_controlled_shutdown}
-    return [f"{t.name}-{pid} (ISR {p.isr})" for t in image.topics.by_id.values() for pid, p in t.partitions.items()
-            if p.leader == -1 and able.intersection(p.isr)]
+    return [f"{t.name}-{pid} (ISR {p.isr}, ELR {p.elr})" for t in image.topics.by_id.values()
+            for pid, p in t.partitions.items()
+            if p.leader == -1 and (able.intersection(p.isr) or (not p.isr and able.intersection(p.elr)))]
 
 
 class Reassignments:
@@ -183,15 +188,18 @@ def _epochs(image) -> dict:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.booleans(), st.lists(action, max_size=40))
+@given(st.integers(0, 2), st.lists(action, max_size=40))
 def test_random_requests_keep_the_image_sound(populated, actions):
     c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4, leader_imbalance_check_interval_ms=3000))
     epochs: dict[int, int] = {}
-    if populated:  # brokers and topics to reassign, elect and fence from the first action on
+    if populated:  # brokers and topics to reassign, elect and fence from the first action on; ELR on at 2
         for b in BROKERS:
             epochs[b] = c.request(api.RegisterBrokerRequest(b, c.cluster_id, f"Inc000xxxxxxxxxxxxx{b:03d}", ())).broker_epoch
             c.request(api.BrokerHeartbeatRequest(b, epochs[b], c.core.last_committed_offset))
-        c.request(api.CreateTopicsRequest((api.CreatableTopic("a", 3, 2), api.CreatableTopic("b", 2, 3))))
+        if populated == 2:
+            c.request(api.UpdateFeaturesRequest((("eligible.leader.replicas.version", 1),)))
+        c.request(api.CreateTopicsRequest((api.CreatableTopic("a", 3, 2),
+                                           api.CreatableTopic("b", 2, 3, configs=(("min.insync.replicas", "2"),)))))
     last_epochs: dict = {}
     deleted: set = set()
     reassignments = Reassignments()
@@ -223,6 +231,8 @@ def test_random_requests_keep_the_image_sound(populated, actions):
             req = api.ElectLeadersRequest(a[1], None)
         elif kind == "unregister":
             req = api.UnregisterBrokerRequest(a[1])
+        elif kind == "features":
+            req = api.UpdateFeaturesRequest(((a[1], a[2]),), upgrade_type=a[3])
         elif kind in ("reassign", "cancel"):
             replicas = tuple(a[3]) if kind == "reassign" else None
             req = api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(

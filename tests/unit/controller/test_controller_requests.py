@@ -441,7 +441,7 @@ def test_describe_configs_defaults_and_sources():
 
 # ---------------------------------------------------------------- features, quotas, producer ids, ACLs
 def test_bootstrap_metadata_version_and_upgrade_checks():
-    c = LocalController(ControllerSettings(seed=1))
+    c = LocalController(ControllerSettings(seed=1, bootstrap_metadata_version=1))
     assert c.core.image.features.metadata_version == 1
     from controller_helpers import register
     register(c, 0, max_metadata_version=3)
@@ -465,7 +465,8 @@ def test_bootstrap_metadata_version_and_upgrade_checks():
     (r,) = c.request(api.UpdateFeaturesRequest((("kraft.version", 1),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION and "Raft leader" in r.message
     # a broker that cannot read metadata.version 2 cannot register now
-    e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", ()))
+    e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", (),
+                                                 max_metadata_version=1))
     assert e.error is Errors.UNSUPPORTED_VERSION
 
 
@@ -578,7 +579,7 @@ def test_the_first_active_controller_writes_the_bootstrap_credentials_once():
                                           stored_key=cred.stored_key, server_key=cred.server_key, iterations=4096)
     c = LocalController(ControllerSettings(seed=1, bootstrap_records=(record,)))
     assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) == cred
-    assert c.core.image.features.metadata_version == 1
+    assert c.core.image.features.metadata_version == 3  # the highest, as storage format's default
     c.request(api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion("admin", "SCRAM-SHA-256"),)))
     c.elect(c.epoch + 1)  # a later leader: the log is not empty, the bootstrap records are not written again
     assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) is None

@@ -41,7 +41,7 @@ class BrokerEndpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerRequest(_message.Message):
-    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "endpoints", "rack", "min_metadata_version", "max_metadata_version")
+    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "endpoints", "rack", "min_metadata_version", "max_metadata_version", "features")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class RegisterBrokerRequest(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     MIN_METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
     MAX_METADATA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     cluster_id: str
     incarnation_id: str
@@ -56,7 +57,18 @@ class RegisterBrokerRequest(_message.Message):
     rack: str
     min_metadata_version: int
     max_metadata_version: int
-    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., min_metadata_version: _Optional[int] = ..., max_metadata_version: _Optional[int] = ...) -> None: ...
+    features: _containers.RepeatedCompositeFieldContainer[SupportedFeature]
+    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., min_metadata_version: _Optional[int] = ..., max_metadata_version: _Optional[int] = ..., features: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ...) -> None: ...
+
+class SupportedFeature(_message.Message):
+    __slots__ = ("name", "min_version", "max_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    min_version: int
+    max_version: int
+    def __init__(self, name: _Optional[str] = ..., min_version: _Optional[int] = ..., max_version: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "broker_epoch")
@@ -641,12 +653,44 @@ class FeatureUpdate(_message.Message):
     def __init__(self, feature: _Optional[str] = ..., max_level: _Optional[int] = ...) -> None: ...
 
 class UpdateFeaturesRequest(_message.Message):
-    __slots__ = ("updates", "validate_only")
+    __slots__ = ("updates", "validate_only", "upgrade_type")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[FeatureUpdate]
     validate_only: bool
-    def __init__(self, updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+    upgrade_type: str
+    def __init__(self, updates: _Optional[_Iterable[_Union[FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ..., upgrade_type: _Optional[str] = ...) -> None: ...
+
+class DescribeFeaturesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FinalizedFeature(_message.Message):
+    __slots__ = ("name", "level")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    level: int
+    def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ...) -> None: ...
+
+class DescribeFeaturesResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "finalized", "supported", "epoch")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FIELD_NUMBER: _ClassVar[int]
+    SUPPORTED_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    finalized: _containers.RepeatedCompositeFieldContainer[FinalizedFeature]
+    supported: _containers.RepeatedCompositeFieldContainer[SupportedFeature]
+    epoch: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., finalized: _Optional[_Iterable[_Union[FinalizedFeature, _Mapping]]] = ..., supported: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class UpdateFeaturesResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")

@@ -114,6 +114,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.FromString,
                 _registered_method=True)
+        self.DescribeFeatures = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeFeatures',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesResponse.FromString,
+                _registered_method=True)
         self.AlterClientQuotas = channel.unary_unary(
                 '/sparkraft.v1.Controller/AlterClientQuotas',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
@@ -250,6 +255,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeFeatures(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AlterClientQuotas(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -374,6 +385,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.UpdateFeatures,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.SerializeToString,
+            ),
+            'DescribeFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeFeatures,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesResponse.SerializeToString,
             ),
             'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterClientQuotas,
@@ -843,6 +859,33 @@ class Controller:
             '/sparkraft.v1.Controller/UpdateFeatures',
             sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.UpdateFeaturesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeFeatures',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeFeaturesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -190,7 +190,7 @@ class TopicRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[str] = ...) -> None: ...
 
 class PartitionRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch")
+    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +200,8 @@ class PartitionRecord(_message.Message):
     LEADER_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: str
     replicas: _containers.RepeatedScalarFieldContainer[int]
@@ -209,7 +211,9 @@ class PartitionRecord(_message.Message):
     leader: int
     leader_epoch: int
     partition_epoch: int
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ...) -> None: ...
+    eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
+    last_known_elr: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ConfigRecord(_message.Message):
     __slots__ = ("resource_type", "resource_name", "name", "value")
@@ -224,7 +228,7 @@ class ConfigRecord(_message.Message):
     def __init__(self, resource_type: _Optional[_Union[ConfigResourceType.Code, str]] = ..., resource_name: _Optional[str] = ..., name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class PartitionChangeRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas")
+    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +236,8 @@ class PartitionChangeRecord(_message.Message):
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: str
     isr: BrokerIds
@@ -239,7 +245,9 @@ class PartitionChangeRecord(_message.Message):
     replicas: BrokerIds
     removing_replicas: BrokerIds
     adding_replicas: BrokerIds
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., isr: _Optional[_Union[BrokerIds, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ...) -> None: ...
+    eligible_leader_replicas: BrokerIds
+    last_known_elr: BrokerIds
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., isr: _Optional[_Union[BrokerIds, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., eligible_leader_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., last_known_elr: _Optional[_Union[BrokerIds, _Mapping]] = ...) -> None: ...
 
 class RemoveTopicRecord(_message.Message):
     __slots__ = ("topic_id",)
