@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
-from quorum.controller.api import READ_REQUESTS, ItemResult, UpdateFeaturesRequest
+from quorum.controller.api import READ_REQUESTS, DescribeFeaturesRequest, ItemResult, UpdateFeaturesRequest
 from quorum.controller.core import ControllerCore
 from quorum.controller.features_control import KRAFT_VERSION
 from quorum.controller.settings import ControllerSettings
@@ -301,7 +301,29 @@ class ControllerNode:
         """Answer a read request (api.READ_REQUESTS) from this node's replayed metadata: any
         controller answers reads, from what it has committed and replayed."""
         answer = READS[type(request)]
-        return self.call(lambda core: answer(core, request, self.leader_id()))
+        future = self.call(lambda core: answer(core, request, self.leader_id()))
+        if isinstance(request, DescribeFeaturesRequest):
+            return self._with_kraft_version(future)
+        return future
+
+    def _with_kraft_version(self, described: concurrent.futures.Future) -> concurrent.futures.Future:
+        """DescribeFeatures with kraft.version, which the Raft log holds rather than the metadata."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+
+        def finish(level: concurrent.futures.Future) -> None:
+            d = described.result()
+            if level.exception() is None and level.result():
+                d = replace(d, finalized=d.finalized + ((KRAFT_VERSION, level.result()),))
+            out.set_result(d)
+
+        def after(_) -> None:
+            if described.exception() is not None:
+                out.set_exception(described.exception())
+            else:
+                self.raft.kraft_version().add_done_callback(finish)
+
+        described.add_done_callback(after)
+        return out
 
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
         return self.read_async(request).result(timeout)

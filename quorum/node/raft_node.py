@@ -342,6 +342,10 @@ class RaftNode:
     def status(self) -> NodeStatus:
         return self._status.current
 
+    def kraft_version(self) -> concurrent.futures.Future:
+        """The kraft.version this node's log is at (0: static voters; 1: voters in the log)."""
+        return self._call(lambda core, now: core.voter_history.kraft_version)
+
     def wait_for_leader(self, timeout: float) -> int:
         """The current leader's id, once one is known; TimeoutError if none within ``timeout`` seconds."""
         return self._status.wait_for_leader(timeout, self._stopped.is_set)

@@ -61,8 +61,9 @@ BOOTSTRAP_METADATA = "bootstrap.checkpoint"  # in the log directory, as Kafka na
 
 
 def write_bootstrap_metadata(log_dir: str | Path, cluster_id: str, image: MetadataImage) -> Path:
-    """``storage format --add-scram``: metadata the first active controller of an empty log writes
-    after metadata.version (SCRAM credentials: salted, never the password). Kafka keeps the same in
+    """``storage format --release-version / --feature / --add-scram``: metadata the first active
+    controller of an empty log writes (feature levels, metadata.version first; SCRAM credentials:
+    salted, never the password). Kafka keeps the same in
     ``bootstrap.checkpoint``; every controller should be formatted with the same, since whichever
     is elected first writes its own."""
     path = Path(log_dir) / BOOTSTRAP_METADATA
@@ -81,7 +82,7 @@ def read_bootstrap_metadata(log_dir: str | Path) -> tuple:
         return ()
     except CheckpointError as e:
         raise SnapshotError(str(e)) from None
-    return tuple(image.scram.records())
+    return tuple(image.features.records()) + tuple(image.scram.records())
 
 
 def verify_checkpoint(data: bytes, cluster_id: str, snapshot: SnapshotId) -> dict:

@@ -27,6 +27,10 @@ def register(subparsers) -> None:
                      help="static quorums: this voter's disk was lost and replaced: it will not vote until it "
                           "has caught up with the quorum again (without this, a replaced voter could help "
                           "elect a stale leader and lose committed records)")
+    fmt.add_argument("--release-version", "-r", type=int, metavar="VERSION",
+                     help="the metadata.version the cluster starts at (default: the highest this sparkraft supports)")
+    fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL",
+                     help="another feature's starting level, e.g. eligible.leader.replicas.version=1 (repeatable)")
     fmt.add_argument("--add-scram", action="append", default=[], metavar="'MECHANISM=[name=N,password=P]'",
                      help="a SCRAM user the first active controller creates (repeatable; also iterations=N); "
                           "give every controller the same")
@@ -50,7 +54,7 @@ def run_format(args: argparse.Namespace) -> None:
     validate_cluster_id(args.cluster_id)
     config = load_config(args.config)
     voters = _initial_voters(args, config)
-    users = _scram_users(args, config)
+    bootstrap = _bootstrap_features(args, config, _scram_users(args, config))
     directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
     meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
                           directory_id=directory_id)
@@ -58,14 +62,54 @@ def run_format(args: argparse.Namespace) -> None:
         voters = _standalone(config, meta.directory_id)
     if voters is not None:
         write_bootstrap_snapshot(metadata_partition_dir(config.log_dir), args.cluster_id, voters)
-    if users is not None:
-        write_bootstrap_metadata(config.log_dir, args.cluster_id, users)
+    if bootstrap is not None:
+        write_bootstrap_metadata(config.log_dir, args.cluster_id, bootstrap)
     how = (" (rejoining: no votes until caught up)" if args.rejoin
            else f" (a dynamic quorum of {', '.join(map(str, voters.replica_keys))})" if voters is not None
            else " (joins a dynamic quorum as an observer)" if args.no_initial_controllers else "")
-    scram = f"; SCRAM users {', '.join(sorted(users.scram.users()))}" if users is not None else ""
+    scram = f"; SCRAM users {', '.join(sorted(bootstrap.scram.users()))}" \
+        if bootstrap is not None and bootstrap.scram.users() else ""
+    levels = "; " + ", ".join(f"{n}={lvl}" for n, lvl in bootstrap.features.levels.items()) \
+        if bootstrap is not None and bootstrap.features.levels else ""
     print(f"Formatting {config.log_dir} with cluster id {args.cluster_id}, node id {config.node_id} and "
-          f"directory id {meta.directory_id}{how}{scram}")
+          f"directory id {meta.directory_id}{how}{scram}{levels}")
+
+
+def _bootstrap_features(args: argparse.Namespace, config, image):
+    """``image`` (the SCRAM users, or None) with ``--release-version`` and ``--feature`` levels
+    (checked as the controller checks an upgrade); None when there is nothing to bootstrap."""
+    from sparkraft.commands.features import parse_updates
+
+    if args.release_version is None and not args.feature:
+        return image
+    if not config.is_controller:
+        raise ValueError("--release-version and --feature are for controllers (the first active controller writes them)")
+    from quorum.controller.features_control import DEPENDENCIES, KRAFT_VERSION, SUPPORTED
+    from quorum.controller.settings import MV_BOOTSTRAP
+    from quorum.errors import Errors, SparkraftError
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.delta import MetadataDelta
+    from quorum.metadata.features import METADATA_VERSION
+    from quorum.metadata.image import MetadataImage
+
+    levels = {METADATA_VERSION: MV_BOOTSTRAP}
+    for name, level in parse_updates(args.feature, args.release_version):
+        if name == KRAFT_VERSION:
+            raise ValueError("kraft.version is set by --standalone / --initial-controllers (1) or their absence (0)")
+        lo, hi = SUPPORTED.get(name, (None, None))
+        if lo is None or not (lo <= level <= hi or (level == 0 and name != METADATA_VERSION)):
+            what = "not a feature this sparkraft supports" if lo is None else f"supported at levels {lo}-{hi}"
+            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid level {level} for feature {name}: {what}")
+        levels[name] = level
+    for (name, level), needs in DEPENDENCIES.items():
+        if levels.get(name, 0) >= level and levels[METADATA_VERSION] < needs:
+            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"{name} {level} needs metadata.version {needs} or "
+                                                                f"higher (--release-version {levels[METADATA_VERSION]})")
+    delta = MetadataDelta(image or MetadataImage.EMPTY)
+    for name, level in levels.items():
+        if level:
+            delta.replay(pb.FeatureLevelRecord(name=name, feature_level=level))
+    return delta.apply()
 
 
 def _scram_users(args: argparse.Namespace, config):

@@ -189,3 +189,29 @@ def test_help_for_every_level():
     for args in ([], ["storage"], ["storage", "format"], ["storage", "random-uuid"]):
         result = sparkraft(*args, "--help")
         assert result.returncode == 0 and result.stdout.startswith("usage: sparkraft"), result
+
+
+def test_format_release_version_and_features_are_the_clusters_first_levels(controller_config, tmp_path):
+    from quorum.metadata.features import METADATA_VERSION
+    from quorum.snapshot.files import read_bootstrap_metadata
+
+    config = controller_config()
+    result = sparkraft("storage", "format", "-c", str(config), "-t", new_cluster_id(), "--release-version", "3",
+                       "--feature", "eligible.leader.replicas.version=1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("; metadata.version=3, eligible.leader.replicas.version=1")
+    records = read_bootstrap_metadata(tmp_path / "c1")
+    assert [(r.name, r.feature_level) for r in records] == [(METADATA_VERSION, 3), ("eligible.leader.replicas.version", 1)]
+
+
+@pytest.mark.parametrize("flags, error", [
+    (["--release-version", "2", "--feature", "eligible.leader.replicas.version=1"], "INVALID_UPDATE_VERSION: "),
+    (["--release-version", "9"], "INVALID_UPDATE_VERSION: "),
+    (["--feature", "no.such.feature=1"], "INVALID_UPDATE_VERSION: "),
+    (["--feature", "kraft.version=1"], "ERROR: "),
+    (["--feature", "eligible.leader.replicas.version"], "ERROR: "),
+])
+def test_format_refuses_bad_levels_and_writes_nothing(controller_config, tmp_path, flags, error):
+    result = sparkraft("storage", "format", "-c", str(controller_config()), "-t", new_cluster_id(), *flags)
+    assert_one_line_error(result, error)
+    assert not (tmp_path / "c1").exists() or not any((tmp_path / "c1").iterdir())

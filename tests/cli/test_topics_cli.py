@@ -333,3 +333,39 @@ def test_reassign_partitions_generate_proposes_over_the_broker_list(cluster, tmp
     result = sparkraft("reassign-partitions", "--generate", "--topics-to-move-json-file", str(topics),
                        "--broker-list", "102,999", *boot)
     assert result.returncode == 1 and result.stderr.startswith("INVALID_REPLICA_ASSIGNMENT: ")
+
+
+def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, tmp_path):
+    """kafka-features' describe lines; a downgrade that would drop a reassignment in flight is refused
+    until --unsafe, which reverts it and says so; the upgrade back restores the level."""
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    rows = {r["feature"]: r for r in json.loads(ok("features", "describe", "--json", *boot))}
+    assert rows["metadata.version"]["finalized_version_level"] == 3
+    assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) == (1, 3)
+    assert rows["eligible.leader.replicas.version"]["supported_max_version"] == 1
+    line = next(x for x in ok("features", "describe", *boot).splitlines() if x.startswith("Feature: metadata.version"))
+    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 3\t"
+                           "FinalizedVersionLevel: 3\tEpoch: ")
+    ok("topics", "create", "--topic", "downgraded", "--partitions", "1", "--replication-factor", "1", *boot)
+    (part,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
+    spare = sorted({101, 102, 103} - set(part["replicas"]))[0]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "downgraded", "partition": 0,
+                                                              "replicas": [spare]}]}))
+    ok("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)  # stays in flight here
+    try:
+        result = sparkraft("features", "downgrade", "--metadata", "1", *boot)
+        assert result.returncode == 1
+        assert result.stdout.startswith("Could not downgrade metadata.version to 1. INVALID_UPDATE_VERSION: "
+                                        "Refusing to perform the requested downgrade because it might delete "
+                                        "metadata information: 1 reassignment(s) in flight reverted")
+        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 3
+        out = ok("features", "downgrade", "--metadata", "1", "--unsafe", *boot)
+        assert out.startswith("metadata.version was downgraded to 1. (dropped: 1 reassignment(s) in flight "
+                              "reverted to their original replicas (downgraded-0))")
+        (now,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
+        assert now["replicas"] == part["replicas"]
+        result = sparkraft("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
+        assert result.returncode == 1 and result.stderr.startswith("UNSUPPORTED_VERSION: ")
+    finally:
+        assert "metadata.version was upgraded to 3." in ok("features", "upgrade", "--metadata", "3", *boot)

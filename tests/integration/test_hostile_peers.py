@@ -91,20 +91,26 @@ def test_a_forged_follower_fetch_cannot_get_a_write_acknowledged(controller_proc
 
     def forge() -> None:
         channel, s = stub(cp, leader)
+        last = None  # (epoch, leader's log end) as last described: an attacker keeps forging after a resign
         with channel:
             while not stop.is_set():
-                d = s.DescribeQuorum(raft_pb2.DescribeQuorumRequest(cluster_id=cp.cluster_id), timeout=2)
-                if not d.current_voters:  # it resigned (check-quorum: its followers are paused)
+                try:
+                    d = s.DescribeQuorum(raft_pb2.DescribeQuorumRequest(cluster_id=cp.cluster_id), timeout=2)
+                    if d.current_voters:
+                        last = (d.leader_epoch, max(v.log_end_offset for v in d.current_voters))
+                except grpc.RpcError:
+                    pass
+                if last is None:
                     time.sleep(0.05)
                     continue
-                end = max(v.log_end_offset for v in d.current_voters)  # the leader's own log end
+                epoch, end = last
                 for f in followers:
-                    request = raft_pb2.FetchRequest(cluster_id=cp.cluster_id, epoch=d.leader_epoch, replica_id=f,
-                                                    fetch_offset=end, last_fetched_epoch=d.leader_epoch,
+                    request = raft_pb2.FetchRequest(cluster_id=cp.cluster_id, epoch=epoch, replica_id=f,
+                                                    fetch_offset=end, last_fetched_epoch=epoch,
                                                     max_wait_ms=0, max_bytes=1024)
                     forged["sent"] += 1
-                    try:
-                        s.Fetch(request, timeout=2, metadata=((METADATA_KEY, f"{f}:{'ee' * 16}"),))
+                    try:  # short: a refusal may wait on proving a paused follower's session
+                        s.Fetch(request, timeout=0.5, metadata=((METADATA_KEY, f"{f}:{'ee' * 16}"),))
                         forged["answered"] += 1  # it reached the core
                     except grpc.RpcError:
                         pass
@@ -115,7 +121,7 @@ def test_a_forged_follower_fetch_cannot_get_a_write_acknowledged(controller_proc
     forger = threading.Thread(target=forge, daemon=True)
     forger.start()
     try:
-        wait_for(lambda: forged["sent"] >= 10, 10, "forged fetches on their way")
+        wait_for(lambda: forged["sent"] >= 10, 30, "forged fetches on their way")
         with cp.client(timeout=4, rpc_timeout=4) as c:
             with pytest.raises(SparkraftError):
                 c.append([b"never-acknowledged"])  # no follower holds it: it must not be acknowledged

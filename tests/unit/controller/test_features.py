@@ -101,3 +101,13 @@ def test_an_unsafe_downgrade_is_refused_unless_asked_then_rewrites_and_says_what
     e = c.expect_error(api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(
         api.TopicPartition("t", 0), (2, 3)),)))
     assert e.error is Errors.UNSUPPORTED_VERSION and "needs metadata.version 2" in e.message
+
+
+def test_the_first_active_controller_starts_at_the_formatted_levels():
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+
+    formatted = (pb.FeatureLevelRecord(name=MV, feature_level=3), pb.FeatureLevelRecord(name=ELR, feature_level=1))
+    c = LocalController(ControllerSettings(seed=1, bootstrap_records=formatted))
+    assert levels(c) == {MV: 3, ELR: 1}
+    c = LocalController(ControllerSettings(seed=1, bootstrap_records=(pb.FeatureLevelRecord(name=MV, feature_level=2),)))
+    assert levels(c) == {MV: 2}
