@@ -312,6 +312,21 @@ class AlterClientQuotasRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class DescribeClientQuotasRequest:
+    """Kafka's ClientQuotaFilter: per component (entity type, match type EXACT | DEFAULT | ANY, name
+    for EXACT); ``strict``: only entities made of exactly these types."""
+
+    components: tuple[tuple[str, str, Optional[str]], ...]
+    strict: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaEntry:
+    entity: tuple[tuple[str, Optional[str]], ...]  # (entity type, name or None for the default), by type
+    values: tuple[tuple[str, float], ...]  # (key, value), by key
+
+
+@dataclass(frozen=True, slots=True)
 class AllocateProducerIdsRequest:
     broker_id: int
     broker_epoch: int
@@ -425,4 +440,4 @@ class DescribeUserScramCredentialsRequest:
 
 READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
                  DescribeConfigsRequest, DescribeUserScramCredentialsRequest, ListPartitionReassignmentsRequest,
-                 DescribeFeaturesRequest)
+                 DescribeFeaturesRequest, DescribeClientQuotasRequest)

@@ -456,6 +456,9 @@ class ControllerCore:
                          ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
         return [configs_control.describe(self.image, key) for key in req.resources]
 
+    def describe_client_quotas(self, req: api.DescribeClientQuotasRequest) -> tuple[api.ClientQuotaEntry, ...]:
+        return quotas_control.describe(self.image, req)
+
     def describe_features(self) -> api.FeaturesDescription:
         offset = self.image.offset if self.in_transaction else self.last_committed_offset
         return features_control.describe(self.image, offset)

@@ -61,6 +61,30 @@ def _validate(alteration: api.ClientQuotaAlteration) -> None:
             raise _invalid(f"Invalid value {value} for configuration {key}: Not a number of type LONG")
 
 
+def describe(image: MetadataImage, req: api.DescribeClientQuotasRequest) -> tuple[api.ClientQuotaEntry, ...]:
+    """The entities matching Kafka's ClientQuotaFilter, with their quotas, in a stable order."""
+    for t, kind, name in req.components:
+        if t not in (USER, CLIENT_ID, IP):
+            raise _invalid(f"Unhandled client quota entity type: {t}")
+        if kind not in ("EXACT", "DEFAULT", "ANY") or (kind == "EXACT") != (name is not None):
+            raise _invalid(f"Invalid match type {kind} for entity type {t}: EXACT takes a name, DEFAULT and ANY none")
+    if len({t for t, _, _ in req.components}) != len(req.components):
+        raise _invalid("Invalid quota filter: an entity type appears more than once")
+    wanted = {t: (kind, name) for t, kind, name in req.components}
+    out = []
+    for entity in sorted(image.client_quotas.entities, key=lambda e: [(t, n or "") for t, n in e]):
+        parts = dict(entity)
+        if req.strict and set(parts) != set(wanted):
+            continue
+        if not all(t in parts and (kind == "ANY" or (kind == "DEFAULT" and parts[t] is None)
+                                   or (kind == "EXACT" and parts[t] == name))
+                   for t, (kind, name) in wanted.items()):
+            continue
+        quotas = image.client_quotas.quotas(entity)
+        out.append(api.ClientQuotaEntry(entity, tuple(sorted(quotas.items()))))
+    return tuple(out)
+
+
 def alter(image: MetadataImage, req: api.AlterClientQuotasRequest
           ) -> tuple[list[pb.ClientQuotaRecord], tuple[api.ItemResult, ...]]:
     records, results = [], []

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 from quorum.controller.api import (
     READ_REQUESTS,
     DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeFeaturesRequest,
@@ -72,6 +73,10 @@ def _describe_features(core: ControllerCore, request: DescribeFeaturesRequest, l
     return core.describe_features()
 
 
+def _describe_quotas(core: ControllerCore, request: DescribeClientQuotasRequest, leader_id: Optional[int]):
+    return core.describe_client_quotas(request)
+
+
 READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListTopicsRequest: _list_topics,
     DescribeTopicsRequest: _describe_topics,
@@ -81,5 +86,6 @@ READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     DescribeUserScramCredentialsRequest: _describe_scram,
     ListPartitionReassignmentsRequest: _list_reassignments,
     DescribeFeaturesRequest: _describe_features,
+    DescribeClientQuotasRequest: _describe_quotas,
 }
 assert set(READS) == set(READ_REQUESTS), "a read request has no answer"

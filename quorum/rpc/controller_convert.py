@@ -43,6 +43,7 @@ REPLIES = {
     "DescribeTopics": "tuple[api.TopicDescription | SparkraftError, ...] (one per name)",
     "DescribeCluster": "api.ClusterDescription",
     "UpdateFeatures": "tuple[api.ItemResult, ...]",
+    "DescribeClientQuotas": "tuple[api.ClientQuotaEntry, ...]",
     "DescribeFeatures": "api.FeaturesDescription",
     "AlterClientQuotas": "tuple[api.ItemResult, ...]",
     "AllocateProducerIds": "api.ProducerIdsBlock",
@@ -320,6 +321,12 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
                                            validate_only=r.validate_only),
      lambda m: api.AlterClientQuotasRequest(tuple(_quota_alteration_from(a) for a in m.alterations),
                                             m.validate_only)),
+    (api.DescribeClientQuotasRequest, "DescribeClientQuotas",
+     lambda r: pb.DescribeClientQuotasRequest(
+         components=[pb.QuotaFilterComponent(entity_type=t, match_type=kind, **({"match": n} if n is not None else {}))
+                     for t, kind, n in r.components], strict=r.strict),
+     lambda m: api.DescribeClientQuotasRequest(
+         tuple((c.entity_type, c.match_type, _opt_str(c, "match")) for c in m.components), m.strict)),
     (api.AllocateProducerIdsRequest, "AllocateProducerIds",
      lambda r: pb.AllocateProducerIdsRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch),
      lambda m: api.AllocateProducerIdsRequest(m.broker_id, m.broker_epoch)),
@@ -398,6 +405,10 @@ def _reply_fields(method: str, reply) -> dict:
                 m.topic_id = r.topic_id
             out.append(m)
         return {"topics": out}
+    if method == "DescribeClientQuotas":
+        return {"entries": [pb.ClientQuotaEntry(
+            entity=_quota_alteration_to(api.ClientQuotaAlteration(e.entity, ())).entity,
+            values=[pb.QuotaOp(key=k, value=v) for k, v in e.values]) for e in reply]}
     if method == "DescribeFeatures":
         return {"finalized": [pb.FinalizedFeature(name=n, level=lvl) for n, lvl in reply.finalized],
                 "supported": [pb.SupportedFeature(name=n, min_version=lo, max_version=hi)
@@ -477,6 +488,9 @@ def reply_from_proto(method: str, m):
     if method in ("DeleteTopics", "CreatePartitions"):
         return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
                      for r in m.topics)
+    if method == "DescribeClientQuotas":
+        return tuple(api.ClientQuotaEntry(tuple((e.entity_type, _opt_str(e, "name")) for e in x.entity),
+                                          tuple((v.key, v.value) for v in x.values)) for x in m.entries)
     if method == "DescribeFeatures":
         return api.FeaturesDescription(tuple((f.name, f.level) for f in m.finalized),
                                        tuple((f.name, f.min_version, f.max_version) for f in m.supported), m.epoch)

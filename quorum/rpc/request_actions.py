@@ -15,6 +15,7 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | DescribeTopics | DESCRIBE on each topic (ListTopics lists only those: ``visible_topics``) |
 | ElectLeaders, AlterPartitionReassignments, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls | ALTER on the cluster |
 | AlterClientQuotas | ALTER_CONFIGS on the cluster |
+| DescribeClientQuotas | DESCRIBE_CONFIGS on the cluster |
 | DescribeAcls, ListPartitionReassignments | DESCRIBE on the cluster |
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
@@ -94,6 +95,8 @@ def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicNa
         return _cluster_refusal(security, caller, "ALTER", type(request).__name__.removesuffix("Request"))
     if isinstance(request, api.AlterClientQuotasRequest):
         return _cluster_refusal(security, caller, "ALTER_CONFIGS", "AlterClientQuotas")
+    if isinstance(request, api.DescribeClientQuotasRequest):
+        return _cluster_refusal(security, caller, "DESCRIBE_CONFIGS", "DescribeClientQuotas")
     if isinstance(request, (api.DescribeAclsRequest, api.DescribeUserScramCredentialsRequest,
                             api.ListPartitionReassignmentsRequest)):
         return _cluster_refusal(security, caller, "DESCRIBE", type(request).__name__.removesuffix("Request"))

@@ -1,10 +1,14 @@
 """``sparkraft configs alter|describe``: dynamic configs of topics, brokers and the cluster, and users'
-SCRAM credentials (kafka-configs).
+SCRAM credentials and client quotas (kafka-configs).
 
 ``--entity-type topics`` needs ``--entity-name TOPIC``; ``brokers`` takes a broker id (without one,
 the cluster-wide broker default); ``cluster`` takes no name; ``users`` takes a user name and the
 configs ``SCRAM-SHA-256=[password=...,iterations=N]`` and ``SCRAM-SHA-512=[...]`` (see
-scram_specs.py); describing users shows mechanisms and iterations, never salts or keys. ``--add-config k=v,k2=[a,b]`` sets keys
+scram_specs.py); describing users shows mechanisms and iterations, never salts or keys. Client
+quotas, as Kafka's: ``--entity-type users|clients|ips`` with ``--entity-name N`` or
+``--entity-default`` after each (``users`` then ``clients`` for a user's client), keys
+``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``,
+``controller_mutation_rate`` (users, clients) and ``connection_creation_rate`` (ips). ``--add-config k=v,k2=[a,b]`` sets keys
 (square brackets keep commas inside one value, as in Kafka), ``--delete-config k,k2`` removes them;
 both in one incremental alter, applied atomically. ``describe`` shows the dynamic configs (with
 ``--all``, every known key, defaults included, as kafka-configs does); ``--json`` prints a list of
@@ -18,7 +22,10 @@ import json
 from sparkraft.commands import add_command, add_group
 from sparkraft.commands.topics import add_bootstrap, client
 
-ENTITY_TYPES = ("topics", "brokers", "cluster", "users")
+ENTITY_TYPES = ("topics", "brokers", "cluster", "users", "clients", "ips")
+QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}  # the command's type -> the quota entity's
+QUOTA_NAMES = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}  # as kafka-configs prints them
+DEFAULT = object()  # --entity-default: the default entity of the type before it
 
 
 def register(subparsers) -> None:
@@ -38,8 +45,32 @@ def register(subparsers) -> None:
 
 
 def _entity_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--entity-type", required=True, choices=ENTITY_TYPES)
-    parser.add_argument("--entity-name", metavar="N", help="topic name, broker id or user name")
+    parser.add_argument("--entity-type", dest="entity_types", action="append", required=True, choices=ENTITY_TYPES,
+                        help="repeat for a client quota of a user and a client id: --entity-type users "
+                             "--entity-name U --entity-type clients --entity-name C")
+    parser.add_argument("--entity-name", dest="entity_names", action="append", metavar="N",
+                        help="topic name, broker id, user, client id or IP, for the --entity-type before it")
+    parser.add_argument("--entity-default", dest="entity_names", action="append_const", const=DEFAULT,
+                        help="the default user, client id or IP (client quotas), for the --entity-type before it")
+
+
+def _entities(args: argparse.Namespace) -> list[tuple[str, object]]:
+    """[(entity type, name, DEFAULT or None)] pairing each --entity-type with the name after it."""
+    from quorum.errors import Errors, SparkraftError
+
+    names = list(args.entity_names or [])
+    types = list(args.entity_types)
+    if len(names) > len(types):
+        raise SparkraftError(Errors.INVALID_REQUEST, "more --entity-name/--entity-default than --entity-type")
+    names += [None] * (len(types) - len(names))
+    pairs = list(zip(types, names))
+    if len(pairs) > 1 and not all(t in QUOTA_TYPES for t in types):
+        raise SparkraftError(Errors.INVALID_REQUEST, "only client quotas take several entity types "
+                                                     "(users with clients)")
+    if any(n is DEFAULT for t, n in pairs if t not in QUOTA_TYPES):
+        raise SparkraftError(Errors.INVALID_REQUEST, "--entity-default is for users, clients and ips")
+    args.entity_type, args.entity_name = pairs[0] if pairs[0][1] is not DEFAULT else (pairs[0][0], None)
+    return pairs
 
 
 def resource_of(entity_type: str, name: "str | None"):
@@ -106,8 +137,9 @@ def _describe_name(entity_type: str, name: "str | None") -> str:
 
 
 def run_alter(args: argparse.Namespace) -> None:
-    if args.entity_type == "users":
-        return _alter_user(args)
+    pairs = _entities(args)
+    if all(t in QUOTA_TYPES for t, _ in pairs):
+        return _alter_quotas_and_users(args, pairs)
     resource = resource_of(args.entity_type, args.entity_name)
     ops = alterations(args.add_config, args.delete_config)
     with client(args) as c:
@@ -116,8 +148,9 @@ def run_alter(args: argparse.Namespace) -> None:
 
 
 def run_describe(args: argparse.Namespace) -> None:
-    if args.entity_type == "users":
-        return _describe_users(args)
+    pairs = _entities(args)
+    if all(t in QUOTA_TYPES for t, _ in pairs):
+        return _describe_quotas_and_users(args, pairs)
     resource = resource_of(args.entity_type, args.entity_name)
     with client(args) as c:
         entries = c.describe_configs(resource)
@@ -174,21 +207,86 @@ def _alter_user(args: argparse.Namespace) -> None:
     print(f"Completed updating config for user {args.entity_name}.")
 
 
-def _describe_users(args: argparse.Namespace) -> None:
-    from quorum.controller.api import DescribeUserScramCredentialsRequest
+# -- client quotas (users, clients, ips), and users' SCRAM credentials beside them ------------------
+def _is_scram_key(key: str) -> bool:
+    from quorum.security.scram import MECHANISMS
+
+    return key.strip().upper() in MECHANISMS
+
+
+def _entity_text(entity) -> str:
+    """kafka-configs' words for a quota entity: user-principal 'alice', client-id 'app'."""
+    return ", ".join(f"the default {QUOTA_NAMES[t]}" if n is None else f"{QUOTA_NAMES[t]} '{n}'" for t, n in entity)
+
+
+def _alter_quotas_and_users(args: argparse.Namespace, pairs) -> None:
+    from quorum.controller.api import AlterClientQuotasRequest, ClientQuotaAlteration
     from quorum.errors import Errors, SparkraftError
 
-    request = DescribeUserScramCredentialsRequest((args.entity_name,) if args.entity_name else ())
+    adds = split_configs(args.add_config or "")
+    deletes = split_configs(args.delete_config or "")
+    scram = [a for a in adds if _is_scram_key(a.partition("=")[0])] + [d for d in deletes if _is_scram_key(d)]
+    if scram:
+        if len(pairs) != 1 or pairs[0][0] != "users" or pairs[0][1] in (None, DEFAULT):
+            raise SparkraftError(Errors.INVALID_REQUEST, "SCRAM credentials are set for one named user "
+                                                         "(--entity-type users --entity-name USER)")
+        args.add_config = ",".join(a for a in adds if _is_scram_key(a.partition("=")[0])) or None
+        args.delete_config = ",".join(d for d in deletes if _is_scram_key(d)) or None
+        _alter_user(args)
+    ops = []
+    for item in adds:
+        key, sep, value = item.partition("=")
+        if _is_scram_key(key):
+            continue
+        if not sep or not key.strip():
+            raise SparkraftError(Errors.INVALID_CONFIG, f"invalid config {item!r}: expected KEY=VALUE")
+        try:
+            ops.append((key.strip(), float(value)))
+        except ValueError:
+            raise SparkraftError(Errors.INVALID_CONFIG, f"Invalid value {value.strip()!r} for quota {key.strip()}: "
+                                                        f"not a number") from None
+    ops += [(key, None) for key in deletes if not _is_scram_key(key)]
+    if not ops:
+        if not scram:
+            raise SparkraftError(Errors.INVALID_REQUEST, "nothing to alter: give --add-config and/or --delete-config")
+        return None
+    if any(n is None for _, n in pairs):
+        raise SparkraftError(Errors.INVALID_REQUEST, "a client quota needs --entity-name or --entity-default "
+                                                     "after each --entity-type")
+    entity = tuple(sorted((QUOTA_TYPES[t], None if n is DEFAULT else n) for t, n in pairs))
     with client(args) as c:
-        results = c.call(request)
-    for r in results:
-        if r.error is not Errors.NONE and args.entity_name:
-            raise SparkraftError(r.error, r.message)
-    rows = [{"user": r.user, "name": mechanism, "value": f"iterations={iterations}", "source": "DYNAMIC_USER_CONFIG"}
-            for r in results for mechanism, iterations in r.credentials]
-    if args.json:
+        (result,) = c.call(AlterClientQuotasRequest((ClientQuotaAlteration(entity, tuple(ops)),)))
+    if result.error is not Errors.NONE:
+        raise SparkraftError(result.error, result.message)
+    print(f"Completed updating config for {_entity_text(entity)}.")
+
+
+def _describe_quotas_and_users(args: argparse.Namespace, pairs) -> None:
+    from quorum.controller.api import DescribeClientQuotasRequest, DescribeUserScramCredentialsRequest
+    from quorum.errors import Errors, SparkraftError
+
+    components = tuple((QUOTA_TYPES[t], "DEFAULT" if n is DEFAULT else "ANY" if n is None else "EXACT",
+                        None if n in (None, DEFAULT) else n) for t, n in pairs)
+    users_only = len(pairs) == 1 and pairs[0][0] == "users" and pairs[0][1] is not DEFAULT
+    with client(args) as c:
+        entries = c.call(DescribeClientQuotasRequest(components, strict=True))
+        scram = ()
+        if users_only:
+            scram = c.call(DescribeUserScramCredentialsRequest((pairs[0][1],) if pairs[0][1] else ()))
+    missing = next((r for r in scram if r.error is not Errors.NONE), None)
+    if missing is not None and pairs[0][1] and not entries:  # a named user with nothing at all
+        raise SparkraftError(missing.error, missing.message)
+    scram = [r for r in scram if r.error is Errors.NONE and r.credentials]
+    if args.json:  # SCRAM rows as before: {"user", "name", "value", "source"}; quota rows name their entity
+        rows = [{"user": r.user, "name": m, "value": f"iterations={i}", "source": "DYNAMIC_USER_CONFIG"}
+                for r in scram for m, i in r.credentials]
+        rows += [{"entity": {t: n for t, n in e.entity}, "name": k, "value": v, "source": "DYNAMIC_QUOTA_CONFIG"}
+                 for e in entries for k, v in e.values]
         print(json.dumps(rows))
         return
-    for r in results:
+    for e in entries:
+        values = ", ".join(f"{k}={v}" for k, v in e.values)
+        print(f"Quota configs for {_entity_text(e.entity)} are {values}")
+    for r in scram:
         configs = ", ".join(f"{m}=iterations={i}" for m, i in r.credentials)
         print(f"SCRAM credential configs for user-principal '{r.user}' are {configs}")

@@ -4,6 +4,9 @@ The process runs a :class:`~quorum.node.controller_node.ControllerNode`: the Raf
 Controller service share one gRPC server on the controller listener; when this node leads the
 quorum it is the active controller and answers brokers and admin tools.
 
+With ``process.roles=broker,controller`` it runs the broker too (combined mode; see
+``sparkraft.commands.broker.run_combined``).
+
 SIGTERM or SIGINT stops it cleanly: a leader resigns with EndQuorumEpoch (so a successor is
 elected at once) and the process exits 0. Bad config, an unformatted or foreign log directory, or
 a busy port exit 1 with one line on stderr before anything else is logged.
@@ -37,6 +40,15 @@ def run_start(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if not config.is_controller:
         raise ConfigError(f"{args.config}: process.roles must include 'controller' to start a controller")
+    if config.is_broker:
+        if args.raft_only:
+            raise ConfigError(f"{args.config}: --raft-only runs no metadata controller, so no broker either "
+                              f"(process.roles=broker,controller)")
+        from sparkraft.commands.broker import broker_endpoints, run_combined
+
+        if not broker_endpoints(config):
+            raise ConfigError(f"{args.config}: listeners has no broker listener to register")
+        return run_combined(config)
     stop = threading.Event()
     received: list[str] = []
 

@@ -369,3 +369,50 @@ def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, 
         assert result.returncode == 1 and result.stderr.startswith("UNSUPPORTED_VERSION: ")
     finally:
         assert "metadata.version was upgraded to 3." in ok("features", "upgrade", "--metadata", "3", *boot)
+
+
+def test_client_quota_configs_as_kafka_configs(cluster):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    out = ok("configs", "alter", "--entity-type", "users", "--entity-name", "quota-user", "--add-config",
+             "producer_byte_rate=1024,consumer_byte_rate=2048", *boot)
+    assert out.strip() == "Completed updating config for user-principal 'quota-user'."
+    ok("configs", "alter", "--entity-type", "users", "--entity-name", "quota-user", "--entity-type", "clients",
+       "--entity-name", "app", "--add-config", "request_percentage=50", *boot)
+    ok("configs", "alter", "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=10", *boot)
+    ok("configs", "alter", "--entity-type", "ips", "--entity-name", "10.1.2.3", "--add-config",
+       "connection_creation_rate=5", *boot)
+    out = ok("configs", "describe", "--entity-type", "users", "--entity-name", "quota-user", *boot)
+    assert out.strip() == ("Quota configs for user-principal 'quota-user' are consumer_byte_rate=2048.0, "
+                           "producer_byte_rate=1024.0")
+    out = ok("configs", "describe", "--entity-type", "users", "--entity-name", "quota-user", "--entity-type",
+             "clients", *boot)
+    assert out.strip() == "Quota configs for client-id 'app', user-principal 'quota-user' are request_percentage=50.0"
+    out = ok("configs", "describe", "--entity-type", "clients", "--entity-default", *boot)
+    assert out.strip() == "Quota configs for the default client-id are producer_byte_rate=10.0"
+    rows = json.loads(ok("configs", "describe", "--entity-type", "ips", "--json", *boot))
+    assert rows == [{"entity": {"ip": "10.1.2.3"}, "name": "connection_creation_rate", "value": 5.0,
+                     "source": "DYNAMIC_QUOTA_CONFIG"}]
+    ok("configs", "alter", "--entity-type", "users", "--entity-name", "quota-user", "--delete-config",
+       "consumer_byte_rate", *boot)
+    out = ok("configs", "describe", "--entity-type", "users", "--entity-name", "quota-user", *boot)
+    assert out.strip() == "Quota configs for user-principal 'quota-user' are producer_byte_rate=1024.0"
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--entity-type", "ips", "--entity-name", "not-an-ip", "--add-config", "connection_creation_rate=1"],
+     "INVALID_REQUEST: not-an-ip is not a valid IP"),
+    (["--entity-type", "users", "--entity-name", "u", "--add-config", "connection_creation_rate=1"],
+     "INVALID_REQUEST: Quota key connection_creation_rate does not apply"),
+    (["--entity-type", "clients", "--entity-name", "c", "--add-config", "bogus=1"], "INVALID_REQUEST: Unknown quota key"),
+    (["--entity-type", "clients", "--entity-name", "c", "--add-config", "producer_byte_rate=fast"], "INVALID_CONFIG: "),
+    (["--entity-type", "users", "--entity-name", "u", "--entity-type", "ips", "--entity-name", "1.2.3.4",
+      "--add-config", "producer_byte_rate=1"], "INVALID_REQUEST: Invalid quota entity combination"),
+    (["--entity-type", "topics", "--entity-default", "--add-config", "retention.ms=1"], "INVALID_REQUEST: "),
+])
+def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    before = ok("configs", "describe", "--entity-type", "clients", "--json", *boot)
+    result = sparkraft("configs", "alter", *args, *boot)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
+    assert ok("configs", "describe", "--entity-type", "clients", "--json", *boot) == before

@@ -44,6 +44,7 @@ REQUESTS = [
     api.UpdateFeaturesRequest((("metadata.version", 2), ("eligible.leader.replicas.version", 0)),
                               upgrade_type="UNSAFE_DOWNGRADE"),
     api.DescribeFeaturesRequest(),
+    api.DescribeClientQuotasRequest((("user", "EXACT", "alice"), ("client-id", "ANY", None)), strict=True),
     api.RegisterBrokerRequest(7, "c", "inc", (), None, 1, 2, ()),
     api.AlterClientQuotasRequest((api.ClientQuotaAlteration(
         (("user", "alice"), ("client-id", None)), (("producer_byte_rate", 1024.0), ("consumer_byte_rate", None))),)),
@@ -86,6 +87,8 @@ REPLIES = [
         api.BrokerDescription(102, True, False, 19, None, (), "")))),
     ("DescribeCluster", api.ClusterDescription("c1", None, -1, ())),
     ("UpdateFeatures", (api.ItemResult(), api.ItemResult(Errors.INVALID_UPDATE_VERSION, "no"))),
+    ("DescribeClientQuotas", (api.ClientQuotaEntry((("client-id", None), ("user", "alice")),
+                                                   (("producer_byte_rate", 1024.0),)),)),
     ("DescribeFeatures", api.FeaturesDescription((("metadata.version", 3), ("eligible.leader.replicas.version", 1)),
                                                  (("metadata.version", 1, 3), ("group.version", 0, 0)), 42)),
     ("AlterClientQuotas", (api.ItemResult(),)),

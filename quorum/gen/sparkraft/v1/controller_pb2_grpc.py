@@ -124,6 +124,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
                 _registered_method=True)
+        self.DescribeClientQuotas = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeClientQuotas',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
+                _registered_method=True)
         self.AllocateProducerIds = channel.unary_unary(
                 '/sparkraft.v1.Controller/AllocateProducerIds',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
@@ -267,6 +272,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeClientQuotas(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AllocateProducerIds(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -395,6 +406,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AlterClientQuotas,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
+            ),
+            'DescribeClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeClientQuotas,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.SerializeToString,
             ),
             'AllocateProducerIds': grpc.unary_unary_rpc_method_handler(
                     servicer.AllocateProducerIds,
@@ -913,6 +929,33 @@ class Controller:
             '/sparkraft.v1.Controller/AlterClientQuotas',
             sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeClientQuotas',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeClientQuotasResponse.FromString,
             options,
             channel_credentials,
             insecure,
