@@ -82,6 +82,32 @@ def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[p
     return [pb.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level)]
 
 
+def bootstrap_image(updates: list[tuple[str, int]], image: MetadataImage) -> MetadataImage:
+    """``image`` with the first feature levels of ``storage format --release-version / --feature``
+    (metadata.version first), checked as an upgrade would be; KeyError for kraft.version, which the
+    quorum's formatting sets."""
+    from quorum.metadata.delta import MetadataDelta
+
+    levels = {METADATA_VERSION: MV_BOOTSTRAP}
+    for name, level in updates:
+        if name == KRAFT_VERSION:
+            raise KeyError("kraft.version is set by --standalone / --initial-controllers (1) or their absence (0)")
+        lo, hi = SUPPORTED.get(name, (None, None))
+        if lo is None or not (lo <= level <= hi or (level == 0 and name != METADATA_VERSION)):
+            what = "not a feature this sparkraft supports" if lo is None else f"supported at levels {lo}-{hi}"
+            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid level {level} for feature {name}: {what}")
+        levels[name] = level
+    for (name, level), needs in DEPENDENCIES.items():
+        if levels.get(name, 0) >= level and levels[METADATA_VERSION] < needs:
+            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"{name} {level} needs metadata.version {needs} or "
+                                                                f"higher (--release-version {levels[METADATA_VERSION]})")
+    delta = MetadataDelta(image)
+    for name, level in levels.items():
+        if level:
+            delta.replay(pb.FeatureLevelRecord(name=name, feature_level=level))
+    return delta.apply()
+
+
 def describe(image: MetadataImage, offset: int) -> api.FeaturesDescription:
     finalized = tuple(sorted(image.features.levels.items(), key=lambda kv: (kv[0] != METADATA_VERSION, kv[0])))
     supported = tuple((name, lo, hi) for name, (lo, hi) in sorted(SUPPORTED.items()))

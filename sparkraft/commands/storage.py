@@ -84,32 +84,13 @@ def _bootstrap_features(args: argparse.Namespace, config, image):
         return image
     if not config.is_controller:
         raise ValueError("--release-version and --feature are for controllers (the first active controller writes them)")
-    from quorum.controller.features_control import DEPENDENCIES, KRAFT_VERSION, SUPPORTED
-    from quorum.controller.settings import MV_BOOTSTRAP
-    from quorum.errors import Errors, SparkraftError
-    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
-    from quorum.metadata.delta import MetadataDelta
-    from quorum.metadata.features import METADATA_VERSION
+    from quorum.controller.features_control import bootstrap_image
     from quorum.metadata.image import MetadataImage
 
-    levels = {METADATA_VERSION: MV_BOOTSTRAP}
-    for name, level in parse_updates(args.feature, args.release_version):
-        if name == KRAFT_VERSION:
-            raise ValueError("kraft.version is set by --standalone / --initial-controllers (1) or their absence (0)")
-        lo, hi = SUPPORTED.get(name, (None, None))
-        if lo is None or not (lo <= level <= hi or (level == 0 and name != METADATA_VERSION)):
-            what = "not a feature this sparkraft supports" if lo is None else f"supported at levels {lo}-{hi}"
-            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid level {level} for feature {name}: {what}")
-        levels[name] = level
-    for (name, level), needs in DEPENDENCIES.items():
-        if levels.get(name, 0) >= level and levels[METADATA_VERSION] < needs:
-            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"{name} {level} needs metadata.version {needs} or "
-                                                                f"higher (--release-version {levels[METADATA_VERSION]})")
-    delta = MetadataDelta(image or MetadataImage.EMPTY)
-    for name, level in levels.items():
-        if level:
-            delta.replay(pb.FeatureLevelRecord(name=name, feature_level=level))
-    return delta.apply()
+    try:
+        return bootstrap_image(parse_updates(args.feature, args.release_version), image or MetadataImage.EMPTY)
+    except KeyError as e:
+        raise ValueError(str(e.args[0])) from None
 
 
 def _scram_users(args: argparse.Namespace, config):
