@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "security": "bench.security_bench",
     "heartbeats": "bench.heartbeats_bench",
     "overload": "bench.overload_bench",
+    "day2": "bench.day2_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

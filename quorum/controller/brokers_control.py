@@ -22,6 +22,7 @@ import heapq
 from typing import TYPE_CHECKING, Callable, Optional
 
 from quorum.controller import api, topics_control
+from quorum.controller.settings import MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import METADATA_VERSION
@@ -138,7 +139,11 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
            for name, lo, hi in sorted(req.features) if name != METADATA_VERSION],
         rack=req.rack, fenced=True, in_controlled_shutdown=False)
     records: list = [record]
-    if existing is not None and not existing.fenced:
+    new_incarnation = existing is None or existing.incarnation_id != req.incarnation_id
+    if new_incarnation and (mv or 0) >= MV_ELR:
+        # A restarted process: out of its ISRs and ELRs (Kafka's unclean-shutdown handling)
+        records += topics_control.restarted(ctx, req.broker_id)
+    elif existing is not None and not existing.fenced:
         # The old incarnation still leads and sits in ISRs: take it out, as if fenced.
         records += topics_control.move_off(ctx, req.broker_id)
     epoch = ctx.first_record_offset(len(records))

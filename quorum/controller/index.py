@@ -71,6 +71,9 @@ class PartitionIndex:
     def isr_partitions(self, broker: int) -> list[tuple[str, int]]:
         return [(tid, pid) for tid, m in self.isr.get(broker, {}).items() for pid in _bits(m)]
 
+    def elr_partitions(self, broker: int) -> list[tuple[str, int]]:
+        return [(tid, pid) for tid, m in self.elr.get(broker, {}).items() for pid in _bits(m)]
+
     def led_partitions(self, broker: int) -> list[tuple[str, int]]:
         return [(tid, pid) for tid, m in self.leads.get(broker, {}).items() for pid in _bits(m)]
 

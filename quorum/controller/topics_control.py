@@ -409,6 +409,18 @@ def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecor
                     lambda p: [b for b in p.isr if b != broker])
 
 
+def restarted(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+    """A new incarnation of ``broker`` registers (its process restarted): out of every ISR and ELR it
+    is in, its leaderships moved (Kafka's handleBrokerUncleanShutdown, once metadata.version has
+    ELR): whatever it held before the restart is not vouched for."""
+    def acceptable(b: int) -> bool:
+        return b != broker and ctx.acceptable(b)
+
+    partitions = set(ctx.index.isr_partitions(broker)) | set(ctx.index.elr_partitions(broker))
+    return _changes(ctx, partitions, acceptable, lambda p: [b for b in p.isr if b != broker],
+                    TopicPolicies(ctx, unclean_shutdown=(broker,)))
+
+
 def elect_leaderless(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
     """Leaderless partitions that ``broker``, which just became available, may lead: those whose ISR
     (or, with the ISR empty, ELR) holds it, and where ``unclean.leader.election.enable`` is on, those

@@ -84,3 +84,23 @@ def test_elr_off_by_an_unsafe_downgrade_only():
     p = _p(c)
     assert p.elr == () and p.last_known_elr == () and c.core.image.features.level(ELR) == 0
     assert violations(c.core.image) == []
+
+
+def test_a_restarted_broker_leaves_the_elr_for_the_last_known_elr():
+    from controller_helpers import register
+
+    c, epochs = _cluster(elr_on=True)
+    _only(c, epochs, (0,), 1000)
+    _only(c, epochs, (), 20_000)
+    p = _p(c)
+    assert p.isr == () and p.leader == -1 and len(p.elr) == 2 and 0 in p.elr
+    other = next(b for b in p.elr if b != 0)
+    epochs[other] = register(c, other, gen=1, unfence=False)  # its process restarted: a new incarnation
+    p = _p(c)
+    assert p.elr == (0,) and other in p.last_known_elr  # what it held is no longer vouched for
+    heartbeat(c, other, epochs[other])  # unfenced, but not eligible: still leaderless
+    assert _p(c).leader == -1
+    heartbeat(c, 0, epochs[0])  # broker 0 (never restarted, still in the ELR) comes back and leads
+    p = _p(c)
+    assert p.leader == 0 and p.isr == (0,)
+    assert violations(c.core.image) == []

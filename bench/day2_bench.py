@@ -1,0 +1,328 @@
+"""Day-2 operations at scale: a feature upgrade, decommissioning a broker by reassignment, the leader
+balance after a rolling restart of every broker, and a broker's whole exit after SIGTERM.
+
+Everything runs for real on loopback, on the rig of ``bench controller``: three ``sparkraft
+controller start`` processes (fsync on), 28 brokers heartbeating (BrokerLifecycle threads of this
+process) whose partition-leader side (ISR expansion, ``quorum/broker/isr_expansion.py``) also runs
+here over one shared metadata image, and two ``sparkraft broker start`` processes; topics of 100
+partitions, RF 3; ``leader.imbalance.check.interval.seconds=1`` (Kafka's default, 300, would only
+measure the wait).
+
+- **feature upgrade**: UpdateFeatures ``eligible.leader.replicas.version=1``, request to answer.
+  Goal: <= 1 s.
+- **decommission**: every partition with a replica on broker 101 is reassigned to put another
+  broker in its place (AlterPartitionReassignments, 100,000 partitions a request): time until
+  the controller has accepted them all, and until every reassignment has completed (the new
+  replicas brought into the ISRs by their leaders, the old one dropped).
+- **rolling restart, then balance**: brokers 102-128 in turn shut down (controlled shutdown), come
+  back with a new incarnation and rejoin their ISRs (an operator waits for that before the next);
+  then the time until every partition is led by its preferred replica again, by the controller's
+  automatic balance. Goal: <= 10 s.
+- **broker exit after SIGTERM**: the broker process 129 from SIGTERM until the process has exited
+  (controlled shutdown, then its metadata cache written): what each step of a rolling restart
+  waits for. Goal: <= 5 s. Kafka's published controlled shutdown at 2,000,000 partitions (32 s)
+  is drawn beside it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from bench.controller_bench import (
+    KAFKA_CONTROLLED_SHUTDOWN_S,
+    PARTITIONS_PER_TOPIC,
+    PROCESS_BROKERS,
+    RACKS,
+    REPLICATION_FACTOR,
+    create_partitions,
+    settle,
+    start_rig,
+    stop_rig,
+    wait_until,
+)
+from bench.harness.plots import bar_chart
+from bench.harness.results import fmt_number, markdown_table, measured_on
+from bench.suite import Context
+
+NAME = "day2"
+TITLE = "Day-2 operations: feature upgrade, decommission, leader balance after a roll, broker exit"
+REQUIRES: tuple[str, ...] = ()
+
+QUICK_SIZES = (20_000,)
+FULL_SIZES = (2_000_000,)
+DECOMMISSIONED = 101
+ROLLED = tuple(range(102, 129))
+GOAL_UPGRADE_S = 1.0
+GOAL_BALANCE_S = 10.0
+GOAL_EXIT_S = 5.0
+REQUEST_PARTITIONS = 100_000
+STEP_TIMEOUT_S = 900
+
+
+class IsrFleet:
+    """The partition-leader side of the simulated brokers: one metadata image following the log,
+    and each broker's IsrExpansion over it, in rounds on one thread."""
+
+    def __init__(self, bootstrap: str, cluster_id: str, lifecycles: dict):
+        from quorum.broker.isr_expansion import IsrExpansion
+        from quorum.broker.metadata_client import BrokerMetadataClient
+        from quorum.rpc.controller_client import ControllerClient
+
+        self.lifecycles = lifecycles  # broker -> its current BrokerLifecycle (replaced on a restart)
+        self.metadata = BrokerMetadataClient(bootstrap, cluster_id, fetch_wait_ms=200)
+        self.client = ControllerClient(bootstrap, timeout=60, rpc_timeout=60)
+        self.expansions = [IsrExpansion(b, self.client, lambda: self.metadata.image,
+                                        lambda b=b: self.lifecycles[b].state.broker_epoch)
+                           for b in sorted(lifecycles)]
+        for x in self.expansions:
+            self.metadata.add_listener(x.on_update)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="isr-fleet", daemon=True)
+
+    def start(self) -> "IsrFleet":
+        self.metadata.start()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for x in self.expansions:
+                try:
+                    x.round()
+                except Exception:  # a failover: the next round retries
+                    pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self.metadata.stop(save=False)
+        self.client.close()
+
+
+def _counts(image, broker: int) -> tuple[int, int, int]:
+    """(partitions with a replica on ``broker``, under-replicated partitions, partitions not led by
+    their preferred replica)."""
+    on, under, imbalanced = 0, 0, 0
+    for t in image.topics.by_id.values():
+        for p in t.partitions.values():
+            if broker in p.replicas:
+                on += 1
+            if len(p.isr) < len(p.replicas):
+                under += 1
+            if p.leader != p.replicas[0]:
+                imbalanced += 1
+    return on, under, imbalanced
+
+
+def _caught_up(fleet: IsrFleet, rig) -> None:
+    """The fleet's image has everything the controller has committed."""
+    target = rig.admin.describe_cluster().metadata_offset
+    wait_until(lambda: fleet.metadata.applied_offset >= target, STEP_TIMEOUT_S, "the fleet's image caught up",
+               interval=0.1)
+
+
+def _feature_upgrade(rig) -> dict:
+    from quorum.controller import api
+    from quorum.errors import Errors
+
+    started = time.monotonic()
+    (r,) = rig.admin.call(api.UpdateFeaturesRequest((("eligible.leader.replicas.version", 1),)))
+    elapsed = time.monotonic() - started
+    if r.error is not Errors.NONE:
+        raise RuntimeError(f"feature upgrade refused: {r.error.name}: {r.message}")
+    return {"seconds": elapsed}
+
+
+def _decommission(rig, fleet: IsrFleet, ctx: Context) -> dict:
+    from quorum.controller import api
+    from quorum.errors import Errors
+
+    _caught_up(fleet, rig)
+    image = fleet.metadata.image
+    brokers = sorted(b for b in image.cluster.brokers if b != DECOMMISSIONED)
+    moves = []
+    i = 0
+    for t in sorted(image.topics.by_id.values(), key=lambda t: t.name):
+        for pid in sorted(t.partitions):
+            p = t.partitions[pid]
+            if DECOMMISSIONED in p.replicas:
+                while brokers[i % len(brokers)] in p.replicas:
+                    i += 1
+                spare = brokers[i % len(brokers)]
+                i += 1
+                moves.append((api.TopicPartition(t.name, pid),
+                              tuple(spare if b == DECOMMISSIONED else b for b in p.replicas)))
+    ctx.progress.line(f"  {len(moves):,} partitions to move off broker {DECOMMISSIONED}")
+    started = time.monotonic()
+    for k in range(0, len(moves), REQUEST_PARTITIONS):
+        results = rig.admin.alter_reassignments(moves[k:k + REQUEST_PARTITIONS])
+        bad = [r for r in results if r.error is not Errors.NONE]
+        if bad:
+            raise RuntimeError(f"reassignment refused: {bad[0].partition}: {bad[0].error.name}: {bad[0].message}")
+    accepted = time.monotonic() - started
+
+    def done():
+        left = len(rig.admin.list_reassignments())
+        if left and time.monotonic() - done.last > 5:
+            done.last = time.monotonic()
+            ctx.progress.line(f"  {left:,} reassignments in flight")
+        return left == 0
+    done.last = time.monotonic()
+    wait_until(done, STEP_TIMEOUT_S, "every reassignment completed", interval=0.2)
+    completed = time.monotonic() - started
+    _caught_up(fleet, rig)
+    left_on, _, _ = _counts(fleet.metadata.image, DECOMMISSIONED)
+    if left_on:
+        raise RuntimeError(f"broker {DECOMMISSIONED} still holds {left_on} replicas")
+    return {"partitions": len(moves), "accept_s": accepted, "complete_s": completed}
+
+
+def _restart(rig, fleet: IsrFleet, broker: int) -> None:
+    """A controlled shutdown of ``broker``, then the same broker back with a new incarnation."""
+    from quorum.broker.lifecycle import BrokerLifecycle
+    from quorum.controller import api
+    from quorum.uuids import random_uuid
+
+    old = fleet.lifecycles[broker]
+    old.stop()
+    if not old.controlled_shutdown(timeout=STEP_TIMEOUT_S):
+        raise RuntimeError(f"broker {broker}: controlled shutdown not confirmed")
+    new = BrokerLifecycle(old.client, broker, old.cluster_id, random_uuid(),
+                          (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 20000 + broker),), RACKS[broker % 3])
+    fleet.lifecycles[broker] = new
+    threading.Thread(target=new.run, name=f"broker-{broker}", daemon=True).start()
+    wait_until(lambda: new.state.broker_epoch >= 0 and not new.state.fenced, STEP_TIMEOUT_S,
+               f"broker {broker} unfenced again", interval=0.1)
+
+
+def _roll_then_balance(rig, fleet: IsrFleet, ctx: Context) -> dict:
+    started = time.monotonic()
+    for n, broker in enumerate(ROLLED, 1):
+        _restart(rig, fleet, broker)
+
+        def rejoined():
+            _caught_up(fleet, rig)
+            return _counts(fleet.metadata.image, broker)[1] == 0
+        wait_until(rejoined, STEP_TIMEOUT_S, f"broker {broker} back in every ISR", interval=0.2)
+        if n % 5 == 0 or n == len(ROLLED):
+            ctx.progress.line(f"  {n}/{len(ROLLED)} brokers restarted ({time.monotonic() - started:.0f}s)")
+    rolled = time.monotonic()
+    _caught_up(fleet, rig)
+    imbalanced_after_roll = _counts(fleet.metadata.image, 0)[2]
+
+    def balanced():
+        _caught_up(fleet, rig)
+        return _counts(fleet.metadata.image, 0)[2] == 0
+    wait_until(balanced, STEP_TIMEOUT_S, "every partition led by its preferred replica", interval=0.2)
+    return {"brokers_restarted": len(ROLLED), "roll_s": rolled - started,
+            "imbalanced_after_roll": imbalanced_after_roll, "balance_s": time.monotonic() - rolled}
+
+
+def _broker_exit(rig) -> dict:
+    broker = PROCESS_BROKERS[0]
+    proc = rig.broker_procs[broker]
+    started = time.monotonic()
+    proc.popen.terminate()
+
+    def moved():
+        return any(b.broker_id == broker and b.fenced for b in rig.admin.describe_cluster().brokers)
+    wait_until(moved, STEP_TIMEOUT_S, f"broker {broker}'s leaderships moved", interval=0.05)
+    shutdown = time.monotonic() - started
+    code = proc.popen.wait(STEP_TIMEOUT_S)
+    exited = time.monotonic() - started
+    if code != 0:
+        raise RuntimeError(f"broker {broker} exited {code} after SIGTERM:\n{proc.log_tail(5)}")
+    return {"controlled_shutdown_s": shutdown, "exit_s": exited}
+
+
+def _one_size(partitions: int, ctx: Context) -> dict:
+    work = ctx.work_dir / f"p{partitions}"
+    work.mkdir()
+    with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
+        rig = start_rig(work, ctx, overrides={"leader.imbalance.check.interval.seconds": "1"})
+    fleet = None
+    try:
+        lifecycles = {b.broker_id: b for b in rig.fleet.brokers}
+        fleet = IsrFleet(rig.cluster.bootstrap, rig.admin.describe_cluster().cluster_id, lifecycles).start()
+        out: dict = {"partitions": partitions}
+        with ctx.progress.phase(f"create {partitions:,} partitions"):
+            out["create_s"] = create_partitions(rig, partitions, ctx)
+        settle(rig, ctx)
+        with ctx.progress.phase("feature upgrade: eligible.leader.replicas.version=1"):
+            out["feature_upgrade"] = _feature_upgrade(rig)
+        settle(rig, ctx)
+        with ctx.progress.phase(f"decommission broker {DECOMMISSIONED} by reassignment"):
+            out["decommission"] = _decommission(rig, fleet, ctx)
+        settle(rig, ctx)
+        with ctx.progress.phase(f"rolling restart of brokers {ROLLED[0]}-{ROLLED[-1]}, then the leader balance"):
+            out["balance"] = _roll_then_balance(rig, fleet, ctx)
+        settle(rig, ctx)
+        with ctx.progress.phase(f"SIGTERM of broker process {PROCESS_BROKERS[0]} until it exits"):
+            out["broker_exit"] = _broker_exit(rig)
+        ctx.progress.line(
+            f"  upgrade {out['feature_upgrade']['seconds']:.3f}s; decommission of "
+            f"{out['decommission']['partitions']:,}: accepted {out['decommission']['accept_s']:.2f}s, completed "
+            f"{out['decommission']['complete_s']:.2f}s; balance after the roll {out['balance']['balance_s']:.2f}s "
+            f"({out['balance']['imbalanced_after_roll']:,} imbalanced); broker exit {out['broker_exit']['exit_s']:.2f}s")
+        return out
+    finally:
+        if fleet is not None:
+            fleet.stop()
+        stop_rig(rig)
+
+
+def run(ctx: Context) -> dict:
+    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
+                            "brokers": 28 + len(PROCESS_BROKERS), "leader_imbalance_check_interval_s": 1},
+               "sizes": [], "systems": {"sparkraft": {"errors": []}}}
+    for partitions in sizes:
+        try:
+            results["sizes"].append(_one_size(partitions, ctx))
+        except Exception as e:  # keep the sizes that worked; report the failure
+            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
+            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
+    return results
+
+
+def report(document: dict) -> str:
+    results = document["results"]
+    rows = []
+    for s in results["sizes"]:
+        d, b, x = s["decommission"], s["balance"], s["broker_exit"]
+        rows.append([f"{s['partitions']:,}", fmt_number(s["feature_upgrade"]["seconds"], 3),
+                     f"{d['partitions']:,}", fmt_number(d["accept_s"], 2), fmt_number(d["complete_s"], 2),
+                     f"{b['imbalanced_after_roll']:,}", fmt_number(b["balance_s"], 2), fmt_number(b["roll_s"], 0),
+                     fmt_number(x["controlled_shutdown_s"], 2), fmt_number(x["exit_s"], 2)])
+    table = markdown_table(["partitions", "feature upgrade s", "decommission: partitions moved", "accepted s",
+                            "completed s", "imbalanced after the roll", "balanced s", "roll of 27 brokers s",
+                            "broker: controlled shutdown s", "broker: exit after SIGTERM s"], rows)
+    errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
+    return "\n".join([
+        f"{measured_on(document)}: 3 controller processes (fsync on), 30 brokers, topics of "
+        f"{PARTITIONS_PER_TOPIC} partitions, RF {REPLICATION_FACTOR}, leader balance checked every second.",
+        "",
+        table,
+        "",
+        f"Goals: feature upgrade ≤ {GOAL_UPGRADE_S:g} s, balanced ≤ {GOAL_BALANCE_S:g} s after the roll, a "
+        f"broker's exit ≤ {GOAL_EXIT_S:g} s. Kafka publishes a controlled shutdown of "
+        f"{KAFKA_CONTROLLED_SHUTDOWN_S:g} s at 2,000,000 partitions and no figure for the others.",
+        *([""] + [f"Errors: {e}" for e in errors] if errors else []),
+    ])
+
+
+def plot(document: dict, plots_dir: Path) -> list[Path]:
+    sizes = document["results"]["sizes"]
+    if not sizes:
+        return []
+    s = sizes[-1]
+    machine = document["machine"]
+    where = f"{s['partitions']:,} partitions, {machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
+    labels = ["feature upgrade", "decommission:\naccepted", "decommission:\ncompleted", "balanced after\nthe roll",
+              "broker exit\nafter SIGTERM", "Kafka: controlled\nshutdown at 2M"]
+    values = [s["feature_upgrade"]["seconds"], s["decommission"]["accept_s"], s["decommission"]["complete_s"],
+              s["balance"]["balance_s"], s["broker_exit"]["exit_s"], KAFKA_CONTROLLED_SHUTDOWN_S]
+    colors = ["tab:blue"] * 5 + ["tab:gray"]
+    return [bar_chart(plots_dir / "day2.png", "Day-2 operations (seconds)", labels, values, "seconds",
+                      subtitle=where, value_format="{:,.2f}", colors=colors)]
