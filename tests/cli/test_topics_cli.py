@@ -416,3 +416,21 @@ def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
     assert ok("configs", "describe", "--entity-type", "clients", "--json", *boot) == before
+
+
+@pytest.mark.parametrize("args, says", [
+    (["downgrade", "--metadata", "0", "--unsafe"], "metadata.version cannot be lower than 1"),
+    (["upgrade", "--metadata", "4"], "supports only versions 1-3"),
+    (["upgrade", "--feature", "group.version=1"], "higher levels are not implemented"),
+    (["upgrade", "--feature", "no.such.feature=1"], "does not support the given feature"),
+    (["downgrade", "--metadata", "4"], "Can't downgrade to a newer version"),
+    (["upgrade", "--metadata", "2"], "without setting the upgrade type"),
+])
+def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, says):
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    before = ok("features", "describe", "--json", *boot)
+    result = sparkraft("features", *args, *boot)
+    lines = result.stdout.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stdout + result.stderr
+    assert lines[0].startswith("Could not ") and "INVALID_UPDATE_VERSION: " in lines[0] and says in lines[0], lines[0]
+    assert json.loads(ok("features", "describe", "--json", *boot)) == json.loads(before)
