@@ -79,9 +79,11 @@ class IsrExpansion:
                     if record.HasField("replicas"):
                         self._since[key] = offset
                 elif t is RecordType.PARTITION_RECORD:
-                    key = (record.topic_id, record.partition_id)
-                    self._changed.add(key)
-                    if len(record.isr) != len(record.replicas):
+                    # a new partition matters only if this broker leads it short of replicas (creating
+                    # two million partitions must not cost every broker two million set entries)
+                    if record.leader == self.broker_id and len(record.isr) != len(record.replicas):
+                        key = (record.topic_id, record.partition_id)
+                        self._changed.add(key)
                         self._since[key] = offset
                 elif t is RecordType.REMOVE_TOPIC_RECORD:
                     self._rescan = True
