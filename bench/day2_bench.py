@@ -89,7 +89,7 @@ class IsrFleet:
         return self
 
     def _run(self) -> None:
-        while not self._stop.wait(0.2):
+        while not self._stop.wait(1.0):
             for x in self.expansions:
                 try:
                     x.round()

@@ -45,12 +45,13 @@ Key = tuple[str, int]  # (topic id, partition)
 class IsrExpansion:
     def __init__(self, broker_id: int, client, image: Callable[[], MetadataImage],
                  broker_epoch: Callable[[], int], retry_s: float = 5.0, max_partitions_per_request: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, offsets_every_s: float = 1.0):
         self.broker_id = broker_id
         self.client = client  # a ControllerClient
         self._image = image
         self._broker_epoch = broker_epoch
         self.retry_s = retry_s
+        self.offsets_every_s = offsets_every_s  # how often to ask again for offsets a replica has yet to report
         self.max_partitions_per_request = max_partitions_per_request
         self._clock = clock
         self._lock = threading.Lock()
@@ -61,11 +62,14 @@ class IsrExpansion:
         self._since: dict[Key, int] = {}  # offset of the record that last changed a partition's replicas
         self._watch: set[Key] = set()  # partitions this broker leads with replicas outside the ISR
         self._sent: dict[Key, tuple[int, float]] = {}  # proposed at (partition epoch, when)
+        self._dirty = True  # records arrived since the last round
+        self._again_at = 0.0  # when a round is due without new records (offsets to wait for, retries)
         self.expanded = 0  # partitions whose ISR this broker expanded (metrics, tests)
 
     # -- input: the metadata client's updates (its thread) ----------------------------------------
     def on_update(self, update: MetadataUpdate) -> None:
         with self._lock:
+            self._dirty = True
             if update.reloaded:
                 self._rescan, self._floor = True, update.last_offset
                 self._since.clear()
@@ -91,31 +95,44 @@ class IsrExpansion:
 
     # -- one round -------------------------------------------------------------------------------
     def round(self) -> int:
-        """Propose the ISR expansions due now; the number of partitions the controller expanded."""
+        """Propose the ISR expansions due now; the number of partitions the controller expanded. A
+        round with no new records and nothing to wait for costs nothing: the work is proportional
+        to what changed, not to the partitions this broker leads."""
+        now = self._clock()
+        with self._lock:
+            dirty, self._dirty = self._dirty, False
+        if not dirty and now < self._again_at:
+            return 0
+        self._again_at = float("inf")
         image = self._image()
         watch = self._update_watch(image)
         if not watch:
             return 0
         able = {b for b, reg in image.cluster.brokers.items() if not reg.fenced and not reg.in_controlled_shutdown}
         if not any(b in able and b not in p.isr for p in watch.values() for b in p.replicas):
-            return 0
+            return 0  # nobody to add until a broker's registration changes (a record: dirty again)
         try:
             reported = {b.broker_id: b.metadata_offset for b in self.client.describe_cluster().brokers}
         except SparkraftError as e:
             log.info("Broker %d: ISR expansion waits: no broker offsets from the controllers (%s)", self.broker_id, e)
+            self._again_at = now + self.offsets_every_s
             return 0
-        now = self._clock()
         proposals = []
         for key, p in sorted(watch.items()):
             sent = self._sent.get(key)
             if sent is not None and sent[0] == p.partition_epoch and now < sent[1] + self.retry_s:
+                self._again_at = min(self._again_at, sent[1] + self.retry_s)
                 continue
             since = self._since.get(key, self._floor)
             joining = [b for b in p.replicas if b not in p.isr and b in able and reported.get(b, -1) >= since]
+            if any(b not in p.isr and b in able and b not in joining for b in p.replicas):
+                self._again_at = min(self._again_at, now + self.offsets_every_s)  # its next heartbeat
             if joining:
                 proposals.append(api.PartitionIsr(key[0], key[1], p.leader_epoch, p.partition_epoch,
                                                   p.isr + tuple(joining)))
                 self._sent[key] = (p.partition_epoch, now)
+        if proposals:  # an accepted one comes back as a record; a refused one is retried after retry_s
+            self._again_at = min(self._again_at, now + self.retry_s)
         return self._propose(proposals)
 
     def _update_watch(self, image: MetadataImage) -> dict:

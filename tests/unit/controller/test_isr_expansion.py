@@ -3,6 +3,8 @@ core: a restarted broker rejoins the ISRs it left once caught up, and a reassign
 joins only once its broker reports the offset that made it a replica."""
 from __future__ import annotations
 
+import itertools
+
 from controller_helpers import controller, create, heartbeat, register
 
 from quorum.broker.isr_expansion import IsrExpansion
@@ -41,8 +43,14 @@ class Feed:
             self.expansion.on_update(MetadataUpdate(records[0][0], records[-1][0], tuple(records), self.c.core.image))
 
 
-def _expansion(c, epochs, broker, clock=lambda: 0.0):
-    x = IsrExpansion(broker, Controllers(c), lambda: c.core.image, lambda: epochs[broker], clock=clock)
+def _later():
+    """A clock on which every reading is a minute after the last: each round is due."""
+    ticks = itertools.count(0, 60)
+    return lambda: float(next(ticks))
+
+
+def _expansion(c, epochs, broker, clock=None):
+    x = IsrExpansion(broker, Controllers(c), lambda: c.core.image, lambda: epochs[broker], clock=clock or _later())
     return x, Feed(c, x)
 
 
@@ -115,10 +123,12 @@ def test_a_fenced_replica_does_not_join_and_a_refused_proposal_waits_for_retry()
     assert c.core.image.cluster.brokers[other].fenced
     image = [c.core.image]
     x = IsrExpansion(leader, Controllers(c), lambda: image[0], lambda: epochs[leader], clock=lambda: now[0])
+    feed = Feed(c, x)
     assert x.round() == 0 and x.client.calls == 0
     heartbeat(c, other, epochs[other])
     heartbeat(c, other, epochs[other])  # caught up, and reported so
     image[0] = c.core.image  # the leader's image knows it is unfenced...
+    feed()
     tid = c.core.image.topics.topic_by_name("t").topic_id
     p = _p(c)
     (r,) = c.request(api.AlterPartitionRequest(leader, epochs[leader], (
@@ -131,5 +141,6 @@ def test_a_fenced_replica_does_not_join_and_a_refused_proposal_waits_for_retry()
     third = ({0, 1, 2} - {leader, other}).pop()
     heartbeat(c, third, epochs[third])  # its last report predates the leader's image: report again
     image[0] = c.core.image
+    feed()
     assert x.round() == 1
     assert set(_p(c).isr) == {0, 1, 2}
