@@ -58,7 +58,9 @@ class IsrExpansion:
         self._wake = threading.Event()
         self._rescan = True
         self._floor = -1  # the offset the image started at: what replicas not seen changing date from
-        self._changed: set[Key] = set()  # partitions touched by records since the last round
+        # partitions touched by records since the last round -> the offset of the latest such record:
+        # looked at once the image has reached it (inside a transaction the image stays at its start)
+        self._changed: dict[Key, int] = {}
         self._since: dict[Key, int] = {}  # offset of the record that last changed a partition's replicas
         self._watch: set[Key] = set()  # partitions this broker leads with replicas outside the ISR
         self._sent: dict[Key, tuple[int, float]] = {}  # proposed at (partition epoch, when)
@@ -79,7 +81,7 @@ class IsrExpansion:
                 record = getattr(decoded, "message", None)
                 if t is RecordType.PARTITION_CHANGE_RECORD:
                     key = (record.topic_id, record.partition_id)
-                    self._changed.add(key)
+                    self._changed[key] = offset
                     if record.HasField("replicas"):
                         self._since[key] = offset
                 elif t is RecordType.PARTITION_RECORD:
@@ -87,7 +89,7 @@ class IsrExpansion:
                     # two million partitions must not cost every broker two million set entries)
                     if record.leader == self.broker_id and len(record.isr) != len(record.replicas):
                         key = (record.topic_id, record.partition_id)
-                        self._changed.add(key)
+                        self._changed[key] = offset
                         self._since[key] = offset
                 elif t is RecordType.REMOVE_TOPIC_RECORD:
                     self._rescan = True
@@ -138,8 +140,12 @@ class IsrExpansion:
     def _update_watch(self, image: MetadataImage) -> dict:
         """The partitions to look at, with their registrations in ``image``."""
         with self._lock:
-            rescan, changed = self._rescan, self._changed
-            self._rescan, self._changed = False, set()
+            rescan = self._rescan
+            visible = image.offset
+            changed = [k for k, offset in self._changed.items() if offset <= visible]
+            for k in changed:
+                del self._changed[k]
+            self._rescan = False
             if rescan and self._floor < 0:
                 self._floor = image.offset
         me = self.broker_id

@@ -144,3 +144,27 @@ def test_a_fenced_replica_does_not_join_and_a_refused_proposal_waits_for_retry()
     feed()
     assert x.round() == 1
     assert set(_p(c).isr) == {0, 1, 2}
+
+
+def test_a_change_inside_a_transaction_is_looked_at_once_the_image_publishes_it():
+    """Inside a multi-batch transaction the broker's image stays at the transaction's start while
+    its records arrive: a partition noted then must still be expanded once the image shows it (at
+    200,000 partitions this left 630 reassignments in flight for good)."""
+    c, epochs = controller(4, max_records_per_batch=2)
+    create(c, "t", -1, -1, assignments=((0, 1), (0, 1), (0, 1)))
+    image = [c.core.image]
+    x = IsrExpansion(0, Controllers(c), lambda: image[0], lambda: epochs[0], clock=_later())
+    x.round()
+    seen = len(c.log)
+    moves = tuple(api.ReassignablePartition(api.TopicPartition("t", pid), (0, 2)) for pid in range(3))
+    c.request(api.AlterPartitionReassignmentsRequest(moves))  # 3 records + markers: a transaction
+    heartbeat(c, 2, epochs[2])
+    batches = [b for b in c.log[seen:] if not b.control]
+    records = [(b.base_offset + i, decode_record(raw)) for b in batches for i, raw in enumerate(b.records)]
+    assert len(batches) > 1  # several batches: the image is published only at the end
+    x.on_update(MetadataUpdate(records[0][0], records[-2][0], tuple(records[:-1]), image[0]))
+    assert x.round() == 0  # its image does not show the reassignments yet
+    image[0] = c.core.image
+    x.on_update(MetadataUpdate(records[-1][0], records[-1][0], tuple(records[-1:]), image[0]))
+    assert x.round() == 3
+    assert all(c.core.image.topics.topic_by_name("t").partitions[pid].replicas == (0, 2) for pid in range(3))
