@@ -260,7 +260,12 @@ def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
     topics = ctx.spec.topics
     every = req.partitions is None
     if every:
-        wanted = [api.TopicPartition(t.name, pid) for t in topics.by_id.values() for pid in sorted(t.partitions)]
+        # only partitions an election could change (the index knows them): the others would be
+        # ELECTION_NOT_NEEDED, which an election of every partition leaves out of its answer
+        candidates = (ctx.index.all_imbalanced() if election is Election.PREFERRED
+                      else ctx.index.leaderless_partitions())
+        wanted = sorted((api.TopicPartition(topics.by_id[tid].name, pid) for tid, pid in candidates),
+                        key=lambda tp: (tp.topic, tp.partition))
     else:
         wanted = list(dict.fromkeys(req.partitions))
     records, results = [], []
