@@ -253,6 +253,47 @@ class ControllerProcesses:
         return "\n".join(parts)
 
 
+class BrokerProcesses:
+    """``sparkraft broker start`` processes for the quorum ``cp``: one properties file per broker
+    (id -> rack, or None for no rack) with ``settings`` added, a log file each."""
+
+    def __init__(self, root: Path, cp: "ControllerProcesses", brokers: dict, settings: dict):
+        self.root = root
+        self.brokers = brokers
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.outputs: list = []
+        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
+        for (broker_id, rack), port in zip(brokers.items(), free_ports(len(brokers))):
+            props = {"process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port}", **({"broker.rack": rack} if rack else {}),
+                     "metadata.log.dir": root / f"b{broker_id}", **settings}
+            (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def start(self, broker_id: int) -> None:
+        out = open(self.root / f"broker-{broker_id}.log", "ab")
+        self.outputs.append(out)
+        self.procs[broker_id] = subprocess.Popen(
+            sparkraft_cmd("broker", "start", "--config", str(self.root / f"broker-{broker_id}.properties")),
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def stop(self, broker_id: int, timeout: float = 30) -> int:
+        """SIGTERM and wait; the exit code."""
+        self.procs[broker_id].send_signal(signal.SIGTERM)
+        return self.procs[broker_id].wait(timeout)
+
+    def close(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(10)
+        for out in self.outputs:
+            out.close()
+
+    def dump(self) -> str:
+        return "\n".join(f"--- broker {b} ---\n" + (self.root / f"broker-{b}.log").read_text(errors="replace")[-3000:]
+                         for b in self.brokers if (self.root / f"broker-{b}.log").exists())
+
+
 @pytest.fixture
 def controller_processes(tmp_path, request):
     made: list[ControllerProcesses] = []

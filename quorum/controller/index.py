@@ -48,6 +48,16 @@ def _clear(table: dict[int, Masks], broker: int, topic_id: str, bit: int) -> Non
             del table[broker]
 
 
+def _move(table: dict[int, Masks], topic_id: str, bit: int, old: tuple[int, ...], new: tuple[int, ...]) -> None:
+    """The partition's bit from the brokers in ``old`` only to those in ``new`` only."""
+    for b in old:
+        if b not in new:
+            _clear(table, b, topic_id, bit)
+    for b in new:
+        if b not in old:
+            _set(table, b, topic_id, bit)
+
+
 class PartitionIndex:
     def __init__(self) -> None:
         self.isr: dict[int, Masks] = {}  # broker -> partitions whose ISR holds it
@@ -134,19 +144,9 @@ class PartitionIndex:
         bit and move one leader bit, instead of clearing and setting every member's."""
         bit = 1 << pid
         if p.isr != q.isr:
-            for b in p.isr:
-                if b not in q.isr:
-                    _clear(self.isr, b, tid, bit)
-            for b in q.isr:
-                if b not in p.isr:
-                    _set(self.isr, b, tid, bit)
+            _move(self.isr, tid, bit, p.isr, q.isr)
         if p.elr != q.elr:
-            for b in p.elr:
-                if b not in q.elr:
-                    _clear(self.elr, b, tid, bit)
-            for b in q.elr:
-                if b not in p.elr:
-                    _set(self.elr, b, tid, bit)
+            _move(self.elr, tid, bit, p.elr, q.elr)
         if p.leader != q.leader:
             self._unlead(tid, bit, p.leader)
             self._lead(tid, bit, q.leader)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
 
 import pytest
-from conftest import free_ports, sparkraft_cmd, wait_for
+from conftest import BrokerProcesses, wait_for
 
 from quorum.controller import api
 from quorum.errors import SparkraftError
@@ -26,39 +25,6 @@ from quorum.rpc.controller_client import ControllerClient  # noqa: E402
 
 SESSION = {"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300"}
 BROKERS = ((101, "rack-a"), (102, "rack-b"), (103, "rack-c"))
-
-
-class Brokers:
-    def __init__(self, root, cp):
-        self.root = root
-        self.procs: dict[int, subprocess.Popen] = {}
-        self.outputs = []
-        ports = free_ports(len(BROKERS))
-        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
-        for (broker_id, rack), port in zip(BROKERS, ports):
-            props = {"process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
-                     "listeners": f"PLAINTEXT://127.0.0.1:{port}", "broker.rack": rack,
-                     "metadata.log.dir": root / f"b{broker_id}", **SESSION}
-            (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
-    def start(self, broker_id: int) -> None:
-        out = open(self.root / f"broker-{broker_id}.log", "ab")
-        self.outputs.append(out)
-        self.procs[broker_id] = subprocess.Popen(
-            sparkraft_cmd("broker", "start", "--config", str(self.root / f"broker-{broker_id}.properties")),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
-        for out in self.outputs:
-            out.close()
-
-    def dump(self) -> str:
-        return "\n".join(f"--- broker {b} ---\n" + (self.root / f"broker-{b}.log").read_text(errors="replace")[-3000:]
-                         for b, _ in BROKERS if (self.root / f"broker-{b}.log").exists())
 
 
 def brokers_by_id(client) -> dict[int, api.BrokerDescription]:
@@ -84,7 +50,7 @@ def test_cluster_of_processes_survives_controller_and_broker_failures(controller
     cp = controller_processes(**SESSION)
     cp.format()
     cp.start()
-    brokers = Brokers(tmp_path, cp)
+    brokers = BrokerProcesses(tmp_path, cp, dict(BROKERS), SESSION)
     client = ControllerClient(cp.bootstrap(), timeout=20, rpc_timeout=1.0)
     try:
         cp.wait_leader()

@@ -15,11 +15,10 @@ One scenario, in order:
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 
 import pytest
-from conftest import free_ports, sparkraft_cmd, wait_for
+from conftest import BrokerProcesses, sparkraft_cmd, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -30,42 +29,6 @@ from quorum.rpc.controller_client import ControllerClient  # noqa: E402
 SETTINGS = {"broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
             "leader.imbalance.check.interval.seconds": "1"}
 BROKERS = (101, 102, 103, 104)
-
-
-class Brokers:
-    def __init__(self, root, cp):
-        self.root = root
-        self.procs: dict[int, subprocess.Popen] = {}
-        self.outputs = []
-        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
-        for broker_id, port in zip(BROKERS, free_ports(len(BROKERS))):
-            props = {"process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
-                     "listeners": f"PLAINTEXT://127.0.0.1:{port}", "metadata.log.dir": root / f"b{broker_id}",
-                     **SETTINGS}
-            (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
-    def start(self, broker_id: int) -> None:
-        out = open(self.root / f"broker-{broker_id}.log", "ab")
-        self.outputs.append(out)
-        self.procs[broker_id] = subprocess.Popen(
-            sparkraft_cmd("broker", "start", "--config", str(self.root / f"broker-{broker_id}.properties")),
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    def stop(self, broker_id: int) -> int:
-        self.procs[broker_id].send_signal(signal.SIGTERM)
-        return self.procs[broker_id].wait(30)
-
-    def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
-        for out in self.outputs:
-            out.close()
-
-    def dump(self) -> str:
-        return "\n".join(f"--- broker {b} ---\n" + (self.root / f"broker-{b}.log").read_text(errors="replace")[-3000:]
-                         for b in BROKERS if (self.root / f"broker-{b}.log").exists())
 
 
 def sparkraft(*args: str) -> subprocess.CompletedProcess:
@@ -91,7 +54,7 @@ def test_decommission_by_reassignment_and_a_rolling_restart(controller_processes
     cp = controller_processes(**SETTINGS)
     cp.format()
     cp.start()
-    brokers = Brokers(tmp_path, cp)
+    brokers = BrokerProcesses(tmp_path, cp, {b: None for b in BROKERS}, SETTINGS)
     client = ControllerClient(cp.bootstrap(), timeout=30, rpc_timeout=1.0)
     boot = ("--bootstrap-controller", cp.bootstrap())
     try:
