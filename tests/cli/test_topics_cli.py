@@ -302,17 +302,21 @@ def test_reassign_partitions_execute_verify_cancel_as_kafka(cluster, tmp_path):
     ([], "INVALID_REQUEST: "),
 ])
 def test_a_bad_reassignment_is_one_line_and_changes_nothing(cluster, tmp_path, entries, error):
+    from quorum.controller.api import CreatableTopic
+    from quorum.rpc.controller_client import ControllerClient
+
     boot = ("--bootstrap-controller", cluster.bootstrap())
-    if sparkraft("topics", "describe", "--topic", "moving2", *boot).returncode != 0:
-        ok("topics", "create", "--topic", "moving2", "--partitions", "1", "--replication-factor", "2", *boot)
-    before = ok("topics", "describe", "--topic", "moving2", "--json", *boot)
+    admin = ControllerClient(cluster.bootstrap(), timeout=20)  # the state checks, without a process each
+    admin.create_topics([CreatableTopic("moving2", 1, 2)])  # TOPIC_ALREADY_EXISTS after the first case
+    before = admin.describe_topic("moving2")
     plan = tmp_path / "bad.json"
     plan.write_text(json.dumps({"version": 1, "partitions": entries}))
     result = sparkraft("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
     assert result.stdout == ""
-    assert ok("topics", "describe", "--topic", "moving2", "--json", *boot) == before
+    assert admin.describe_topic("moving2") == before
+    admin.close()
 
 
 def test_reassign_partitions_generate_proposes_over_the_broker_list(cluster, tmp_path):
@@ -410,12 +414,16 @@ def test_client_quota_configs_as_kafka_configs(cluster):
     (["--entity-type", "topics", "--entity-default", "--add-config", "retention.ms=1"], "INVALID_REQUEST: "),
 ])
 def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error):
+    from quorum.controller import api
+    from quorum.rpc.controller_client import ControllerClient
+
     boot = ("--bootstrap-controller", cluster.bootstrap())
-    before = ok("configs", "describe", "--entity-type", "clients", "--json", *boot)
-    result = sparkraft("configs", "alter", *args, *boot)
-    lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
-    assert ok("configs", "describe", "--entity-type", "clients", "--json", *boot) == before
+    with ControllerClient(cluster.bootstrap(), timeout=20) as admin:  # the state checks, without a process each
+        before = admin.call(api.DescribeClientQuotasRequest(()))
+        result = sparkraft("configs", "alter", *args, *boot)
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith(error), result.stderr
+        assert admin.call(api.DescribeClientQuotasRequest(())) == before
 
 
 @pytest.mark.parametrize("args, says", [
@@ -427,9 +435,14 @@ def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error
     (["upgrade", "--metadata", "2"], "without setting the upgrade type"),
 ])
 def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, says):
+    from quorum.controller import api
+    from quorum.rpc.controller_client import ControllerClient
+
     boot = ("--bootstrap-controller", cluster.bootstrap())
-    def levels():  # (each row's epoch is the metadata offset read at: it moves with every NoOp)
-        return {r["feature"]: r["finalized_version_level"] for r in json.loads(ok("features", "describe", "--json", *boot))}
+    admin = ControllerClient(cluster.bootstrap(), timeout=20)  # the state checks, without a process each
+
+    def levels():
+        return admin.call(api.DescribeFeaturesRequest()).finalized
 
     before = levels()
     result = sparkraft("features", *args, *boot)
@@ -437,3 +450,4 @@ def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, sa
     assert result.returncode == 1 and len(lines) == 1, result.stdout + result.stderr
     assert lines[0].startswith("Could not ") and "INVALID_UPDATE_VERSION: " in lines[0] and says in lines[0], lines[0]
     assert levels() == before
+    admin.close()
