@@ -97,10 +97,8 @@ def bootstrap_image(updates: list[tuple[str, int]], image: MetadataImage) -> Met
             what = "not a feature this sparkraft supports" if lo is None else f"supported at levels {lo}-{hi}"
             raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"Invalid level {level} for feature {name}: {what}")
         levels[name] = level
-    for (name, level), needs in DEPENDENCIES.items():
-        if levels.get(name, 0) >= level and levels[METADATA_VERSION] < needs:
-            raise SparkraftError(Errors.INVALID_UPDATE_VERSION, f"{name} {level} needs metadata.version {needs} or "
-                                                                f"higher (--release-version {levels[METADATA_VERSION]})")
+    for name, level in levels.items():
+        _check_dependencies(name, level, levels)
     delta = MetadataDelta(image)
     for name, level in levels.items():
         if level:
@@ -173,6 +171,7 @@ def _losses(ctx: "ControllerCore", final: dict[str, int]) -> tuple[list[pb.Parti
     mv = final.get(METADATA_VERSION, 0)
     keep_elr = mv >= MV_ELR and final.get(ELR_VERSION, 0) >= 1
     keep_reassignments = mv >= MV_REASSIGNMENT
+    from quorum.controller.reassign_control import revert_targets
     from quorum.controller.topics_control import TopicPolicies
 
     policies = TopicPolicies(ctx)
@@ -186,8 +185,7 @@ def _losses(ctx: "ControllerCore", final: dict[str, int]) -> tuple[list[pb.Parti
                 continue
             kwargs: dict = {"elr": None if not keep_elr else policies.elr(topic.topic_id)}
             if revert:
-                original = tuple(b for b in p.replicas if b not in p.adding_replicas)
-                isr = tuple(b for b in p.isr if b not in p.adding_replicas) or original[:1]
+                original, isr, _ = revert_targets(p)  # an unsafe downgrade accepts an unclean revert
                 kwargs.update(target_replicas=original, target_isr=isr, target_adding=(), target_removing=())
                 reverted.append(f"{topic.name}-{pid}")
             if clear:

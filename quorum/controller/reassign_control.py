@@ -95,18 +95,24 @@ def _validate(ctx: "ControllerCore", target: tuple[int, ...]) -> None:
                                                                 f"broker {twice} more than once.")
 
 
+def revert_targets(p: PartitionRegistration) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(replicas, ISR, whether that is an unclean election) of reverting ``p``'s reassignment
+    (Kafka's PartitionReassignmentRevert): the replicas being added leave the replicas and the ISR;
+    an ISR that held only those becomes the first original replica."""
+    original = tuple(b for b in p.replicas if b not in p.adding_replicas)
+    isr = tuple(b for b in p.isr if b not in p.adding_replicas)
+    return original, isr or original[:1], not isr
+
+
 def _cancel(ctx: "ControllerCore", topic_id: str, tp: api.TopicPartition, p: PartitionRegistration,
             unclean: bool, election: Election, elr) -> Optional[pb.PartitionChangeRecord]:
     if not (p.adding_replicas or p.removing_replicas):
         raise SparkraftError(Errors.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
-    original = tuple(b for b in p.replicas if b not in p.adding_replicas)
-    isr = tuple(b for b in p.isr if b not in p.adding_replicas)
-    if not isr:
-        if not unclean:
-            raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Unable to revert partition assignment for {tp.topic}:{tp.partition} because "
-                                 f"it would require an unclean leader election.")
-        isr = original[:1]
+    original, isr, needs_unclean = revert_targets(p)
+    if needs_unclean and not unclean:
+        raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                             f"Unable to revert partition assignment for {tp.topic}:{tp.partition} because "
+                             f"it would require an unclean leader election.")
     return change(topic_id, tp.partition, p, ctx.acceptable, target_isr=isr, target_replicas=original,
                   target_adding=(), target_removing=(), election=election, elr=elr)
 
