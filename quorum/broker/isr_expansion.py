@@ -148,16 +148,15 @@ class IsrExpansion:
             self._rescan = False
             if rescan and self._floor < 0:
                 self._floor = image.offset
-        me = self.broker_id
+        led_short = self._led_short
         by_id = image.topics.by_id
         if rescan:
-            self._watch = {(tid, pid) for tid, t in by_id.items() for pid, p in t.partitions.items()
-                           if p.leader == me and len(p.isr) < len(p.replicas)}
+            self._watch = {(tid, pid) for tid, t in by_id.items() for pid, p in t.partitions.items() if led_short(p)}
             self._sent = {k: v for k, v in self._sent.items() if k in self._watch}
         for key in changed:
             t = by_id.get(key[0])
             p = t.partitions.get(key[1]) if t is not None else None
-            if p is not None and p.leader == me and len(p.isr) < len(p.replicas):
+            if p is not None and led_short(p):
                 self._watch.add(key)
             else:
                 self._watch.discard(key)
@@ -171,6 +170,10 @@ class IsrExpansion:
             else:
                 out[key] = p
         return out
+
+    def _led_short(self, p) -> bool:
+        """Led by this broker with replicas outside the ISR."""
+        return p.leader == self.broker_id and len(p.isr) < len(p.replicas)
 
     def _propose(self, proposals: list[api.PartitionIsr]) -> int:
         done = 0

@@ -446,10 +446,14 @@ class ControllerCore:
                        limit: Optional[int] = None) -> api.TopicDescription:
         return reads.describe_topic(self.image, name, first_partition, limit)
 
+    @property
+    def read_offset(self) -> int:
+        """The offset reads answer as of: inside a transaction the committed image stops at its
+        start; outside, at the last committed record."""
+        return self.image.offset if self.in_transaction else self.last_committed_offset
+
     def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
-        # inside a transaction the committed image stops at its start; outside, at the last record
-        offset = self.image.offset if self.in_transaction else self.last_committed_offset
-        return reads.describe_cluster(self.image, self.cluster_id, controller_id, offset,
+        return reads.describe_cluster(self.image, self.cluster_id, controller_id, self.read_offset,
                                       self.sessions.reported_offsets)
 
     def describe_configs(self, req: api.DescribeConfigsRequest
@@ -460,8 +464,7 @@ class ControllerCore:
         return quotas_control.describe(self.image, req)
 
     def describe_features(self) -> api.FeaturesDescription:
-        offset = self.image.offset if self.in_transaction else self.last_committed_offset
-        return features_control.describe(self.image, offset)
+        return features_control.describe(self.image, self.read_offset)
 
     def list_reassignments(self, req: api.ListPartitionReassignmentsRequest
                            ) -> tuple[api.OngoingReassignment, ...]:

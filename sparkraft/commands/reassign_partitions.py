@@ -113,15 +113,21 @@ def run_reassign(args: argparse.Namespace) -> int:
         return _execute(c, wanted, _check(c, wanted))
 
 
+def _refuse_unknown_brokers(named: set, registered: set) -> None:
+    from quorum.errors import Errors, SparkraftError
+
+    unknown = sorted(named - registered)
+    if unknown:
+        raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The proposed assignment contains non-existent "
+                                                                f"brokerIDs: {','.join(map(str, unknown))}")
+
+
 def _check(c, wanted) -> dict:
     """The current replicas of each partition named; refuses unknown topics, partitions and brokers."""
     from quorum.errors import Errors, SparkraftError
 
-    registered = {b.broker_id for b in c.describe_cluster().brokers}
-    unknown = sorted({b for _, _, replicas in wanted for b in replicas} - registered)
-    if unknown:
-        raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The proposed assignment contains non-existent "
-                                                                f"brokerIDs: {','.join(map(str, unknown))}")
+    _refuse_unknown_brokers({b for _, _, replicas in wanted for b in replicas},
+                            {b.broker_id for b in c.describe_cluster().brokers})
     current = {}
     for topic in dict.fromkeys(t for t, _, _ in wanted):
         try:
@@ -199,7 +205,6 @@ def _cancel(c, wanted) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     from quorum.controller.placement import UsableBroker, place
-    from quorum.errors import Errors, SparkraftError
 
     data = _read_json(args.topics_to_move_json_file)
     topics = data.get("topics")
@@ -215,10 +220,7 @@ def _generate(args: argparse.Namespace) -> int:
     names = list(dict.fromkeys(t["topic"] for t in topics))
     with client(args) as c:
         registered = {b.broker_id: b for b in c.describe_cluster().brokers}
-        unknown = sorted(set(brokers) - set(registered))
-        if unknown:
-            raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The proposed assignment contains "
-                                                                    f"non-existent brokerIDs: {','.join(map(str, unknown))}")
+        _refuse_unknown_brokers(set(brokers), set(registered))
         current = []
         for name in names:
             d = c.describe_topic(name)
