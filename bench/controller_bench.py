@@ -304,19 +304,27 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         stop_rig(rig)
 
 
+def run_sizes(ctx: Context, sizes, one_size, results: dict) -> dict:
+    """``results`` with ``one_size(partitions, ctx)`` of each size under "sizes"; a size that fails
+    is reported and listed under the errors, and the sizes that worked are kept."""
+    results.setdefault("sizes", [])
+    errors = results.setdefault("systems", {}).setdefault("sparkraft", {}).setdefault("errors", [])
+    for partitions in sizes:
+        try:
+            results["sizes"].append(one_size(partitions, ctx))
+        except Exception as e:
+            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
+            errors.append(f"{partitions}: {type(e).__name__}: {e}")
+    return results
+
+
 def run(ctx: Context) -> dict:
     sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
     results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
                             "brokers": SIMULATED_BROKERS + len(PROCESS_BROKERS),
                             "session_timeout_ms": SESSION_TIMEOUT_MS},
                "sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    for partitions in sizes:
-        try:
-            results["sizes"].append(_one_size(partitions, ctx))
-        except Exception as e:  # keep the sizes that worked; report the failure
-            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
-            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
-    return results
+    return run_sizes(ctx, sizes, _one_size, results)
 
 
 def _max_rss_gib(size: dict) -> float | None:

@@ -38,7 +38,9 @@ from bench.controller_bench import (
     PROCESS_BROKERS,
     RACKS,
     REPLICATION_FACTOR,
+    _controlled_shutdown,
     create_partitions,
+    run_sizes,
     settle,
     start_rig,
     stop_rig,
@@ -232,20 +234,9 @@ def _roll_then_balance(rig, fleet: IsrFleet, ctx: Context) -> dict:
 
 
 def _broker_exit(rig) -> dict:
-    broker = PROCESS_BROKERS[0]
-    proc = rig.broker_procs[broker]
-    started = time.monotonic()
-    proc.popen.terminate()
-
-    def moved():
-        return any(b.broker_id == broker and b.fenced for b in rig.admin.describe_cluster().brokers)
-    wait_until(moved, STEP_TIMEOUT_S, f"broker {broker}'s leaderships moved", interval=0.05)
-    shutdown = time.monotonic() - started
-    code = proc.popen.wait(STEP_TIMEOUT_S)
-    exited = time.monotonic() - started
-    if code != 0:
-        raise RuntimeError(f"broker {broker} exited {code} after SIGTERM:\n{proc.log_tail(5)}")
-    return {"controlled_shutdown_s": shutdown, "exit_s": exited}
+    """``bench controller``'s controlled shutdown of broker process 129, read for the whole exit."""
+    measured = _controlled_shutdown(rig, [])
+    return {"controlled_shutdown_s": measured["seconds"], "exit_s": measured["process_exit_s"]}
 
 
 def _one_size(partitions: int, ctx: Context) -> dict:
@@ -292,13 +283,7 @@ def run(ctx: Context) -> dict:
     results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
                             "brokers": 28 + len(PROCESS_BROKERS), "leader_imbalance_check_interval_s": 36000},
                "sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    for partitions in sizes:
-        try:
-            results["sizes"].append(_one_size(partitions, ctx))
-        except Exception as e:  # keep the sizes that worked; report the failure
-            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
-            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
-    return results
+    return run_sizes(ctx, sizes, _one_size, results)
 
 
 def report(document: dict) -> str:

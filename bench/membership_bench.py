@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.controller_bench import create_partitions, settle, start_rig, stop_rig, wait_until
+from bench.controller_bench import create_partitions, run_sizes, settle, start_rig, stop_rig, wait_until
 from bench.harness.plots import _finish, _pyplot
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
@@ -175,13 +175,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
 def run(ctx: Context) -> dict:
     sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
     results = {"sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    for partitions in sizes:
-        try:
-            results["sizes"].append(_one_size(partitions, ctx))
-        except Exception as e:  # keep the sizes that worked; report the failure
-            ctx.progress.line(f"{partitions:,} partitions FAILED: {type(e).__name__}: {e}")
-            results["systems"]["sparkraft"]["errors"].append(f"{partitions}: {type(e).__name__}: {e}")
-    return results
+    return run_sizes(ctx, sizes, _one_size, results)
 
 
 def report(document: dict) -> str:
