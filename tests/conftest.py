@@ -262,11 +262,13 @@ class BrokerProcesses:
         self.brokers = brokers
         self.procs: dict[int, subprocess.Popen] = {}
         self.outputs: list = []
+        self.ports: dict[int, int] = {}  # broker id -> its PLAINTEXT listener (Kafka clients)
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
         for (broker_id, rack), port in zip(brokers.items(), free_ports(len(brokers))):
             props = {"process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
                      "listeners": f"PLAINTEXT://127.0.0.1:{port}", **({"broker.rack": rack} if rack else {}),
                      "metadata.log.dir": root / f"b{broker_id}", **settings}
+            self.ports[broker_id] = port
             (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
     def start(self, broker_id: int) -> None:

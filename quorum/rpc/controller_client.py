@@ -168,6 +168,14 @@ class ControllerClient(LeaderFollowingClient):
     def describe_cluster(self, timeout: Optional[float] = None) -> api.ClusterDescription:
         return self.call(api.DescribeClusterRequest(), timeout)
 
+    def committed_offset(self, timeout: Optional[float] = None) -> int:
+        """The active controller's committed offset: DescribeCluster asked of the active controller
+        (``describe_cluster`` may be answered by a standby that is behind). A broker that forwarded
+        a change waits for its image to reach this before it answers (read-your-writes)."""
+        method = "DescribeCluster"
+        resp = self._call_leader(method, cc.request_to_proto(api.DescribeClusterRequest()), timeout)
+        return cc.reply_from_proto(method, resp).metadata_offset
+
     def update_features(self, updates: Sequence[tuple[str, int]]) -> tuple[api.ItemResult, ...]:
         return self.call(api.UpdateFeaturesRequest(tuple(updates)))
 

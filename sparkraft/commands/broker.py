@@ -8,11 +8,13 @@ as an observer (:mod:`quorum.broker.metadata_client`); then it registers its ``l
 endpoints with its ``broker.rack`` and a fresh incarnation id, and heartbeats every
 ``broker.heartbeat.interval.ms`` with the offset its image has reached, so it is unfenced once it
 has caught up. As the leader of partitions it brings caught-up replicas back into their ISRs
-(:mod:`quorum.broker.isr_expansion`). SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to
+(:mod:`quorum.broker.isr_expansion`). Once its image has its own registration it answers Kafka
+clients on those listeners (:mod:`quorum.kafka`): Metadata and the describe requests from its image,
+admin requests forwarded to the active controller. SIGTERM or SIGINT performs a controlled shutdown (its partition leaderships move to
 other brokers first, bounded by ``broker.session.timeout.ms``), writes the cache and exits 0.
 
 The cluster id comes from ``metadata.log.dir/meta.properties`` if the directory was formatted
-(``sparkraft storage format``), else from the controllers. The broker serves no data yet.
+(``sparkraft storage format``), else from the controllers. The broker serves no data: no Produce, no Fetch.
 
 With ``process.roles=broker,controller`` (Kafka's combined mode, as its quickstart runs it) the same
 command, or ``sparkraft controller start``, runs the controller node and the broker in one process
@@ -141,6 +143,7 @@ class BrokerRuntime:
         self.received: list[str] = []
         self.lifecycle = None
         self.metadata = None
+        self.kafka = None  # its Kafka-protocol listeners (quorum/kafka/)
 
     def stop(self, why: str = "stopped") -> None:
         """From a signal handler or another thread."""
@@ -153,6 +156,8 @@ class BrokerRuntime:
         self.client.reopen()
         if self.metadata is not None:
             self.metadata.reopen()
+        if self.kafka is not None:
+            self.kafka.reload_tls()
         log.info("Broker %d: SIGHUP: TLS key material is read again for new connections", self.config.node_id)
 
     def run(self, stopped_with=None) -> None:
@@ -162,6 +167,7 @@ class BrokerRuntime:
         from quorum.broker.isr_expansion import IsrExpansion
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.broker.metadata_client import BrokerMetadataClient
+        from quorum.kafka.listeners import KafkaListeners
         from quorum.log.meta_properties import META_PROPERTIES_FILE, check_storage, random_uuid
         from quorum.rpc.controller_client import ControllerClient
 
@@ -202,6 +208,12 @@ class BrokerRuntime:
                                      lambda: lifecycle.state.broker_epoch)
             metadata.add_listener(expansion.on_update)
             threading.Thread(target=expansion.run, args=(stop,), name="isr-expansion", daemon=True).start()
+            # Kafka clients: answered from the image, admin requests forwarded (their own controller client)
+            kafka_client = ControllerClient(controllers_of(config), timeout=30.0, rpc_timeout=10.0,
+                                            security=self.security)
+            closing.append(kafka_client)
+            self.kafka = KafkaListeners(config, endpoints, cluster_id, metadata, kafka_client,
+                                        lambda: lifecycle.state.broker_epoch, stop).start()
             if stopped_with is not None:
                 threading.Thread(target=self._watch, args=(stopped_with,), name="combined-watch",
                                  daemon=True).start()
@@ -223,6 +235,8 @@ class BrokerRuntime:
             log.info("Broker %d stopping (%s)", config.node_id, self.received[0] if self.received else "stopped")
             lifecycle.controlled_shutdown(timeout=max(5.0, config.broker_session_timeout_ms / 1000))
         finally:
+            if self.kafka is not None:
+                self.kafka.stop()
             if metrics_server is not None:
                 metrics_server.stop()
             if self.metadata is not None:

@@ -1,0 +1,115 @@
+"""What a broker's Kafka listener implements: one table from API key to versions and handler.
+
+ApiVersions advertises exactly this table (each range cut to the versions ``kio`` has types for).
+Everything else, Produce and Fetch included, is unsupported: sparkraft brokers carry metadata only.
+:func:`handle` is the one dispatch: a decoded request in, a kio response out.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from kio.schema.index import api_key_map, schema_name_map
+
+from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
+from quorum.controller.settings import BROKER_FEATURES
+from quorum.errors import Errors
+from quorum.kafka import answers, forwarding
+from quorum.kafka.codec import Request, materialize, response_type
+from quorum.metadata.image import MetadataImage
+
+log = logging.getLogger(__name__)
+
+READ_YOUR_WRITES_TIMEOUT_S = 10.0
+
+
+@dataclass
+class KafkaContext:
+    """What the handlers need from the broker they run in."""
+
+    broker_id: int
+    cluster_id: str
+    listener: str  # the listener's name: Metadata names each broker's endpoint on the same one
+    image: Callable[[], MetadataImage]  # the broker's current image
+    controller: object  # a ControllerClient: forwarded requests go through it
+    wait_for: Callable[[int, float], bool]  # BrokerMetadataClient.wait_for(offset, timeout)
+
+    def controller_id(self, image: MetadataImage) -> int:
+        return answers.controller_id_of(self.broker_id, image)
+
+    def caught_up_with_controller(self) -> None:
+        """Until this broker's image has what the active controller has committed (bounded: a slow
+        image delays the answer, it does not fail it)."""
+        try:
+            offset = self.controller.committed_offset(timeout=READ_YOUR_WRITES_TIMEOUT_S)
+        except Exception as e:  # the change is committed either way; only the wait is skipped
+            log.info("Broker %d: no committed offset from the controller (%s); answering without waiting",
+                     self.broker_id, e)
+            return
+        self.wait_for(offset, READ_YOUR_WRITES_TIMEOUT_S)
+
+
+def api_versions(ctx: KafkaContext, req, version: int) -> dict:
+    image = ctx.image()
+    supported = [{"name": n, "min_version": lo, "max_version": hi} for n, lo, hi in BROKER_FEATURES]
+    supported.append({"name": "metadata.version", "min_version": CONTROLLER_FEATURES["metadata.version"][0],
+                      "max_version": CONTROLLER_FEATURES["metadata.version"][1]})
+    finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
+                 for n, level in sorted(image.features.levels.items()) if level > 0]
+    return {"error_code": 0, "api_keys": api_keys(), "throttle_time": 0, "supported_features": supported,
+            "finalized_features_epoch": image.offset, "finalized_features": finalized}
+
+
+# api key -> (lowest, highest version implemented, handler)
+IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
+    18: (0, 4, api_versions),
+    3: (0, 13, answers.metadata),
+    60: (0, 2, answers.describe_cluster),
+    32: (1, 4, answers.describe_configs),
+    29: (1, 3, answers.describe_acls),
+    46: (0, 0, answers.list_partition_reassignments),
+    48: (0, 1, answers.describe_client_quotas),
+    19: (2, 7, forwarding.create_topics),
+    20: (1, 6, forwarding.delete_topics),
+    37: (0, 3, forwarding.create_partitions),
+    44: (0, 1, forwarding.incremental_alter_configs),
+    33: (0, 2, forwarding.alter_configs),
+    30: (1, 3, forwarding.create_acls),
+    31: (1, 3, forwarding.delete_acls),
+    45: (0, 0, forwarding.alter_partition_reassignments),
+    43: (0, 2, forwarding.elect_leaders),
+    49: (0, 1, forwarding.alter_client_quotas),
+    51: (0, 0, forwarding.alter_user_scram_credentials),
+    57: (0, 1, forwarding.update_features),
+}
+
+
+def _supported() -> dict[int, tuple[int, int]]:
+    out = {}
+    for key, (lo, hi, _handler) in IMPLEMENTED.items():
+        versions = schema_name_map[api_key_map[key]]
+        lo, hi = max(lo, min(versions)), min(hi, max(versions))
+        if lo <= hi:
+            out[key] = (lo, hi)
+    return out
+
+
+SUPPORTED: dict[int, tuple[int, int]] = _supported()
+
+
+def api_keys() -> list[dict]:
+    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(SUPPORTED.items())]
+
+
+def handle(ctx: KafkaContext, request: Request):
+    """The kio response to ``request`` (already checked against SUPPORTED)."""
+    _lo, _hi, handler = IMPLEMENTED[request.api_key]
+    answer = handler(ctx, request.body, request.api_version)
+    return materialize(response_type(request.api_key, request.api_version), answer)
+
+
+def unsupported_api_versions_response():
+    """ApiVersions v0 with UNSUPPORTED_VERSION: what a client that asked in a version this broker
+    does not know reads, to pick one it does."""
+    return materialize(response_type(18, 0), {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys()})

@@ -1,0 +1,84 @@
+"""A broker's Kafka listeners: one KafkaListener per client listener it registers, opened once the
+broker's image has its own registration, unfenced (it has caught up with the log; a client's first
+Metadata answer then names at least this broker: librdkafka retries an answer naming none), and
+closed when the broker stops.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Optional
+
+from quorum.kafka.apis import KafkaContext
+from quorum.kafka.server import KafkaListener
+
+log = logging.getLogger(__name__)
+
+
+class KafkaListeners:
+    def __init__(self, config, endpoints, cluster_id: str, metadata, controller, broker_epoch: Callable[[], int],
+                 stop: threading.Event):
+        """``endpoints``: the BrokerEndpoints the broker registers; ``metadata``: its
+        BrokerMetadataClient; ``broker_epoch()``: -1 until it is registered."""
+        self.config = config
+        self.endpoints = endpoints
+        self.cluster_id = cluster_id
+        self.metadata = metadata
+        self.controller = controller
+        self.broker_epoch = broker_epoch
+        self._stop = stop
+        self.listeners: list[KafkaListener] = []
+        self._tls: list = []
+        self._lock = threading.Lock()
+        self.opened = threading.Event()
+
+    def start(self) -> "KafkaListeners":
+        threading.Thread(target=self._open_when_caught_up, name="kafka-listeners", daemon=True).start()
+        return self
+
+    def _open_when_caught_up(self) -> None:
+        node_id = self.config.node_id
+        while not self._stop.is_set():
+            epoch = self.broker_epoch()
+            if epoch >= 0 and self.metadata.wait_for(epoch, 0.5):
+                mine = self.metadata.image.cluster.broker(node_id)
+                if mine is not None and mine.broker_epoch == epoch and not mine.fenced:
+                    break
+            self._stop.wait(0.1)
+        for e in self.endpoints:
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                ssl_context = None
+                if e.security_protocol == "SSL":
+                    security = self.config.node_security(e.name)
+                    self._tls.append(security.tls)
+                    ssl_context = security.tls.wire_context()
+                ctx = KafkaContext(node_id, self.cluster_id, e.name, lambda: self.metadata.image, self.controller,
+                                   self.metadata.wait_for)
+                try:
+                    listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context).start()
+                except OSError as err:
+                    log.error("Broker %d: cannot listen on %s://%s:%d for Kafka clients: %s", node_id, e.name,
+                              e.host, e.port, err)
+                    continue
+                self.listeners.append(listener)
+            log.info("Broker %d: Kafka clients are answered on %s://%s:%d (metadata and admin requests; no "
+                     "Produce or Fetch)", node_id, e.name, e.host, listener.port)
+        self.opened.set()
+
+    def reload_tls(self) -> None:
+        for tls in self._tls:
+            tls.reload()
+
+    def stop(self) -> None:
+        with self._lock:
+            for listener in self.listeners:
+                listener.stop()
+            self.listeners.clear()
+
+    def port(self, name: str) -> Optional[int]:
+        for listener in self.listeners:
+            if listener.ctx.listener == name:
+                return listener.port
+        return None

@@ -1,0 +1,169 @@
+"""KafkaListener: a broker's Kafka-protocol listener, on an asyncio loop of its own thread.
+
+Per connection, requests are read, handled and answered one at a time, in order (Kafka mutes a
+connection while its request is handled), so a connection costs at most one frame's bytes and one
+handler thread. The handlers run on a small pool: forwarded requests block on the controller.
+
+What a hostile or broken client gets:
+
+- a frame size out of bounds (2 GiB, negative), bytes that do not decode, an API or version this
+  broker does not implement (other than ApiVersions, which is answered with UNSUPPORTED_VERSION
+  and the versions it does), or a handler failure: the connection is closed, nothing else changes;
+- a frame that has not arrived ``frame_timeout_s`` after its first byte (a slowloris client), or no
+  request for ``idle_timeout_s``: the connection is closed;
+- past ``max_connections``, a new connection is closed at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import ssl
+import threading
+import time
+from typing import Optional
+
+from quorum.kafka import apis
+from quorum.kafka.codec import API_VERSIONS_KEY, MalformedRequest, UnsupportedRequest, decode_request, encode_response
+from quorum.kafka.framing import DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReader
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 * 1024
+
+
+class KafkaListener:
+    def __init__(self, ctx: apis.KafkaContext, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, frame_timeout_s: float = 30.0,
+                 idle_timeout_s: float = 540.0, max_connections: int = 1000, handler_threads: int = 8):
+        self.ctx = ctx
+        self.host, self.port = host, port
+        self.ssl_context = ssl_context
+        self.max_frame_bytes = max_frame_bytes
+        self.frame_timeout_s = frame_timeout_s
+        self.idle_timeout_s = idle_timeout_s
+        self.max_connections = max_connections
+        self._pool = concurrent.futures.ThreadPoolExecutor(handler_threads, thread_name_prefix="kafka-handler")
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._server: Optional[asyncio.base_events.Server] = None
+        self._thread: Optional[threading.Thread] = None
+        self._started = threading.Event()
+        self._error: Optional[BaseException] = None
+        self.connections = 0
+        self.closed_for_cause = 0  # connections closed for breaking the protocol or a timeout
+
+    def start(self) -> "KafkaListener":
+        self._thread = threading.Thread(target=self._run, name=f"kafka-listener-{self.port}", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(
+                self._connection, self.host, self.port, ssl=self.ssl_context, limit=READ_CHUNK))
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as e:
+            self._error = e
+            self._started.set()
+            loop.close()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+
+        async def close():
+            self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            loop.stop()
+        if self._server is not None:
+            asyncio.run_coroutine_threadsafe(close(), loop)
+        self._thread.join(10)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- one connection ---------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if self.connections >= self.max_connections:
+            log.warning("Kafka listener %s:%d: %d connections open; closing the one from %s", self.host,
+                        self.port, self.connections, peer)
+            writer.close()
+            return
+        self.connections += 1
+        try:
+            await self._serve(reader, writer, peer)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        except asyncio.CancelledError:  # the listener stops: end quietly (asyncio logs a task that raises)
+            pass
+        finally:
+            self.connections -= 1
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer) -> None:
+        loop = asyncio.get_running_loop()
+        frames = FrameReader(self.max_frame_bytes)
+        partial_since = None
+        while True:
+            if frames.partial:
+                partial_since = partial_since or time.monotonic()
+                wait = self.frame_timeout_s - (time.monotonic() - partial_since)
+            else:
+                partial_since = None
+                wait = self.idle_timeout_s
+            try:
+                data = await asyncio.wait_for(reader.read(READ_CHUNK), max(wait, 0.0))
+            except asyncio.TimeoutError:
+                self._refuse(peer, "a request not complete in time" if frames.partial else "idle")
+                return
+            if not data:
+                return
+            try:
+                payloads = frames.feed(data)
+            except FrameError as e:
+                self._refuse(peer, str(e))
+                return
+            for payload in payloads:
+                response = await loop.run_in_executor(self._pool, self._answer, payload, peer)
+                if response is None:
+                    return
+                writer.write(response)
+                await writer.drain()
+
+    def _refuse(self, peer, why: str) -> None:
+        self.closed_for_cause += 1
+        log.info("Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
+
+    def _answer(self, payload: bytes, peer) -> Optional[bytes]:
+        """The framed response, or None to close the connection."""
+        try:
+            request = decode_request(payload, apis.SUPPORTED)
+        except UnsupportedRequest as e:
+            if e.api_key == API_VERSIONS_KEY:
+                return encode_response(API_VERSIONS_KEY, e.correlation_id, apis.unsupported_api_versions_response())
+            self._refuse(peer, str(e))
+            return None
+        except MalformedRequest as e:
+            self._refuse(peer, f"a malformed request: {e}")
+            return None
+        try:
+            return encode_response(request.api_key, request.correlation_id, apis.handle(self.ctx, request))
+        except Exception:
+            log.warning("Kafka listener %s:%d: API key %d v%d from %s failed; closing the connection", self.host,
+                        self.port, request.api_key, request.api_version, peer, exc_info=True)
+            self.closed_for_cause += 1
+            return None

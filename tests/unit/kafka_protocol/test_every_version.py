@@ -1,0 +1,169 @@
+"""Every API the broker advertises, in every version it advertises: a request as a client encodes
+it (kio), decoded by the listener's codec, answered by the handler from an image (and forwarded to
+an in-memory controller), encoded, and read back by kio as a client reads it.
+
+The handlers are written once for all versions (dicts materialized into each version's type), so
+this is what shows that a field a version lacks or adds cannot break its answer."""
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+from kafka_wire import KafkaConnection, decode_response, encode_request
+from kio.index import load_request_schema
+
+from quorum.controller import api
+from quorum.controller.local import LocalController
+from quorum.kafka import apis
+from quorum.kafka.apis import SUPPORTED, KafkaContext
+from quorum.kafka.codec import decode_request, encode_response, materialize
+from quorum.kafka.server import KafkaListener
+from quorum.uuids import random_uuid
+
+PORT = 9092
+
+
+class InMemoryController:
+    """The broker's controller client, answered by a LocalController (commits at once)."""
+
+    def __init__(self, c: LocalController):
+        self.c = c
+
+    def call(self, request):
+        return self.c.request(request)
+
+    def committed_offset(self, timeout=None) -> int:
+        return self.c.end_offset - 1
+
+
+def broker_with_orders(port: int = PORT):
+    c = LocalController()
+    for b in (1, 2):
+        epoch = c.request(api.RegisterBrokerRequest(b, c.cluster_id, random_uuid(), (
+            api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", port + b - 1),), f"rack-{b}")).broker_epoch
+        c.request(api.BrokerHeartbeatRequest(b, epoch, c.end_offset))
+    c.request(api.CreateTopicsRequest((api.CreatableTopic("orders", 4, 2),)))
+    ctx = KafkaContext(1, c.cluster_id, "PLAINTEXT", lambda: c.core.image, InMemoryController(c), lambda o, t: True)
+    return c, ctx
+
+
+def sample(key: int, version: int) -> dict:
+    """A request of API ``key`` as every version can carry it (materialize drops what one lacks)."""
+    return {
+        18: {"client_software_name": "tests", "client_software_version": "1"},
+        3: {"topics": [{"name": "orders", "topic_id": None}], "allow_auto_topic_creation": False},
+        60: {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": True},
+        32: {"resources": [{"resource_type": 2, "resource_name": "orders", "configuration_keys": None}]},
+        29: {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+             "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1},
+        46: {"topics": None, "timeout": 1000},
+        48: {"components": [], "strict": False},
+        19: {"topics": [{"name": f"new-{version}", "num_partitions": 2, "replication_factor": 2, "assignments": [],
+                         "configs": [{"name": "retention.ms", "value": "1000"}]}], "timeout": 1000},
+        20: {"topic_names": [f"gone-{version}"], "topics": [{"name": f"gone-{version}", "topic_id": None}],
+             "timeout": 1000},
+        37: {"topics": [{"name": "orders", "count": 5 + version, "assignments": None}], "timeout": 1000},
+        44: {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": str(1000 + version)}]}]},
+        33: {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": [
+            {"name": "retention.ms", "value": str(2000 + version)}]}]},
+        30: {"creations": [{"resource_type": 2, "resource_name": f"orders-{version}", "resource_pattern_type": 3,
+                            "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}]},
+        31: {"filters": [{"resource_type_filter": 2, "resource_name_filter": "nothing-here", "pattern_type_filter": 3,
+                          "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}]},
+        45: {"topics": [{"name": "orders", "partitions": [{"partition_index": 0, "replicas": [2, 1]}]}],
+             "timeout": 1000},
+        43: {"election_type": 0, "topic_partitions": [{"topic": "orders", "partitions": [1]}], "timeout": 1000},
+        49: {"entries": [{"entity": [{"entity_type": "user", "entity_name": "alice"}],
+                          "ops": [{"key": "producer_byte_rate", "value": 1024.0 + version, "remove": False}]}]},
+        51: {"deletions": [], "upsertions": []},
+        57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": 3, "upgrade_type": 1,
+                                  "allow_downgrade": False}], "validate_only": True, "timeout": 1000},
+    }[key]
+
+
+def errors_in(value) -> list[int]:
+    """Every error_code in a response, nested ones included."""
+    found = []
+    if hasattr(value, "__dataclass_fields__"):
+        for name in value.__dataclass_fields__:
+            v = getattr(value, name)
+            if name == "error_code":
+                found.append(int(v))
+            else:
+                found += errors_in(v)
+    elif isinstance(value, tuple):
+        for v in value:
+            found += errors_in(v)
+    return found
+
+
+CASES = [(key, v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)]
+
+
+@pytest.mark.parametrize("key,version", CASES, ids=[f"key{k}-v{v}" for k, v in CASES])
+def test_each_version_is_answered_and_reads_back(key, version):
+    c, ctx = broker_with_orders()
+    if key == 20:
+        c.request(api.CreateTopicsRequest((api.CreatableTopic(f"gone-{version}", 1, 1),)))
+    body = materialize(load_request_schema(key, version), sample(key, version))
+    request = decode_request(encode_request(body, 11)[4:], SUPPORTED)
+    response = apis.handle(ctx, request)
+    correlation_id, read_back = decode_response(body, encode_response(key, 11, response)[4:])
+    assert correlation_id == 11 and read_back == response
+    expected_errors = {45: {0}, 43: {0, 84}}.get(key, {0})  # PREFERRED of a preferred leader: ELECTION_NOT_NEEDED
+    assert set(errors_in(read_back)) <= expected_errors, read_back
+    image = c.core.image
+    if key == 3:
+        (topic,) = read_back.topics
+        assert topic.name == "orders" and len(topic.partitions) == 4
+        assert {p.leader_id for p in topic.partitions} <= {1, 2}
+        assert {b.node_id for b in read_back.brokers} == {1, 2}
+    elif key == 19:
+        assert image.topics.topic_by_name(f"new-{version}") is not None
+    elif key == 20:
+        assert image.topics.topic_by_name(f"gone-{version}") is None
+    elif key == 37:
+        assert len(image.topics.topic_by_name("orders").partitions) == 5 + version
+    elif key == 32:
+        names = {e.name for e in read_back.results[0].configs}
+        assert {"cleanup.policy", "retention.ms"} <= names
+    elif key == 18:
+        assert {(k.api_key, k.min_version, k.max_version) for k in read_back.api_keys} == \
+            {(k, lo, hi) for k, (lo, hi) in SUPPORTED.items()}
+
+
+def test_produce_and_fetch_are_not_advertised():
+    assert 0 not in SUPPORTED and 1 not in SUPPORTED
+
+
+def test_a_slow_client_is_cut_off_and_the_listener_serves_others():
+    """A slowloris client (a frame trickling in) is closed once the frame is late; a client that
+    sends nothing is closed once idle; both while another client is answered."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    c, ctx = broker_with_orders(port)
+    listener = KafkaListener(ctx, "127.0.0.1", port, frame_timeout_s=0.5, idle_timeout_s=1.5).start()
+    try:
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+        slow = KafkaConnection("127.0.0.1", port, timeout=20)
+        idle = KafkaConnection("127.0.0.1", port, timeout=20)
+        frame = encode_request(ApiVersionsRequest(client_software_name="s", client_software_version="1"), 1)
+        closed_slow = False
+        for byte in frame:
+            try:
+                slow.send_raw(bytes([byte]))
+            except OSError:
+                closed_slow = True
+                break
+            time.sleep(0.2)
+        assert closed_slow or slow.closed_by_peer()
+        with KafkaConnection("127.0.0.1", port) as other:
+            assert other.request(ApiVersionsRequest(client_software_name="o", client_software_version="1")).error_code == 0
+        assert idle.closed_by_peer()
+        assert listener.closed_for_cause >= 2
+    finally:
+        listener.stop()
