@@ -31,6 +31,8 @@ MAY_IMPORT: dict[str, set[str]] = {
                    "quorum.controller", "quorum.config", "quorum.security", "quorum.wire"},
     "quorum.broker": {"quorum.errors", "quorum.metadata", "quorum.snapshot", "quorum.controller", "quorum.rpc",
                       "quorum.security"},
+    # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is handed
+    "quorum.kafka": {"quorum.errors", "quorum.metadata", "quorum.controller"},
     "quorum.node": {"quorum.errors", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
                     "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
@@ -40,7 +42,7 @@ MAY_IMPORT: dict[str, set[str]] = {
                   "delta_tables"},
     "sparkraft": {"quorum.errors", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
-                  "quorum.node", "quorum.shell", "quorum.security", "delta_tables", "streaming"},
+                  "quorum.kafka", "quorum.node", "quorum.shell", "quorum.security", "delta_tables", "streaming"},
     "jobs": {"delta_tables", "sparkraft"},
 }
 
