@@ -8,16 +8,11 @@ acls_control.describe...), so a broker and the controller answer the same image 
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from quorum.controller import acls_control, api, configs_control, quotas_control, reassign_control
-from quorum.controller.topics_control import validate_topic_name
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka.codec import topic_id_text, topic_uuid
+from quorum.kafka.metadata_answer import AUTHORIZED_OPERATIONS_OMITTED
 from quorum.metadata.image import MetadataImage
-from quorum.metadata.topics import NO_LEADER
 
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # Kafka's config resource types and sources (ConfigResource.Type, DescribeConfigsResponse.ConfigSource)
 RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER"}
 RESOURCE_CODES = {v: k for k, v in RESOURCE_TYPES.items()}
@@ -25,77 +20,12 @@ CONFIG_SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMI
                   "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
 
 
-# --- Metadata ---------------------------------------------------------------------------------
+# --- Metadata, DescribeCluster -----------------------------------------------------------------
 
-def _listener_endpoints(image: MetadataImage, listener: str) -> dict[int, tuple]:
-    """broker id -> (host, port, rack) of each unfenced broker with an endpoint on ``listener``."""
-    out = {}
-    for b in image.cluster.brokers.values():
-        if b.fenced:
-            continue
-        for e in b.endpoints:
-            if e.name == listener:
-                out[b.broker_id] = (e.host, e.port, b.rack)
-                break
-    return out
-
-
-def _partition(pid: int, p, endpoints: dict, live: set) -> dict:
-    error = Errors.NONE
-    if p.leader == NO_LEADER:
-        error = Errors.LEADER_NOT_AVAILABLE
-    elif p.leader not in endpoints:
-        error = Errors.LISTENER_NOT_FOUND if p.leader in live else Errors.LEADER_NOT_AVAILABLE
-    return {"error_code": error, "partition_index": pid, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
-            "replica_nodes": p.replicas, "isr_nodes": p.isr,
-            "offline_replicas": tuple(r for r in p.replicas if r not in live)}
-
-
-def _topic(topic, endpoints: dict, live: set) -> dict:
-    return {"error_code": Errors.NONE, "name": topic.name, "topic_id": topic_uuid(topic.topic_id),
-            "is_internal": False, "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-            "partitions": [_partition(pid, topic.partitions[pid], endpoints, live) for pid in sorted(topic.partitions)]}
-
-
-def _missing_topic(name: Optional[str], topic_id, error: Errors) -> dict:
-    return {"error_code": error, "name": name, "topic_id": topic_id, "partitions": [],
-            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
-
-
-def metadata(ctx, req, version: int) -> dict:
+def metadata(ctx, req, version: int):
+    """Encoded a topic at a time, what did not change taken from what was kept (metadata_answer.py)."""
     image = ctx.image()
-    endpoints = _listener_endpoints(image, ctx.listener)
-    live = {b.broker_id for b in image.cluster.brokers.values() if not b.fenced}
-    topics = image.topics
-    asked = req.topics
-    out = []
-    if asked is None or (version == 0 and not asked):
-        for name in sorted(topics.ids_by_name):
-            out.append(_topic(topics.by_id[topics.ids_by_name[name]], endpoints, live))
-    else:
-        for t in asked:
-            name = getattr(t, "name", None)
-            tid = getattr(t, "topic_id", None)
-            if name is None and tid is not None and tid.int != 0:
-                topic = topics.topic(topic_id_text(tid))
-                if topic is None:
-                    out.append(_missing_topic(None, tid, Errors.UNKNOWN_TOPIC_ID))
-                    continue
-            else:
-                try:
-                    validate_topic_name(name or "")
-                except SparkraftError:
-                    out.append(_missing_topic(name, None, Errors.INVALID_TOPIC_EXCEPTION))
-                    continue
-                topic = topics.topic_by_name(name)
-                if topic is None:
-                    out.append(_missing_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION))
-                    continue
-            out.append(_topic(topic, endpoints, live))
-    brokers = [{"node_id": b, "host": h, "port": p, "rack": r} for b, (h, p, r) in sorted(endpoints.items())]
-    return {"throttle_time": 0, "brokers": brokers, "cluster_id": ctx.cluster_id,
-            "controller_id": ctx.controller_id(image), "topics": out,
-            "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, "error_code": Errors.NONE}
+    return ctx.metadata_answers.answer(image, req, version, ctx.cluster_id, ctx.controller_id(image))
 
 
 def describe_cluster(ctx, req, version: int) -> dict:

@@ -16,7 +16,8 @@ from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
 from quorum.kafka import answers, forwarding
-from quorum.kafka.codec import Request, materialize, response_type
+from quorum.kafka.codec import Encoded, Request, materialize, response_type
+from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.metadata.image import MetadataImage
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,11 @@ class KafkaContext:
     image: Callable[[], MetadataImage]  # the broker's current image
     controller: object  # a ControllerClient: forwarded requests go through it
     wait_for: Callable[[int, float], bool]  # BrokerMetadataClient.wait_for(offset, timeout)
+    metadata_answers: MetadataAnswers = None  # made for ``listener`` unless given
+
+    def __post_init__(self):
+        if self.metadata_answers is None:
+            self.metadata_answers = MetadataAnswers(self.listener)
 
     def controller_id(self, image: MetadataImage) -> int:
         return answers.controller_id_of(self.broker_id, image)
@@ -103,9 +109,11 @@ def api_keys() -> list[dict]:
 
 
 def handle(ctx: KafkaContext, request: Request):
-    """The kio response to ``request`` (already checked against SUPPORTED)."""
+    """The kio response to ``request`` (already checked against SUPPORTED), or its Encoded body."""
     _lo, _hi, handler = IMPLEMENTED[request.api_key]
     answer = handler(ctx, request.body, request.api_version)
+    if isinstance(answer, Encoded):
+        return answer
     return materialize(response_type(request.api_key, request.api_version), answer)
 
 

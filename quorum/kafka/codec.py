@@ -88,15 +88,27 @@ def response_type(api_key: int, api_version: int) -> type:
     return load_response_schema(api_key, api_version)
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response body already encoded, written after the header as is (see metadata_answer.py)."""
+
+    body: bytes
+    flexible: bool
+
+
 def encode_response(api_key: int, correlation_id: int, body: Any) -> bytes:
-    """The framed response: header, then ``body`` (a kio response dataclass)."""
-    flexible = body.__flexible__ and api_key != API_VERSIONS_KEY
+    """The framed response: header, then ``body`` (a kio response dataclass, or Encoded)."""
+    encoded = isinstance(body, Encoded)
+    flexible = (body.flexible if encoded else body.__flexible__) and api_key != API_VERSIONS_KEY
     buffer = io.BytesIO()
     if flexible:
         entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=correlation_id))
     else:
         entity_writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=correlation_id))
-    entity_writer(type(body))(buffer, body)
+    if encoded:
+        buffer.write(body.body)
+    else:
+        entity_writer(type(body))(buffer, body)
     return frame(buffer.getvalue())
 
 

@@ -173,7 +173,10 @@ class DemoBroker:
         self.metadata = BrokerMetadataClient(demo.bootstrap, demo.cluster_id, demo.root / f"broker-{broker_id}",
                                              bootstrap_source=bootstrap_source, fetch_wait_ms=200, security=security)
         self.client = ControllerClient(demo.bootstrap, security=security)
-        endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 9092 + broker_id - 101)
+        self.port = _free_or_any(9092 + broker_id - 101)
+        endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", self.port)
+        self.demo = demo
+        self.kafka = None  # its Kafka listener, once unfenced (start_kafka)
         self.lifecycle = BrokerLifecycle(self.client, broker_id, demo.cluster_id,
                                          _incarnation_id(demo.cluster_id, broker_id), (endpoint,), rack,
                                          heartbeat_interval_ms=500,
@@ -184,7 +187,18 @@ class DemoBroker:
         self.metadata.start()
         self.thread.start()
 
+    def start_kafka(self) -> None:
+        """Answer Kafka clients on its PLAINTEXT endpoint, as ``sparkraft broker start`` does."""
+        from quorum.kafka.apis import KafkaContext
+        from quorum.kafka.server import KafkaListener
+
+        ctx = KafkaContext(self.broker_id, self.demo.cluster_id, "PLAINTEXT", lambda: self.metadata.image,
+                           self.client, self.metadata.wait_for)
+        self.kafka = KafkaListener(ctx, "127.0.0.1", self.port).start()
+
     def stop(self) -> None:
+        if self.kafka is not None:
+            self.kafka.stop()
         self.lifecycle.stop()
         self.thread.join(5)
         self.lifecycle.controlled_shutdown(timeout=5)
@@ -203,6 +217,8 @@ def step_brokers(demo: Demo) -> None:
     while time.monotonic() < deadline and any(b.lifecycle.state.fenced for b in demo.brokers.values()):
         time.sleep(0.05)
     unfenced = [b for b in demo.brokers.values() if not b.lifecycle.state.fenced]
+    for b in unfenced:
+        b.start_kafka()
     demo.out(f"      {len(unfenced)} of {len(BROKERS)} brokers registered and unfenced (each once its own "
              f"image reached its registration record)")
 
@@ -237,6 +253,46 @@ def step_topics(demo: Demo) -> None:
         demo.out(f"      created {name}: {partitions} partitions, replication factor {rf}")
     demo.client.alter_configs(_topic_key("orders"), [_set("retention.ms", "86400000")])
     demo.out(f"      set retention.ms=86400000 on orders ({time.monotonic() - t0:.2f}s for all of it)")
+
+
+def _free_or_any(port: int) -> int:
+    """``port`` if nothing listens there on 127.0.0.1, else a free one."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def step_kafka_client(demo: Demo) -> None:
+    """confluent-kafka's AdminClient (librdkafka, the C client most Kafka clients wrap) pointed at
+    broker 101: Metadata answered from the broker's image, CreateTopics forwarded to the active
+    controller, and the new topic in the same broker's next Metadata answer."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = demo.brokers[101]
+    address = f"127.0.0.1:{broker.port}"
+    admin = AdminClient({"bootstrap.servers": address, "log_level": 0})
+    listed = admin.list_topics(timeout=30)
+    demo.out(f"      AdminClient({{'bootstrap.servers': '{address}'}}).list_topics(): cluster {listed.cluster_id}, "
+             f"brokers {sorted(listed.brokers)}, topics {sorted(listed.topics)}")
+    t0 = time.monotonic()
+    created = admin.create_topics([NewTopic("clicks", 4, 3)], operation_timeout=30)["clicks"]
+    try:
+        created.result(60)
+        demo.out(f"      create_topics([NewTopic('clicks', 4, 3)]) through broker 101, forwarded to controller "
+                 f"{demo.client.describe_cluster().controller_id}: done in {(time.monotonic() - t0) * 1000:.0f} ms")
+    except Exception as e:  # a rerun with --dir: it exists
+        error = e.args[0] if e.args and hasattr(e.args[0], "name") else None
+        demo.out(f"      create_topics([NewTopic('clicks', 4, 3)]): "
+                 + (f"{error.name()}: {error.str()}" if error is not None else str(e)))
+    topic = admin.list_topics(topic="clicks", timeout=30).topics["clicks"]
+    leaders = {p.id: p.leader for p in topic.partitions.values()}
+    demo.out(f"      list_topics('clicks'): {len(topic.partitions)} partitions, leaders {leaders} "
+             f"(also in `sparkraft topics describe --topic clicks`)")
 
 
 def _topic_key(name: str):
@@ -402,6 +458,7 @@ STEPS: list[tuple[str, Callable[[Demo], None]]] = [
     (f"Start {len(BROKERS)} brokers: load metadata, register, heartbeat until unfenced", step_brokers),
     (f"Create {len(TOPICS)} topics and alter a topic config", step_topics),
     ("Each broker's own metadata image, by offset", step_broker_images),
+    ("A Kafka client through a broker (librdkafka: list, create, list again)", step_kafka_client),
     ("Describe (as `sparkraft topics describe` and `sparkraft brokers list` print it)", step_describe),
     ("Quorum status (as `sparkraft quorum describe --status` and `--replication` print it)", step_status),
     ("ACLs and a SCRAM user (--secure): the streaming job may read the log; a stranger may do nothing",
@@ -439,7 +496,9 @@ def run_demo(args: argparse.Namespace) -> None:
     temporary = args.dir is None
     root = Path(tempfile.mkdtemp(prefix="sparkraft-demo-")) if temporary else Path(args.dir)
     demo = Demo(root, kept=not temporary)
-    steps = [(title, step) for title, step in STEPS if args.secure or step is not step_acls]
+    # --secure: brokers' Kafka listeners are PLAINTEXT without the client's principal, so that step is left out
+    steps = [(title, step) for title, step in STEPS
+             if (args.secure or step is not step_acls) and not (args.secure and step is step_kafka_client)]
     t0 = time.monotonic()
     try:
         if args.secure:

@@ -130,6 +130,9 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert "BrokerId  Fenced" in out
     assert "at consistent cut offset" in out and "Leaders per broker" in out and "(3 rows)" in out
     assert "broker 104: metadata from delta at offset" in out
+    # a real Kafka client (librdkafka) through broker 101: listed, created (forwarded), listed again
+    assert "create_topics([NewTopic('clicks', 4, 3)]) through broker 101, forwarded to controller" in out
+    assert "list_topics('clicks'): 4 partitions" in out
     # the SQL commands it prints run as printed against the warehouse it kept
     printed = [line.split(": ", 1)[1] for line in out.splitlines() if line.strip().startswith("-- ")
                and ": sparkraft sql " in line]
@@ -146,6 +149,7 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already formatted" in again.stdout
     assert again.stdout.count("metadata from cache at offset") == 3
+    assert "TOPIC_ALREADY_EXISTS" in again.stdout and "list_topics('clicks'): 4 partitions" in again.stdout
 
 
 def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path):
