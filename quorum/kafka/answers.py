@@ -8,10 +8,13 @@ acls_control.describe...), so a broker and the controller answer the same image 
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from quorum.controller import acls_control, api, configs_control, quotas_control, reassign_control
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.metadata_answer import AUTHORIZED_OPERATIONS_OMITTED
 from quorum.metadata.image import MetadataImage
+from quorum.security.authorizer import cluster_action, topic_action
 
 # Kafka's config resource types and sources (ConfigResource.Type, DescribeConfigsResponse.ConfigSource)
 RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER"}
@@ -25,7 +28,10 @@ CONFIG_SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMI
 def metadata(ctx, req, version: int):
     """Encoded a topic at a time, what did not change taken from what was kept (metadata_answer.py)."""
     image = ctx.image()
-    return ctx.metadata_answers.answer(image, req, version, ctx.cluster_id, ctx.controller_id(image))
+    may_describe = None
+    if ctx.security is not None and ctx.security.authorizer is not None:
+        may_describe = lambda topic: ctx.may(topic_action("DESCRIBE", topic))  # noqa: E731
+    return ctx.metadata_answers.answer(image, req, version, ctx.cluster_id, ctx.controller_id(image), may_describe)
 
 
 def describe_cluster(ctx, req, version: int) -> dict:
@@ -60,6 +66,13 @@ def describe_configs(ctx, req, version: int) -> dict:
             results.append({**base, "error_code": Errors.INVALID_REQUEST,
                             "error_message": f"Unsupported resource type {r.resource_type}"})
             continue
+        allowed = ctx.may(topic_action("DESCRIBE_CONFIGS", r.resource_name) if kind == "TOPIC"
+                          else cluster_action("DESCRIBE_CONFIGS"))
+        if not allowed:
+            error = Errors.TOPIC_AUTHORIZATION_FAILED if kind == "TOPIC" else Errors.CLUSTER_AUTHORIZATION_FAILED
+            results.append({**base, "error_code": error, "error_message": f"DESCRIBE_CONFIGS of {r.resource_name!r} "
+                            f"is not allowed"})
+            continue
         _key, error, message, entries = configs_control.describe(image, api.ConfigResourceKey(kind, r.resource_name))
         wanted = set(r.configuration_keys) if r.configuration_keys else None
         configs = [{"name": e.name, "value": None if e.sensitive else e.value, "read_only": False,
@@ -86,7 +99,18 @@ def acl_codes(b: api.AclBinding) -> dict:
             "operation": acls_control._OP.Value(b.operation), "permission_type": acls_control._PERM.Value(b.permission_type)}
 
 
+def _cluster_refused(ctx, operation: str) -> Optional[dict]:
+    """The error fields when the client may not ``operation`` the cluster, else None."""
+    if ctx.may(cluster_action(operation)):
+        return None
+    return {"error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": f"{operation} on the cluster is not allowed"}
+
+
 def describe_acls(ctx, req, version: int) -> dict:
+    refused = _cluster_refused(ctx, "DESCRIBE")
+    if refused is not None:
+        return {"throttle_time": 0, **refused, "resources": []}
     try:
         f = acl_filter(req.resource_type_filter, req.resource_name_filter, getattr(req, "pattern_type_filter", 3),
                        req.principal_filter, req.host_filter, req.operation, req.permission_type)
@@ -109,6 +133,9 @@ def describe_acls(ctx, req, version: int) -> dict:
 # --- reassignments, quotas --------------------------------------------------------------------
 
 def list_partition_reassignments(ctx, req, version: int) -> dict:
+    refused = _cluster_refused(ctx, "DESCRIBE")
+    if refused is not None:
+        return {"throttle_time": 0, **refused, "topics": []}
     partitions = None
     if req.topics is not None:
         partitions = tuple(api.TopicPartition(t.name, p) for t in req.topics for p in t.partition_indexes)
@@ -126,6 +153,9 @@ QUOTA_MATCH = {0: "EXACT", 1: "DEFAULT", 2: "ANY"}
 
 
 def describe_client_quotas(ctx, req, version: int) -> dict:
+    refused = _cluster_refused(ctx, "DESCRIBE_CONFIGS")
+    if refused is not None:
+        return {"throttle_time": 0, **refused, "entries": None}
     try:
         components = tuple((c.entity_type, QUOTA_MATCH[c.match_type], c.match if c.match_type == 0 else None)
                            for c in req.components)

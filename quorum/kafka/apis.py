@@ -6,9 +6,11 @@ Everything else, Produce and Fetch included, is unsupported: sparkraft brokers c
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
-from dataclasses import dataclass
-from typing import Callable
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 from kio.schema.index import api_key_map, schema_name_map
 
@@ -19,11 +21,11 @@ from quorum.kafka import answers, forwarding
 from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.metadata.image import MetadataImage
+from quorum.security.authorizer import Action
+from quorum.security.node_security import NodeSecurity
+from quorum.security.principal import ANONYMOUS, Caller
 
 log = logging.getLogger(__name__)
-
-READ_YOUR_WRITES_TIMEOUT_S = 10.0
-
 
 @dataclass
 class KafkaContext:
@@ -33,27 +35,39 @@ class KafkaContext:
     cluster_id: str
     listener: str  # the listener's name: Metadata names each broker's endpoint on the same one
     image: Callable[[], MetadataImage]  # the broker's current image
-    controller: object  # a ControllerClient: forwarded requests go through it
+    controller: object  # a ControllerClient: forwarded requests go through it (call_committed)
     wait_for: Callable[[int, float], bool]  # BrokerMetadataClient.wait_for(offset, timeout)
     metadata_answers: MetadataAnswers = None  # made for ``listener`` unless given
+    # the listener's NodeSecurity: its authorizer (if the broker has one) decides the reads here
+    security: Optional[NodeSecurity] = None
+    caller: Optional[Caller] = None  # who is on the connection (set per connection by the listener)
+    _acl_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self):
         if self.metadata_answers is None:
             self.metadata_answers = MetadataAnswers(self.listener)
 
+    def for_caller(self, caller: Caller) -> "KafkaContext":
+        """This context for one connection's client (what is kept is shared)."""
+        return dataclasses.replace(self, caller=caller)
+
+    @property
+    def on_behalf_of(self) -> Optional[tuple[str, str]]:
+        """(principal, host) a forwarded request names (KIP-590)."""
+        return None if self.caller is None else (self.caller.principal, self.caller.host)
+
+    def may(self, action: Action) -> bool:
+        """Whether the connection's client may ``action``, by the broker's authorizer over the ACLs
+        of its own image (no authorizer: anything)."""
+        security = self.security
+        if security is None or security.authorizer is None:
+            return True
+        with self._acl_lock:
+            security.authorizer.follow(self.image().acls)
+        return security.allows(self.caller or Caller(ANONYMOUS, ""), action)
+
     def controller_id(self, image: MetadataImage) -> int:
         return answers.controller_id_of(self.broker_id, image)
-
-    def caught_up_with_controller(self) -> None:
-        """Until this broker's image has what the active controller has committed (bounded: a slow
-        image delays the answer, it does not fail it)."""
-        try:
-            offset = self.controller.committed_offset(timeout=READ_YOUR_WRITES_TIMEOUT_S)
-        except Exception as e:  # the change is committed either way; only the wait is skipped
-            log.info("Broker %d: no committed offset from the controller (%s); answering without waiting",
-                     self.broker_id, e)
-            return
-        self.wait_for(offset, READ_YOUR_WRITES_TIMEOUT_S)
 
 
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:

@@ -5,9 +5,9 @@ sends it with the broker's ControllerClient (which finds the active controller a
 through a failover), and turns the reply back into the Kafka response as a dict. A request the
 controller could not be reached for gets the error on every item, as Kafka's forwarding answers.
 
-Read-your-writes: once the controller has answered a change, the broker waits (bounded) until its
-own image has the controller's committed offset, so the client's next Metadata request to the same
-broker shows the change (:meth:`~quorum.kafka.apis.KafkaContext.caught_up_with_controller`).
+Read-your-writes: the controller's answer carries its committed offset (at or past the request's
+records); the broker waits (bounded) until its own image has reached it, so the client's next
+Metadata request to the same broker shows the change.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.kafka.answers import RESOURCE_TYPES, acl_codes, acl_filter
 from quorum.kafka.codec import topic_id_text, topic_uuid
 
+READ_YOUR_WRITES_TIMEOUT_S = 10.0
 ALTER_OPS = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 ELECTION_TYPES = {0: "PREFERRED", 1: "UNCLEAN"}
@@ -24,13 +25,14 @@ UPGRADE_TYPES = {1: "UPGRADE", 2: "SAFE_DOWNGRADE", 3: "UNSAFE_DOWNGRADE"}
 
 
 def _send(ctx, request):
-    """The controller's reply, or the SparkraftError that stands for it on every item."""
+    """The controller's reply, or the SparkraftError that stands for it on every item; once the
+    broker's image has what the controller had committed when it answered (bounded: a slow image
+    delays the answer, it does not fail it)."""
     try:
-        reply = ctx.controller.call(request)
+        reply, committed = ctx.controller.call_committed(request, on_behalf_of=ctx.on_behalf_of)
     except SparkraftError as e:
         return e
-    if not getattr(request, "validate_only", False):
-        ctx.caught_up_with_controller()
+    ctx.wait_for(committed, READ_YOUR_WRITES_TIMEOUT_S)
     return reply
 
 

@@ -50,12 +50,12 @@ class KafkaListeners:
                 if self._stop.is_set():
                     return
                 ssl_context = None
-                if e.security_protocol == "SSL":
-                    security = self.config.node_security(e.name)
+                security = self.config.node_security(e.name)  # TLS if SSL; the authorizer, if configured
+                if security.tls is not None:
                     self._tls.append(security.tls)
                     ssl_context = security.tls.wire_context()
                 ctx = KafkaContext(node_id, self.cluster_id, e.name, lambda: self.metadata.image, self.controller,
-                                   self.metadata.wait_for)
+                                   self.metadata.wait_for, security=security)
                 try:
                     listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context).start()
                 except OSError as err:

@@ -5,9 +5,11 @@ partition with kio costs ~15 µs, so a 2,000,000-partition answer would take hal
 images are immutable and shared from one image to the next while a topic does not change, so each
 topic's encoded bytes are kept, keyed by its TopicImage object and by what else its bytes depend
 on (which brokers are live on this listener, the response version); an answer then joins kept
-bytes and encodes only the topics that changed since they were last asked for. The response's
-other fields go through kio's own field writers, so the bytes are exactly what kio writes for the
-whole response (a test compares them for every version).
+bytes and encodes only the topics that changed since they were last asked for. The bytes around
+the topics array (the brokers, cluster id, controller id) are kept too, per version and set of live
+brokers. They are written by kio's own field writers, so the whole is exactly what kio writes for
+the whole response (a test compares them for every version). A single-topic answer costs ~17 µs
+where encoding it all costs ~200 µs (30 brokers, 100 partitions).
 
 What is kept is bounded by the cluster: entries of deleted topics are dropped when the kept ones
 outnumber the image's topics by half again.
@@ -18,7 +20,7 @@ import dataclasses
 import functools
 import io
 import threading
-from typing import Optional
+from typing import Callable, Optional
 
 from kio.schema.errors import ErrorCode
 from kio.serial._introspect import get_field_tag
@@ -85,13 +87,17 @@ class MetadataAnswers:
     def __init__(self, listener: str):
         self.listener = listener
         self._kept: dict[tuple[int, str], tuple] = {}  # (version, topic id) -> (TopicImage, live key, bytes)
+        self._cluster: Optional[tuple] = None  # (ClusterImage, what _brokers makes of it)
+        self._frames: dict[tuple, tuple[bytes, bytes]] = {}  # the bytes around the topics array
         self._lock = threading.Lock()
         self.encoded_topics = 0  # topics encoded (not taken from what was kept): tests, benchmarks
 
-    def answer(self, image: MetadataImage, req, version: int, cluster_id: str, controller_id: int) -> Encoded:
-        endpoints = listener_endpoints(image, self.listener)
-        live = frozenset(b.broker_id for b in image.cluster.brokers.values() if not b.fenced)
-        live_key = (live, tuple(sorted(endpoints.items())))
+    def answer(self, image: MetadataImage, req, version: int, cluster_id: str, controller_id: int,
+               may_describe: Optional[Callable[[str], bool]] = None) -> Encoded:
+        """``may_describe(topic)``: whether the client may see a topic (None: every one). Topics it
+        may not are left out of a whole-cluster answer and answered TOPIC_AUTHORIZATION_FAILED
+        when named, whether they exist or not (as Kafka does: nothing about them leaks)."""
+        endpoints, live, live_key = self._brokers(image)
         cls = response_type(METADATA_KEY, version)
         topic_cls = nested_type(cls, "topics")
         topics = image.topics
@@ -99,6 +105,8 @@ class MetadataAnswers:
         parts: list[bytes] = []
         if asked is None or (version == 0 and not asked):
             for name in sorted(topics.ids_by_name):
+                if may_describe is not None and not may_describe(name):
+                    continue
                 parts.append(self._topic_bytes(topics.by_id[topics.ids_by_name[name]], version, topic_cls,
                                                endpoints, live, live_key))
         else:
@@ -116,16 +124,60 @@ class MetadataAnswers:
                     else:
                         topic = topics.topic_by_name(name)
                         missing = _missing_topic(name, None, Errors.UNKNOWN_TOPIC_OR_PARTITION) if topic is None else None
+                if may_describe is not None and (topic is not None or name) and \
+                        not may_describe(topic.name if topic is not None else name):
+                    topic, missing = None, _missing_topic(name, tid if name is None else None,
+                                                          Errors.TOPIC_AUTHORIZATION_FAILED)
                 if missing is not None:
                     parts.append(encode_entity(materialize(topic_cls, missing)))
                 else:
                     parts.append(self._topic_bytes(topic, version, topic_cls, endpoints, live, live_key))
         self._prune(image)
+        prefix, suffix = self._around_topics(cls, version, endpoints, live_key, cluster_id, controller_id)
+        count = io.BytesIO()
+        if cls.__flexible__:
+            write_compact_array_length(count, len(parts))
+        else:
+            write_legacy_array_length(count, len(parts))
+        return Encoded(b"".join([prefix, count.getvalue(), *parts, suffix]), cls.__flexible__)
+
+    def _brokers(self, image: MetadataImage) -> tuple:
+        """(endpoints, live broker ids, their key) for the image's cluster part, kept while it is
+        the same object (a ClusterImage changes only when a broker's registration does)."""
+        kept = self._cluster
+        if kept is not None and kept[0] is image.cluster:
+            return kept[1]
+        endpoints = listener_endpoints(image, self.listener)
+        live = frozenset(b.broker_id for b in image.cluster.brokers.values() if not b.fenced)
+        answer = (endpoints, live, (live, tuple(sorted(endpoints.items()))))
+        self._cluster = (image.cluster, answer)
+        return answer
+
+    def _around_topics(self, cls, version: int, endpoints: dict, live_key, cluster_id: str,
+                       controller_id: int) -> tuple[bytes, bytes]:
+        """The response's bytes before its topics array and after it, kept per version and brokers."""
+        key = (version, live_key, cluster_id, controller_id)
+        kept = self._frames.get(key)
+        if kept is not None:
+            return kept
         rest = {"throttle_time": 0, "cluster_id": cluster_id, "controller_id": controller_id, "topics": [],
                 "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, "error_code": ErrorCode.none,
                 "brokers": [{"node_id": b, "host": h, "port": p, "rack": r}
                             for b, (h, p, r) in sorted(endpoints.items())]}
-        return Encoded(_encode_with_topics(cls, materialize(cls, rest), parts), cls.__flexible__)
+        response = materialize(cls, rest)
+        before, after = io.BytesIO(), io.BytesIO()
+        buffer = before
+        for name, writer in _field_writers(cls):
+            if writer is None:
+                buffer = after
+            else:
+                writer(buffer, getattr(response, name))
+        if cls.__flexible__:
+            write_empty_tagged_fields(after)
+        if len(self._frames) > 64:  # brokers come and go: what is kept stays small
+            self._frames.clear()
+        kept = self._frames[key] = (before.getvalue(), after.getvalue())
+        return kept
 
     def _topic_bytes(self, topic, version: int, topic_cls, endpoints: dict, live: frozenset, live_key) -> bytes:
         key = (version, topic.topic_id)
@@ -155,21 +207,3 @@ def _field_writers(cls) -> tuple:
         out.append((f.name, None if f.name == "topics" else
                     get_field_writer(f, flexible=cls.__flexible__, is_request_header=False, is_tag=False)))
     return tuple(out)
-
-
-def _encode_with_topics(cls, response, topic_parts: list[bytes]) -> bytes:
-    """``response`` (whose ``topics`` is empty) as kio writes it, with ``topic_parts`` (each topic
-    already encoded) as its topics array."""
-    buffer = io.BytesIO()
-    for name, writer in _field_writers(cls):
-        if writer is not None:
-            writer(buffer, getattr(response, name))
-        elif cls.__flexible__:
-            write_compact_array_length(buffer, len(topic_parts))
-        else:
-            write_legacy_array_length(buffer, len(topic_parts))
-        if writer is None:
-            buffer.write(b"".join(topic_parts))
-    if cls.__flexible__:
-        write_empty_tagged_fields(buffer)
-    return buffer.getvalue()

@@ -26,6 +26,7 @@ from typing import Optional
 from quorum.kafka import apis
 from quorum.kafka.codec import API_VERSIONS_KEY, MalformedRequest, UnsupportedRequest, decode_request, encode_response
 from quorum.kafka.framing import DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReader
+from quorum.security.principal import ANONYMOUS, Caller, peer_host
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class KafkaListener:
             return
         self.connections += 1
         try:
-            await self._serve(reader, writer, peer)
+            await self._serve(reader, writer, peer, self.ctx.for_caller(self._caller_of(writer, peer)))
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             pass
         except asyncio.CancelledError:  # the listener stops: end quietly (asyncio logs a task that raises)
@@ -114,7 +115,16 @@ class KafkaListener:
             self.connections -= 1
             writer.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer) -> None:
+    def _caller_of(self, writer: asyncio.StreamWriter, peer) -> Caller:
+        """The connection's client: by its certificate on a mutual-TLS listener, else ANONYMOUS."""
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        ssl_object = writer.get_extra_info("ssl_object")
+        certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        if self.ctx.security is None:
+            return Caller(ANONYMOUS, peer_host(peer_text))
+        return self.ctx.security.wire_caller(peer_text, certificate)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer, ctx) -> None:
         loop = asyncio.get_running_loop()
         frames = FrameReader(self.max_frame_bytes)
         partial_since = None
@@ -138,7 +148,7 @@ class KafkaListener:
                 self._refuse(peer, str(e))
                 return
             for payload in payloads:
-                response = await loop.run_in_executor(self._pool, self._answer, payload, peer)
+                response = await loop.run_in_executor(self._pool, self._answer, payload, peer, ctx)
                 if response is None:
                     return
                 writer.write(response)
@@ -148,7 +158,7 @@ class KafkaListener:
         self.closed_for_cause += 1
         log.info("Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
 
-    def _answer(self, payload: bytes, peer) -> Optional[bytes]:
+    def _answer(self, payload: bytes, peer, ctx: Optional[apis.KafkaContext] = None) -> Optional[bytes]:
         """The framed response, or None to close the connection."""
         try:
             request = decode_request(payload, apis.SUPPORTED)
@@ -161,7 +171,7 @@ class KafkaListener:
             self._refuse(peer, f"a malformed request: {e}")
             return None
         try:
-            return encode_response(request.api_key, request.correlation_id, apis.handle(self.ctx, request))
+            return encode_response(request.api_key, request.correlation_id, apis.handle(ctx or self.ctx, request))
         except Exception:
             log.warning("Kafka listener %s:%d: API key %d v%d from %s failed; closing the connection", self.host,
                         self.port, request.api_key, request.api_version, peer, exc_info=True)

@@ -78,6 +78,8 @@ class FetchRequest:
     max_wait_ms: int = 500  # long-poll: how long the leader may hold an empty answer
     max_bytes: int = 8 * 1024 * 1024
     replica_directory_id: Optional[str] = None  # a voter's fetch counts only from the voter's directory
+    # the high watermark the fetcher knows (KIP-1166): a leader whose own is higher answers at once
+    high_watermark: Optional[int] = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,12 @@ class ReplicationRpcs:
                                              req.fetch_offset, self.log.end_offset, now)
         if hw_moved:
             self._on_leader_hw_moved(r)
-        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved:
+        # A fetcher that knows an older high watermark than it could take (up to its fetch offset)
+        # is answered at once (KIP-1166): its fetch crossed the move, which would otherwise not be
+        # told until the next one. None: the fetcher did not say (the core's own followers).
+        hw = r.progress.high_watermark  # None until this leader has committed in its epoch
+        behind = req.high_watermark is not None and hw is not None and req.high_watermark < min(hw, req.fetch_offset)
+        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved or behind:
             self._send(src, corr, self._fetch_response(r, req))
         else:
             r.parked[(src, corr)] = (req, now + req.max_wait_ms)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import grpc
 
@@ -36,6 +36,7 @@ from quorum.rpc.controller_wire import WIRE_METHODS
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 from quorum.security.client import ClientSecurity
+from quorum.security.principal import FORWARDED_HOST, FORWARDED_PRINCIPAL
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -66,6 +67,19 @@ class ControllerClient(LeaderFollowingClient):
         else:
             resp = self._call_leader(method, pb_request, timeout)
         return cc.reply_from_proto(method, resp)
+
+    def call_committed(self, request, timeout: Optional[float] = None,
+                       on_behalf_of: Optional[tuple[str, str]] = None) -> tuple[Any, int]:
+        """A write request: (its reply, the active controller's committed offset when it answered,
+        at or past the request's records). A broker that forwarded a client's write waits for its
+        own image to reach that offset before it answers (read-your-writes). ``on_behalf_of``:
+        the (principal, host) of the client a broker forwards for (KIP-590); the controller
+        authorizes that principal, if it trusts this caller to forward."""
+        method = cc.method_of(request)
+        metadata = () if on_behalf_of is None else (
+            (FORWARDED_PRINCIPAL, on_behalf_of[0]), (FORWARDED_HOST, on_behalf_of[1]))
+        resp = self._call_leader(method, cc.request_to_proto(request), timeout, metadata)
+        return cc.reply_from_proto(method, resp), resp.committed_offset
 
     # -- brokers ---------------------------------------------------------------------------
     def register_broker(self, request: api.RegisterBrokerRequest) -> api.RegisterBrokerReply:
@@ -167,14 +181,6 @@ class ControllerClient(LeaderFollowingClient):
     # -- the rest --------------------------------------------------------------------------
     def describe_cluster(self, timeout: Optional[float] = None) -> api.ClusterDescription:
         return self.call(api.DescribeClusterRequest(), timeout)
-
-    def committed_offset(self, timeout: Optional[float] = None) -> int:
-        """The active controller's committed offset: DescribeCluster asked of the active controller
-        (``describe_cluster`` may be answered by a standby that is behind). A broker that forwarded
-        a change waits for its image to reach this before it answers (read-your-writes)."""
-        method = "DescribeCluster"
-        resp = self._call_leader(method, cc.request_to_proto(api.DescribeClusterRequest()), timeout)
-        return cc.reply_from_proto(method, resp).metadata_offset
 
     def update_features(self, updates: Sequence[tuple[str, int]]) -> tuple[api.ItemResult, ...]:
         return self.call(api.UpdateFeaturesRequest(tuple(updates)))

@@ -157,6 +157,8 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
         if check is not None and isinstance(request, ListTopicsRequest):
             reply = request_actions.visible_topics(security, caller, reply)
         response = cc.reply_to_proto(method, reply)
+        if not is_read:  # answered once committed and replayed here: this is at or past its records
+            response.committed_offset = node.core.last_committed_offset
         if is_read:
             leader = node.leader_id()
             if leader is not None:

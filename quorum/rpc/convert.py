@@ -94,7 +94,8 @@ def to_proto(msg: Message, dest: Optional[int] = None):
         return pb.FetchRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
                                fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch,
                                max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes,
-                               replica_directory_id=msg.replica_directory_id or "")
+                               replica_directory_id=msg.replica_directory_id or "",
+                               high_watermark=msg.high_watermark)
     if t is FetchResponse:
         m = pb.FetchResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
                              high_watermark=_opt_id(msg.high_watermark), log_start_offset=msg.log_start_offset,
@@ -136,7 +137,8 @@ def from_proto(m) -> Message:
         return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
     if t is pb.FetchRequest:
         return FetchRequest(m.cluster_id, m.epoch, m.replica_id, m.fetch_offset, m.last_fetched_epoch,
-                            m.max_wait_ms, m.max_bytes, m.replica_directory_id or None)
+                            m.max_wait_ms, m.max_bytes, m.replica_directory_id or None,
+                            m.high_watermark if m.HasField("high_watermark") else None)
     if t is pb.FetchResponse:
         return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
                              _id_or_none(m.high_watermark), m.log_start_offset, m.records,

@@ -177,19 +177,21 @@ class LeaderFollowingClient:
                 wire.close()
             raise
 
-    def _attempt(self, target: str, method: str, request, deadline: float):
-        if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS:
+    def _attempt(self, target: str, method: str, request, deadline: float, metadata: tuple = ()):
+        """``metadata``: more gRPC metadata for this call (a broker forwarding names its client)."""
+        if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS \
+                and not metadata:
             resp = self._attempt_wire(target, method, request, deadline)
             if resp is not None:
                 return resp
         channel, stub = self._channel(target)
         call = getattr(stub, method)
         if self._login is None:
-            return call(request, timeout=self._attempt_timeout(deadline))
+            return call(request, timeout=self._attempt_timeout(deadline), metadata=metadata or None)
         for renewed in (False, True):  # a refused token (the server restarted...) is renewed once
-            metadata = self._login.metadata(target, channel, self._attempt_timeout(deadline))
+            login = self._login.metadata(target, channel, self._attempt_timeout(deadline))
             try:
-                resp = call(request, timeout=self._attempt_timeout(deadline), metadata=metadata)
+                resp = call(request, timeout=self._attempt_timeout(deadline), metadata=tuple(login) + tuple(metadata))
             except grpc.RpcError as e:
                 if renewed or e.code() is not grpc.StatusCode.UNAUTHENTICATED:
                     raise
@@ -228,7 +230,7 @@ class LeaderFollowingClient:
         self._failed_until[target] = time.monotonic() + FAILED_SERVER_COOLDOWN_S
         return transport_reason(e)
 
-    def _call_leader(self, method: str, request, timeout: Optional[float] = None):
+    def _call_leader(self, method: str, request, timeout: Optional[float] = None, metadata: tuple = ()):
         waited = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}  # target -> why, for the final error
@@ -244,7 +246,7 @@ class LeaderFollowingClient:
                     break
                 to_leader = target == self._leader
                 try:
-                    resp = self._attempt(target, method, request, deadline)
+                    resp = self._attempt(target, method, request, deadline, metadata)
                 except SparkraftError as e:
                     self._note_login_refused(target, e, login_refused, final=to_leader)
                     continue

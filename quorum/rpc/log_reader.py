@@ -39,7 +39,6 @@ from quorum.snapshot.files import SnapshotId, verify_checkpoint
 
 FETCH_MAX_BYTES = 8 << 20
 _EPOCH_ERRORS = {Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}
-UNCOMMITTED_RETRY_S = 0.002  # pause when the leader only had records that are not committed yet
 
 
 class SnapshotRequired(SparkraftError):
@@ -108,10 +107,13 @@ class MetadataLogReader(LeaderFollowingClient):
                                  timeout=max(0.05, deadline - time.monotonic()))
         self.cluster_id = self.cluster_id or resp.cluster_id
 
-    def _fetch(self, offset: int, wait_ms: int, deadline: float,
-               max_bytes: Optional[int] = None) -> raft_pb2.FetchResponse:
+    def _fetch(self, offset: int, wait_ms: int, deadline: float, max_bytes: Optional[int] = None,
+               last_fetched_epoch: Optional[int] = None, high_watermark: Optional[int] = None
+               ) -> raft_pb2.FetchResponse:
         """One Fetch answered by the leader (following it and its epoch), raw. The leader sends
-        whole batches: at least one, then more up to ``max_bytes``."""
+        whole batches: at least one, then more up to ``max_bytes``. ``last_fetched_epoch``: the
+        epoch of the batch before ``offset`` when it is known (else the current epoch, which the
+        leader's log holds up to its end); ``high_watermark``: the one this reader knows."""
         if not self.cluster_id or self._epoch == 0:
             self._discover(deadline)
         while True:
@@ -119,8 +121,9 @@ class MetadataLogReader(LeaderFollowingClient):
             epoch = self._epoch
             request = raft_pb2.FetchRequest(
                 cluster_id=self.cluster_id, epoch=epoch, replica_id=-1, fetch_offset=offset,
-                last_fetched_epoch=epoch, max_wait_ms=max(0, wait_ms),
-                max_bytes=self.max_bytes if max_bytes is None else max_bytes)
+                last_fetched_epoch=epoch if last_fetched_epoch is None else last_fetched_epoch,
+                max_wait_ms=max(0, wait_ms), max_bytes=self.max_bytes if max_bytes is None else max_bytes,
+                high_watermark=high_watermark)
             saved_rpc_timeout = self.rpc_timeout
             self.rpc_timeout = saved_rpc_timeout + wait_ms / 1000.0  # a long poll is not a dead server
             try:
@@ -143,9 +146,13 @@ class MetadataLogReader(LeaderFollowingClient):
             raise ValueError(f"offset must be >= 0, got {offset}")
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout) + wait_ms / 1000.0
         poll_until = time.monotonic() + wait_ms / 1000.0
+        # Batches past the high watermark, already fetched: the next fetch asks from their end with
+        # the high watermark known, so the leader holds it until that moves (or answers at once if
+        # it has moved meanwhile), and nothing is fetched twice.
+        tail, tail_end, tail_epoch, known_hw = b"", offset, None, None
         while True:
             remaining_wait = int(max(0.0, poll_until - time.monotonic()) * 1000)
-            resp = self._fetch(offset, remaining_wait, deadline, max_bytes)
+            resp = self._fetch(tail_end, remaining_wait, deadline, max_bytes, tail_epoch, known_hw)
             self.bytes_fetched += len(resp.records)
             if resp.HasField("snapshot_id") or offset < resp.log_start_offset:
                 snap = (OffsetAndEpoch(resp.snapshot_id.offset, resp.snapshot_id.epoch)
@@ -153,15 +160,19 @@ class MetadataLogReader(LeaderFollowingClient):
                 raise SnapshotRequired(offset, snap, resp.log_start_offset)
             hw = resp.high_watermark
             if resp.HasField("diverging"):
-                # Only possible if the named epoch does not hold `offset`: that offset is not
-                # committed (a reader ahead of the high watermark). Wait for it.
+                # The named epoch does not hold the fetch offset: what was fetched past the high
+                # watermark was never committed (a leader change cut it), or `offset` itself is not
+                # committed yet (a reader ahead). Start again from `offset`.
+                tail, tail_end, tail_epoch, known_hw = b"", offset, None, None
                 chunk = LogChunk([], hw, offset, resp.log_start_offset)
             else:
-                chunk = self._committed(resp.records, offset, hw, max_records, resp.log_start_offset)
+                data = tail + resp.records
+                chunk = self._committed(data, offset, hw, max_records, resp.log_start_offset)
+                if not chunk.records and data:
+                    tail, known_hw = data, hw
+                    tail_end, tail_epoch = _end_of(data)
             if chunk.records or time.monotonic() >= poll_until:
                 return chunk
-            if resp.records:
-                time.sleep(UNCOMMITTED_RETRY_S)  # records exist, the high watermark is catching up
 
     @staticmethod
     def _committed(data: bytes, offset: int, hw: int, max_records: Optional[int],
@@ -281,3 +292,11 @@ def read_image(bootstrap: Bootstrap, timeout: float = 30.0, cluster_id: str = ""
                     raise
                 loader.reset(reader.load_snapshot(e.snapshot_id))
                 offset = e.snapshot_id.offset
+
+
+def _end_of(data: bytes) -> tuple[int, int]:
+    """(the offset after the last batch in ``data``, that batch's epoch)."""
+    last = None
+    for batch in decode(data):
+        last = batch
+    return last.base_offset + len(last.records), last.epoch

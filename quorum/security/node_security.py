@@ -14,9 +14,19 @@ import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
-from quorum.security.authorizer import Action, Authorizer
+from quorum.errors import Errors, SparkraftError
+from quorum.security.authorizer import Action, Authorizer, cluster_action
 from quorum.security.client import PLAINTEXT, ClientSecurity
-from quorum.security.principal import ANONYMOUS, Caller, PrincipalMapper, certificate_subject, der_subject, peer_host
+from quorum.security.principal import (
+    ANONYMOUS,
+    FORWARDED_HOST,
+    FORWARDED_PRINCIPAL,
+    Caller,
+    PrincipalMapper,
+    certificate_subject,
+    der_subject,
+    peer_host,
+)
 from quorum.security.sasl_server import ScramAuthenticator
 from quorum.security.tls import ServerTls
 
@@ -57,15 +67,37 @@ class NodeSecurity:
 
     def caller(self, context) -> Caller:
         """Who sent this gRPC request (see quorum/security/principal.py); a presented SCRAM token that
-        does not verify raises SparkraftError SASL_AUTHENTICATION_FAILED."""
+        does not verify raises SparkraftError SASL_AUTHENTICATION_FAILED. A request a broker
+        forwards for a Kafka client is the client's (``forwarded_caller``)."""
         host = peer_host(context.peer())
+        metadata = context.invocation_metadata()
+        direct = None
         if self.scram is not None:
-            principal = self.scram.principal_of(context.invocation_metadata())
+            principal = self.scram.principal_of(metadata)
             if principal is not None:
-                return Caller(principal, host, authenticated=True)
-        if self.tls is not None:
-            return self._by_certificate(host, certificate_subject(context.auth_context()))
-        return Caller(ANONYMOUS, host)
+                direct = Caller(principal, host, authenticated=True)
+        if direct is None:
+            direct = self._by_certificate(host, certificate_subject(context.auth_context())) \
+                if self.tls is not None else Caller(ANONYMOUS, host)
+        forwarded = dict(metadata or ()).get(FORWARDED_PRINCIPAL)
+        if forwarded is None:
+            return direct
+        return self.forwarded_caller(direct, forwarded, dict(metadata).get(FORWARDED_HOST, ""))
+
+    def forwarded_caller(self, direct: Caller, principal: str, host: str) -> Caller:
+        """The client a request was forwarded for (KIP-590), if ``direct`` may forward: a node's own
+        principal by certificate (a broker, or a combined node), a super user, or a caller allowed
+        CLUSTER_ACTION on the cluster (what Kafka's Envelope requires). Else SparkraftError
+        CLUSTER_AUTHORIZATION_FAILED: a client cannot name someone else by sending the metadata."""
+        trusted = self.node_id_of(direct) is not None or self.is_super_user(direct) or (
+            self.authorizer is not None and self.allows(direct, cluster_action("CLUSTER_ACTION")))
+        if not trusted:
+            raise SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                 f"{direct.principal} may not forward requests for other principals "
+                                 f"(CLUSTER_ACTION on the cluster)")
+        if not principal.startswith("User:") or len(principal) > 1024:
+            raise SparkraftError(Errors.INVALID_REQUEST, "a forwarded principal must be User:<name>")
+        return Caller(principal, host[:256], authenticated=principal != ANONYMOUS)
 
     def wire_caller(self, peer: str, certificate: Optional[bytes]) -> Caller:
         """Who is on a wire connection (quorum/wire/) from ``peer`` ("host:port") that presented the

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 ANONYMOUS = "User:ANONYMOUS"
+# gRPC metadata of a request a broker forwards for a Kafka client (KIP-590): the client's principal
+# and host. A controller takes them only from a caller it trusts to forward (node_security.py).
+FORWARDED_PRINCIPAL = "sparkraft-forwarded-principal"
+FORWARDED_HOST = "sparkraft-forwarded-host"
 DEFAULT_RULES = "DEFAULT"
 
 _RULE = r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?).*?|(.*?)"

@@ -19,7 +19,8 @@ import time
 
 import pytest
 from conftest import BrokerProcesses, ControllerProcesses, sparkraft_cmd, wait_for
-from kafka_wire import KafkaConnection, encode_request
+
+from quorum.kafka.client import KafkaConnection, encode_request
 
 pytestmark = pytest.mark.slow
 

@@ -32,7 +32,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.broker": {"quorum.errors", "quorum.metadata", "quorum.snapshot", "quorum.controller", "quorum.rpc",
                       "quorum.security"},
     # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is handed
-    "quorum.kafka": {"quorum.errors", "quorum.metadata", "quorum.controller"},
+    "quorum.kafka": {"quorum.errors", "quorum.metadata", "quorum.controller", "quorum.security"},
     "quorum.node": {"quorum.errors", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
                     "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},

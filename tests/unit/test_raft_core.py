@@ -281,6 +281,24 @@ def test_empty_fetch_is_held_until_data_arrives():
     assert resp and resp[0].records  # answered with the new record
 
 
+def test_a_fetch_that_knows_an_older_high_watermark_is_answered_at_once():
+    """KIP-1166: an observer's fetch at the end of the log, sent before the high watermark moved
+    and arriving after, is answered at once with the new one instead of being held."""
+    core, now = make_leader()
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 500), now)
+    drain(core, now)
+    assert core.high_watermark == 1
+    # an observer that has the whole log (offset 1) but knows high watermark 0
+    core.receive(101, 2, FetchRequest(CID, 1, 101, 1, 1, 500, high_watermark=0), now + 1)
+    resp = reply_to(drain(core, now + 1)[1], 2)
+    assert resp and resp[0].high_watermark == 1 and not resp[0].records
+    # knowing the current one, or not saying (the core's own followers): held as before
+    core.receive(101, 3, FetchRequest(CID, 1, 101, 1, 1, 500, high_watermark=1), now + 2)
+    core.receive(3, 4, FetchRequest(CID, 1, 3, 1, 1, 500), now + 2)
+    sent = drain(core, now + 2)[1]
+    assert reply_to(sent, 3) == [] and reply_to(sent, 4) == []
+
+
 def test_proposals_linger_into_one_batch_while_a_batch_is_in_flight():
     core, now = make_leader()
     core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 0), now)

@@ -15,11 +15,8 @@ class InMemoryController:
     def __init__(self, c: LocalController):
         self.c = c
 
-    def call(self, request):
-        return self.c.request(request)
-
-    def committed_offset(self, timeout=None) -> int:
-        return self.c.end_offset - 1
+    def call_committed(self, request, timeout=None, on_behalf_of=None):
+        return self.c.request(request), self.c.end_offset - 1
 
 
 def broker_with_orders(port: int = PORT):

@@ -11,12 +11,12 @@ import time
 
 import pytest
 from kafka_helpers import broker_with_orders
-from kafka_wire import KafkaConnection, decode_response, encode_request
 from kio.index import load_request_schema
 
 from quorum.controller import api
 from quorum.kafka import apis
 from quorum.kafka.apis import SUPPORTED
+from quorum.kafka.client import KafkaConnection, decode_response, encode_request
 from quorum.kafka.codec import Encoded, decode_request, encode_entity, encode_response, materialize
 from quorum.kafka.server import KafkaListener
 

@@ -8,10 +8,10 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka_wire import encode_request
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from quorum.kafka.apis import SUPPORTED
+from quorum.kafka.client import encode_request
 from quorum.kafka.codec import MalformedRequest, UnsupportedRequest, decode_request
 from quorum.kafka.framing import FrameError, FrameReader, frame
 

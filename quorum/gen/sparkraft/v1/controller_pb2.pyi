@@ -71,18 +71,20 @@ class SupportedFeature(_message.Message):
     def __init__(self, name: _Optional[str] = ..., min_version: _Optional[int] = ..., max_version: _Optional[int] = ...) -> None: ...
 
 class RegisterBrokerResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "broker_epoch")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "broker_epoch")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     broker_epoch: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerHeartbeatRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch", "current_metadata_offset", "want_fence", "want_shutdown")
@@ -99,11 +101,12 @@ class BrokerHeartbeatRequest(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., current_metadata_offset: _Optional[int] = ..., want_fence: _Optional[bool] = ..., want_shutdown: _Optional[bool] = ...) -> None: ...
 
 class BrokerHeartbeatResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "is_caught_up", "is_fenced", "should_shutdown")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "is_caught_up", "is_fenced", "should_shutdown")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     IS_CAUGHT_UP_FIELD_NUMBER: _ClassVar[int]
     IS_FENCED_FIELD_NUMBER: _ClassVar[int]
     SHOULD_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
@@ -111,10 +114,11 @@ class BrokerHeartbeatResponse(_message.Message):
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     is_caught_up: bool
     is_fenced: bool
     should_shutdown: bool
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., is_caught_up: _Optional[bool] = ..., is_fenced: _Optional[bool] = ..., should_shutdown: _Optional[bool] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., is_caught_up: _Optional[bool] = ..., is_fenced: _Optional[bool] = ..., should_shutdown: _Optional[bool] = ...) -> None: ...
 
 class UnregisterBrokerRequest(_message.Message):
     __slots__ = ("broker_id",)
@@ -123,16 +127,18 @@ class UnregisterBrokerRequest(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ...) -> None: ...
 
 class UnregisterBrokerResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ...) -> None: ...
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
 class CreatableTopic(_message.Message):
     __slots__ = ("name", "num_partitions", "replication_factor", "assignments", "configs")
@@ -173,18 +179,20 @@ class CreateTopicResult(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., num_partitions: _Optional[int] = ..., replication_factor: _Optional[int] = ...) -> None: ...
 
 class CreateTopicsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "topics")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "topics")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     topics: _containers.RepeatedCompositeFieldContainer[CreateTopicResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[CreateTopicResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[CreateTopicResult, _Mapping]]] = ...) -> None: ...
 
 class TopicResult(_message.Message):
     __slots__ = ("name", "error", "error_message", "topic_id")
@@ -207,18 +215,20 @@ class DeleteTopicsRequest(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ..., topic_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeleteTopicsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "topics")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "topics")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     topics: _containers.RepeatedCompositeFieldContainer[TopicResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TopicResult, _Mapping]]] = ...) -> None: ...
 
 class PartitionCountUpdate(_message.Message):
     __slots__ = ("name", "count", "assignments")
@@ -239,18 +249,20 @@ class CreatePartitionsRequest(_message.Message):
     def __init__(self, updates: _Optional[_Iterable[_Union[PartitionCountUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class CreatePartitionsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "topics")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "topics")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     topics: _containers.RepeatedCompositeFieldContainer[TopicResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TopicResult, _Mapping]]] = ...) -> None: ...
 
 class TopicPartition(_message.Message):
     __slots__ = ("topic", "partition")
@@ -281,18 +293,20 @@ class ElectLeadersResult(_message.Message):
     def __init__(self, partition: _Optional[_Union[TopicPartition, _Mapping]] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class ElectLeadersResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[ElectLeadersResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ElectLeadersResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ElectLeadersResult, _Mapping]]] = ...) -> None: ...
 
 class PartitionIsr(_message.Message):
     __slots__ = ("topic_id", "partition", "leader_epoch", "partition_epoch", "new_isr")
@@ -339,18 +353,20 @@ class AlterPartitionResult(_message.Message):
     def __init__(self, topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., isr: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AlterPartitionResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[AlterPartitionResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterPartitionResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[AlterPartitionResult, _Mapping]]] = ...) -> None: ...
 
 class ReassignablePartition(_message.Message):
     __slots__ = ("partition", "cancel", "replicas")
@@ -369,18 +385,20 @@ class AlterPartitionReassignmentsRequest(_message.Message):
     def __init__(self, partitions: _Optional[_Iterable[_Union[ReassignablePartition, _Mapping]]] = ...) -> None: ...
 
 class AlterPartitionReassignmentsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[ElectLeadersResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ElectLeadersResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ElectLeadersResult, _Mapping]]] = ...) -> None: ...
 
 class ListPartitionReassignmentsRequest(_message.Message):
     __slots__ = ("all_partitions", "partitions")
@@ -403,18 +421,20 @@ class OngoingReassignment(_message.Message):
     def __init__(self, partition: _Optional[_Union[TopicPartition, _Mapping]] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ListPartitionReassignmentsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "reassignments")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "reassignments")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     REASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     reassignments: _containers.RepeatedCompositeFieldContainer[OngoingReassignment]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., reassignments: _Optional[_Iterable[_Union[OngoingReassignment, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., reassignments: _Optional[_Iterable[_Union[OngoingReassignment, _Mapping]]] = ...) -> None: ...
 
 class ConfigResource(_message.Message):
     __slots__ = ("type", "name")
@@ -461,18 +481,20 @@ class AlterConfigsResult(_message.Message):
     def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class IncrementalAlterConfigsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[AlterConfigsResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterConfigsResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[AlterConfigsResult, _Mapping]]] = ...) -> None: ...
 
 class DescribeConfigsRequest(_message.Message):
     __slots__ = ("resources",)
@@ -505,38 +527,42 @@ class DescribeConfigsResult(_message.Message):
     def __init__(self, resource: _Optional[_Union[ConfigResource, _Mapping]] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[ConfigEntry, _Mapping]]] = ...) -> None: ...
 
 class DescribeConfigsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[DescribeConfigsResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[DescribeConfigsResult, _Mapping]]] = ...) -> None: ...
 
 class ListTopicsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class ListTopicsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "names", "metadata_offset")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "names", "metadata_offset")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     names: _containers.RepeatedScalarFieldContainer[str]
     metadata_offset: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., names: _Optional[_Iterable[str]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeTopicsRequest(_message.Message):
     __slots__ = ("names", "first_partition", "partition_limit")
@@ -585,20 +611,22 @@ class TopicDescription(_message.Message):
     def __init__(self, name: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., topic_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionDescription, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[ConfigPair, _Mapping]]] = ..., partition_count: _Optional[int] = ..., next_partition: _Optional[int] = ...) -> None: ...
 
 class DescribeTopicsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "topics", "metadata_offset")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "topics", "metadata_offset")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     topics: _containers.RepeatedCompositeFieldContainer[TopicDescription]
     metadata_offset: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TopicDescription, _Mapping]]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TopicDescription, _Mapping]]] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeClusterRequest(_message.Message):
     __slots__ = ()
@@ -625,11 +653,12 @@ class BrokerDescription(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., broker_epoch: _Optional[int] = ..., rack: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., incarnation_id: _Optional[str] = ..., metadata_offset: _Optional[int] = ...) -> None: ...
 
 class DescribeClusterResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "cluster_id", "controller_id", "metadata_offset", "brokers")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "cluster_id", "controller_id", "metadata_offset", "brokers")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -638,11 +667,12 @@ class DescribeClusterResponse(_message.Message):
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     cluster_id: str
     controller_id: int
     metadata_offset: int
     brokers: _containers.RepeatedCompositeFieldContainer[BrokerDescription]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., cluster_id: _Optional[str] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerDescription, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., cluster_id: _Optional[str] = ..., controller_id: _Optional[int] = ..., metadata_offset: _Optional[int] = ..., brokers: _Optional[_Iterable[_Union[BrokerDescription, _Mapping]]] = ...) -> None: ...
 
 class FeatureUpdate(_message.Message):
     __slots__ = ("feature", "max_level")
@@ -675,11 +705,12 @@ class FinalizedFeature(_message.Message):
     def __init__(self, name: _Optional[str] = ..., level: _Optional[int] = ...) -> None: ...
 
 class DescribeFeaturesResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "finalized", "supported", "epoch")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "finalized", "supported", "epoch")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     FINALIZED_FIELD_NUMBER: _ClassVar[int]
     SUPPORTED_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -687,24 +718,27 @@ class DescribeFeaturesResponse(_message.Message):
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     finalized: _containers.RepeatedCompositeFieldContainer[FinalizedFeature]
     supported: _containers.RepeatedCompositeFieldContainer[SupportedFeature]
     epoch: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., finalized: _Optional[_Iterable[_Union[FinalizedFeature, _Mapping]]] = ..., supported: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ..., epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., finalized: _Optional[_Iterable[_Union[FinalizedFeature, _Mapping]]] = ..., supported: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class UpdateFeaturesResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[ItemResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
 
 class QuotaEntity(_message.Message):
     __slots__ = ("entity_type", "name")
@@ -757,18 +791,20 @@ class ClientQuotaEntry(_message.Message):
     def __init__(self, entity: _Optional[_Iterable[_Union[QuotaEntity, _Mapping]]] = ..., values: _Optional[_Iterable[_Union[QuotaOp, _Mapping]]] = ...) -> None: ...
 
 class DescribeClientQuotasResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "entries")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "entries")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     entries: _containers.RepeatedCompositeFieldContainer[ClientQuotaEntry]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[ClientQuotaEntry, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., entries: _Optional[_Iterable[_Union[ClientQuotaEntry, _Mapping]]] = ...) -> None: ...
 
 class AlterClientQuotasRequest(_message.Message):
     __slots__ = ("alterations", "validate_only")
@@ -779,18 +815,20 @@ class AlterClientQuotasRequest(_message.Message):
     def __init__(self, alterations: _Optional[_Iterable[_Union[ClientQuotaAlteration, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class AlterClientQuotasResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[ItemResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
 
 class AllocateProducerIdsRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
@@ -801,20 +839,22 @@ class AllocateProducerIdsRequest(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class AllocateProducerIdsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "first_producer_id", "size")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "first_producer_id", "size")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     FIRST_PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     first_producer_id: int
     size: int
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., first_producer_id: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., first_producer_id: _Optional[int] = ..., size: _Optional[int] = ...) -> None: ...
 
 class AclBinding(_message.Message):
     __slots__ = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
@@ -841,18 +881,20 @@ class CreateAclsRequest(_message.Message):
     def __init__(self, bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
 
 class CreateAclsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[ItemResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
 
 class DeleteAclsRequest(_message.Message):
     __slots__ = ("filters",)
@@ -871,18 +913,20 @@ class DeleteAclsFilterResult(_message.Message):
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., matching: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
 
 class DeleteAclsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[DeleteAclsFilterResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DeleteAclsFilterResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[DeleteAclsFilterResult, _Mapping]]] = ...) -> None: ...
 
 class DescribeAclsRequest(_message.Message):
     __slots__ = ("filter",)
@@ -891,18 +935,20 @@ class DescribeAclsRequest(_message.Message):
     def __init__(self, filter: _Optional[_Union[AclBinding, _Mapping]] = ...) -> None: ...
 
 class DescribeAclsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "bindings")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "bindings")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     bindings: _containers.RepeatedCompositeFieldContainer[AclBinding]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., bindings: _Optional[_Iterable[_Union[AclBinding, _Mapping]]] = ...) -> None: ...
 
 class ScramCredentialUpsertion(_message.Message):
     __slots__ = ("name", "mechanism", "iterations", "salt", "salted_password")
@@ -945,18 +991,20 @@ class AlterUserScramCredentialsResult(_message.Message):
     def __init__(self, user: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
 
 class AlterUserScramCredentialsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterUserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[AlterUserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
 
 class DescribeUserScramCredentialsRequest(_message.Message):
     __slots__ = ("users",)
@@ -985,18 +1033,20 @@ class DescribeUserScramCredentialsResult(_message.Message):
     def __init__(self, user: _Optional[str] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., credential_infos: _Optional[_Iterable[_Union[ScramCredentialInfo, _Mapping]]] = ...) -> None: ...
 
 class DescribeUserScramCredentialsResponse(_message.Message):
-    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "results")
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     error: int
     error_message: str
     leader_id: int
     leader_endpoint: str
+    committed_offset: int
     results: _containers.RepeatedCompositeFieldContainer[DescribeUserScramCredentialsResult]
-    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeUserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[DescribeUserScramCredentialsResult, _Mapping]]] = ...) -> None: ...
 
 class SaslAuthenticateRequest(_message.Message):
     __slots__ = ("mechanism", "auth_bytes")

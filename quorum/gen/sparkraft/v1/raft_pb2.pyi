@@ -187,7 +187,7 @@ class EndQuorumEpochResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("cluster_id", "epoch", "replica_id", "fetch_offset", "last_fetched_epoch", "max_wait_ms", "max_bytes", "replica_directory_id")
+    __slots__ = ("cluster_id", "epoch", "replica_id", "fetch_offset", "last_fetched_epoch", "max_wait_ms", "max_bytes", "replica_directory_id", "high_watermark")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
@@ -196,6 +196,7 @@ class FetchRequest(_message.Message):
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     epoch: int
     replica_id: int
@@ -204,7 +205,8 @@ class FetchRequest(_message.Message):
     max_wait_ms: int
     max_bytes: int
     replica_directory_id: str
-    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
+    high_watermark: int
+    def __init__(self, cluster_id: _Optional[str] = ..., epoch: _Optional[int] = ..., replica_id: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ..., high_watermark: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
     __slots__ = ("error", "epoch", "leader_id", "high_watermark", "log_start_offset", "records", "diverging", "snapshot_id", "leader_endpoint")

@@ -1,7 +1,9 @@
-"""A bare Kafka-protocol connection for tests: kio's request types over one socket, to one broker.
+"""KafkaConnection: a bare, blocking Kafka-protocol connection to one broker, kio's types over one
+socket, for the tests and benchmarks.
 
-Real clients (librdkafka, kafka-python, aiokafka) pick brokers themselves; tests that must ask a
-particular broker, or send what no client would (a bad frame, an unknown API), use this.
+Real clients (librdkafka, kafka-python, aiokafka) pick brokers themselves; what must ask one
+particular broker, time one request, or send what no client would (a bad frame, an unknown API)
+uses this. It is no client library: no retries, no routing, no ApiVersions negotiation.
 """
 from __future__ import annotations
 
