@@ -26,6 +26,11 @@ class FrameReader:
         self._need = -1  # the size of the frame being read, -1 while reading its size
 
     @property
+    def buffered(self) -> int:
+        """Bytes held for the frame being read."""
+        return len(self._buffer)
+
+    @property
     def partial(self) -> bool:
         """Some of a frame has arrived, not all of it (a slow client's clock runs)."""
         return bool(self._buffer) or self._need >= 0

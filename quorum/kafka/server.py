@@ -11,7 +11,10 @@ What a hostile or broken client gets:
   and the versions it does), or a handler failure: the connection is closed, nothing else changes;
 - a frame that has not arrived ``frame_timeout_s`` after its first byte (a slowloris client), or no
   request for ``idle_timeout_s``: the connection is closed;
-- past ``max_connections``, a new connection is closed at once.
+- past ``max_connections``, a new connection is closed at once;
+- the bytes of frames still arriving, over all connections, are bounded by ``max_buffered_bytes``:
+  a connection whose frame would take more is closed (many clients each sending the largest frame
+  allowed, slowly, cannot exhaust the broker's memory).
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ READ_CHUNK = 64 * 1024
 class KafkaListener:
     def __init__(self, ctx: apis.KafkaContext, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, frame_timeout_s: float = 30.0,
-                 idle_timeout_s: float = 540.0, max_connections: int = 1000, handler_threads: int = 8):
+                 idle_timeout_s: float = 540.0, max_connections: int = 1000, handler_threads: int = 8,
+                 max_buffered_bytes: int = 256 * 1024 * 1024):
         self.ctx = ctx
         self.host, self.port = host, port
         self.ssl_context = ssl_context
@@ -44,6 +48,8 @@ class KafkaListener:
         self.frame_timeout_s = frame_timeout_s
         self.idle_timeout_s = idle_timeout_s
         self.max_connections = max_connections
+        self.max_buffered_bytes = max_buffered_bytes
+        self.buffered_bytes = 0  # of frames still arriving, over all connections (the loop's thread)
         self._pool = concurrent.futures.ThreadPoolExecutor(handler_threads, thread_name_prefix="kafka-handler")
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._server: Optional[asyncio.base_events.Server] = None
@@ -125,8 +131,14 @@ class KafkaListener:
         return self.ctx.security.wire_caller(peer_text, certificate)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer, ctx) -> None:
-        loop = asyncio.get_running_loop()
         frames = FrameReader(self.max_frame_bytes)
+        try:
+            await self._read_requests(reader, writer, peer, ctx, frames)
+        finally:
+            self.buffered_bytes -= frames.buffered
+
+    async def _read_requests(self, reader, writer, peer, ctx, frames: FrameReader) -> None:
+        loop = asyncio.get_running_loop()
         partial_since = None
         while True:
             if frames.partial:
@@ -142,10 +154,17 @@ class KafkaListener:
                 return
             if not data:
                 return
+            held = frames.buffered
             try:
                 payloads = frames.feed(data)
             except FrameError as e:
                 self._refuse(peer, str(e))
+                return
+            finally:
+                self.buffered_bytes += frames.buffered - held
+            if self.buffered_bytes > self.max_buffered_bytes:
+                self._refuse(peer, f"{self.buffered_bytes} bytes of requests still arriving over all connections "
+                                   f"(at most {self.max_buffered_bytes})")
                 return
             for payload in payloads:
                 response = await loop.run_in_executor(self._pool, self._answer, payload, peer, ctx)

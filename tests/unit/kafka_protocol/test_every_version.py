@@ -10,6 +10,7 @@ import socket
 import time
 
 import pytest
+from conftest import wait_for
 from kafka_helpers import broker_with_orders
 from kio.index import load_request_schema
 
@@ -146,4 +147,37 @@ def test_a_slow_client_is_cut_off_and_the_listener_serves_others():
         assert idle.closed_by_peer()
         assert listener.closed_for_cause >= 2
     finally:
+        listener.stop()
+
+
+def test_frames_still_arriving_are_bounded_over_all_connections():
+    """Clients that each send most of a large frame and stop cannot make the broker hold more than
+    ``max_buffered_bytes``: the connection that would pass it is closed; the others are served."""
+    import struct
+
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    c, ctx = broker_with_orders(port)
+    listener = KafkaListener(ctx, "127.0.0.1", port, max_frame_bytes=8 << 20, max_buffered_bytes=1 << 20).start()
+    hogs = []
+    try:
+        for i in range(3):
+            hog = KafkaConnection("127.0.0.1", port, timeout=20)
+            hog.send_raw(struct.pack(">i", 4 << 20) + b"\0" * (600 << 10))  # 600 KiB of a 4 MiB frame
+            hogs.append(hog)
+            if i == 0:  # held whole before the next one starts
+                wait_for(lambda: listener.buffered_bytes == 600 << 10, 20, "the first 600 KiB held")
+        assert hogs[1].closed_by_peer() and hogs[2].closed_by_peer()  # each would pass 1 MiB
+        assert listener.buffered_bytes == 600 << 10
+        hogs[0].sock.settimeout(0.5)
+        assert not hogs[0].closed_by_peer()
+        with KafkaConnection("127.0.0.1", port) as other:
+            assert other.request(ApiVersionsRequest(client_software_name="o", client_software_version="1")).error_code == 0
+    finally:
+        for h in hogs:
+            h.close()
         listener.stop()
