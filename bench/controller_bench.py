@@ -278,15 +278,24 @@ def _failover(rig: Rig) -> dict:
     return {"seconds": elapsed, "killed": leader}
 
 
-def _one_size(partitions: int, ctx: Context) -> dict:
+def rig_with_partitions(partitions: int, ctx: Context) -> tuple[Rig, Path, float]:
+    """A rig in its own directory with ``partitions`` created: (rig, directory, seconds to create)."""
     work = ctx.work_dir / f"p{partitions}"
     work.mkdir()
     with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
         rig = start_rig(work, ctx)
     try:
-        out: dict = {"partitions": partitions}
         with ctx.progress.phase(f"create {partitions:,} partitions"):
-            out["create_s"] = create_partitions(rig, partitions, ctx)
+            return rig, work, create_partitions(rig, partitions, ctx)
+    except BaseException:
+        stop_rig(rig)
+        raise
+
+
+def _one_size(partitions: int, ctx: Context) -> dict:
+    rig, _, create_s = rig_with_partitions(partitions, ctx)
+    try:
+        out: dict = {"partitions": partitions, "create_s": create_s}
         out["create_partitions_per_s"] = partitions / out["create_s"]
         pids = {n: rig.cluster.voter(n).pid for n in rig.cluster.ports}
         out["rss_mib"] = {str(n): rss_mib(pid) for n, pid in pids.items()}

@@ -46,7 +46,7 @@ from bench.controller_bench import (
     stop_rig,
     wait_until,
 )
-from bench.harness.plots import bar_chart
+from bench.harness.plots import bar_chart, largest_size
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
 
@@ -314,12 +314,9 @@ def report(document: dict) -> str:
 
 
 def plot(document: dict, plots_dir: Path) -> list[Path]:
-    sizes = document["results"]["sizes"]
-    if not sizes:
+    s, where = largest_size(document)
+    if s is None:
         return []
-    s = sizes[-1]
-    machine = document["machine"]
-    where = f"{s['partitions']:,} partitions, {machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
     labels = ["feature upgrade", "decommission:\naccepted", "decommission:\ncompleted", "balanced after\nthe roll",
               "broker exit\nafter SIGTERM"]
     values = [s["feature_upgrade"]["seconds"], s["decommission"]["accept_s"], s["decommission"]["complete_s"],

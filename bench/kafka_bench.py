@@ -26,8 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from bench.controller_bench import PARTITIONS_PER_TOPIC, PROCESS_BROKERS, create_partitions, settle, start_rig, stop_rig
-from bench.harness.plots import grouped_bar_chart
+from bench.controller_bench import PARTITIONS_PER_TOPIC, PROCESS_BROKERS, rig_with_partitions, settle, stop_rig
+from bench.harness.plots import grouped_bar_chart, largest_size
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.harness.stats import latency_summary_ms, ratio
 from bench.suite import Context
@@ -181,15 +181,10 @@ def _in_process_full_cluster(partitions: int, ctx: Context) -> dict:
 
 
 def _one_size(partitions: int, ctx: Context) -> dict:
-    work = ctx.work_dir / f"p{partitions}"
-    work.mkdir()
     seconds = 3.0 if ctx.quick else 10.0
-    with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
-        rig = start_rig(work, ctx)
+    rig, work, create_s = rig_with_partitions(partitions, ctx)
     try:
-        out: dict = {"partitions": partitions}
-        with ctx.progress.phase(f"create {partitions:,} partitions"):
-            out["create_s"] = create_partitions(rig, partitions, ctx)
+        out: dict = {"partitions": partitions, "create_s": create_s}
         settle(rig, ctx)
         broker = PROCESS_BROKERS[0]
         port = _broker_port(work, broker)
@@ -266,12 +261,9 @@ def report(document: dict) -> str:
 
 
 def plot(document: dict, plots_dir: Path) -> list[Path]:
-    sizes = document["results"]["sizes"]
-    if not sizes:
+    s, where = largest_size(document)
+    if s is None:
         return []
-    s = sizes[-1]
-    machine = document["machine"]
-    where = f"{s['partitions']:,} partitions, {machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
     return [grouped_bar_chart(
         plots_dir / "kafka.png", "Metadata requests/s: a broker (Kafka protocol) vs the controllers (gRPC)",
         ["1 topic", "100 topics"],

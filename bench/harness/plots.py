@@ -25,6 +25,18 @@ def _finish(fig, ax, path: Path, title: str, subtitle: str | None) -> Path:
     return path
 
 
+def largest_size(document: dict) -> tuple[dict | None, str]:
+    """The last size a benchmark measured (its largest) and the subtitle naming it and the
+    machine; (None, "") if it measured none."""
+    sizes = document["results"]["sizes"]
+    if not sizes:
+        return None, ""
+    s = sizes[-1]
+    machine = document["machine"]
+    return s, (f"{s['partitions']:,} partitions, {machine['cpu_count']} CPUs, {machine['date'][:10]}, "
+               f"{document['mode']} mode")
+
+
 def bar_chart(path: Path, title: str, labels: Sequence[str], values: Sequence[float | None],
               ylabel: str, subtitle: str | None = None, goal: float | None = None,
               value_format: str = "{:,.0f}", colors: Sequence[str] | None = None) -> Path:
