@@ -32,6 +32,8 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import get_field_tag
+from kio.serial._serialize import get_field_writer
 from kio.serial.errors import BufferUnderflow
 
 from quorum.kafka.framing import frame
@@ -207,3 +209,16 @@ def nested_type(cls: type, field_name: str) -> type:
         if name == field_name:
             return entity
     raise KeyError(f"{cls.__name__} has no field {field_name}")
+
+
+@functools.cache
+def field_writers(cls: type, spliced: str) -> tuple:
+    """(name, kio's writer) of each field of ``cls`` in order, None for the field ``spliced``: what
+    writes ``cls`` around one array whose items are encoded elsewhere (metadata_answer.py)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if get_field_tag(f) is not None:
+            raise ValueError(f"{cls.__name__} has tagged fields: not written here")
+        out.append((f.name, None if f.name == spliced else
+                    get_field_writer(f, flexible=cls.__flexible__, is_request_header=False, is_tag=False)))
+    return tuple(out)

@@ -17,15 +17,11 @@ outnumber the image's topics by half again.
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
 import io
 import threading
 from typing import Callable, Optional
 
 from kio.schema.errors import ErrorCode
-from kio.serial._introspect import get_field_tag
-from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
 from quorum.controller.topics_control import validate_topic_name
@@ -33,6 +29,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.kafka.codec import (
     Encoded,
     encode_entity,
+    field_writers,
     materialize,
     nested_type,
     response_type,
@@ -171,7 +168,7 @@ class MetadataAnswers:
         response = materialize(cls, rest)
         before, after = io.BytesIO(), io.BytesIO()
         buffer = before
-        for name, writer in _field_writers(cls):
+        for name, writer in field_writers(cls, "topics"):
             if writer is None:
                 buffer = after
             else:
@@ -201,15 +198,3 @@ class MetadataAnswers:
         with self._lock:
             by_id = image.topics.by_id
             self._kept = {k: v for k, v in self._kept.items() if by_id.get(k[1]) is v[0]}
-
-
-@functools.cache
-def _field_writers(cls) -> tuple:
-    """(name, kio's writer) of each field of ``cls`` in order; None for ``topics``."""
-    out = []
-    for f in dataclasses.fields(cls):
-        if get_field_tag(f) is not None:
-            raise ValueError(f"{cls.__name__} has tagged fields: not written here")
-        out.append((f.name, None if f.name == "topics" else
-                    get_field_writer(f, flexible=cls.__flexible__, is_request_header=False, is_tag=False)))
-    return tuple(out)

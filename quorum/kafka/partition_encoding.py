@@ -11,17 +11,14 @@ by kio's own field writers. A test compares the bytes with kio's, for every vers
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import io
 import struct
 from typing import Optional
 
-from kio.serial._introspect import get_field_tag
-from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
-from quorum.kafka.codec import encode_entity, materialize, nested_type
+from quorum.kafka.codec import encode_entity, field_writers, materialize, nested_type
 
 FLEXIBLE_FROM = 9  # Metadata v9+ is flexible
 LEADER_EPOCH_FROM = 7
@@ -59,25 +56,13 @@ def partition_bytes(version: int, error: int, index: int, leader: int, epoch: in
     return layout.pack(error, index, leader, len(replicas), *replicas, len(isr), *isr)
 
 
-@functools.cache
-def _topic_writers(topic_cls) -> tuple:
-    """(name, kio's writer) of each field of the topic in order; None for ``partitions``."""
-    out = []
-    for f in dataclasses.fields(topic_cls):
-        if get_field_tag(f) is not None:
-            raise ValueError(f"{topic_cls.__name__} has tagged fields: not written here")
-        out.append((f.name, None if f.name == "partitions" else
-                    get_field_writer(f, flexible=topic_cls.__flexible__, is_request_header=False, is_tag=False)))
-    return tuple(out)
-
-
 def topic_bytes(topic_cls, version: int, topic: dict, partitions: list[tuple]) -> bytes:
     """``topic`` (the topic's fields but its partitions, as a dict) with ``partitions`` (each the
     arguments of :func:`partition_bytes` after the version) as Metadata ``version`` encodes it."""
     entity = materialize(topic_cls, {**topic, "partitions": []})
     partition_cls = nested_type(topic_cls, "partitions")
     buffer = io.BytesIO()
-    for name, writer in _topic_writers(topic_cls):
+    for name, writer in field_writers(topic_cls, "partitions"):
         if writer is not None:
             writer(buffer, getattr(entity, name))
             continue
