@@ -81,8 +81,16 @@ def bootstrap(brokers) -> str:
 
 
 def describe_json(cp, topic: str) -> dict:
-    out = subprocess.run(sparkraft_cmd("topics", "describe", "--topic", topic, "--json", "--bootstrap-controller",
-                                       cp.bootstrap()), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    """``sparkraft topics describe --json``: what the controllers say (any of them may answer, so
+    one restarted a moment ago may not have replayed the topic yet: asked again for a while)."""
+    deadline = time.monotonic() + 30
+    while True:
+        out = subprocess.run(sparkraft_cmd("topics", "describe", "--topic", topic, "--json", "--bootstrap-controller",
+                                           cp.bootstrap()), capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        if out.returncode == 0 or "UNKNOWN_TOPIC_OR_PARTITION" not in out.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -313,4 +321,12 @@ def test_creates_through_brokers_survive_a_controller_sigkill(cluster):
     assert set(acknowledged) <= listed
     for name in acknowledged:
         assert len(describe_json(cp, name)["partitions"]) == 2
-    cp.start([killed])
+    cp.start([killed])  # the module's other tests share the quorum: back to three, caught up
+
+    def caught_up():
+        try:
+            info = cp.client().describe_quorum()
+        except Exception:
+            return False
+        return len(info.voters) == 3 and all(v.log_end_offset >= info.high_watermark for v in info.voters)
+    wait_for(caught_up, 60, f"controller {killed} back and caught up")
