@@ -18,7 +18,6 @@ from quorum.security.authorizer import cluster_action, topic_action
 
 # Kafka's config resource types and sources (ConfigResource.Type, DescribeConfigsResponse.ConfigSource)
 RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER"}
-RESOURCE_CODES = {v: k for k, v in RESOURCE_TYPES.items()}
 CONFIG_SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
                   "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
 
