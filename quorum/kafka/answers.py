@@ -13,7 +13,6 @@ from typing import Optional
 from quorum.controller import acls_control, api, configs_control, quotas_control, reassign_control
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.metadata_answer import AUTHORIZED_OPERATIONS_OMITTED
-from quorum.metadata.image import MetadataImage
 from quorum.security.authorizer import cluster_action, topic_action
 
 # Kafka's config resource types and sources (ConfigResource.Type, DescribeConfigsResponse.ConfigSource)
@@ -28,9 +27,9 @@ def metadata(ctx, req, version: int):
     """Encoded a topic at a time, what did not change taken from what was kept (metadata_answer.py)."""
     image = ctx.image()
     may_describe = None
-    if ctx.security is not None and ctx.security.authorizer is not None:
+    if ctx.security.authorizer is not None:
         may_describe = lambda topic: ctx.may(topic_action("DESCRIBE", topic))  # noqa: E731
-    return ctx.metadata_answers.answer(image, req, version, ctx.cluster_id, ctx.controller_id(image), may_describe)
+    return ctx.metadata_answers.answer(image, req, version, ctx.cluster_id, ctx.controller_id, may_describe)
 
 
 def describe_cluster(ctx, req, version: int) -> dict:
@@ -49,7 +48,7 @@ def describe_cluster(ctx, req, version: int) -> dict:
         brokers.append({"broker_id": b.broker_id, "host": e.host, "port": e.port, "rack": b.rack,
                         "is_fenced": b.fenced})
     return {"throttle_time": 0, "error_code": Errors.NONE, "error_message": None, "endpoint_type": 1,
-            "cluster_id": ctx.cluster_id, "controller_id": ctx.controller_id(image), "brokers": brokers,
+            "cluster_id": ctx.cluster_id, "controller_id": ctx.controller_id, "brokers": brokers,
             "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
@@ -167,10 +166,3 @@ def describe_client_quotas(ctx, req, version: int) -> dict:
     return {"throttle_time": 0, "error_code": Errors.NONE, "error_message": None, "entries": [
         {"entity": [{"entity_type": t, "entity_name": n} for t, n in e.entity],
          "values": [{"key": k, "value": v} for k, v in e.values]} for e in entries]}
-
-
-def controller_id_of(broker_id: int, image: MetadataImage) -> int:
-    """What Metadata and DescribeCluster call the controller. Clients send controller-bound requests
-    (CreateTopics...) there; a KRaft broker names a live broker, which forwards them, so this broker
-    names itself (its image has caught up to its registration before it answers)."""
-    return broker_id

@@ -7,7 +7,6 @@ Everything else, Produce and Fetch included, is unsupported: sparkraft brokers c
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -22,10 +21,9 @@ from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.metadata.image import MetadataImage
 from quorum.security.authorizer import Action
-from quorum.security.node_security import NodeSecurity
+from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
 from quorum.security.principal import ANONYMOUS, Caller
 
-log = logging.getLogger(__name__)
 
 @dataclass
 class KafkaContext:
@@ -38,8 +36,9 @@ class KafkaContext:
     controller: object  # a ControllerClient: forwarded requests go through it (call_committed)
     wait_for: Callable[[int, float], bool]  # BrokerMetadataClient.wait_for(offset, timeout)
     metadata_answers: MetadataAnswers = None  # made for ``listener`` unless given
-    # the listener's NodeSecurity: its authorizer (if the broker has one) decides the reads here
-    security: Optional[NodeSecurity] = None
+    # the listener's NodeSecurity: who a connection's client is; its authorizer (if the broker has
+    # one) decides the reads here
+    security: NodeSecurity = field(default_factory=lambda: PLAINTEXT_NODE)
     caller: Optional[Caller] = None  # who is on the connection (set per connection by the listener)
     _acl_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -60,14 +59,18 @@ class KafkaContext:
         """Whether the connection's client may ``action``, by the broker's authorizer over the ACLs
         of its own image (no authorizer: anything)."""
         security = self.security
-        if security is None or security.authorizer is None:
+        if security.authorizer is None:
             return True
         with self._acl_lock:
             security.authorizer.follow(self.image().acls)
         return security.allows(self.caller or Caller(ANONYMOUS, ""), action)
 
-    def controller_id(self, image: MetadataImage) -> int:
-        return answers.controller_id_of(self.broker_id, image)
+    @property
+    def controller_id(self) -> int:
+        """What Metadata and DescribeCluster call the controller. Clients send controller-bound
+        requests (CreateTopics...) there; a KRaft broker names a live broker, which forwards them, so
+        this broker names itself (it answers only once its own registration is in its image)."""
+        return self.broker_id
 
 
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:

@@ -34,7 +34,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import get_field_tag
 from kio.serial._serialize import get_field_writer
-from kio.serial.errors import BufferUnderflow
+from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
 from quorum.kafka.framing import frame
 
@@ -79,9 +79,7 @@ def decode_request(payload: bytes, supported: dict[int, tuple[int, int]]) -> Req
     try:
         header, used = entity_reader(header_type)(payload, 0)
         body, _ = entity_reader(body_type)(payload, used)
-    except (BufferUnderflow, ValueError, TypeError, UnicodeDecodeError, OverflowError, IndexError) as e:
-        raise MalformedRequest(f"{body_type.__name__} v{api_version}: {type(e).__name__}: {e}") from None
-    except Exception as e:  # the native reader's other refusals (a bad enum value, a bad length...)
+    except Exception as e:  # BufferUnderflow, and the native reader's other refusals (a bad enum value...)
         raise MalformedRequest(f"{body_type.__name__} v{api_version}: {type(e).__name__}: {e}") from None
     return Request(api_key, api_version, correlation_id, header.client_id, body)
 
@@ -107,10 +105,7 @@ def encode_response(api_key: int, correlation_id: int, body: Any) -> bytes:
         entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=correlation_id))
     else:
         entity_writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=correlation_id))
-    if encoded:
-        buffer.write(body.body)
-    else:
-        entity_writer(type(body))(buffer, body)
+    buffer.write(body.body if encoded else encode_entity(body))
     return frame(buffer.getvalue())
 
 
@@ -211,10 +206,11 @@ def nested_type(cls: type, field_name: str) -> type:
     raise KeyError(f"{cls.__name__} has no field {field_name}")
 
 
+# --- an entity written around one array whose items are encoded elsewhere (metadata_answer.py) ---
+
 @functools.cache
-def field_writers(cls: type, spliced: str) -> tuple:
-    """(name, kio's writer) of each field of ``cls`` in order, None for the field ``spliced``: what
-    writes ``cls`` around one array whose items are encoded elsewhere (metadata_answer.py)."""
+def _field_writers(cls: type, spliced: str) -> tuple:
+    """(name, kio's writer) of each field of ``cls`` in order, None for the field ``spliced``."""
     out = []
     for f in dataclasses.fields(cls):
         if get_field_tag(f) is not None:
@@ -222,3 +218,26 @@ def field_writers(cls: type, spliced: str) -> tuple:
         out.append((f.name, None if f.name == spliced else
                     get_field_writer(f, flexible=cls.__flexible__, is_request_header=False, is_tag=False)))
     return tuple(out)
+
+
+def around(entity: Any, spliced: str) -> tuple[bytes, bytes]:
+    """The bytes kio writes for ``entity`` before its array field ``spliced`` and after it (the
+    array's own length and items left out: see ``array_length``)."""
+    cls = type(entity)
+    before, after = io.BytesIO(), io.BytesIO()
+    buffer = before
+    for name, writer in _field_writers(cls, spliced):
+        if writer is None:
+            buffer = after
+        else:
+            writer(buffer, getattr(entity, name))
+    if cls.__flexible__:
+        write_empty_tagged_fields(after)
+    return before.getvalue(), after.getvalue()
+
+
+def array_length(flexible: bool, count: int) -> bytes:
+    """An array's length as a version writes it (compact in the flexible versions)."""
+    buffer = io.BytesIO()
+    (write_compact_array_length if flexible else write_legacy_array_length)(buffer, count)
+    return buffer.getvalue()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Optional
+from typing import Callable
 
 from quorum.kafka.apis import KafkaContext
 from quorum.kafka.server import KafkaListener
@@ -30,7 +30,6 @@ class KafkaListeners:
         self.listeners: list[KafkaListener] = []
         self._tls: list = []
         self._lock = threading.Lock()
-        self.opened = threading.Event()
 
     def start(self) -> "KafkaListeners":
         threading.Thread(target=self._open_when_caught_up, name="kafka-listeners", daemon=True).start()
@@ -65,7 +64,6 @@ class KafkaListeners:
                 self.listeners.append(listener)
             log.info("Broker %d: Kafka clients are answered on %s://%s:%d (metadata and admin requests; no "
                      "Produce or Fetch)", node_id, e.name, e.host, listener.port)
-        self.opened.set()
 
     def reload_tls(self) -> None:
         for tls in self._tls:
@@ -76,9 +74,3 @@ class KafkaListeners:
             for listener in self.listeners:
                 listener.stop()
             self.listeners.clear()
-
-    def port(self, name: str) -> Optional[int]:
-        for listener in self.listeners:
-            if listener.ctx.listener == name:
-                return listener.port
-        return None

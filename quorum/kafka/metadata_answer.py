@@ -17,19 +17,18 @@ outnumber the image's topics by half again.
 """
 from __future__ import annotations
 
-import io
 import threading
 from typing import Callable, Optional
 
 from kio.schema.errors import ErrorCode
-from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
 from quorum.controller.topics_control import validate_topic_name
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.codec import (
     Encoded,
+    around,
+    array_length,
     encode_entity,
-    field_writers,
     materialize,
     nested_type,
     response_type,
@@ -135,12 +134,8 @@ class MetadataAnswers:
                     parts.append(self._topic_bytes(topic, version, topic_cls, endpoints, live, live_key))
         self._prune(image)
         prefix, suffix = self._around_topics(cls, version, endpoints, live_key, cluster_id, controller_id)
-        count = io.BytesIO()
-        if cls.__flexible__:
-            write_compact_array_length(count, len(parts))
-        else:
-            write_legacy_array_length(count, len(parts))
-        return Encoded(b"".join([prefix, count.getvalue(), *parts, suffix]), cls.__flexible__)
+        return Encoded(b"".join([prefix, array_length(cls.__flexible__, len(parts)), *parts, suffix]),
+                       cls.__flexible__)
 
     def _brokers(self, image: MetadataImage) -> tuple:
         """(endpoints, live broker ids, their key) for the image's cluster part, kept while it is
@@ -165,19 +160,9 @@ class MetadataAnswers:
                 "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, "error_code": ErrorCode.none,
                 "brokers": [{"node_id": b, "host": h, "port": p, "rack": r}
                             for b, (h, p, r) in sorted(endpoints.items())]}
-        response = materialize(cls, rest)
-        before, after = io.BytesIO(), io.BytesIO()
-        buffer = before
-        for name, writer in field_writers(cls, "topics"):
-            if writer is None:
-                buffer = after
-            else:
-                writer(buffer, getattr(response, name))
-        if cls.__flexible__:
-            write_empty_tagged_fields(after)
         if len(self._frames) > 64:  # brokers come and go: what is kept stays small
             self._frames.clear()
-        kept = self._frames[key] = (before.getvalue(), after.getvalue())
+        kept = self._frames[key] = around(materialize(cls, rest), "topics")
         return kept
 
     def _topic_bytes(self, topic, version: int, topic_cls, endpoints: dict, live: frozenset, live_key) -> bytes:

@@ -12,13 +12,10 @@ by kio's own field writers. A test compares the bytes with kio's, for every vers
 from __future__ import annotations
 
 import functools
-import io
 import struct
 from typing import Optional
 
-from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
-
-from quorum.kafka.codec import encode_entity, field_writers, materialize, nested_type
+from quorum.kafka.codec import around, array_length, encode_entity, materialize, nested_type
 
 FLEXIBLE_FROM = 9  # Metadata v9+ is flexible
 LEADER_EPOCH_FROM = 7
@@ -59,25 +56,16 @@ def partition_bytes(version: int, error: int, index: int, leader: int, epoch: in
 def topic_bytes(topic_cls, version: int, topic: dict, partitions: list[tuple]) -> bytes:
     """``topic`` (the topic's fields but its partitions, as a dict) with ``partitions`` (each the
     arguments of :func:`partition_bytes` after the version) as Metadata ``version`` encodes it."""
-    entity = materialize(topic_cls, {**topic, "partitions": []})
+    before, after = around(materialize(topic_cls, {**topic, "partitions": []}), "partitions")
     partition_cls = nested_type(topic_cls, "partitions")
-    buffer = io.BytesIO()
-    for name, writer in field_writers(topic_cls, "partitions"):
-        if writer is not None:
-            writer(buffer, getattr(entity, name))
-            continue
-        if topic_cls.__flexible__:
-            write_compact_array_length(buffer, len(partitions))
-        else:
-            write_legacy_array_length(buffer, len(partitions))
-        for p in partitions:
-            data = partition_bytes(version, *p)
-            if data is None:  # an array too long for one varint byte: kio writes it
-                error, index, leader, epoch, replicas, isr, offline = p
-                data = encode_entity(materialize(partition_cls, {
-                    "error_code": error, "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
-                    "replica_nodes": replicas, "isr_nodes": isr, "offline_replicas": offline}))
-            buffer.write(data)
-    if topic_cls.__flexible__:
-        write_empty_tagged_fields(buffer)
-    return buffer.getvalue()
+    parts = [before, array_length(topic_cls.__flexible__, len(partitions))]
+    for p in partitions:
+        data = partition_bytes(version, *p)
+        if data is None:  # an array too long for one varint byte: kio writes it
+            error, index, leader, epoch, replicas, isr, offline = p
+            data = encode_entity(materialize(partition_cls, {
+                "error_code": error, "partition_index": index, "leader_id": leader, "leader_epoch": epoch,
+                "replica_nodes": replicas, "isr_nodes": isr, "offline_replicas": offline}))
+        parts.append(data)
+    parts.append(after)
+    return b"".join(parts)

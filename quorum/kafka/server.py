@@ -29,7 +29,7 @@ from typing import Optional
 from quorum.kafka import apis
 from quorum.kafka.codec import API_VERSIONS_KEY, MalformedRequest, UnsupportedRequest, decode_request, encode_response
 from quorum.kafka.framing import DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReader
-from quorum.security.principal import ANONYMOUS, Caller, peer_host
+from quorum.security.principal import Caller
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +126,6 @@ class KafkaListener:
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         ssl_object = writer.get_extra_info("ssl_object")
         certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-        if self.ctx.security is None:
-            return Caller(ANONYMOUS, peer_host(peer_text))
         return self.ctx.security.wire_caller(peer_text, certificate)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer, ctx) -> None:
@@ -177,7 +175,7 @@ class KafkaListener:
         self.closed_for_cause += 1
         log.info("Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
 
-    def _answer(self, payload: bytes, peer, ctx: Optional[apis.KafkaContext] = None) -> Optional[bytes]:
+    def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext) -> Optional[bytes]:
         """The framed response, or None to close the connection."""
         try:
             request = decode_request(payload, apis.SUPPORTED)
@@ -190,7 +188,7 @@ class KafkaListener:
             self._refuse(peer, f"a malformed request: {e}")
             return None
         try:
-            return encode_response(request.api_key, request.correlation_id, apis.handle(ctx or self.ctx, request))
+            return encode_response(request.api_key, request.correlation_id, apis.handle(ctx, request))
         except Exception:
             log.warning("Kafka listener %s:%d: API key %d v%d from %s failed; closing the connection", self.host,
                         self.port, request.api_key, request.api_version, peer, exc_info=True)

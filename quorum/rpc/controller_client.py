@@ -60,13 +60,10 @@ class ControllerClient(LeaderFollowingClient):
     # -- generic ---------------------------------------------------------------------------
     def call(self, request, timeout: Optional[float] = None):
         """Send any controller request dataclass; returns the reply (see controller_convert.REPLIES)."""
+        if not isinstance(request, api.READ_REQUESTS):
+            return self.call_committed(request, timeout)[0]
         method = cc.method_of(request)
-        pb_request = cc.request_to_proto(request)
-        if isinstance(request, api.READ_REQUESTS):
-            resp = self._read(method, pb_request, timeout)
-        else:
-            resp = self._call_leader(method, pb_request, timeout)
-        return cc.reply_from_proto(method, resp)
+        return cc.reply_from_proto(method, self._read(method, cc.request_to_proto(request), timeout))
 
     def call_committed(self, request, timeout: Optional[float] = None,
                        on_behalf_of: Optional[tuple[str, str]] = None) -> tuple[Any, int]:

@@ -70,7 +70,7 @@ class NodeSecurity:
         does not verify raises SparkraftError SASL_AUTHENTICATION_FAILED. A request a broker
         forwards for a Kafka client is the client's (``forwarded_caller``)."""
         host = peer_host(context.peer())
-        metadata = context.invocation_metadata()
+        metadata = context.invocation_metadata() or ()
         direct = None
         if self.scram is not None:
             principal = self.scram.principal_of(metadata)
@@ -79,10 +79,10 @@ class NodeSecurity:
         if direct is None:
             direct = self._by_certificate(host, certificate_subject(context.auth_context())) \
                 if self.tls is not None else Caller(ANONYMOUS, host)
-        forwarded = dict(metadata or ()).get(FORWARDED_PRINCIPAL)
-        if forwarded is None:
+        named = dict(metadata)
+        if FORWARDED_PRINCIPAL not in named:
             return direct
-        return self.forwarded_caller(direct, forwarded, dict(metadata).get(FORWARDED_HOST, ""))
+        return self.forwarded_caller(direct, named[FORWARDED_PRINCIPAL], named.get(FORWARDED_HOST, ""))
 
     def forwarded_caller(self, direct: Caller, principal: str, host: str) -> Caller:
         """The client a request was forwarded for (KIP-590), if ``direct`` may forward: a node's own
