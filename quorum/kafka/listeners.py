@@ -1,7 +1,8 @@
 """A broker's Kafka listeners: one KafkaListener per client listener it registers, opened once the
 broker's image has its own registration, unfenced (it has caught up with the log; a client's first
 Metadata answer then names at least this broker: librdkafka retries an answer naming none), and
-closed when the broker stops.
+closed when the broker stops. Each listener's Metadata answers are warmed before it opens and then
+as the image changes (at most once a second), so no client waits for a whole-cluster encoding.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class KafkaListeners:
         self.listeners: list[KafkaListener] = []
         self._tls: list = []
         self._lock = threading.Lock()
+        self.warmed_image = None  # the image the answers were last warmed for (tests)
 
     def start(self) -> "KafkaListeners":
         threading.Thread(target=self._open_when_caught_up, name="kafka-listeners", daemon=True).start()
@@ -55,6 +57,7 @@ class KafkaListeners:
                     ssl_context = security.tls.wire_context()
                 ctx = KafkaContext(node_id, self.cluster_id, e.name, lambda: self.metadata.image, self.controller,
                                    self.metadata.wait_for, security=security)
+                ctx.metadata_answers.warm(self.metadata.image)
                 try:
                     listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context).start()
                 except OSError as err:
@@ -64,6 +67,25 @@ class KafkaListeners:
                 self.listeners.append(listener)
             log.info("Broker %d: Kafka clients are answered on %s://%s:%d (metadata and admin requests; no "
                      "Produce or Fetch)", node_id, e.name, e.host, listener.port)
+        self._keep_warm()
+
+    def _keep_warm(self) -> None:
+        """Encode what each image change touched for the Metadata layouts clients use, off the
+        request path; an answer asked meanwhile encodes what it needs itself."""
+        while not self._stop.wait(1.0):
+            image = self.metadata.image
+            if image is self.warmed_image:
+                continue
+            with self._lock:
+                answers = [listener.ctx.metadata_answers for listener in self.listeners]
+            try:
+                for a in answers:
+                    a.warm(image)
+            except Exception:  # a bug here must not stop the answers, only their warming
+                log.exception("Broker %d: warming Metadata answers failed; they are encoded when asked",
+                              self.config.node_id)
+                return
+            self.warmed_image = image
 
     def reload_tls(self) -> None:
         for tls in self._tls:

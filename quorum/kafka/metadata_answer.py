@@ -12,12 +12,24 @@ brokers. They are written by kio's own field writers, so the whole is exactly wh
 the whole response (a test compares them for every version). A single-topic answer costs ~17 µs
 where encoding it all costs ~200 µs (30 brokers, 100 partitions).
 
+Versions whose topics are laid out alike (v10 to v13, say) share what is kept. And what is kept is
+kept warm: :meth:`MetadataAnswers.warm` encodes every topic the image changed for the layouts
+clients asked in lately (and the newest when the listener opens), so that even the first
+whole-cluster answer after a broker starts, or after a change that touched every topic, is joined
+rather than encoded (at 2,000,000 partitions, ~0.1 s rather than ~2.5 s). The broker warms before
+it opens a listener and then as its image changes (listeners.py); a broker no client asks spends
+nothing on it after WARM_FOR_SECONDS.
+
 What is kept is bounded by the cluster: entries of deleted topics are dropped when the kept ones
 outnumber the image's topics by half again.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
+import operator
 import threading
+import time
 from typing import Callable, Optional
 
 from kio.schema.errors import ErrorCode
@@ -35,12 +47,31 @@ from quorum.kafka.codec import (
     topic_id_text,
     topic_uuid,
 )
-from quorum.kafka.partition_encoding import topic_bytes
+from quorum.kafka.partition_encoding import FLEXIBLE_FROM, topic_bytes
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.topics import NO_LEADER
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 METADATA_KEY = 3
+NEWEST_VERSION = 13  # warmed from the start: what current clients ask in
+WARM_FOR_SECONDS = 600.0  # a layout no client asked in for this long is no longer kept warm
+
+
+_LAYOUTS: dict[tuple, int] = {}
+
+
+@functools.cache
+def topic_layout(version: int) -> int:
+    """A number for what a topic's bytes depend on in Metadata ``version``: its fields' names and
+    Kafka types, its partitions' too, and whether the version is flexible. Versions with the same
+    layout encode a topic to the same bytes (for a topic that exists: only a missing one's name is
+    null, and missing topics are not kept)."""
+    topic_cls = nested_type(response_type(METADATA_KEY, version), "topics")
+    partition_cls = nested_type(topic_cls, "partitions")
+    layout = (version >= FLEXIBLE_FROM,) + tuple(
+        tuple((f.name, f.metadata.get("kafka_type")) for f in dataclasses.fields(cls))
+        for cls in (topic_cls, partition_cls))
+    return _LAYOUTS.setdefault(layout, len(_LAYOUTS))
 
 
 def listener_endpoints(image: MetadataImage, listener: str) -> dict[int, tuple]:
@@ -56,12 +87,14 @@ def listener_endpoints(image: MetadataImage, listener: str) -> dict[int, tuple]:
     return out
 
 
+_partition_id = operator.itemgetter(0)  # sorting (id, registration) pairs by id alone: 5x faster
+
+
 def topic_partitions(topic, endpoints: dict, live: frozenset) -> list[tuple]:
-    """Each partition's fields in Metadata (partition_encoding.partition_bytes's arguments)."""
+    """Each partition's fields in Metadata, by partition id (as partition_encoding packs them)."""
     out = []
-    partitions = topic.partitions
-    for pid in sorted(partitions):
-        p = partitions[pid]
+    append = out.append
+    for pid, p in sorted(topic.partitions.items(), key=_partition_id):
         leader = p.leader
         if leader in endpoints:
             error = 0
@@ -71,7 +104,7 @@ def topic_partitions(topic, endpoints: dict, live: frozenset) -> list[tuple]:
             error = Errors.LISTENER_NOT_FOUND if leader in live else Errors.LEADER_NOT_AVAILABLE
         replicas = p.replicas
         offline = () if live.issuperset(replicas) else tuple(r for r in replicas if r not in live)
-        out.append((error, pid, leader, p.leader_epoch, replicas, p.isr, offline))
+        append((error, pid, leader, p.leader_epoch, replicas, p.isr, offline))
     return out
 
 
@@ -86,7 +119,9 @@ class MetadataAnswers:
 
     def __init__(self, listener: str):
         self.listener = listener
-        self._kept: dict[tuple[int, str], tuple] = {}  # (version, topic id) -> (TopicImage, live key, bytes)
+        self._kept: dict[tuple[int, str], tuple] = {}  # (topic layout, topic id) -> (TopicImage, live key, bytes)
+        # version -> when a client last asked in it; the newest counts as asked at the start
+        self._asked: dict[int, float] = {NEWEST_VERSION: time.monotonic()}
         self._cluster: Optional[tuple] = None  # (ClusterImage, what _brokers makes of it)
         self._frames: dict[tuple, tuple[bytes, bytes]] = {}  # the bytes around the topics array
         self._lock = threading.Lock()
@@ -97,6 +132,7 @@ class MetadataAnswers:
         """``may_describe(topic)``: whether the client may see a topic (None: every one). Topics it
         may not are left out of a whole-cluster answer and answered TOPIC_AUTHORIZATION_FAILED
         when named, whether they exist or not (as Kafka does: nothing about them leaks)."""
+        self._asked[version] = time.monotonic()
         endpoints, live, live_key = self._brokers(image)
         cls = response_type(METADATA_KEY, version)
         topic_cls = nested_type(cls, "topics")
@@ -165,8 +201,25 @@ class MetadataAnswers:
         kept = self._frames[key] = around(materialize(cls, rest), "topics")
         return kept
 
+    def warm(self, image: MetadataImage) -> int:
+        """Encode each of the image's topics not kept as it is now, for every layout asked for in
+        the last WARM_FOR_SECONDS; returns how many were encoded."""
+        endpoints, live, live_key = self._brokers(image)
+        now = time.monotonic()
+        versions = {}  # one version per layout
+        for version, asked in sorted(self._asked.items()):
+            if now - asked <= WARM_FOR_SECONDS:
+                versions.setdefault(topic_layout(version), version)
+        before = self.encoded_topics
+        for version in versions.values():
+            topic_cls = nested_type(response_type(METADATA_KEY, version), "topics")
+            for topic in image.topics.by_id.values():
+                self._topic_bytes(topic, version, topic_cls, endpoints, live, live_key)
+        self._prune(image)
+        return self.encoded_topics - before
+
     def _topic_bytes(self, topic, version: int, topic_cls, endpoints: dict, live: frozenset, live_key) -> bytes:
-        key = (version, topic.topic_id)
+        key = (topic_layout(version), topic.topic_id)
         kept = self._kept.get(key)
         if kept is not None and kept[0] is topic and kept[1] == live_key:
             return kept[2]

@@ -36,31 +36,55 @@ def _layout(version: int, replicas: int, isr: int, offline: int) -> Optional[str
     return struct.Struct(fmt + ("B" if flexible else ""))
 
 
-def partition_bytes(version: int, error: int, index: int, leader: int, epoch: int, replicas: tuple,
-                    isr: tuple, offline: tuple) -> Optional[bytes]:
-    """One partition as Metadata ``version`` encodes it, or None where kio must write it."""
-    layout = _layout(version, len(replicas), len(isr), len(offline))
-    if layout is None:
-        return None
+def _layouts(version: int) -> dict:
+    """(replicas, isr, offline) lengths -> Struct, filled as shapes are met (one dict per version)."""
+    return _LAYOUTS.setdefault(version, {})
+
+
+_LAYOUTS: dict[int, dict] = {}
+
+
+def partitions_bytes(version: int, partitions: list[tuple]) -> list[Optional[bytes]]:
+    """Each partition (error, index, leader, epoch, replicas, isr, offline) as Metadata ``version``
+    encodes it, or None where kio must write it. One call per topic, the version's branch taken
+    once: at 2,000,000 partitions a function call per partition is a second of its own."""
+    layouts = _layouts(version)
+    out: list[Optional[bytes]] = []
+    append = out.append
     if version >= FLEXIBLE_FROM:  # compact lengths (+ 1), then no tagged fields
-        return layout.pack(error, index, leader, epoch, len(replicas) + 1, *replicas, len(isr) + 1, *isr,
-                           len(offline) + 1, *offline, 0)
-    if version >= LEADER_EPOCH_FROM:
-        return layout.pack(error, index, leader, epoch, len(replicas), *replicas, len(isr), *isr,
-                           len(offline), *offline)
-    if version >= OFFLINE_REPLICAS_FROM:
-        return layout.pack(error, index, leader, len(replicas), *replicas, len(isr), *isr, len(offline), *offline)
-    return layout.pack(error, index, leader, len(replicas), *replicas, len(isr), *isr)
+        for error, index, leader, epoch, replicas, isr, offline in partitions:
+            shape = (len(replicas), len(isr), len(offline))
+            layout = layouts.get(shape) or _layout(version, *shape)
+            if layout is None:
+                append(None)
+                continue
+            layouts[shape] = layout
+            append(layout.pack(error, index, leader, epoch, shape[0] + 1, *replicas, shape[1] + 1, *isr,
+                               shape[2] + 1, *offline, 0))
+        return out
+    for error, index, leader, epoch, replicas, isr, offline in partitions:
+        shape = (len(replicas), len(isr), len(offline))
+        layout = layouts.get(shape) or _layout(version, *shape)
+        layouts[shape] = layout
+        if version >= LEADER_EPOCH_FROM:
+            append(layout.pack(error, index, leader, epoch, shape[0], *replicas, shape[1], *isr, shape[2], *offline))
+        elif version >= OFFLINE_REPLICAS_FROM:
+            append(layout.pack(error, index, leader, shape[0], *replicas, shape[1], *isr, shape[2], *offline))
+        else:
+            append(layout.pack(error, index, leader, shape[0], *replicas, shape[1], *isr))
+    return out
 
 
 def topic_bytes(topic_cls, version: int, topic: dict, partitions: list[tuple]) -> bytes:
-    """``topic`` (the topic's fields but its partitions, as a dict) with ``partitions`` (each the
-    arguments of :func:`partition_bytes` after the version) as Metadata ``version`` encodes it."""
+    """``topic`` (the topic's fields but its partitions, as a dict) with ``partitions`` (each as
+    :func:`partitions_bytes` takes them) as Metadata ``version`` encodes it."""
     before, after = around(materialize(topic_cls, {**topic, "partitions": []}), "partitions")
     partition_cls = nested_type(topic_cls, "partitions")
     parts = [before, array_length(topic_cls.__flexible__, len(partitions))]
-    for p in partitions:
-        data = partition_bytes(version, *p)
+    packed = partitions_bytes(version, partitions)
+    if None not in packed:
+        return b"".join((*parts, *packed, after))
+    for p, data in zip(partitions, packed):
         if data is None:  # an array too long for one varint byte: kio writes it
             error, index, leader, epoch, replicas, isr, offline = p
             data = encode_entity(materialize(partition_cls, {

@@ -2,12 +2,16 @@
 encoded again, and nothing else."""
 from __future__ import annotations
 
+import time
+
 from kafka_helpers import broker_with_orders
+from kio.index import load_request_schema
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.serial import entity_reader
 
 from quorum.controller import api
-from quorum.kafka.codec import response_type
+from quorum.kafka.codec import encode_entity, materialize, response_type
+from quorum.kafka.metadata_answer import WARM_FOR_SECONDS, MetadataAnswers, topic_layout
 
 ALL = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
 
@@ -55,3 +59,55 @@ def test_unknown_and_invalid_names_are_answered_per_topic():
     topics, _ = ask(c, ctx, request)
     assert int(topics["nope"].error_code) == 3 and int(topics["bad/name"].error_code) == 17
     assert int(topics["orders"].error_code) == 0 and c.core.image.topics.topic_by_name("nope") is None
+
+
+def _whole(version: int):
+    """A whole-cluster Metadata request in ``version``."""
+    return materialize(load_request_schema(3, version), {"topics": None, "allow_auto_topic_creation": False,
+                                                         "include_topic_authorized_operations": False,
+                                                         "include_cluster_authorized_operations": False})
+
+
+def test_versions_laid_out_alike_share_what_is_kept_and_each_is_what_kio_writes():
+    c, ctx = broker_with_orders()
+    answers = ctx.metadata_answers
+    layouts = {topic_layout(v) for v in range(14)}
+    assert topic_layout(10) == topic_layout(13) and topic_layout(9) != topic_layout(10)
+    for _ in range(2):  # the second round is answered from what the first kept, across versions
+        for version in range(14):
+            encoded = answers.answer(c.core.image, _whole(version), version, ctx.cluster_id, 1)
+            response, _ = entity_reader(response_type(3, version))(encoded.body, 0)
+            assert encoded.body == encode_entity(response), version
+            assert [t.name for t in response.topics] == ["orders"]
+    assert answers.encoded_topics == len(layouts) < 14
+
+
+def test_warming_encodes_what_changed_for_the_layouts_asked_and_answers_then_encode_nothing():
+    c, ctx = broker_with_orders()
+    c.request(api.CreateTopicsRequest((api.CreatableTopic("payments", 3, 2),)))
+    answers = ctx.metadata_answers
+    assert answers.warm(c.core.image) == 2  # the newest layout, before any client asks
+    assert answers.warm(c.core.image) == 0
+    cold = MetadataAnswers(ctx.listener).answer(c.core.image, _whole(13), 13, ctx.cluster_id, 1)
+    assert answers.answer(c.core.image, _whole(13), 13, ctx.cluster_id, 1) == cold
+    assert answers.encoded_topics == 2  # joined from what warming kept
+    answers.answer(c.core.image, _whole(8), 8, ctx.cluster_id, 1)  # a client asks an older layout
+    c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("payments", 5),)))
+    assert answers.warm(c.core.image) == 2  # payments, in both layouts asked
+    before = answers.encoded_topics
+    topics = {t.name: t for t in entity_reader(response_type(3, 8))(
+        answers.answer(c.core.image, _whole(8), 8, ctx.cluster_id, 1).body, 0)[0].topics}
+    assert len(topics["payments"].partitions) == 5 and answers.encoded_topics == before
+
+
+
+def test_layouts_no_client_asked_in_lately_are_no_longer_warmed():
+    c, ctx = broker_with_orders()
+    answers = ctx.metadata_answers
+    assert answers.warm(c.core.image) == 1
+    answers._asked = {v: time.monotonic() - WARM_FOR_SECONDS - 1 for v in answers._asked}  # ten quiet minutes
+    c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("orders", 6),)))
+    assert answers.warm(c.core.image) == 0  # a broker no client asks spends nothing on it
+    answers.answer(c.core.image, _whole(13), 13, ctx.cluster_id, 1)  # asked again: kept warm again
+    c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("orders", 7),)))
+    assert answers.warm(c.core.image) == 1
