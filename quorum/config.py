@@ -19,7 +19,7 @@ from quorum.security.authorizer import Authorizer
 from quorum.security.client import ClientSecurity
 from quorum.security.node_security import DEFAULT_BROKER_PRINCIPAL, DEFAULT_VOTER_PRINCIPAL, NODE_ID_FIELD, NodeSecurity
 from quorum.security.principal import PrincipalMapper
-from quorum.security.sasl_server import DEFAULT_LIFETIME_MS, ScramAuthenticator
+from quorum.security.sasl_server import DEFAULT_LIFETIME_MS, SaslLogin, ScramAuthenticator
 from quorum.security.tls import CLIENT_AUTH, ServerTls
 
 log = logging.getLogger(__name__)
@@ -146,13 +146,18 @@ def _listeners(s: str) -> dict[str, HostPort]:
 
 def _protocol(entry: str) -> tuple[str, str]:
     name, sep, protocol = entry.partition(":")
-    if not sep or protocol.strip().upper() not in ("PLAINTEXT", "SSL"):
+    if not sep or protocol.strip().upper() not in SECURITY_PROTOCOLS:
         raise ValueError
     return _listener_name(name), protocol.strip().upper()
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")  # the last two: brokers' Kafka listeners
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+
+
 def _protocol_map(s: str) -> dict[str, str]:
-    return _keyed_list(s, _protocol, "expected NAME:PLAINTEXT|SSL[,NAME:PLAINTEXT|SSL...] with distinct names")
+    return _keyed_list(s, _protocol, f"expected NAME:PROTOCOL[,NAME:PROTOCOL...] with distinct names, each "
+                                     f"protocol one of {', '.join(SECURITY_PROTOCOLS)}")
 
 
 def _pem(s: str) -> str:
@@ -422,16 +427,21 @@ class NodeConfig:
                                   leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000)
 
     def security_protocol(self, listener_name: str | None) -> str:
-        """PLAINTEXT or SSL: what ``listener.security.protocol.map`` says of a listener."""
-        return (self.listener_security_protocol_map or {}).get(listener_name or "", "PLAINTEXT")
+        """What ``listener.security.protocol.map`` says of a listener; unmapped, a listener named after
+        a protocol is that protocol (Kafka's default map), any other PLAINTEXT."""
+        mapped = (self.listener_security_protocol_map or {}).get(listener_name or "")
+        return mapped or (listener_name if listener_name in SECURITY_PROTOCOLS else "PLAINTEXT")
 
     def node_security(self, listener_name: str | None) -> NodeSecurity:
         """TLS, principals and authorizer of the listener ``listener_name`` (None: no listener of its
         own, a broker), and how this node connects to the controllers; ConfigError on bad key files."""
         tls = None
+        protocol = self.security_protocol(listener_name) if listener_name is not None else "PLAINTEXT"
         try:
-            if listener_name is not None and self.security_protocol(listener_name) == "SSL":
-                tls = ServerTls(self.ssl_keystore_location or "", self.ssl_truststore_location, self.ssl_client_auth)
+            if protocol in TLS_PROTOCOLS:
+                # as in Kafka, a SASL_SSL listener asks no client certificate: its clients log in
+                tls = ServerTls(self.ssl_keystore_location or "", self.ssl_truststore_location,
+                                self.ssl_client_auth if protocol == "SSL" else "none")
             controller_protocol = self.security_protocol(self.controller_listener_name)
             client = ClientSecurity(protocol=controller_protocol, truststore=self.ssl_truststore_location,
                                     keystore=self.ssl_keystore_location if controller_protocol == "SSL" else None)
@@ -447,7 +457,9 @@ class NodeConfig:
             if tls is not None and listener_name in (self.controller_listener_names or ()) else None
         return NodeSecurity(tls=tls, mapper=PrincipalMapper(self.ssl_principal_mapping_rules), authorizer=authorizer,
                             client=client, voter_principal=self.voter_principal,
-                            broker_principal=self.broker_principal, scram=scram)
+                            broker_principal=self.broker_principal, scram=scram,
+                            sasl_login=SaslLogin(self.connections_max_reauth_ms)
+                            if protocol.startswith("SASL_") else None)
 
     def _check(self, source: str) -> None:
         """Combinations of keys that Kafka also refuses."""
@@ -475,9 +487,15 @@ class NodeConfig:
                 log.warning("%s: listener %s port %d differs from node %d's voter entry %s:%d",
                             source, self.controller_listener_names[0], address[1], self.node_id,
                             *voter_address)
-        for name, protocol in (self.listener_security_protocol_map or {}).items():
-            if protocol == "SSL" and not self.ssl_keystore_location:
-                fail(f"listener {name} is SSL (listener.security.protocol.map) but ssl.keystore.location is not set")
+        for name in sorted({*(self.listener_security_protocol_map or {}), *(self.listeners or {})}):
+            protocol = self.security_protocol(name)
+            if protocol in TLS_PROTOCOLS and not self.ssl_keystore_location:
+                fail(f"listener {name} is {protocol} (listener.security.protocol.map) but ssl.keystore.location "
+                     f"is not set")
+            if protocol.startswith("SASL_") and name in (self.controller_listener_names or ()):
+                fail(f"controller listener {name} is {protocol}: a controller listener is PLAINTEXT or SSL "
+                     f"(SCRAM clients log in over SSL with security.protocol=SASL_SSL; SASL_ listeners are "
+                     f"brokers' Kafka listeners)")
         if self.ssl_client_auth == "required" and not self.ssl_truststore_location:
             fail("ssl.client.auth=required needs ssl.truststore.location (the CAs that sign client certificates)")
         if self.is_broker:

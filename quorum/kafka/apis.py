@@ -7,6 +7,7 @@ Everything else, Produce and Fetch included, is unsupported: sparkraft brokers c
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -19,6 +20,7 @@ from quorum.errors import Errors
 from quorum.kafka import answers, forwarding
 from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
+from quorum.kafka.sasl import SaslSession, authenticate, handshake
 from quorum.metadata.image import MetadataImage
 from quorum.security.authorizer import Action
 from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
@@ -40,15 +42,20 @@ class KafkaContext:
     # one) decides the reads here
     security: NodeSecurity = field(default_factory=lambda: PLAINTEXT_NODE)
     caller: Optional[Caller] = None  # who is on the connection (set per connection by the listener)
+    sasl: Optional[SaslSession] = None  # the connection's login, on a SASL_ listener (sasl.py)
     _acl_lock: threading.Lock = field(default_factory=threading.Lock)
+    _decoy_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     def __post_init__(self):
         if self.metadata_answers is None:
             self.metadata_answers = MetadataAnswers(self.listener)
 
     def for_caller(self, caller: Caller) -> "KafkaContext":
-        """This context for one connection's client (what is kept is shared)."""
-        return dataclasses.replace(self, caller=caller)
+        """This context for one connection's client (what is kept is shared); on a SASL_ listener,
+        with a login of its own that the client must complete first."""
+        login = self.security.sasl_login
+        session = None if login is None else SaslSession(login.session_lifetime_ms, self._decoy_key)
+        return dataclasses.replace(self, caller=caller, sasl=session)
 
     @property
     def on_behalf_of(self) -> Optional[tuple[str, str]]:
@@ -87,6 +94,8 @@ def api_versions(ctx: KafkaContext, req, version: int) -> dict:
 # api key -> (lowest, highest version implemented, handler)
 IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
     18: (0, 4, api_versions),
+    17: (1, 1, handshake),  # v0 (SASL tokens outside Kafka's framing) is not served
+    36: (0, 2, authenticate),
     3: (0, 13, answers.metadata),
     60: (0, 2, answers.describe_cluster),
     32: (1, 4, answers.describe_configs),

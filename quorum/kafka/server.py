@@ -12,6 +12,8 @@ What a hostile or broken client gets:
 - a frame that has not arrived ``frame_timeout_s`` after its first byte (a slowloris client), or no
   request for ``idle_timeout_s``: the connection is closed;
 - past ``max_connections``, a new connection is closed at once;
+- on a SASL_ listener, a request other than ApiVersions before the client has logged in (or after
+  its login expired), or a failed login: the connection is closed (after the answer, for a login);
 - the bytes of frames still arriving, over all connections, are bounded by ``max_buffered_bytes``:
   a connection whose frame would take more is closed (many clients each sending the largest frame
   allowed, slowly, cannot exhaust the broker's memory).
@@ -123,7 +125,8 @@ class KafkaListener:
 
     def _caller_of(self, writer: asyncio.StreamWriter, peer) -> Caller:
         """The connection's client: by its certificate on a mutual-TLS listener, else ANONYMOUS."""
-        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        host, port = (peer[0], peer[1]) if isinstance(peer, tuple) else (str(peer), 0)
+        peer_text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # as the wire names its peers
         ssl_object = writer.get_extra_info("ssl_object")
         certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         return self.ctx.security.wire_caller(peer_text, certificate)
@@ -170,6 +173,9 @@ class KafkaListener:
                     return
                 writer.write(response)
                 await writer.drain()
+                if ctx.sasl is not None and ctx.sasl.close:
+                    self._refuse(peer, "its SASL login failed")
+                    return
 
     def _refuse(self, peer, why: str) -> None:
         self.closed_for_cause += 1
@@ -186,6 +192,10 @@ class KafkaListener:
             return None
         except MalformedRequest as e:
             self._refuse(peer, f"a malformed request: {e}")
+            return None
+        if ctx.sasl is not None and not ctx.sasl.allows(request.api_key):
+            self._refuse(peer, f"API key {request.api_key} before a SASL login" if ctx.sasl.principal is None
+                         else f"API key {request.api_key} after its SASL login expired")
             return None
         try:
             return encode_response(request.api_key, request.correlation_id, apis.handle(ctx, request))

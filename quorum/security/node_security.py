@@ -25,9 +25,10 @@ from quorum.security.principal import (
     PrincipalMapper,
     certificate_subject,
     der_subject,
+    endpoint_host,
     peer_host,
 )
-from quorum.security.sasl_server import ScramAuthenticator
+from quorum.security.sasl_server import SaslLogin, ScramAuthenticator
 from quorum.security.tls import ServerTls
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,7 @@ class NodeSecurity:
     voter_principal: str = DEFAULT_VOTER_PRINCIPAL
     broker_principal: str = DEFAULT_BROKER_PRINCIPAL
     scram: Optional[ScramAuthenticator] = None  # SASL/SCRAM logins and their tokens (TLS controller listeners)
+    sasl_login: Optional[SaslLogin] = None  # a Kafka listener whose clients log in first (SASL_SSL, SASL_PLAINTEXT)
     # certificate (DER) -> its caller, for wire_caller: the mapping is worked out once per certificate
     _wire_callers: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -103,7 +105,7 @@ class NodeSecurity:
         """Who is on a wire connection (quorum/wire/) from ``peer`` ("host:port") that presented the
         verified ``certificate`` (DER; None without mutual TLS). The wire carries no SCRAM login:
         its callers are known by certificate or not at all, as a gRPC caller without a token is."""
-        host = peer_host(peer)
+        host = endpoint_host(peer)
         if self.tls is None or certificate is None:
             return Caller(ANONYMOUS, host)
         known = self._wire_callers.get(certificate)  # a connection's every request shows the same one

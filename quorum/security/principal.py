@@ -122,6 +122,13 @@ def peer_host(peer: str) -> str:
     return rest or peer
 
 
+def endpoint_host(endpoint: str) -> str:
+    """The host of a socket's ``host:port`` (``[::1]:5000`` for IPv6), as the wire and the Kafka
+    listener name their peers."""
+    host, _, _port = endpoint.rpartition(":")
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else (host or endpoint)
+
+
 def der_subject(certificate: bytes) -> Optional[str]:
     """The distinguished name of a DER certificate (a wire connection's verified peer), in the
     RFC 2253 form gRPC's ``x509_subject`` gives, so the same mapping rules apply to both."""

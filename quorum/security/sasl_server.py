@@ -44,6 +44,15 @@ _PAYLOAD = struct.Struct(">BQ8s")  # mechanism code, expiry (ms since the epoch)
 
 
 @dataclass(frozen=True)
+class SaslLogin:
+    """A listener whose clients log in with SASL/SCRAM before anything else: a broker's Kafka listener
+    of protocol SASL_SSL or SASL_PLAINTEXT (quorum/kafka/sasl.py). A login lasts
+    ``session_lifetime_ms`` (``connections.max.reauth.ms``; 0: as long as the connection)."""
+
+    session_lifetime_ms: int = DEFAULT_LIFETIME_MS
+
+
+@dataclass(frozen=True)
 class AuthenticateReply:
     auth_bytes: bytes
     token: str = ""  # set when the exchange has succeeded

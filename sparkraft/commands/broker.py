@@ -31,9 +31,6 @@ from sparkraft.commands import add_command, add_group
 
 log = logging.getLogger("sparkraft.broker")
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-
 def register(subparsers) -> None:
     commands = add_group(subparsers, "broker", "run a broker: registers and heartbeats with the controllers")
     start = add_command(commands, "start", "run a broker in the foreground until SIGTERM or SIGINT",
@@ -48,7 +45,7 @@ def broker_endpoints(config) -> tuple:
     from quorum.controller.api import BrokerEndpoint
 
     skip = set(config.controller_listener_names or ())
-    return tuple(BrokerEndpoint(name, host, port, name if name in PROTOCOLS else "PLAINTEXT")
+    return tuple(BrokerEndpoint(name, host, port, config.security_protocol(name))
                  for name, (host, port) in (config.listeners or {}).items() if name not in skip)
 
 

@@ -287,7 +287,7 @@ def step_kafka_client(demo: Demo) -> None:
                  f"{demo.client.describe_cluster().controller_id}: done in {(time.monotonic() - t0) * 1000:.0f} ms")
     except Exception as e:  # a rerun with --dir: it exists
         error = e.args[0] if e.args and hasattr(e.args[0], "name") else None
-        demo.out(f"      create_topics([NewTopic('clicks', 4, 3)]): "
+        demo.out("      create_topics([NewTopic('clicks', 4, 3)]): "
                  + (f"{error.name()}: {error.str()}" if error is not None else str(e)))
     topic = admin.list_topics(topic="clicks", timeout=30).topics["clicks"]
     leaders = {p.id: p.leader for p in topic.partitions.values()}

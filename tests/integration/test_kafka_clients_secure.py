@@ -2,7 +2,9 @@
 controllers (tests/pki.py), broker 101 whose Kafka listener is SSL with client certificates and
 whose own authorizer decides reads from its image's ACLs. The client's principal travels with every
 forwarded request (KIP-590), so the controllers authorize the client, not the broker; a client that
-sends the forwarding metadata itself is refused."""
+sends the forwarding metadata itself is refused. The broker's second listener is SASL_SSL: a SCRAM user
+logs in with SCRAM-SHA-512 (librdkafka), and is then the principal of its connection, authorized as
+such; a wrong password is refused."""
 from __future__ import annotations
 
 import subprocess
@@ -19,6 +21,8 @@ from quorum.controller import api  # noqa: E402
 from quorum.errors import Errors, SparkraftError  # noqa: E402
 from quorum.rpc.controller_client import ControllerClient  # noqa: E402
 from quorum.security.client import ClientSecurity  # noqa: E402
+from quorum.security.scram import MECHANISMS  # noqa: E402
+from sparkraft.commands.scram_specs import upsertion  # noqa: E402
 
 
 def kafka_admin(pki: Pki, cn: str, port: int):
@@ -28,6 +32,15 @@ def kafka_admin(pki: Pki, cn: str, port: int):
     return AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL",
                         "ssl.ca.location": str(pki.truststore), "ssl.certificate.location": keystore,
                         "ssl.key.location": keystore, "ssl.endpoint.identification.algorithm": "none"})
+
+
+def scram_admin(pki: Pki, port: int, user: str, password: str, **extra):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SASL_SSL",
+                        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": password,
+                        "ssl.ca.location": str(pki.truststore), "ssl.endpoint.identification.algorithm": "none",
+                        **extra})
 
 
 def error_code(future) -> int:
@@ -55,11 +68,12 @@ def test_the_client_principal_is_authorized_through_the_broker(controller_proces
     cp.format()
     cp.start()
     cp.wait_leader(timeout=30)
-    port = free_ports(1)[0]
+    port, sasl_port = free_ports(2)
     voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in cp.ports.items())
     props = {"process.roles": "broker", "node.id": 101, "controller.quorum.voters": voters,
-             "controller.listener.names": "CONTROLLER", "listeners": f"SSL://127.0.0.1:{port}",
-             "listener.security.protocol.map": "CONTROLLER:SSL,SSL:SSL",
+             "controller.listener.names": "CONTROLLER",
+             "listeners": f"SSL://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port}",
+             "listener.security.protocol.map": "CONTROLLER:SSL,SSL:SSL,SASL_SSL:SASL_SSL",
              "ssl.keystore.location": pki.keystore("broker-101"), "ssl.truststore.location": pki.truststore,
              "ssl.client.auth": "required", "ssl.principal.mapping.rules": MAPPING_RULES,
              "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -101,6 +115,26 @@ def test_the_client_principal_is_authorized_through_the_broker(controller_proces
         assert refused.value.error is Errors.CLUSTER_AUTHORIZATION_FAILED
         assert "forged" not in controller.list_topics()
         as_alice.close()
+
+        # SASL_SSL: bob logs in with SCRAM and acts as User:bob
+        controller.call(api.AlterUserScramCredentialsRequest(upsertions=(
+            upsertion(MECHANISMS["SCRAM-SHA-512"], "bob", {"password": "bob-secret"}),)))
+        bob = scram_admin(pki, sasl_port, "bob", "bob-secret")
+        wait_for(lambda: 101 in bob.list_topics(timeout=10).brokers, 60, "bob logged in (once broker 101 has him)")
+        assert 101 in bob.list_topics(timeout=30).brokers and "secret" not in bob.list_topics(timeout=30).topics
+        assert error_code(bob.create_topics([NewTopic("bob-1", 1, 1)])["bob-1"]) == Errors.TOPIC_AUTHORIZATION_FAILED
+        for f in admin.create_acls([AclBinding(ResourceType.TOPIC, "bob-", ResourcePatternType.PREFIXED, "User:bob",
+                                               "*", AclOperation.CREATE, AclPermissionType.ALLOW)]).values():
+            f.result(60)
+        assert error_code(bob.create_topics([NewTopic("bob-1", 1, 1)])["bob-1"]) == 0
+        assert "bob-1" in controller.list_topics()
+        from confluent_kafka import KafkaError, KafkaException
+        errors = []
+        impostor = scram_admin(pki, sasl_port, "bob", "not-bobs", error_cb=errors.append)
+        with pytest.raises(KafkaException):
+            impostor.list_topics(timeout=10)
+        impostor.poll(1)  # error callbacks are served here
+        assert any(e.code() == KafkaError._AUTHENTICATION and "invalid credentials" in e.str() for e in errors), errors
         controller.close()
     finally:
         broker.kill()

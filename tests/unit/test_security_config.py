@@ -38,6 +38,9 @@ def test_unreadable_rules_are_refused(rules):
 def test_peer_hosts():
     assert peer_host("ipv4:127.0.0.1:5000") == "127.0.0.1"
     assert peer_host("ipv6:[::1]:5000") == "::1"
+    # the wire and the Kafka listener name a peer host:port; ACLs match on its host, not its port
+    assert NodeSecurity().wire_caller("127.0.0.1:5000", None) == Caller("User:ANONYMOUS", "127.0.0.1")
+    assert NodeSecurity().wire_caller("[::1]:5000", None).host == "::1"
 
 
 def test_client_config_files(tmp_path):
@@ -83,7 +86,9 @@ def test_node_security_keys(tmp_path):
     assert security.scram is not None and security.scram.lifetime_ms == 300_000
     assert NodeConfig.from_properties(BASE).node_security("CONTROLLER").tls is None
     for extra, problem in [({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location is not set"),
-                           ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL"}, "PLAINTEXT|SSL"),
+                           ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL", "ssl.keystore.location": "k"},
+                            "a controller listener is PLAINTEXT or SSL"),
+                           ({"listener.security.protocol.map": "CONTROLLER:TLS"}, "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
                            ({"ssl.client.auth": "always"}, "none, requested, required"),
                            ({"ssl.client.auth": "required"}, "needs ssl.truststore.location"),
                            ({"super.users": "admin"}, "TYPE:NAME"),
@@ -185,3 +190,24 @@ def test_the_caller_is_worked_out_only_for_an_authorizer_but_a_presented_token_m
     assert deciding.authorizing_caller(Context()).principal == "User:ANONYMOUS"
     with pytest.raises(SparkraftError):
         deciding.authorizing_caller(bad_token)
+
+
+BROKER = {"process.roles": "broker", "node.id": "101", "controller.quorum.voters": "1@127.0.0.1:9093",
+          "controller.listener.names": "CONTROLLER", "metadata.log.dir": "/tmp/x"}
+
+
+def test_a_brokers_sasl_listeners_ask_a_login_and_no_client_certificate(tmp_path):
+    pki = Pki(tmp_path)
+    config = NodeConfig.from_properties({
+        **BROKER, "listeners": "SASL_PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9094",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SECURE:SASL_SSL",
+        "ssl.keystore.location": str(pki.keystore("broker-101")), "ssl.truststore.location": str(pki.truststore),
+        "ssl.client.auth": "required", "connections.max.reauth.ms": "60000"})
+    assert config.security_protocol("SASL_PLAINTEXT") == "SASL_PLAINTEXT"  # named after its protocol
+    plain, secure = config.node_security("SASL_PLAINTEXT"), config.node_security("SECURE")
+    assert plain.tls is None and plain.sasl_login.session_lifetime_ms == 60_000
+    assert secure.tls is not None and not secure.mutual_tls and secure.sasl_login is not None
+    assert config.node_security("CONTROLLER").sasl_login is None
+    with pytest.raises(ConfigError, match="SECURE is SASL_SSL .* ssl.keystore.location is not set"):
+        NodeConfig.from_properties({**BROKER, "listeners": "SECURE://127.0.0.1:9094",
+                                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,SECURE:SASL_SSL"})
