@@ -98,8 +98,11 @@ class NodeStorage:
         first = self.log.start_offset
         covering = [s for s in ids if s.offset >= first]
         if covering and covering[-1].offset > self.log.end_offset:
-            log.warning("Node %d: snapshot %s is past the log end %d; the log restarts empty at it",
-                        node_id, covering[-1], self.log.end_offset)
+            if self.log.end_offset == 0:  # a log restored from a warehouse (storage format --from-warehouse)
+                log.info("Node %d: the log starts at snapshot %s", node_id, covering[-1])
+            else:
+                log.warning("Node %d: snapshot %s is past the log end %d; the log restarts empty at it",
+                            node_id, covering[-1], self.log.end_offset)
             self.log.reset_to(covering[-1])
         elif covering:
             self.log.advance_start(covering[0])

@@ -8,6 +8,7 @@ removed at the next start. A damaged snapshot is skipped (with a warning) for an
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass
@@ -55,6 +56,25 @@ def write_bootstrap_snapshot(directory: Path, cluster_id: str, voters: VoterSet)
     copies them into the log, so nodes that fetch the log from its start learn them too."""
     write_snapshot(directory, MetadataImage.EMPTY, BOOTSTRAP, cluster_id, raft_state_records(voters, 1))
     return directory / BOOTSTRAP.name
+
+
+def write_restored_snapshot(directory: Path, cluster_id: str, image: MetadataImage, end_offset: int,
+                            voters: Optional[VoterSet]) -> SnapshotId:
+    """``storage format --from-warehouse``: ``image`` (a consistent cut of another cluster's log, up to
+    ``end_offset``) as this node's first snapshot, read back and compared before it counts. The
+    node's log then starts empty at ``end_offset`` (storage.py lines it up), so offsets go on from
+    the cut. Its epoch is 0: the restored quorum is a new history whose first leader is elected in
+    epoch 1 (the cut's own epoch belongs to the quorum that was lost, and a log may not go back to
+    a lower epoch after it). A dynamic quorum's voter set goes in with kraft.version 1."""
+    snapshot = SnapshotId(end_offset, 0)
+    write_snapshot(directory, image, snapshot, cluster_id, raft_state_records(voters, 1 if voters is not None else 0))
+    found = load_latest(directory, cluster_id)
+    if found is None or found[0] != snapshot:
+        raise SnapshotError(f"snapshot {snapshot.name} did not read back from {directory}")
+    differs = [f.name for f in dataclasses.fields(image) if getattr(found[1], f.name) != getattr(image, f.name)]
+    if differs:
+        raise SnapshotError(f"snapshot {snapshot.name} read back differs from the cut in {', '.join(differs)}")
+    return snapshot
 
 
 BOOTSTRAP_METADATA = "bootstrap.checkpoint"  # in the log directory, as Kafka names it

@@ -34,6 +34,12 @@ def register(subparsers) -> None:
     fmt.add_argument("--add-scram", action="append", default=[], metavar="'MECHANISM=[name=N,password=P]'",
                      help="a SCRAM user the first active controller creates (repeatable; also iterations=N); "
                           "give every controller the same")
+    fmt.add_argument("--from-warehouse", metavar="URI",
+                     help="restore: start this controller's log at a consistent cut of a `sparkraft materialize` "
+                          "warehouse (another cluster's metadata, after losing a majority or for a staging copy); "
+                          "give every controller of the new quorum the same cut")
+    fmt.add_argument("--as-of-offset", type=int, metavar="N",
+                     help="with --from-warehouse: the newest cut at or below offset N (default: the newest cut)")
     info = add_command(commands, "info", "print a formatted directory's node id, directory id, cluster id and "
                        "kraft.version", run_info)
     info.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
@@ -54,6 +60,8 @@ def run_format(args: argparse.Namespace) -> None:
     validate_cluster_id(args.cluster_id)
     config = load_config(args.config)
     voters = _initial_voters(args, config)
+    if args.from_warehouse is not None or args.as_of_offset is not None:
+        return _restore(args, config, voters)
     bootstrap = _bootstrap_features(args, config, _scram_users(args, config))
     directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
     meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
@@ -73,6 +81,51 @@ def run_format(args: argparse.Namespace) -> None:
         if bootstrap is not None and bootstrap.features.levels else ""
     print(f"Formatting {config.log_dir} with cluster id {args.cluster_id}, node id {config.node_id} and "
           f"directory id {meta.directory_id}{how}{scram}{levels}")
+
+
+def _restore(args: argparse.Namespace, config, voters) -> None:
+    """``--from-warehouse``: everything checked and the cut read before anything is written; then
+    the log directory, and the cut as its first snapshot (verified by reading it back)."""
+    import sys
+    import time
+
+    from delta_tables.restore import restored_image, summary, users_without_keys
+    from quorum.log.election_state import ElectionState
+    from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
+    from quorum.log.meta_properties import format_storage, metadata_partition_dir
+    from quorum.snapshot.files import write_restored_snapshot
+
+    if args.from_warehouse is None:
+        raise ValueError("--as-of-offset goes with --from-warehouse")
+    if not config.is_controller:
+        raise ValueError("--from-warehouse is for controllers (brokers fetch the restored metadata from them)")
+    if args.release_version is not None or args.feature:
+        raise ValueError("--from-warehouse restores the cut's own feature levels: --release-version and --feature "
+                         "do not go with it")
+    if args.rejoin or args.no_initial_controllers:
+        raise ValueError("--from-warehouse formats the controllers of a new quorum: not with --rejoin or "
+                         "--no-initial-controllers (a controller joining later fetches the restored metadata)")
+    started = time.monotonic()
+    print(f"Reading the newest consistent cut{'' if args.as_of_offset is None else f' at or below offset {args.as_of_offset}'}"
+          f" in {args.from_warehouse} ...", file=sys.stderr, flush=True)
+    image, cut = restored_image(args.from_warehouse, args.as_of_offset, _scram_users(args, config))
+    missing = users_without_keys(args.from_warehouse, cut, image)
+    if missing:
+        print(f"Note: SCRAM users {', '.join(missing)} are not restored: a warehouse never holds their keys. Give "
+              f"them again with --add-scram, or with `sparkraft configs alter --entity-type users` later.",
+              file=sys.stderr)
+    directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
+    meta = format_storage(config.log_dir, args.cluster_id, config.node_id, directory_id=directory_id)
+    if args.standalone:
+        voters = _standalone(config, meta.directory_id)
+    partition = metadata_partition_dir(config.log_dir)
+    snapshot = write_restored_snapshot(partition, args.cluster_id, image, cut.offset + 1, voters)
+    # a log that holds records comes with its quorum-state: here epoch 0, no vote cast, nothing promised
+    FileElectionStore(partition / QUORUM_STATE_FILE).write(ElectionState.empty())
+    how = f" (a dynamic quorum of {', '.join(map(str, voters.replica_keys))})" if voters is not None else ""
+    print(f"Formatting {config.log_dir} with cluster id {args.cluster_id}, node id {config.node_id} and directory id "
+          f"{meta.directory_id}{how}, restored from the cut at offset {cut.offset} of {args.from_warehouse}: "
+          f"{summary(image)}; snapshot {snapshot.name} written and verified in {time.monotonic() - started:.1f}s")
 
 
 def _bootstrap_features(args: argparse.Namespace, config, image):
