@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from delta_tables import storage
 from delta_tables.schemas import ALL_TABLES, RECORDS, SNAPSHOTS, STATE_TABLES
 
 
@@ -32,10 +33,15 @@ class Cut:
 def _open(warehouse: str, table: str, version: Optional[int] = None) -> DeltaTable:
     path = f"{warehouse.rstrip('/')}/{table}"
     try:
-        return DeltaTable(path) if version is None else DeltaTable(path, version=version)
+        return DeltaTable(path, version=version, storage_options=storage.options())
     except TableNotFoundError:
         raise CutError(f"{path} is not a Delta table (is {warehouse} a sparkraft warehouse? "
                        f"`sparkraft materialize` creates it)") from None
+    except Exception as e:
+        if not storage.is_object_store(warehouse):
+            raise
+        raise CutError(f"cannot open {path}: {e} (an object store is configured by the AWS_* environment variables "
+                       f"and --storage-option KEY=VALUE)") from None
 
 
 def read_table(dt: DeltaTable) -> pa.Table:

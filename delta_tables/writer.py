@@ -11,15 +11,17 @@ names the buckets its rows fall in, so delta-rs reads and rewrites only those fi
 """
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.schema import Field
 
+from delta_tables import storage
 from delta_tables.schemas import (
     KEYS,
     PARTITION_BY,
@@ -31,7 +33,10 @@ from delta_tables.schemas import (
     partition_bucket,
 )
 
+log = logging.getLogger(__name__)
+
 APP_ID = "sparkraft-materializer"
+COMMIT_ATTEMPTS = 5  # a MERGE refused for a concurrent commit is tried again this often
 TARGET_FILE_SIZE = 32 << 20
 
 
@@ -71,6 +76,7 @@ class DeltaRsWriter:
         lacks (``snapshots.voters_version``, ``acls_version``, ``users_version``); refuse a path that
         is not a warehouse."""
         root = Path(self.warehouse)
+        storage.check_conditional_writes(self.warehouse)  # an object store: two writers must be safe
         if "://" not in self.warehouse:
             if root.exists() and not root.is_dir():
                 raise WarehouseError(f"warehouse {self.warehouse} is not a directory")
@@ -78,19 +84,19 @@ class DeltaRsWriter:
         for name, schema in SCHEMAS.items():
             path = self.path(name)
             try:
-                self._tables[name] = _with_columns(DeltaTable(path), schema)
+                self._tables[name] = _with_columns(DeltaTable(path, storage_options=storage.options()), schema)
                 continue
             except TableNotFoundError:
                 pass
             if "://" not in path and Path(path).exists() and any(Path(path).iterdir()):
                 raise WarehouseError(f"{path} exists but is not a Delta table")
             self._tables[name] = DeltaTable.create(path, schema, partition_by=PARTITION_BY.get(name),
-                                                   name=name, mode="ignore")
+                                                   name=name, mode="ignore", storage_options=storage.options())
 
     def table(self, name: str) -> DeltaTable:
         dt = self._tables.get(name)
         if dt is None:
-            dt = self._tables[name] = DeltaTable(self.path(name))
+            dt = self._tables[name] = DeltaTable(self.path(name), storage_options=storage.options())
         else:
             dt.update_incremental()
         return dt
@@ -119,7 +125,23 @@ class DeltaRsWriter:
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
                     last_offset: int) -> dict:
         """Upsert and delete rows of state table ``name`` by key, as one commit covering the log
-        through ``last_offset``; skipped (``{"skipped": True}``) if the table is already there."""
+        through ``last_offset``; skipped (``{"skipped": True}``) if the table is already there.
+
+        A MERGE read files that a concurrent commit (the maintenance job's compaction) may have
+        replaced: delta-rs then refuses it (CommitFailedError). It is tried again on the table as it
+        now is, which is safe: the application transaction check comes first every time."""
+        for attempt in range(COMMIT_ATTEMPTS):
+            try:
+                return self._merge_state(name, upserts, deletes, last_offset)
+            except CommitFailedError as e:
+                if attempt == COMMIT_ATTEMPTS - 1:
+                    raise
+                log.info("Merge into %s met a concurrent commit (%s); trying again", name, str(e).split(":")[0])
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
+                     last_offset: int) -> dict:
         if self.applied(name) >= last_offset:
             return {"skipped": True}
         keys = KEYS[name]

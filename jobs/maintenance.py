@@ -1,12 +1,13 @@
 """Keep the Delta tables healthy: compact small files, checkpoint the logs, vacuum old files.
 
-    python jobs/maintenance.py --warehouse URI [--every SECONDS] [--retention-hours H]
+    python jobs/maintenance.py --warehouse URI [--every SECONDS] [--retention-hours H] [--storage-option KEY=VALUE]...
 
 Each micro-batch commits small files (a MERGE rewrites only the files it touches); this folds them
 into larger ones per table (per bucket for ``partitions``), writes a Delta checkpoint so readers
 replay a short log, and removes files no version newer than the retention still needs. Safe next
-to a running materialiser: compaction commits are plain Delta transactions, and delta-rs retries
-or fails them without touching the materialiser's data.
+to a running materialiser: compaction commits are plain Delta transactions. When they meet (a
+MERGE rewrote a file being compacted), the compaction of that table is skipped until the next
+round, and a refused MERGE is tried again by the writer (delta_tables/writer.py).
 """
 from __future__ import annotations
 
@@ -18,16 +19,24 @@ from pathlib import Path
 
 def maintain(warehouse: str, retention_hours: float) -> dict:
     from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
 
+    from delta_tables import storage
     from delta_tables.schemas import ALL_TABLES
+
+    storage.check_conditional_writes(warehouse)  # it commits beside the materialiser
 
     report = {}
     for name in ALL_TABLES:
-        dt = DeltaTable(f"{warehouse.rstrip('/')}/{name}")
-        compacted = dt.optimize.compact()
-        dt.create_checkpoint()
-        removed = dt.vacuum(retention_hours=int(retention_hours), enforce_retention_duration=False,
-                            dry_run=False)
+        dt = DeltaTable(f"{warehouse.rstrip('/')}/{name}", storage_options=storage.options())
+        try:
+            compacted = dt.optimize.compact()
+            dt.create_checkpoint()
+            removed = dt.vacuum(retention_hours=int(retention_hours), enforce_retention_duration=False,
+                                dry_run=False)
+        except CommitFailedError:  # the materialiser committed what this read: this table waits for next round
+            report[name] = {"skipped": "a concurrent commit", "version": dt.version()}
+            continue
         report[name] = {"files_added": compacted.get("numFilesAdded"),
                         "files_removed": compacted.get("numFilesRemoved"), "vacuumed": len(removed),
                         "version": dt.version()}
@@ -40,9 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=float, metavar="SECONDS", help="repeat on this schedule (default: once)")
     parser.add_argument("--retention-hours", type=float, default=168.0,
                         help="keep files needed by versions newer than this (default 168 = 7 days)")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an object store option for delta-rs (e.g. AWS_ENDPOINT_URL=...), beside the AWS_* "
+                             "environment variables (repeatable)")
     args = parser.parse_args(argv)
+    from delta_tables import storage
+    storage.set_options(storage.parse_options(args.storage_option))
     while True:
-        for table, result in maintain(args.warehouse, args.retention_hours).items():
+        try:
+            report = maintain(args.warehouse, args.retention_hours)
+        except (ValueError, OSError) as e:  # a store refused, no warehouse there: one line
+            from sparkraft.cli import error_line
+            print(error_line(e), file=sys.stderr)
+            return 1
+        for table, result in report.items():
             print(f"{table}: {result}", flush=True)
         if not args.every:
             return 0

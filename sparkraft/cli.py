@@ -11,6 +11,7 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
 import traceback
 from typing import NoReturn
@@ -19,7 +20,7 @@ from quorum.allocator import tune_allocator
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
 from quorum.gc_tuning import tune_gc
-from sparkraft.commands import common_options
+from sparkraft.commands import apply_storage_options, common_options
 from sparkraft.logging_setup import setup_logging
 
 # Each name is a module in sparkraft.commands with register(subparsers); add new groups here.
@@ -56,10 +57,16 @@ def error_line(error: BaseException) -> str:
         line = f"ERROR: {error}"
     else:
         line = f"ERROR: unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
-    return " ".join(part.strip() for part in line.splitlines())
+    return " ".join(part.strip() for part in _ANSI.sub("", line).splitlines())
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # delta-rs colours the causes in its errors
 
 
 def main(argv: list[str] | None = None) -> int:
+    # delta-rs (Rust) logs through env_logger: its warnings (no cloud metadata service to ask for a
+    # region, say) are not for a command's user, whose errors are one line
+    os.environ.setdefault("RUST_LOG", "error")
     args, extra = build_parser().parse_known_args(argv)
     if extra:  # reported by the command they were given to, not by the top-level parser
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -70,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
         if args.log_default == "WARNING" and sys.stderr.isatty():
             say_what_we_wait_for()
+        apply_storage_options(args)
         return args.run(args) or 0
     except KeyboardInterrupt:
         return 130

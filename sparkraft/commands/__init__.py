@@ -35,6 +35,22 @@ def client_security(args: argparse.Namespace):
     return ClientSecurity.from_command_config(getattr(args, "command_config", None))
 
 
+def add_storage_options(parser: argparse.ArgumentParser) -> None:
+    """``--storage-option KEY=VALUE`` for a command that opens a warehouse (delta_tables/storage.py)."""
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="an object store option for the warehouse (e.g. AWS_ENDPOINT_URL=http://host:9000), "
+                             "beside the AWS_* environment variables (repeatable)")
+
+
+def apply_storage_options(args: argparse.Namespace) -> None:
+    """Set the process's storage options from ``--storage-option`` (before any warehouse is opened)."""
+    given = getattr(args, "storage_option", None)
+    if given:
+        from delta_tables import storage
+
+        storage.set_options(storage.parse_options(given))
+
+
 _COMMON = common_options()
 
 

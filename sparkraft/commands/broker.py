@@ -27,7 +27,7 @@ import logging
 import signal
 import threading
 
-from sparkraft.commands import add_command, add_group
+from sparkraft.commands import add_command, add_group, add_storage_options
 
 log = logging.getLogger("sparkraft.broker")
 
@@ -39,6 +39,7 @@ def register(subparsers) -> None:
     start.add_argument("--warehouse", metavar="URI",
                        help="the Delta warehouse of `sparkraft materialize`: bootstrap from its latest consistent cut "
                             "when that is newer than the broker's cache")
+    add_storage_options(start)
 
 
 def broker_endpoints(config) -> tuple:

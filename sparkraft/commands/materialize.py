@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command, client_security
+from sparkraft.commands import add_command, add_storage_options, client_security
 
 
 def register(subparsers) -> None:
@@ -22,6 +22,7 @@ def register(subparsers) -> None:
                         help="any controllers of the quorum (down or standby ones are fine)")
     parser.add_argument("--warehouse", required=True, metavar="URI", help="where the seven tables live")
     parser.add_argument("--checkpoint", required=True, metavar="URI", help="the streaming query's checkpoint")
+    add_storage_options(parser)
     parser.add_argument("--trigger", type=float, default=1.0, metavar="SECONDS",
                         help="micro-batch interval (default 1)")
     parser.add_argument("--available-now", action="store_true", help="process what is committed, then exit")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command
+from sparkraft.commands import add_command, add_storage_options
 
 
 def register(subparsers) -> None:
@@ -19,6 +19,7 @@ def register(subparsers) -> None:
                         help='e.g. "SELECT name, partition_count FROM topics"; both engines read standard SQL '
                              "quoting: identifiers in double quotes (\"partition\"), strings in single quotes")
     parser.add_argument("--warehouse", required=True, metavar="URI")
+    add_storage_options(parser)
     parser.add_argument("--as-of-offset", type=int, metavar="N", help="read the tables at the newest cut <= N")
     parser.add_argument("--engine", choices=("datafusion", "spark"), default="datafusion")
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command, add_group
+from sparkraft.commands import add_command, add_group, add_storage_options
 
 
 def register(subparsers) -> None:
@@ -40,6 +40,7 @@ def register(subparsers) -> None:
                           "give every controller of the new quorum the same cut")
     fmt.add_argument("--as-of-offset", type=int, metavar="N",
                      help="with --from-warehouse: the newest cut at or below offset N (default: the newest cut)")
+    add_storage_options(fmt)
     info = add_command(commands, "info", "print a formatted directory's node id, directory id, cluster id and "
                        "kraft.version", run_info)
     info.add_argument("-c", "--config", required=True, metavar="FILE", help="the node's properties file")
