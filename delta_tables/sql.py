@@ -7,13 +7,19 @@ One dialect for both: standard SQL quoting, identifiers in double quotes (``"par
 backticks) and strings in single quotes. DataFusion reads SQL that way already; Spark is put in
 ANSI mode with ``spark.sql.ansi.doubleQuotedIdentifiers`` for the query, where it would otherwise
 read ``"partition"`` as the string 'partition' and answer every row with it, silently.
+
+Both also read ``table_changes('T', A, B)`` as a table: state table T's changes after offset A
+through offset B (delta_tables/changes.py), e.g. ``SELECT * FROM table_changes('partitions', 10, 99)``.
 """
 from __future__ import annotations
 
+import re
+import tempfile
 from typing import Optional
 
 import pyarrow as pa
 
+from delta_tables.changes import table_changes
 from delta_tables.cut import Cut, latest_cut, read_table, tables_at
 from delta_tables.spark_session import local_spark_session
 
@@ -26,16 +32,39 @@ def cut_for(warehouse: str, as_of_offset: Optional[int]) -> Optional[Cut]:
     return None if as_of_offset is None else latest_cut(warehouse, as_of_offset)
 
 
+# table_changes('partitions', A, B): the changes after offset A through B (delta_tables/changes.py)
+_TABLE_CHANGES = re.compile(r"\btable_changes\s*\(\s*'(\w+)'\s*,\s*(\d+)\s*,\s*(\d+)\s*\)", re.IGNORECASE)
+
+
+def with_table_changes(warehouse: str, sql: str) -> tuple[str, dict[str, pa.Table]]:
+    """``sql`` with each ``table_changes('T', A, B)`` replaced by the name of a table of those changes;
+    the tables by name (each engine registers them beside the warehouse's)."""
+    found: dict[str, pa.Table] = {}
+
+    def replace(m: re.Match) -> str:
+        name = f"table_changes_{m[1].lower()}_{m[2]}_{m[3]}"
+        if name not in found:
+            found[name] = table_changes(warehouse, m[1].lower(), int(m[2]), int(m[3]))
+        return name
+
+    return _TABLE_CHANGES.sub(replace, sql), found
+
+
 def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = None) -> pa.Table:
-    from deltalake import QueryBuilder
+    from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
     builder = QueryBuilder()
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
         builder.register(name, table)
-    try:
-        return pa.table(builder.execute(sql).read_all())
-    except Exception as e:  # DataFusion reports every refusal as one exception type
-        raise QueryError(" ".join(str(e).split())) from None
+    sql, changed = with_table_changes(warehouse, sql)
+    with tempfile.TemporaryDirectory(prefix="sparkraft-changes-") as scratch:
+        for name, rows in changed.items():  # DataFusion here reads Delta tables: a scratch one each
+            write_deltalake(f"{scratch}/{name}", rows)
+            builder.register(name, DeltaTable(f"{scratch}/{name}"))
+        try:
+            return pa.table(builder.execute(sql).read_all())
+        except Exception as e:  # DataFusion reports every refusal as one exception type
+            raise QueryError(" ".join(str(e).split())) from None
 
 
 def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, spark=None) -> pa.Table:
@@ -43,6 +72,9 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     spark = spark or local_spark_session("sparkraft-sql")
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
         spark.createDataFrame(read_table(table)).createOrReplaceTempView(name)
+    sql, changed = with_table_changes(warehouse, sql)
+    for name, rows in changed.items():
+        spark.createDataFrame(rows).createOrReplaceTempView(name)
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
     for key, value in STANDARD_QUOTING.items():
         spark.conf.set(key, value)

@@ -36,6 +36,7 @@ from delta_tables.schemas import (
 log = logging.getLogger(__name__)
 
 APP_ID = "sparkraft-materializer"
+CDF_PROPERTY = "delta.enableChangeDataFeed"  # on for the state tables: `sparkraft changes` reads it
 COMMIT_ATTEMPTS = 5  # a MERGE refused for a concurrent commit is tried again this often
 TARGET_FILE_SIZE = 32 << 20
 
@@ -62,6 +63,14 @@ def _with_columns(dt: DeltaTable, schema: pa.Schema) -> DeltaTable:
     return dt
 
 
+def _with_change_feed(name: str, dt: DeltaTable) -> DeltaTable:
+    """A state table with its Change Data Feed on (delta_tables/changes.py): a warehouse written
+    before it was gains it here, its changes recorded from then on."""
+    if name in STATE_TABLES and dt.metadata().configuration.get(CDF_PROPERTY) != "true":
+        dt.alter.set_table_properties({CDF_PROPERTY: "true"})
+    return dt
+
+
 class DeltaRsWriter:
     def __init__(self, warehouse: str | Path):
         self.warehouse = str(warehouse).rstrip("/")
@@ -84,14 +93,17 @@ class DeltaRsWriter:
         for name, schema in SCHEMAS.items():
             path = self.path(name)
             try:
-                self._tables[name] = _with_columns(DeltaTable(path, storage_options=storage.options()), schema)
+                self._tables[name] = _with_change_feed(
+                    name, _with_columns(DeltaTable(path, storage_options=storage.options()), schema))
                 continue
             except TableNotFoundError:
                 pass
             if "://" not in path and Path(path).exists() and any(Path(path).iterdir()):
                 raise WarehouseError(f"{path} exists but is not a Delta table")
-            self._tables[name] = DeltaTable.create(path, schema, partition_by=PARTITION_BY.get(name),
-                                                   name=name, mode="ignore", storage_options=storage.options())
+            self._tables[name] = DeltaTable.create(
+                path, schema, partition_by=PARTITION_BY.get(name), name=name, mode="ignore",
+                configuration={CDF_PROPERTY: "true"} if name in STATE_TABLES else None,
+                storage_options=storage.options())
 
     def table(self, name: str) -> DeltaTable:
         dt = self._tables.get(name)

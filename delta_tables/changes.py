@@ -1,0 +1,98 @@
+"""What changed between two offsets, as rows: the state tables' Change Data Feed, cut by offsets.
+
+The state tables are written with Delta's Change Data Feed on (``delta.enableChangeDataFeed``), so
+each MERGE also records its inserts, deletes and the before and after of each update. The
+materialiser commits each touched table once per micro-batch and then a ``snapshots`` row naming
+the version of every table at that offset. So the changes after offset A through offset B are, in
+each table, the commits after its version at the newest cut at or below A through its version at
+the newest cut at or below B: the same two cuts for every table, hence consistent across them.
+
+Each change row is the table's columns, ``_change_type`` (``insert``, ``update_preimage``,
+``update_postimage``, ``delete``) and ``_commit_offset``: the offset of the cut the change became
+visible at (a micro-batch's last offset; several records of one batch that change one row show as
+one change). Table versions the maintenance job commits (compaction) carry no changes.
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_tables.cut import Cut, CutError, latest_cut, read_table, tables_at
+from delta_tables.schemas import SCHEMAS, SNAPSHOTS, STATE_TABLES
+from delta_tables.writer import CDF_PROPERTY
+
+CHANGE_COLUMNS = ("_change_type", "_commit_offset")
+INTERNAL_COLUMNS = ("bucket",)  # layout, not metadata
+# within one commit: a row's before, then its after; then what left, then what came
+CHANGE_ORDER = ("update_preimage", "update_postimage", "delete", "insert")
+
+
+def _cuts_between(warehouse: str, low: Cut, high: Cut) -> list[dict]:
+    """The ``snapshots`` rows after ``low`` through ``high``, by offset."""
+    rows = read_table(tables_at(warehouse, None)[SNAPSHOTS]).filter(
+        (pc.field("offset") > low.offset) & (pc.field("offset") <= high.offset))
+    return rows.sort_by("offset").to_pylist()
+
+
+def table_changes(warehouse: str, table: str, from_offset: int, to_offset: int) -> pa.Table:
+    """The changes to ``table`` after ``from_offset`` through ``to_offset`` (see the module docstring)."""
+    return changes(warehouse, from_offset, to_offset, (table,))[table]
+
+
+def changes(warehouse: str, from_offset: int, to_offset: int,
+            tables: Optional[tuple[str, ...]] = None) -> dict[str, pa.Table]:
+    """Each state table's (or each of ``tables``') changes after ``from_offset`` through ``to_offset``."""
+    tables = tables or STATE_TABLES
+    unknown = [t for t in tables if t not in STATE_TABLES]
+    if unknown:
+        raise CutError(f"no change feed for {unknown[0]!r}: the state tables have one ({', '.join(STATE_TABLES)})")
+    if from_offset > to_offset:
+        raise CutError(f"--from-offset {from_offset} is past --to-offset {to_offset}")
+    high = latest_cut(warehouse, to_offset)
+    try:
+        low = latest_cut(warehouse, from_offset)
+    except CutError:  # before the first cut: from the tables' start
+        low = Cut(-1, 0, {t: -1 for t in high.versions})
+    cuts = _cuts_between(warehouse, low, high)
+    current = tables_at(warehouse, None)
+    out = {}
+    for table in tables:
+        first, last = low.versions[table] + 1, high.versions[table]
+        columns = [f.name for f in SCHEMAS[table] if f.name not in INTERNAL_COLUMNS]
+        if last < first:
+            out[table] = _empty(table, columns)
+            continue
+        try:
+            feed = pa.table(current[table].load_cdf(starting_version=first, ending_version=last).read_all())
+        except Exception as e:  # a version before the feed was turned on (an older warehouse), or vacuumed
+            raise CutError(f"the change feed of {table} has no versions {first}..{last} (it starts where "
+                           f"{CDF_PROPERTY} was turned on, and vacuumed versions are gone): {e}") from None
+        feed = _without_views(feed)
+        versions = [c[f"{table}_version"] or 0 for c in cuts]  # non-decreasing, as cuts are
+        offsets = [c["offset"] for c in cuts]
+
+        def offset_of(version: int) -> int:
+            return offsets[bisect.bisect_left(versions, version)]
+
+        commit_offsets = pa.array([offset_of(v) for v in feed.column("_commit_version").to_pylist()], pa.int64())
+        feed = feed.append_column("_commit_offset", commit_offsets)
+        rank = pc.index_in(feed.column("_change_type"), pa.array(CHANGE_ORDER))
+        order = pc.sort_indices(feed.append_column("_rank", rank),
+                                [("_commit_offset", "ascending"), ("_rank", "ascending")])
+        out[table] = feed.take(order).select([*columns, *CHANGE_COLUMNS])
+    return out
+
+
+def _without_views(t: pa.Table) -> pa.Table:
+    """delta-rs's change feed comes in Arrow's view types, which pyarrow cannot sort: the plain ones."""
+    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    return t.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in t.schema]))
+
+
+def _empty(table: str, columns: list[str]) -> pa.Table:
+    schema = pa.schema([*(SCHEMAS[table].field(c) for c in columns), pa.field("_change_type", pa.string()),
+                        pa.field("_commit_offset", pa.int64())])
+    return schema.empty_table()
