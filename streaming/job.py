@@ -78,17 +78,13 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
                    idle_flush_s, security)
         return
-    # Available-now: up to what is committed now. Spark first re-runs a micro-batch that a killed
-    # run had planned but not committed, and for a Python source that may be all it runs, so
-    # repeat until the tables reach the high watermark seen at the start.
+    # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
+    # watermark it sees when the query starts, in as many micro-batches as the limits make)
     with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
         target = reader.high_watermark()
-    for _ in range(100):
-        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0,
-                   security)
-        if materializer.next_offset >= target:
-            return
-    raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
+    _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0, security)
+    if materializer.next_offset < target:
+        raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
 
 
 def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,

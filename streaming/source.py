@@ -5,8 +5,14 @@
 
 Offsets are log offsets, ``{"offset": N}`` meaning "everything before N" (N is the next offset to
 read). Options: ``bootstrap.controllers`` (required), ``startingOffsets`` (``earliest``, ``latest``
-or a number; default ``earliest``), ``maxRecordsPerTrigger`` (through Spark's read-limit API),
-``idleFlushSeconds`` (below; default 60, 0 = off).
+or a number; default ``earliest``), ``maxRecordsPerTrigger`` and ``maxBytesPerTrigger`` (admission
+control through Spark's read-limit API; with both, a batch keeps to both), ``idleFlushSeconds``
+(below; default 60, 0 = off). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
+one query reads everything committed when it starts, then ends. The query's progress shows the
+high watermark last seen (``latestOffset``) beside each batch's end, which is how far it is behind.
+
+``spark.read.format("sparkraft")`` reads the same rows as a batch: ``startingOffsets`` (``earliest``
+or an offset), ``endingOffsets`` (``latest`` or an offset, exclusive), ``recordsPerPartition``.
 
 An idle quorum still writes: the leader appends a NoOp record every ``metadata.max.idle.interval.ms``
 (and a LeaderChange on each election). Offering those as soon as they commit would make every
@@ -36,7 +42,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,7 @@ ARROW_SCHEMA = pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("appen
                           ("type", pa.string()), ("version", pa.int32()), ("json", pa.string()),
                           ("data", pa.binary())])
 ROWS_PER_ARROW_BATCH = 10_000
+RECORDS_PER_PARTITION = 100_000  # the batch reader's default range per task
 SNAPSHOT_TYPE = "SNAPSHOT"  # the type of the row that carries a snapshot
 RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
 RETRY_FOR_S = 120.0  # then the query fails with the last error
@@ -110,22 +118,96 @@ def _with_retry(what: str, fn):
             pause = min(RETRY_BACKOFF_S[1], pause * 2)
 
 
-class SparkraftStreamReader(DataSourceStreamReader):
-    def __init__(self, options: dict):
-        self.bootstrap = options.get("bootstrap.controllers") or options.get("bootstrap.controller")
-        if not self.bootstrap:
+@dataclass(frozen=True)
+class QuorumOptions:
+    """How a reader reaches the quorum: the options both readers share (picklable: workers get it)."""
+
+    bootstrap: str
+    cluster_id: str
+    security: object  # ClientSecurity
+
+    @classmethod
+    def parse(cls, options: dict) -> "QuorumOptions":
+        bootstrap = options.get("bootstrap.controllers") or options.get("bootstrap.controller")
+        if not bootstrap:
             raise ValueError("the sparkraft source needs option bootstrap.controllers=HOST:PORT[,HOST:PORT...]")
-        self.starting = str(options.get("startingOffsets", "earliest"))
-        max_records = options.get("maxRecordsPerTrigger")
-        self.max_records = int(max_records) if max_records else None
-        if self.max_records is not None and self.max_records <= 0:
-            raise ValueError(f"maxRecordsPerTrigger must be positive, got {max_records}")
-        self.cluster_id = options.get("cluster.id", "")
         from quorum.security.client import CLIENT_KEYS, ClientSecurity
 
         # security.protocol, ssl.*, sasl.*: Kafka's client keys, as options (Spark redacts the password)
-        self.security = ClientSecurity.from_properties({k: str(v) for k, v in options.items() if k in CLIENT_KEYS},
-                                                       source="the sparkraft source's options")
+        security = ClientSecurity.from_properties({k: str(v) for k, v in options.items() if k in CLIENT_KEYS},
+                                                  source="the sparkraft source's options")
+        return cls(bootstrap, options.get("cluster.id", ""), security)
+
+    def reader(self, timeout: float):
+        from quorum.rpc.log_reader import MetadataLogReader
+
+        return MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=timeout, security=self.security)
+
+
+def _positive(options: dict, name: str) -> int | None:
+    value = options.get(name)
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return number
+
+
+def _offset_option(options: dict, name: str, default: str, words: tuple[str, ...]) -> str | int:
+    """``startingOffsets`` / ``endingOffsets``: one of ``words`` or an offset."""
+    value = str(options.get(name, default))
+    if value in words:
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be {' or '.join(words)} or an offset, got {value!r}") from None
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {number}")
+    return number
+
+
+def read_range(quorum: QuorumOptions, partition: LogRange) -> Iterator[pa.RecordBatch]:
+    """The records of ``partition`` as Arrow batches (a worker's part of either reader): a snapshot
+    row first where the log no longer starts at or before its range."""
+    from quorum.rpc.log_reader import SnapshotRequired
+
+    rows: list[tuple] = []
+    with quorum.reader(timeout=30) as reader:
+        offset = partition.start
+        while offset < partition.end:
+            try:
+                chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
+            except SnapshotRequired as e:
+                if e.snapshot_id is None:
+                    raise
+                sid = e.snapshot_id
+                rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}",
+                                                          lambda: reader.download_snapshot(sid))))
+                offset = sid.offset
+                continue
+            for r in chunk.records:
+                if r.offset >= partition.end:
+                    break
+                rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
+                if len(rows) >= ROWS_PER_ARROW_BATCH:
+                    yield _batch(rows)
+                    rows = []
+            offset = min(chunk.next_offset, partition.end) if chunk.records else offset
+    if rows:
+        yield _batch(rows)
+
+
+class SparkraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict):
+        self.quorum = QuorumOptions.parse(options)
+        self.starting = _offset_option(options, "startingOffsets", "earliest", ("earliest", "latest"))
+        self.max_records = _positive(options, "maxRecordsPerTrigger")
+        self.max_bytes = _positive(options, "maxBytesPerTrigger")
         try:
             self.idle_flush_s = float(options.get("idleFlushSeconds", IDLE_FLUSH_S))
         except ValueError:
@@ -136,42 +218,73 @@ class SparkraftStreamReader(DataSourceStreamReader):
         self._reader = None
         # (start, scanned up to, append time of the first record) of a tail seen to be only idle records
         self._idle_tail: tuple[int, int, int] | None = None
+        self._target: int | None = None  # Trigger.AvailableNow: nothing past the high watermark seen at its start
+        self._last_hw = 0
 
     def _high_watermark(self) -> int:
-        from quorum.rpc.log_reader import MetadataLogReader
-
         if self._reader is None:
-            self._reader = MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=10,
-                                              security=self.security)
-        return max(0, _with_retry("high watermark", self._reader.high_watermark))
+            self._reader = self.quorum.reader(timeout=10)
+        self._last_hw = max(0, _with_retry("high watermark", self._reader.high_watermark))
+        return self._last_hw
 
     def initialOffset(self) -> dict:
         if self.starting == "earliest":
             return {"offset": 0}
         if self.starting == "latest":
             return {"offset": self._high_watermark()}
-        try:
-            return {"offset": int(self.starting)}
-        except ValueError:
-            raise ValueError(f"startingOffsets must be earliest, latest or an offset, got {self.starting!r}") from None
+        return {"offset": self.starting}
 
     def getDefaultReadLimit(self):
-        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+        """Spark passes one limit: bytes when maxBytesPerTrigger is set (maxRecordsPerTrigger, if
+        also set, still caps the batch: latestOffset applies both)."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxRows
 
+        if self.max_bytes:
+            return ReadMaxBytes(self.max_bytes)
         return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        from pyspark.sql.streaming.datasource import ReadMaxRows
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: everything committed now, in as many micro-batches as the limits
+        make, and nothing after it, in one query."""
+        self._target = self._high_watermark()
+        log.info("Available now: reading up to offset %d", self._target - 1)
 
-        hw = self._high_watermark()
+    def reportLatestOffset(self) -> dict:
+        """The high watermark last seen: the query's progress shows it beside the batch's end, so
+        how far the job is behind the log is there to read."""
+        return {"offset": self._last_hw}
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxRows
+
+        hw = self._high_watermark() if self._target is None else self._target
         if start is None:  # Spark before 4.2 calls latestOffset() without arguments
             return {"offset": hw}
         end = max(start["offset"], hw)
-        if isinstance(limit, ReadMaxRows):
-            end = min(end, start["offset"] + limit.max_rows)
-        if end > start["offset"] and self.idle_flush_s > 0 and self._hold_idle_tail(start["offset"], end):
+        if self.max_records or isinstance(limit, ReadMaxRows):
+            end = min(end, start["offset"] + (limit.max_rows if isinstance(limit, ReadMaxRows) else self.max_records))
+        if isinstance(limit, ReadMaxBytes) and end > start["offset"]:
+            end = self._end_within_bytes(start["offset"], end, limit.max_bytes)
+        if end > start["offset"] and self.idle_flush_s > 0 and self._target is None and \
+                self._hold_idle_tail(start["offset"], end):
             return {"offset": start["offset"]}
         return {"offset": end}
+
+    def _end_within_bytes(self, start: int, end: int, max_bytes: int) -> int:
+        """The end of the records from ``start`` that fit in ``max_bytes`` (at least one record, so
+        a batch always moves), not past ``end``. One look at the log's batches, as a worker reads."""
+        try:
+            chunk = self._reader.read(start, wait_ms=0, max_bytes=max_bytes)
+        except Exception as e:  # a snapshot is due, no leader: the batch is not cut by size
+            log.debug("size check at %d: %s", start, e)
+            return end
+        fitted, used = start, 0
+        for r in chunk.records:
+            used += len(r.data)
+            if r.offset >= end or (used > max_bytes and fitted > start):
+                break
+            fitted = r.offset + 1
+        return max(fitted, start + 1) if chunk.records else end
 
     def _hold_idle_tail(self, start: int, end: int) -> bool:
         """Whether ``[start, end)`` is only NoOp and LeaderChange records, the oldest younger than
@@ -209,33 +322,7 @@ class SparkraftStreamReader(DataSourceStreamReader):
         return [LogRange(start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
 
     def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
-        from quorum.rpc.log_reader import MetadataLogReader, SnapshotRequired
-
-        rows: list[tuple] = []
-        with MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=30,
-                               security=self.security) as reader:
-            offset = partition.start
-            while offset < partition.end:
-                try:
-                    chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
-                except SnapshotRequired as e:
-                    if e.snapshot_id is None:
-                        raise
-                    sid = e.snapshot_id
-                    rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}",
-                                                              lambda: reader.download_snapshot(sid))))
-                    offset = sid.offset
-                    continue
-                for r in chunk.records:
-                    if r.offset >= partition.end:
-                        break
-                    rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
-                    if len(rows) >= ROWS_PER_ARROW_BATCH:
-                        yield _batch(rows)
-                        rows = []
-                offset = min(chunk.next_offset, partition.end) if chunk.records else offset
-        if rows:
-            yield _batch(rows)
+        return read_range(self.quorum, partition)
 
     def commit(self, end: dict) -> None:
         pass  # the log is the source of truth; nothing to release
@@ -274,3 +361,33 @@ class SparkraftDataSource(DataSource):
 
     def streamReader(self, schema) -> SparkraftStreamReader:
         return SparkraftStreamReader(self.options)
+
+    def reader(self, schema) -> "SparkraftBatchReader":
+        return SparkraftBatchReader(self.options)
+
+
+class SparkraftBatchReader(DataSourceReader):
+    """``spark.read.format("sparkraft")``: the committed log from ``startingOffsets`` (``earliest``
+    or an offset) to before ``endingOffsets`` (``latest``: the high watermark when the query is
+    planned, or an offset), in ranges of ``recordsPerPartition`` (default 100,000) that executors
+    read in parallel."""
+
+    def __init__(self, options: dict):
+        self.quorum = QuorumOptions.parse(options)
+        self.starting = _offset_option(options, "startingOffsets", "earliest", ("earliest",))
+        self.ending = _offset_option(options, "endingOffsets", "latest", ("latest",))
+        self.per_partition = _positive(options, "recordsPerPartition") or RECORDS_PER_PARTITION
+
+    def partitions(self) -> list[LogRange]:
+        start = 0 if self.starting == "earliest" else self.starting
+        if self.ending == "latest":
+            with self.quorum.reader(timeout=10) as reader:
+                end = max(0, _with_retry("high watermark", reader.high_watermark))
+        else:
+            end = self.ending
+        if end < start:
+            raise ValueError(f"endingOffsets {end} is before startingOffsets {start}")
+        return [LogRange(s, min(s + self.per_partition, end)) for s in range(start, end, self.per_partition)]
+
+    def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.quorum, partition)
