@@ -1,5 +1,6 @@
-"""The Spark session every Spark user here shares: local (or the one spark-submit made), on
-loopback, UTC, quiet, with the Python workers pointed at this interpreter."""
+"""The Spark session every Spark user here shares: local on loopback (or the one spark-submit
+configures: its master, a standalone cluster's included), UTC, quiet, with the Python workers
+pointed at this interpreter."""
 from __future__ import annotations
 
 import logging
@@ -15,16 +16,18 @@ def local_spark_session(app_name: str):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder
-    if "PYSPARK_GATEWAY_PORT" in os.environ:  # under spark-submit, whose default log profile is INFO
+    builder = SparkSession.builder.appName(app_name)
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # under spark-submit: its --master and --conf decide (a standalone cluster, say); only its
+        # default log profile, INFO, is turned down
         builder = builder.config("spark.log.level", "ERROR")
-    spark = (builder.appName(app_name)
-             .master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "1")
+    else:
+        builder = (builder.master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1"))
+    spark = (builder.config("spark.sql.shuffle.partitions", "1")
              .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # py4j logs every callback at INFO

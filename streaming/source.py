@@ -7,7 +7,8 @@ Offsets are log offsets, ``{"offset": N}`` meaning "everything before N" (N is t
 read). Options: ``bootstrap.controllers`` (required), ``startingOffsets`` (``earliest``, ``latest``
 or a number; default ``earliest``), ``maxRecordsPerTrigger`` and ``maxBytesPerTrigger`` (admission
 control through Spark's read-limit API; with both, a batch keeps to both), ``idleFlushSeconds``
-(below; default 60, 0 = off). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
+(below; default 60, 0 = off), ``recordsPerPartition`` (a batch's ranges, read by executors in parallel;
+default 100,000). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
 one query reads everything committed when it starts, then ends. The query's progress shows the
 high watermark last seen (``latestOffset``) beside each batch's end, which is how far it is behind.
 
@@ -53,7 +54,7 @@ ARROW_SCHEMA = pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("appen
                           ("type", pa.string()), ("version", pa.int32()), ("json", pa.string()),
                           ("data", pa.binary())])
 ROWS_PER_ARROW_BATCH = 10_000
-RECORDS_PER_PARTITION = 100_000  # the batch reader's default range per task
+RECORDS_PER_PARTITION = 100_000  # recordsPerPartition: the records one task reads (more: tasks in parallel)
 SNAPSHOT_TYPE = "SNAPSHOT"  # the type of the row that carries a snapshot
 RETRY_BACKOFF_S = (0.2, 10.0)  # first and largest pause between attempts while the quorum has no leader
 RETRY_FOR_S = 120.0  # then the query fails with the last error
@@ -67,6 +68,30 @@ _LEADER_CHANGE = 2  # control record type id
 class LogRange(InputPartition):
     start: int  # first offset
     end: int  # one past the last
+    first: bool = True  # the first range of its batch: the one that loads a snapshot, if one is due
+
+
+def split_range(reader, start: int, end: int, per_partition: int) -> list[LogRange]:
+    """``[start, end)`` in ranges of ``per_partition`` records, read by executors in parallel. Where
+    the log no longer starts at ``start``, the first range reaches past the snapshot's end: only
+    it loads the snapshot (one SNAPSHOT row per batch)."""
+    from quorum.rpc.log_reader import SnapshotRequired
+
+    if end <= start:
+        return []
+    first_end = start + per_partition
+    if end > first_end:
+        try:
+            reader.read(start, max_records=1, wait_ms=0, max_bytes=1)
+        except SnapshotRequired as e:
+            if e.snapshot_id is not None:
+                first_end = max(first_end, e.snapshot_id.offset + per_partition)
+        except Exception as e:  # cannot tell now: one range, as before
+            log.debug("range split at %d: %s", start, e)
+            first_end = end
+    ranges = [LogRange(start, min(first_end, end))]
+    ranges += [LogRange(s, min(s + per_partition, end), first=False) for s in range(first_end, end, per_partition)]
+    return ranges
 
 
 def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool) -> tuple:
@@ -185,6 +210,9 @@ def read_range(quorum: QuorumOptions, partition: LogRange) -> Iterator[pa.Record
             except SnapshotRequired as e:
                 if e.snapshot_id is None:
                     raise
+                if not partition.first:
+                    raise RuntimeError(f"the log start moved past offset {offset} after this batch was planned; "
+                                       f"the query starts again from its checkpoint") from None
                 sid = e.snapshot_id
                 rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}",
                                                           lambda: reader.download_snapshot(sid))))
@@ -208,6 +236,7 @@ class SparkraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.starting = _offset_option(options, "startingOffsets", "earliest", ("earliest", "latest"))
         self.max_records = _positive(options, "maxRecordsPerTrigger")
         self.max_bytes = _positive(options, "maxBytesPerTrigger")
+        self.per_partition = _positive(options, "recordsPerPartition") or RECORDS_PER_PARTITION
         try:
             self.idle_flush_s = float(options.get("idleFlushSeconds", IDLE_FLUSH_S))
         except ValueError:
@@ -319,7 +348,9 @@ class SparkraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return _wall_ms() - first_ms < self.idle_flush_s * 1000
 
     def partitions(self, start: dict, end: dict):
-        return [LogRange(start["offset"], end["offset"])] if end["offset"] > start["offset"] else []
+        if self._reader is None:
+            self._reader = self.quorum.reader(timeout=10)
+        return split_range(self._reader, start["offset"], end["offset"], self.per_partition)
 
     def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.quorum, partition)
@@ -380,14 +411,12 @@ class SparkraftBatchReader(DataSourceReader):
 
     def partitions(self) -> list[LogRange]:
         start = 0 if self.starting == "earliest" else self.starting
-        if self.ending == "latest":
-            with self.quorum.reader(timeout=10) as reader:
-                end = max(0, _with_retry("high watermark", reader.high_watermark))
-        else:
-            end = self.ending
-        if end < start:
-            raise ValueError(f"endingOffsets {end} is before startingOffsets {start}")
-        return [LogRange(s, min(s + self.per_partition, end)) for s in range(start, end, self.per_partition)]
+        with self.quorum.reader(timeout=10) as reader:
+            end = max(0, _with_retry("high watermark", reader.high_watermark)) if self.ending == "latest" \
+                else self.ending
+            if end < start:
+                raise ValueError(f"endingOffsets {end} is before startingOffsets {start}")
+            return split_range(reader, start, end, self.per_partition)
 
     def read(self, partition: LogRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.quorum, partition)
