@@ -71,10 +71,10 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed)."""
     spark = spark or local_spark_session("sparkraft-sql")
     for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
-        spark.createDataFrame(read_table(table)).createOrReplaceTempView(name)
+        _view(spark, name, read_table(table))
     sql, changed = with_table_changes(warehouse, sql)
     for name, rows in changed.items():
-        spark.createDataFrame(rows).createOrReplaceTempView(name)
+        _view(spark, name, rows)
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
     for key, value in STANDARD_QUOTING.items():
         spark.conf.set(key, value)
@@ -89,6 +89,18 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def _view(spark, name: str, table: pa.Table) -> None:
+    """``table`` as Spark's temporary view ``name``; an empty one with its schema given (Spark
+    Connect cannot infer a schema from no rows)."""
+    if table.num_rows:
+        frame = spark.createDataFrame(table)
+    else:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        frame = spark.createDataFrame([], schema=from_arrow_schema(table.schema))
+    frame.createOrReplaceTempView(name)
 
 
 # Spark settings that make it read SQL as DataFusion does (see the module docstring).

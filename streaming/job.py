@@ -50,10 +50,44 @@ def check_checkpoint(checkpoint: str, cluster_id: str) -> None:
     marker.write_text(cluster_id + "\n")
 
 
+class RemoteBatchSink:
+    """The foreachBatch function of a query run through Spark Connect: it runs on the Connect
+    server, in a Python process of its own, so it is sent as what it needs to make the materialiser
+    there (the warehouse and its storage options), and makes it at its first batch; the
+    materialiser rebuilds what it knows from the tables, as at any start."""
+
+    def __init__(self, warehouse: str, storage_options: Optional[dict]):
+        self.warehouse = warehouse
+        self.storage_options = storage_options
+        self._materializer = None
+
+    def __call__(self, df, batch_id: int) -> None:
+        if self._materializer is None:
+            from delta_tables import storage
+            from delta_tables.writer import DeltaRsWriter
+            from streaming.materializer import Materializer
+
+            storage.set_options(self.storage_options or {})
+            self._materializer = Materializer(DeltaRsWriter(self.warehouse))
+        self._materializer.process(df.toArrow())
+
+
+def remote_spark_session(remote: str):
+    """A Spark Connect session (``sc://HOST:PORT``) with the ``sparkraft`` source registered: its
+    driver-side half then runs on the Connect server."""
+    from pyspark.sql import SparkSession
+
+    from streaming.source import SparkraftDataSource
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    spark.dataSource.register(SparkraftDataSource)
+    return spark
+
+
 def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
         timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None,
-        security: Optional[ClientSecurity] = None) -> None:
+        security: Optional[ClientSecurity] = None, remote: Optional[str] = None) -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up).
 
     ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
@@ -66,6 +100,10 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
 
     with RaftClient(bootstrap, timeout=timeout, security=security) as client:
         cluster_id = client.describe_quorum().cluster_id
+    if remote is not None:
+        _run_remote(remote_spark_session(remote), bootstrap, cluster_id, warehouse, checkpoint, trigger_s,
+                    available_now, max_records_per_trigger, idle_flush_s, security)
+        return
     check_checkpoint(checkpoint, cluster_id)
     spark = spark or spark_session()
     if writer == "delta-spark":
@@ -87,10 +125,9 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
 
 
-def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
-               max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float] = None, security: Optional[ClientSecurity] = None) -> None:
-    """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
+def _stream(spark, bootstrap: str, cluster_id: str, max_records_per_trigger: Optional[int],
+            idle_flush_s: Optional[float], security: Optional[ClientSecurity]):
+    """The ``sparkraft`` source's DataFrame with the job's options."""
     reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
               .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))
     if idle_flush_s is not None:
@@ -99,7 +136,49 @@ def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint:
         reader = reader.option(key, value)
     if max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
-    writer = (reader.load().writeStream.foreachBatch(materializer.foreach_batch)
+    return reader.load()
+
+
+def _run_remote(spark, bootstrap: str, cluster_id: str, warehouse: str, checkpoint: str,
+                trigger_s: Optional[float], available_now: bool, max_records_per_trigger: Optional[int],
+                idle_flush_s: Optional[float], security: Optional[ClientSecurity]) -> None:
+    """The query through Spark Connect: the source's driver side and the materialiser run on the
+    Connect server (its checkpoint path is the server's); this process only starts and stops it."""
+    from delta_tables import storage
+    from delta_tables.writer import DeltaRsWriter, latest_applied
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    DeltaRsWriter(warehouse).ensure_tables()  # a bad warehouse or store: one line here, not in a server log
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, security=security) as reader:
+        target = reader.high_watermark()
+    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, 0.0 if available_now else idle_flush_s,
+                      security).writeStream.foreachBatch(RemoteBatchSink(warehouse, storage.options()))
+              .option("checkpointLocation", checkpoint))
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
+        processingTime=f"{trigger_s} seconds")
+    with GracefulStop() as stop:
+        query = writer.start()
+        log.info("Materializing %s into %s through Spark Connect (checkpoint %s on the server)", bootstrap,
+                 warehouse, checkpoint)
+        try:
+            while not stop.requested.is_set() and not query.awaitTermination(0.5):
+                pass
+        finally:
+            if query.isActive:
+                query.stop()  # a batch cut short is replayed at the next start: exactly once either way
+    if query.exception() is not None:
+        raise RuntimeError(f"the streaming query failed: {query.exception()}")
+    applied = latest_applied(DeltaRsWriter(warehouse))
+    if available_now and (applied is None or applied < target - 1):
+        raise RuntimeError(f"the tables did not reach offset {target - 1} (at {applied})")
+    log.info("Stopped: the tables hold the log up to offset %s", applied)
+
+
+def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
+               max_records_per_trigger: Optional[int], trigger_s: Optional[float],
+               idle_flush_s: Optional[float] = None, security: Optional[ClientSecurity] = None) -> None:
+    """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
+    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, idle_flush_s, security).writeStream.foreachBatch(materializer.foreach_batch)
               .option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
         processingTime=f"{trigger_s} seconds")

@@ -32,6 +32,9 @@ def register(subparsers) -> None:
     parser.add_argument("--max-records-per-trigger", type=int, metavar="N", help="cap each micro-batch")
     parser.add_argument("--writer", choices=("deltalake", "delta-spark"), default="deltalake",
                         help="delta-rs (default, no JVM jars) or Spark with Delta's classes on its classpath")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT",
+                        help="run the query through a Spark Connect server (the source and the materialiser run "
+                             "there; --checkpoint is a path on the server)")
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to look for the quorum at start (default 15)")
 
@@ -43,8 +46,10 @@ def run_materialize(args: argparse.Namespace) -> int:
         raise ValueError(f"--trigger must be >= 0, got {args.trigger}")
     if not args.idle_flush >= 0:
         raise ValueError(f"--idle-flush must be >= 0, got {args.idle_flush}")
+    if args.remote and args.writer != "deltalake":
+        raise ValueError("--remote runs the delta-rs writer on the Connect server: not with --writer delta-spark")
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
             timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,
-            security=client_security(args))
+            security=client_security(args), remote=args.remote)
     return 0

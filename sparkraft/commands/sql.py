@@ -22,14 +22,22 @@ def register(subparsers) -> None:
     add_storage_options(parser)
     parser.add_argument("--as-of-offset", type=int, metavar="N", help="read the tables at the newest cut <= N")
     parser.add_argument("--engine", choices=("datafusion", "spark"), default="datafusion")
+    parser.add_argument("--remote", metavar="sc://HOST:PORT", help="with --engine spark: a Spark Connect server's session")
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
 
 
 def run_sql(args: argparse.Namespace) -> int:
     from delta_tables import sql
 
+    if args.remote and args.engine != "spark":
+        raise ValueError("--remote is a Spark Connect server: it goes with --engine spark")
     if args.engine == "spark":
-        table = sql.query_spark(args.warehouse, args.query, args.as_of_offset)
+        spark = None
+        if args.remote:
+            from streaming.job import remote_spark_session
+
+            spark = remote_spark_session(args.remote)
+        table = sql.query_spark(args.warehouse, args.query, args.as_of_offset, spark=spark)
     else:
         table = sql.query_datafusion(args.warehouse, args.query, args.as_of_offset)
     rows = table.to_pylist()

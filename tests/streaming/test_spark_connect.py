@@ -1,0 +1,76 @@
+"""The job and SQL through Spark Connect: a Connect server started here (its class ships in the
+pyspark wheel), `sparkraft materialize --remote sc://...` runs the source's driver side and the
+materialiser on it and the tables equal the controllers' image; `sparkraft sql --engine spark
+--remote` answers as DataFusion does."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import free_ports, sparkraft_cmd, wait_for
+from test_materializer import assert_tables_equal_image
+from test_pipeline import image_at
+
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.schemas import RECORDS
+from delta_tables.sql import query_datafusion
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from test_controller_node import cluster  # noqa: E402,F401  (fixture: 3 in-process ControllerNodes)
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    import pyspark
+
+    pytest.importorskip("grpc_status", reason="Spark Connect's client needs pyspark[connect]")
+    port = free_ports(1)[0]
+    root = tmp_path_factory.mktemp("connect")
+    out = open(root / "server.log", "ab")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    server = subprocess.Popen([str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--class",
+                               "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+                               "--conf", f"spark.connect.grpc.binding.port={port}",
+                               "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "spark-internal"],
+                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                              start_new_session=True)
+    try:
+        wait_for(lambda: "Spark Connect server started" in (root / "server.log").read_text(errors="replace")
+                 or server.poll() is not None, 120, "the Spark Connect server")
+        assert server.poll() is None, (root / "server.log").read_text()[-3000:]
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait(10)
+        out.close()
+
+
+def test_the_job_and_sql_run_through_spark_connect(cluster, connect_server, tmp_path):
+    cluster.active()
+    cluster.register_brokers()
+    cluster.client.create_topic("orders", 6, 3, [("retention.ms", "1000")])
+    cluster.client.create_topic("payments", 2, 2)
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+    wh = tmp_path / "wh"
+    result = subprocess.run(sparkraft_cmd("materialize", "--bootstrap-controller", bootstrap, "--warehouse", str(wh),
+                                          "--checkpoint", str(tmp_path / "ck"), "--available-now",
+                                          "--remote", connect_server),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cut = latest_cut(str(wh))
+    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(cut.offset + 1))
+    assert_tables_equal_image(str(wh), image_at(bootstrap, cut.offset), cut)
+
+    sql = 'SELECT name, partition_count FROM topics ORDER BY name'
+    result = subprocess.run(sparkraft_cmd("sql", sql, "--warehouse", str(wh), "--engine", "spark", "--remote",
+                                          connect_server, "--json"), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout) == query_datafusion(str(wh), sql).to_pylist() == \
+        [{"name": "orders", "partition_count": 6}, {"name": "payments", "partition_count": 2}]
