@@ -26,9 +26,13 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
 
 class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
-                 overrides: dict[str, str] | None = None, raft_only: bool = True, tls: bool = False) -> None:
+                 overrides: dict[str, str] | None = None, raft_only: bool = True, tls: bool = False,
+                 format_args: tuple[str, ...] = ()) -> None:
         """``tls``: SSL listeners with mutual TLS (a throwaway CA under ``work_dir/pki``); the
-        benchmark's clients connect as ``CN=bench`` through ``command_config``."""
+        benchmark's clients connect as ``CN=bench`` through ``command_config``. ``format_args``:
+        more flags for every voter's ``storage format`` (``--from-warehouse W``, say); the voters
+        are formatted at once, as on machines of their own."""
+        self._format_args = tuple(format_args)
         self._dir = work_dir
         self.raft_only = raft_only
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -56,11 +60,10 @@ class SparkraftCluster:
         from quorum.log.meta_properties import random_cluster_id
 
         cluster_id = random_cluster_id()
-        for node_id in self.ports:
-            config = self._write_config(node_id)
-            fmt = ChildProcess(f"format-{node_id}", python_module_command(
-                "sparkraft", "storage", "format", "--config", str(config), "--cluster-id", cluster_id),
-                self._dir / f"format-{node_id}.log").start()
+        formats = {node_id: ChildProcess(f"format-{node_id}", python_module_command(
+            "sparkraft", "storage", "format", "--config", str(self._write_config(node_id)), "--cluster-id", cluster_id,
+            *self._format_args), self._dir / f"format-{node_id}.log").start() for node_id in self.ports}
+        for node_id, fmt in formats.items():
             if fmt.popen.wait() != 0:
                 raise RuntimeError(f"sparkraft storage format failed for node {node_id}: {fmt.log_tail(3)}")
         for node_id in self.ports:

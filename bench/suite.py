@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "heartbeats": "bench.heartbeats_bench",
     "overload": "bench.overload_bench",
     "day2": "bench.day2_bench",
+    "restore": "bench.restore_bench",
     "kafka": "bench.kafka_bench",
 }
 

@@ -87,14 +87,14 @@ def remote_spark_session(remote: str):
 def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[float] = 1.0,
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
         timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None,
-        security: Optional[ClientSecurity] = None, remote: Optional[str] = None) -> None:
+        security: Optional[ClientSecurity] = None, remote: Optional[str] = None,
+        metrics_listener: Optional[tuple[str, int]] = None) -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up).
 
     ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
     materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
     everything at once."""
     from delta_tables.writer import DeltaRsWriter
-    from quorum.rpc.log_reader import MetadataLogReader
     from quorum.rpc.raft_client import RaftClient
     from streaming.materializer import Materializer
 
@@ -112,6 +112,36 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         materializer = Materializer(DeltaSparkWriter(warehouse, spark))
     else:
         materializer = Materializer(DeltaRsWriter(warehouse))
+    metrics = serve_metrics(materializer, metrics_listener) if metrics_listener else None
+    try:
+        _run(spark, materializer, bootstrap, cluster_id, checkpoint, trigger_s, available_now,
+             max_records_per_trigger, idle_flush_s, security, timeout)
+    finally:
+        if metrics is not None:
+            metrics.stop()
+
+
+def serve_metrics(materializer, listener: tuple[str, int]):
+    """``/metrics`` of the job (Prometheus text): how fresh the tables are and how far they reach."""
+    from quorum.metrics.registry import Registry
+    from quorum.metrics.server import MetricsServer
+
+    registry = Registry()
+    registry.histogram("sparkraft_materializer_freshness_seconds",
+                       "From a micro-batch's newest record's commit (its append time) to its cut being visible "
+                       "in the Delta tables.", materializer.freshness)
+    registry.gauge("sparkraft_materializer_last_freshness_seconds", "The freshness of the latest micro-batch.",
+                   lambda: materializer.last_freshness_s)
+    registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the tables hold.",
+                   lambda: materializer.next_offset - 1)
+    return MetricsServer(listener[0], listener[1], registry).start()
+
+
+def _run(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
+         available_now: bool, max_records_per_trigger: Optional[int], idle_flush_s: Optional[float],
+         security: Optional[ClientSecurity], timeout: float) -> None:
+    from quorum.rpc.log_reader import MetadataLogReader
+
     if not available_now:
         _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
                    idle_flush_s, security)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -43,6 +44,7 @@ from quorum.log.raft_state import raft_state_of
 from quorum.log.voter_set import VoterSet
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
+from quorum.metrics.registry import Histogram
 from quorum.snapshot.checkpoint import decode_checkpoint
 from streaming.source import SNAPSHOT_TYPE
 
@@ -53,6 +55,9 @@ _CONTROL_TYPES = frozenset(CONTROL_NAMES.values())
 
 class GapError(Exception):
     """A micro-batch starts after the next offset to apply: records would be missing."""
+
+
+FRESHNESS_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
 class StoppingError(Exception):
@@ -71,6 +76,9 @@ class Materializer:
         self.last_epoch = -1
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
         self._refusing = False  # set by refuse_batches: the job is stopping
+        # commit -> Delta visible: from the append time of a batch's newest record to its cut
+        self.freshness = Histogram(FRESHNESS_BUCKETS_S)
+        self.last_freshness_s: Optional[float] = None
         self._rebuild()
 
     # -- restart -------------------------------------------------------------------------------
@@ -172,7 +180,18 @@ class Materializer:
         if records or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
             out["cut"] = last
+            if records:
+                self._note_freshness(records[-1]["append_time"])
         return out
+
+    def _note_freshness(self, appended) -> None:
+        """The newest record of the batch is visible now, at its cut: how long after its commit.
+        (The controllers' clock stamps the record, this process's reads the time: keep them in sync.)"""
+        if appended is None:
+            return
+        seconds = max(0.0, time.time() - appended.timestamp())
+        self.last_freshness_s = seconds
+        self.freshness.observe(seconds)
 
     def _write_state(self, last: int) -> dict[str, int]:
         image = self.loader.image

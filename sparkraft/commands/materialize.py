@@ -35,6 +35,8 @@ def register(subparsers) -> None:
     parser.add_argument("--remote", metavar="sc://HOST:PORT",
                         help="run the query through a Spark Connect server (the source and the materialiser run "
                              "there; --checkpoint is a path on the server)")
+    parser.add_argument("--metrics-listener", metavar="HOST:PORT",
+                        help="serve the job's Prometheus metrics (freshness: commit to Delta visible) at /metrics")
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to look for the quorum at start (default 15)")
 
@@ -51,5 +53,13 @@ def run_materialize(args: argparse.Namespace) -> int:
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
             timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,
-            security=client_security(args), remote=args.remote)
+            security=client_security(args), remote=args.remote,
+            metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None)
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"--metrics-listener {text!r}: expected HOST:PORT")
+    return host.strip("[]"), int(port)
     return 0

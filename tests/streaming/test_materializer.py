@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -240,3 +241,27 @@ def test_a_cut_holding_a_partition_twice_is_refused(tmp_path):
     with pytest.raises(CutError, match="twice"):
         image_from_cut(str(tmp_path), tampered)
     assert image_from_cut(str(tmp_path), cut)[0] == c.core.image  # the cut as written still loads
+
+
+def test_freshness_is_measured_from_a_batchs_newest_commit_to_its_cut_and_served(tmp_path):
+    import urllib.request
+
+    from streaming.job import serve_metrics
+
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    server = serve_metrics(m, ("127.0.0.1", 0))
+    try:
+        now_us = int(time.time() * 1_000_000)
+        # the records committed 2 s ago (their append time), visible now
+        m.process(as_batch([(*r[:2], now_us - 2_000_000, *r[3:]) for r in rows]))
+        assert 2.0 <= m.last_freshness_s < 60 and m.freshness.snapshot()[2] == 1
+        m.process(as_batch(rows))  # nothing new: no cut, no observation
+        assert m.freshness.snapshot()[2] == 1
+        text = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10).read().decode()
+    finally:
+        server.stop()
+    assert "sparkraft_materializer_freshness_seconds_count 1" in text
+    assert f"sparkraft_materializer_applied_offset {c.end_offset - 1}" in text
+    assert "sparkraft_materializer_last_freshness_seconds 2." in text
