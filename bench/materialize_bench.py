@@ -6,7 +6,8 @@
   materialiser's MERGE (time, files rewritten) beside a naive full rewrite of the table.
 - **freshness**: 3 controller processes; topics of 9 partitions created at ~1,000 records/s while
   ``sparkraft materialize``'s job runs in this process (0.2 s trigger); for each create, the time
-  from its acknowledgement to its row being visible in ``topics`` to a second reader.
+  from its acknowledgement to its row being visible in ``topics`` to a second reader; on a local
+  warehouse, then on an ``s3://`` one served by moto's S3 server on loopback (when moto is installed).
 - **idle cost**: the same job on a cluster where nothing happens but the leader's NoOp records
   (one every 500 ms): table versions committed per minute, with the source's idle hold off
   (``idleFlushSeconds=0``, every NoOp materialised as it commits) and at its default (60 s).
@@ -116,9 +117,10 @@ def idle_cost(spark, materializer, bootstrap: str, cluster_id: str, ck: str, idl
 
 
 def freshness(ctx: Context, seconds: float) -> dict:
+    """Idle cost, then freshness on a local warehouse and on an S3 API server (moto's, on loopback),
+    one after the other against the same rig."""
     from bench.controller_bench import start_rig, stop_rig
-    from delta_tables.cut import read_table, tables_at
-    from quorum.controller import api
+    from delta_tables import storage
     from streaming import job
     from streaming.materializer import Materializer
 
@@ -126,15 +128,12 @@ def freshness(ctx: Context, seconds: float) -> dict:
     work.mkdir()
     rig = start_rig(work, ctx, process_brokers=())
     spark = job.spark_session("sparkraft-bench")
-    acked: dict[str, float] = {}
-    seen: dict[str, float] = {}
-    stop = threading.Event()
-    wh, ck = str(work / "wh"), str(work / "ck")
     try:
         cluster_id = rig.cluster.client.describe_quorum().cluster_id
-        job.check_checkpoint(ck, cluster_id)
         from delta_tables.writer import DeltaRsWriter
 
+        wh, ck = str(work / "wh"), str(work / "ck")
+        job.check_checkpoint(ck, cluster_id)
         materializer = Materializer(DeltaRsWriter(wh))
         idle = []
         for label, hold in (("off", 0.0), ("default", None)):
@@ -144,33 +143,83 @@ def freshness(ctx: Context, seconds: float) -> dict:
                                   hold if hold is not None else 60.0, window))
             ctx.progress.line(f"    {idle[-1]['max_commits_per_table_per_min']:.1f} commits per table per minute "
                               f"({idle[-1]['commits']})")
-        query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
-            spark, materializer, rig.cluster.bootstrap, cluster_id, ck, None, 0.2))
-        query_thread.start()
-        ready = time.monotonic() + 120
-        while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):
-            time.sleep(0.05)  # the new query has run its first trigger
-        time.sleep(1.0)
+        out = {"idle": idle, **_freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "l")}
+        ctx.progress.line(f"  local: p50 {out['p50_s']:.2f}s, p99 {out['p99_s']:.2f}s")
+        try:
+            s3 = _s3_server()
+        except Exception as e:  # moto not installed: the local figures stand alone
+            ctx.progress.line(f"  no S3 API server ({e}); object storage not measured")
+            return out
+        try:
+            storage.set_options(s3.options())
+            s3.create_bucket("freshness")
+            materializer = Materializer(DeltaRsWriter("s3://freshness/wh"))
+            ck_s3 = str(work / "ck-s3")
+            job.check_checkpoint(ck_s3, cluster_id)
+            out["s3"] = _freshness_run(spark, rig, materializer, cluster_id, ck_s3, seconds, "s")
+            ctx.progress.line(f"  S3 (moto): p50 {out['s3']['p50_s']:.2f}s, p99 {out['s3']['p99_s']:.2f}s")
+        finally:
+            storage.set_options({})
+            s3.close()
+        return out
+    finally:
+        for q in spark.streams.active:
+            q.stop()
+        spark.stop()
+        stop_rig(rig)
 
-        def watch():  # a second reader of the topics table
-            while not stop.is_set():
-                try:
-                    names = read_table(tables_at(wh, None)["topics"]).column("name").to_pylist()
-                except Exception:
-                    names = []
-                now = time.monotonic()
-                for n in names:
-                    seen.setdefault(n, now)
-                time.sleep(0.02)
 
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+def _s3_server():
+    """moto's S3 server on loopback: the tests' helper (tests/s3_server.py), one copy of it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from s3_server import S3Server
+
+    return S3Server()
+
+
+def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: float, prefix: str) -> dict:
+    """Topics created at RATE_RECORDS_PER_S while the job runs into ``materializer``'s warehouse;
+    for each, acknowledgement -> its row visible in ``topics`` to a second reader."""
+    from delta_tables.cut import read_table, tables_at
+    from quorum.controller import api
+    from streaming import job
+
+    for q in spark.streams.active:
+        q.stop()
+    acked: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    stop = threading.Event()
+    wh = materializer.writer.warehouse
+    query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
+        spark, materializer, rig.cluster.bootstrap, cluster_id, ck, None, 0.2))
+    query_thread.start()
+    ready = time.monotonic() + 300
+    while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):
+        time.sleep(0.05)  # the new query has run its first (catch-up) trigger
+    time.sleep(1.0)
+
+    def watch():  # a second reader of the topics table
+        while not stop.is_set():
+            try:
+                names = read_table(tables_at(wh, None)["topics"]).column("name").to_pylist()
+            except Exception:
+                names = []
+            now = time.monotonic()
+            for n in names:
+                seen.setdefault(n, now)
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
         interval = (CREATE_PARTITIONS + 1) / RATE_RECORDS_PER_S
         end = time.monotonic() + seconds
         i = 0
         next_at = time.monotonic()
         while time.monotonic() < end:
-            name = f"f{i:06d}"
+            name = f"{prefix}{i:06d}"
             rig.admin.create_topics([api.CreatableTopic(name, CREATE_PARTITIONS, 3)])
             acked[name] = time.monotonic()
             i += 1
@@ -179,18 +228,15 @@ def freshness(ctx: Context, seconds: float) -> dict:
         wait_until = time.monotonic() + 30
         while time.monotonic() < wait_until and len(seen.keys() & acked.keys()) < len(acked):
             time.sleep(0.1)
-        stop.set()
-        delays = [seen[n] - acked[n] for n in acked if n in seen]
-        return {"idle": idle, "creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
-                "visible": len(delays), "p50_s": percentile(delays, 50) if delays else None,
-                "p99_s": percentile(delays, 99) if delays else None,
-                "mean_s": statistics.fmean(delays) if delays else None}
     finally:
         stop.set()
         for q in spark.streams.active:
             q.stop()
-        spark.stop()
-        stop_rig(rig)
+    delays = [seen[n] - acked[n] for n in acked if n in seen]
+    return {"creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
+            "visible": len(delays), "p50_s": percentile(delays, 50) if delays else None,
+            "p99_s": percentile(delays, 99) if delays else None,
+            "mean_s": statistics.fmean(delays) if delays else None}
 
 
 def run(ctx: Context) -> dict:
@@ -225,6 +271,12 @@ def report(document: dict) -> str:
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
                      f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {GOAL_P50_S:g} s, "
                      f"p99 ≤ {GOAL_P99_S:g} s)."]
+        s3 = f.get("s3")
+        if s3:
+            text += ["", f"The same on an S3 API server (moto's server mode on loopback, the warehouse `s3://`): "
+                         f"p50 {fmt_number(s3.get('p50_s'), 2)} s, p99 {fmt_number(s3.get('p99_s'), 2)} s "
+                         f"({s3.get('visible')} of {s3.get('creates')} creates seen), against "
+                         f"{fmt_number(f.get('p50_s'), 2)} s / {fmt_number(f.get('p99_s'), 2)} s on the local disk."]
         for i in f.get("idle", []):
             hold = f"at {i['idle_flush_s']:g} s" if i["idle_flush_s"] else "off"
             versions = ", ".join(f"{t} {n}" for t, n in i["commits"].items())
