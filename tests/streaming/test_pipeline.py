@@ -36,6 +36,19 @@ def image_at(bootstrap: str, offset: int):
         return replay(MetadataLoader(), reader.follow(0, until=offset + 1, wait_ms=200))
 
 
+def assert_exactly_once(wh, bootstrap: str, topics: int | None = None):
+    """The warehouse's newest cut holds every offset once in ``records`` and state tables equal to
+    the controllers' image there (with ``topics`` topics); the cut."""
+    cut = latest_cut(str(wh))
+    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
+    image = image_at(bootstrap, cut.offset)
+    if topics is not None:
+        assert len(image.topics.topic_names()) == topics
+    assert_tables_equal_image(str(wh), image, cut)
+    return cut
+
+
 def test_the_stream_materialises_the_controllers_image_exactly(cluster, spark, tmp_path):
     from quorum.controller import api
     from streaming import job
@@ -115,12 +128,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
         again = subprocess.run(sparkraft_cmd(*args[:-4], "--available-now"), capture_output=True, text=True,
                                timeout=300)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
-    cut = latest_cut(str(wh))
-    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
-    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
-    image = image_at(cp.bootstrap(), cut.offset)
-    assert len(image.topics.topic_names()) == 16
-    assert_tables_equal_image(str(wh), image, cut)
+    assert_exactly_once(wh, cp.bootstrap(), topics=16)
 
 
 def _cuts(wh: Path) -> int:

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 from conftest import LiveBrokers, free_ports, wait_for
-from test_materializer import assert_tables_equal_image
-from test_pipeline import _cuts, image_at
+from test_pipeline import _cuts, assert_exactly_once
 
 from delta_tables.cut import latest_cut, read_table, tables_at
-from delta_tables.schemas import RECORDS, TOPICS
+from delta_tables.schemas import TOPICS
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -138,12 +137,7 @@ def test_the_job_on_a_standalone_cluster_survives_a_worker_sigkill(controller_pr
                 log.close()
                 brokers.close()
         assert job.returncode == 0, (tmp_path / "job.log").read_text()[-3000:]
-        cut = latest_cut(str(wh))
-        offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
-        assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
-        image = image_at(cp.bootstrap(), cut.offset)
-        assert len(image.topics.topic_names()) == 12
-        assert_tables_equal_image(str(wh), image, cut)
+        assert_exactly_once(wh, cp.bootstrap(), topics=12)
         executors = tasks_by_executor(events)
         assert executors and "driver" not in executors, executors  # the source was read on the workers
         assert len(executors) >= 2, executors  # ... on both, the second after the first was lost

@@ -12,11 +12,8 @@ from pathlib import Path
 
 import pytest
 from conftest import free_ports, sparkraft_cmd, wait_for
-from test_materializer import assert_tables_equal_image
-from test_pipeline import image_at
+from test_pipeline import assert_exactly_once
 
-from delta_tables.cut import latest_cut, read_table, tables_at
-from delta_tables.schemas import RECORDS
 from delta_tables.sql import query_datafusion
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
@@ -63,10 +60,7 @@ def test_the_job_and_sql_run_through_spark_connect(cluster, connect_server, tmp_
                                           "--remote", connect_server),
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    cut = latest_cut(str(wh))
-    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
-    assert sorted(offsets) == list(range(cut.offset + 1))
-    assert_tables_equal_image(str(wh), image_at(bootstrap, cut.offset), cut)
+    assert_exactly_once(wh, bootstrap, topics=2)
 
     sql = 'SELECT name, partition_count FROM topics ORDER BY name'
     result = subprocess.run(sparkraft_cmd("sql", sql, "--warehouse", str(wh), "--engine", "spark", "--remote",
