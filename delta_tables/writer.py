@@ -75,6 +75,10 @@ class DeltaRsWriter:
     def __init__(self, warehouse: str | Path):
         self.warehouse = str(warehouse).rstrip("/")
         self._tables: dict[str, DeltaTable] = {}
+        # what this writer knows without asking the store: each table's application transaction,
+        # as of its own last commit; and the tables whose last write failed, read again before use
+        self._applied: dict[str, int] = {}
+        self._unsure: set[str] = set()
 
     def path(self, table: str) -> str:
         return f"{self.warehouse}/{table}"
@@ -105,18 +109,42 @@ class DeltaRsWriter:
                 configuration={CDF_PROPERTY: "true"} if name in STATE_TABLES else None,
                 storage_options=storage.options())
 
-    def table(self, name: str) -> DeltaTable:
+    def table(self, name: str, fresh: bool = False) -> DeltaTable:
+        """Table ``name`` as this writer last saw it: its own commits keep it current (delta-rs
+        moves a table to the version it commits), and it is the one writer of the application
+        transaction, so what it knows of that is never stale. Other commits (the maintenance job's
+        compactions) change no row; a commit that meets one is refused, and the table is read
+        again before its next use (as after any failed write; ``fresh=True`` asks for it). Not listing the log before every use is most of a
+        micro-batch's cost on an object store (a LIST per look)."""
         dt = self._tables.get(name)
         if dt is None:
             dt = self._tables[name] = DeltaTable(self.path(name), storage_options=storage.options())
-        else:
+        elif fresh or name in self._unsure:
             dt.update_incremental()
+            self._unsure.discard(name)
         return dt
 
     def applied(self, name: str) -> int:
-        """The last log offset ``name`` holds (its application transaction), -1 for none."""
-        version = self.table(name).transaction_version(APP_ID)
-        return -1 if version is None else version
+        """The last log offset ``name`` holds (its application transaction), -1 for none: read once,
+        then kept by this writer's own commits (delta-rs reads it from the log each time it is asked)."""
+        known = self._applied.get(name)
+        if known is None:
+            version = self.table(name).transaction_version(APP_ID)
+            known = self._applied[name] = -1 if version is None else version
+        return known
+
+    def _commit(self, name: str, last_offset: int, write) -> Any:
+        """``write()``, a commit to ``name`` covering the log through ``last_offset``. A write that
+        fails may have landed all the same (a store that timed out after it took the commit): then
+        what this writer knows of the table is forgotten, and read again before it is used."""
+        try:
+            result = write()
+        except BaseException:
+            self._applied.pop(name, None)
+            self._unsure.add(name)
+            raise
+        self._applied[name] = last_offset
+        return result
 
     def versions(self) -> dict[str, int]:
         return {name: self.table(name).version() for name in (*STATE_TABLES, RECORDS)}
@@ -130,8 +158,9 @@ class DeltaRsWriter:
             return False
         fresh = [r for r in rows if r["offset"] > applied]
         data = pa.Table.from_pylist(fresh, schema=SCHEMAS[RECORDS])
-        write_deltalake(self.table(RECORDS), data, mode="append", commit_properties=_txn(last_offset),
-                        target_file_size=TARGET_FILE_SIZE)
+        self._commit(RECORDS, last_offset, lambda: write_deltalake(
+            self.table(RECORDS), data, mode="append", commit_properties=_txn(last_offset),
+            target_file_size=TARGET_FILE_SIZE))
         return True
 
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
@@ -161,8 +190,9 @@ class DeltaRsWriter:
         delete_rows = [dict(zip(keys, key)) for key in deletes]
         if not upserts and not delete_rows:
             # Nothing changed in this table, but it now covers last_offset: an empty commit says so.
-            write_deltalake(self.table(name), pa.Table.from_pylist([], schema=schema), mode="append",
-                            commit_properties=_txn(last_offset))
+            self._commit(name, last_offset, lambda: write_deltalake(
+                self.table(name), pa.Table.from_pylist([], schema=schema), mode="append",
+                commit_properties=_txn(last_offset)))
             return {"rows": 0}
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
         if name == PARTITIONS:  # name the buckets, so only their files are read and rewritten
@@ -174,13 +204,13 @@ class DeltaRsWriter:
                                       + [{**r, "_delete": True} for r in delete_rows],
                                       schema=schema.append(pa.field("_delete", pa.bool_())))
         columns = {_quote(c): f"s.{_quote(c)}" for c in schema.names}
-        metrics = (self.table(name).merge(source, predicate, source_alias="s", target_alias="t",
-                                          commit_properties=_txn(last_offset))
-                   .when_matched_delete(predicate="s._delete = true")
-                   .when_matched_update(updates=columns, predicate="s._delete = false")
-                   .when_not_matched_insert(updates=columns, predicate="s._delete = false")
-                   .execute())
-        return metrics
+        return self._commit(name, last_offset, lambda: (
+            self.table(name).merge(source, predicate, source_alias="s", target_alias="t",
+                                   commit_properties=_txn(last_offset))
+            .when_matched_delete(predicate="s._delete = true")
+            .when_matched_update(updates=columns, predicate="s._delete = false")
+            .when_not_matched_insert(updates=columns, predicate="s._delete = false")
+            .execute()))
 
     def add_snapshot(self, offset: int, epoch: int, versions: dict[str, int]) -> None:
         """Record the consistent cut at ``offset``: the version of each table that holds it."""
@@ -188,8 +218,9 @@ class DeltaRsWriter:
             return
         row = {"offset": offset, "epoch": epoch, "created_at": int(time.time() * 1000),
                **{f"{name}_version": v for name, v in versions.items()}}
-        write_deltalake(self.table(SNAPSHOTS), pa.Table.from_pylist([row], schema=SCHEMAS[SNAPSHOTS]),
-                        mode="append", commit_properties=_txn(offset))
+        self._commit(SNAPSHOTS, offset, lambda: write_deltalake(
+            self.table(SNAPSHOTS), pa.Table.from_pylist([row], schema=SCHEMAS[SNAPSHOTS]), mode="append",
+            commit_properties=_txn(offset)))
 
 
 def latest_applied(writer: DeltaRsWriter) -> Optional[int]:

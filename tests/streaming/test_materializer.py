@@ -265,3 +265,30 @@ def test_freshness_is_measured_from_a_batchs_newest_commit_to_its_cut_and_served
     assert "sparkraft_materializer_freshness_seconds_count 1" in text
     assert f"sparkraft_materializer_applied_offset {c.end_offset - 1}" in text
     assert "sparkraft_materializer_last_freshness_seconds 2." in text
+
+
+def test_a_commit_that_landed_though_its_write_failed_is_not_applied_twice(tmp_path, monkeypatch):
+    """A store can take a commit and time out before it answers. The writer keeps what it knows
+    of each table between its own commits (not asking the store each time); after a failed write it
+    must ask again, or the replayed batch would append its records a second time."""
+    import delta_tables.writer as writer_module
+
+    c = busy_controller()
+    rows = log_rows(c)
+    writer = DeltaRsWriter(tmp_path)
+    Materializer(writer).process(as_batch(rows[:10]))
+    real = writer_module.write_deltalake
+
+    def lands_then_fails(*args, **kwargs):
+        real(*args, **kwargs)
+        raise OSError("timed out waiting for the store's answer")
+
+    monkeypatch.setattr(writer_module, "write_deltalake", lands_then_fails)
+    records = [{"offset": r[0], "epoch": r[1], "append_time": r[2], "type": r[3], "version": r[4], "data": None,
+                "raw": r[6]} for r in rows[10:20]]
+    with pytest.raises(OSError):
+        writer.append_records(records, rows[19][0])
+    monkeypatch.undo()
+    assert writer.append_records(records, rows[19][0]) is False  # it landed: nothing appended twice
+    offsets = read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(20))
