@@ -1,8 +1,10 @@
 """DeltaRsWriter: the materialiser's writes, with delta-rs (``deltalake``; no JVM needed).
 
 Exactly once. Every commit carries the application transaction ``sparkraft-materializer`` whose
-version is the last log offset the commit covers; before committing to a table the writer reads
-that table's version and skips what the table already holds. A micro-batch replayed after a crash
+version is the last log offset the commit covers; before committing to a table the writer checks
+that version and skips what the table already holds. It reads it from the table once, then keeps it
+from its own commits (it is the one writer of it), and reads it again after any write that failed,
+since a store can take a commit and lose its answer. A micro-batch replayed after a crash
 (between two table commits, say) therefore completes the tables it had not reached and changes
 nothing in the others. One writer per table at a time (the materialiser), as delta-rs needs.
 
