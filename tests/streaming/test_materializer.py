@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.cut import CutError, latest_cut, read_table, tables_at
 from delta_tables.rows import image_rows
 from delta_tables.schemas import IMAGE_TABLES, PARTITIONS, RECORDS, SNAPSHOTS
 from delta_tables.writer import DeltaRsWriter, WarehouseError
@@ -292,3 +292,25 @@ def test_a_commit_that_landed_though_its_write_failed_is_not_applied_twice(tmp_p
     assert writer.append_records(records, rows[19][0]) is False  # it landed: nothing appended twice
     offsets = read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()
     assert sorted(offsets) == list(range(20))
+
+
+def test_the_newest_cut_at_or_below_an_offset_is_found_from_file_statistics_as_by_a_full_scan(tmp_path):
+    """``latest_cut`` scans only the ``snapshots`` files that can hold the answer (a year of
+    micro-batches is tens of millions of rows); whatever the files, it answers as a full scan does."""
+    from deltalake import DeltaTable
+
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    for i in range(0, len(rows), 3):  # many cuts, a file each
+        m.process(as_batch(rows[i:i + 3]))
+    DeltaTable(str(tmp_path / SNAPSHOTS)).optimize.compact(target_size=2_000)  # some files merged, ranges overlap
+    m.process(as_batch(rows))
+    everything = read_table(tables_at(str(tmp_path), None)[SNAPSHOTS])
+    offsets = sorted(everything.column("offset").to_pylist())
+    for n in range(offsets[0], offsets[-1] + 3):
+        expected = max(o for o in offsets if o <= n)
+        assert latest_cut(str(tmp_path), n).offset == expected, n
+    assert latest_cut(str(tmp_path)).offset == offsets[-1]
+    with pytest.raises(CutError, match="no consistent cut at or below"):
+        latest_cut(str(tmp_path), offsets[0] - 1)
