@@ -55,17 +55,13 @@ def _newest_rows(dt: DeltaTable, at_or_below: Optional[int]) -> pa.Table:
     name the lowest offset the answer can have (the greatest least offset of a file that has one
     low enough), and the scan is filtered from it, which skips the other files."""
     bound = pc.field("offset") <= at_or_below if at_or_below is not None else None
-    try:
-        stats = pa.table(dt.get_add_actions(flatten=True)).column("min.offset").to_pylist()
-    except KeyError:  # no statistics written: every file is read
-        stats = [None]
-    lows = [m for m in stats if m is not None and (at_or_below is None or m <= at_or_below)]
-    if lows and None not in stats:
-        floor = pc.field("offset") >= max(lows)
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    lows = actions.column("min.offset").to_pylist() if "min.offset" in actions.column_names else []
+    candidates = [m for m in lows if m is not None and (at_or_below is None or m <= at_or_below)]
+    if candidates and None not in lows:  # a file without statistics could hold anything
+        floor = pc.field("offset") >= max(candidates)
         bound = floor if bound is None else bound & floor
-    dataset = dt.to_pyarrow_dataset()
-    return dataset.to_table(filter=bound, use_threads=False) if bound is not None else \
-        dataset.to_table(use_threads=False)
+    return dt.to_pyarrow_dataset().to_table(filter=bound, use_threads=False)
 
 
 def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:

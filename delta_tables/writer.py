@@ -111,17 +111,17 @@ class DeltaRsWriter:
                 configuration={CDF_PROPERTY: "true"} if name in STATE_TABLES else None,
                 storage_options=storage.options())
 
-    def table(self, name: str, fresh: bool = False) -> DeltaTable:
+    def table(self, name: str) -> DeltaTable:
         """Table ``name`` as this writer last saw it: its own commits keep it current (delta-rs
         moves a table to the version it commits), and it is the one writer of the application
         transaction, so what it knows of that is never stale. Other commits (the maintenance job's
-        compactions) change no row; a commit that meets one is refused, and the table is read
-        again before its next use (as after any failed write; ``fresh=True`` asks for it). Not listing the log before every use is most of a
-        micro-batch's cost on an object store (a LIST per look)."""
+        compactions) change no row; a commit that meets one is refused, and like any write that
+        failed, its table is read again before its next use. Not listing the log before every use
+        is most of a micro-batch's cost on an object store (a LIST per look)."""
         dt = self._tables.get(name)
         if dt is None:
             dt = self._tables[name] = DeltaTable(self.path(name), storage_options=storage.options())
-        elif fresh or name in self._unsure:
+        elif name in self._unsure:
             dt.update_incremental()
             self._unsure.discard(name)
         return dt

@@ -102,7 +102,7 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         cluster_id = client.describe_quorum().cluster_id
     if remote is not None:
         _run_remote(remote_spark_session(remote), bootstrap, cluster_id, warehouse, checkpoint, trigger_s,
-                    available_now, max_records_per_trigger, idle_flush_s, security)
+                    available_now, max_records_per_trigger, idle_flush_s, security, timeout)
         return
     check_checkpoint(checkpoint, cluster_id)
     spark = spark or spark_session()
@@ -140,19 +140,29 @@ def serve_metrics(materializer, listener: tuple[str, int]):
 def _run(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
          available_now: bool, max_records_per_trigger: Optional[int], idle_flush_s: Optional[float],
          security: Optional[ClientSecurity], timeout: float) -> None:
-    from quorum.rpc.log_reader import MetadataLogReader
-
     if not available_now:
         _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
                    idle_flush_s, security)
         return
     # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
     # watermark it sees when the query starts, in as many micro-batches as the limits make)
-    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
-        target = reader.high_watermark()
+    target = _high_watermark(bootstrap, cluster_id, security, timeout)
     _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0, security)
-    if materializer.next_offset < target:
-        raise RuntimeError(f"the tables did not reach offset {target - 1} (at {materializer.next_offset - 1})")
+    _check_reached(target, materializer.next_offset - 1)
+
+
+def _high_watermark(bootstrap: str, cluster_id: str, security: Optional[ClientSecurity], timeout: float) -> int:
+    """The quorum's high watermark now: what an available-now run must reach."""
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
+        return reader.high_watermark()
+
+
+def _check_reached(target: int, applied: Optional[int]) -> None:
+    """An available-now run must leave the tables holding everything before ``target``."""
+    if applied is None or applied < target - 1:
+        raise RuntimeError(f"the tables did not reach offset {target - 1} (at {applied})")
 
 
 def _stream(spark, bootstrap: str, cluster_id: str, max_records_per_trigger: Optional[int],
@@ -171,16 +181,14 @@ def _stream(spark, bootstrap: str, cluster_id: str, max_records_per_trigger: Opt
 
 def _run_remote(spark, bootstrap: str, cluster_id: str, warehouse: str, checkpoint: str,
                 trigger_s: Optional[float], available_now: bool, max_records_per_trigger: Optional[int],
-                idle_flush_s: Optional[float], security: Optional[ClientSecurity]) -> None:
+                idle_flush_s: Optional[float], security: Optional[ClientSecurity], timeout: float) -> None:
     """The query through Spark Connect: the source's driver side and the materialiser run on the
     Connect server (its checkpoint path is the server's); this process only starts and stops it."""
     from delta_tables import storage
     from delta_tables.writer import DeltaRsWriter, latest_applied
-    from quorum.rpc.log_reader import MetadataLogReader
 
     DeltaRsWriter(warehouse).ensure_tables()  # a bad warehouse or store: one line here, not in a server log
-    with MetadataLogReader(bootstrap, cluster_id=cluster_id, security=security) as reader:
-        target = reader.high_watermark()
+    target = _high_watermark(bootstrap, cluster_id, security, timeout)
     writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, 0.0 if available_now else idle_flush_s,
                       security).writeStream.foreachBatch(RemoteBatchSink(warehouse, storage.options()))
               .option("checkpointLocation", checkpoint))
@@ -199,8 +207,8 @@ def _run_remote(spark, bootstrap: str, cluster_id: str, warehouse: str, checkpoi
     if query.exception() is not None:
         raise RuntimeError(f"the streaming query failed: {query.exception()}")
     applied = latest_applied(DeltaRsWriter(warehouse))
-    if available_now and (applied is None or applied < target - 1):
-        raise RuntimeError(f"the tables did not reach offset {target - 1} (at {applied})")
+    if available_now:
+        _check_reached(target, applied)
     log.info("Stopped: the tables hold the log up to offset %s", applied)
 
 
@@ -208,8 +216,8 @@ def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint:
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
                idle_flush_s: Optional[float] = None, security: Optional[ClientSecurity] = None) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
-    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, idle_flush_s, security).writeStream.foreachBatch(materializer.foreach_batch)
-              .option("checkpointLocation", checkpoint))
+    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, idle_flush_s, security)
+              .writeStream.foreachBatch(materializer.foreach_batch).option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
         processingTime=f"{trigger_s} seconds")
     with GracefulStop() as stop:

@@ -31,7 +31,7 @@ class KafkaListeners:
         self.listeners: list[KafkaListener] = []
         self._tls: list = []
         self._lock = threading.Lock()
-        self.warmed_image = None  # the image the answers were last warmed for (tests)
+        self.warmed_image = None  # the image the answers were last warmed for
 
     def start(self) -> "KafkaListeners":
         threading.Thread(target=self._open_when_caught_up, name="kafka-listeners", daemon=True).start()

@@ -11,7 +11,6 @@ by kio's own field writers. A test compares the bytes with kio's, for every vers
 """
 from __future__ import annotations
 
-import functools
 import struct
 from typing import Optional
 
@@ -22,7 +21,6 @@ LEADER_EPOCH_FROM = 7
 OFFLINE_REPLICAS_FROM = 5
 
 
-@functools.lru_cache(maxsize=1024)
 def _layout(version: int, replicas: int, isr: int, offline: int) -> Optional[struct.Struct]:
     """The Struct of one partition with arrays of these lengths (None: a compact length that needs
     more than one varint byte, left to kio)."""
@@ -36,12 +34,16 @@ def _layout(version: int, replicas: int, isr: int, offline: int) -> Optional[str
     return struct.Struct(fmt + ("B" if flexible else ""))
 
 
+_LAYOUTS: dict[int, dict] = {}  # version -> {(replicas, isr, offline) lengths: _layout's answer}
+MAX_SHAPES = 1024  # per version: shapes are few (replica counts), but what is kept stays bounded
+
+
 def _layouts(version: int) -> dict:
-    """(replicas, isr, offline) lengths -> Struct, filled as shapes are met (one dict per version)."""
-    return _LAYOUTS.setdefault(version, {})
-
-
-_LAYOUTS: dict[int, dict] = {}
+    """The shapes met so far in ``version`` and their Structs (None: left to kio)."""
+    layouts = _LAYOUTS.setdefault(version, {})
+    if len(layouts) > MAX_SHAPES:
+        layouts.clear()
+    return layouts
 
 
 def partitions_bytes(version: int, partitions: list[tuple]) -> list[Optional[bytes]]:
@@ -54,18 +56,16 @@ def partitions_bytes(version: int, partitions: list[tuple]) -> list[Optional[byt
     if version >= FLEXIBLE_FROM:  # compact lengths (+ 1), then no tagged fields
         for error, index, leader, epoch, replicas, isr, offline in partitions:
             shape = (len(replicas), len(isr), len(offline))
-            layout = layouts.get(shape) or _layout(version, *shape)
+            layout = layouts[shape] if shape in layouts else layouts.setdefault(shape, _layout(version, *shape))
             if layout is None:
                 append(None)
                 continue
-            layouts[shape] = layout
             append(layout.pack(error, index, leader, epoch, shape[0] + 1, *replicas, shape[1] + 1, *isr,
                                shape[2] + 1, *offline, 0))
         return out
     for error, index, leader, epoch, replicas, isr, offline in partitions:
         shape = (len(replicas), len(isr), len(offline))
-        layout = layouts.get(shape) or _layout(version, *shape)
-        layouts[shape] = layout
+        layout = layouts[shape] if shape in layouts else layouts.setdefault(shape, _layout(version, *shape))
         if version >= LEADER_EPOCH_FROM:
             append(layout.pack(error, index, leader, epoch, shape[0], *replicas, shape[1], *isr, shape[2], *offline))
         elif version >= OFFLINE_REPLICAS_FROM:

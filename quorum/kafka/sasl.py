@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from quorum.errors import Errors
 from quorum.security.principal import Caller
@@ -39,13 +39,19 @@ class SaslSession:
     principal: Optional[str] = None  # once logged in
     expires_at: float = float("inf")  # monotonic; the login's end
     close: bool = False  # the answer just made ends the connection
-    _clock: object = field(default=time.monotonic, repr=False)
+    _clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def allows(self, api_key: int) -> bool:
         """Whether a request with this key may be served now (else the connection is closed)."""
         if api_key in BEFORE_LOGIN:
             return True
         return self.principal is not None and self._clock() < self.expires_at
+
+    def log_in(self, principal: str) -> None:
+        """The exchange succeeded for ``principal``: its login lasts ``session_lifetime_ms`` from now."""
+        self.principal = principal
+        lifetime = self.session_lifetime_ms
+        self.expires_at = self._clock() + lifetime / 1000 if lifetime > 0 else float("inf")
 
 
 def handshake(ctx, req, version: int) -> dict:
@@ -87,13 +93,11 @@ def authenticate(ctx, req, version: int) -> dict:
         session.close = True
         return _failed(Errors.SASL_AUTHENTICATION_FAILED,
                        "a re-authentication must be for the principal the connection logged in as")
-    session.principal = principal
-    lifetime = session.session_lifetime_ms
-    session.expires_at = session._clock() + lifetime / 1000 if lifetime > 0 else float("inf")
+    session.log_in(principal)
     host = ctx.caller.host if ctx.caller is not None else ""
     ctx.caller = Caller(principal, host, authenticated=True)
     return {"error_code": Errors.NONE, "error_message": None, "auth_bytes": server_final,
-            "session_lifetime": lifetime}
+            "session_lifetime": session.session_lifetime_ms}
 
 
 def _failed(error: Errors, message: str) -> dict:

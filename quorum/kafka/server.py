@@ -125,11 +125,10 @@ class KafkaListener:
 
     def _caller_of(self, writer: asyncio.StreamWriter, peer) -> Caller:
         """The connection's client: by its certificate on a mutual-TLS listener, else ANONYMOUS."""
-        host, port = (peer[0], peer[1]) if isinstance(peer, tuple) else (str(peer), 0)
-        peer_text = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # as the wire names its peers
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
         ssl_object = writer.get_extra_info("ssl_object")
         certificate = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-        return self.ctx.security.wire_caller(peer_text, certificate)
+        return self.ctx.security.connection_caller(host, certificate)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer, ctx) -> None:
         frames = FrameReader(self.max_frame_bytes)

@@ -105,7 +105,11 @@ class NodeSecurity:
         """Who is on a wire connection (quorum/wire/) from ``peer`` ("host:port") that presented the
         verified ``certificate`` (DER; None without mutual TLS). The wire carries no SCRAM login:
         its callers are known by certificate or not at all, as a gRPC caller without a token is."""
-        host = endpoint_host(peer)
+        return self.connection_caller(endpoint_host(peer), certificate)
+
+    def connection_caller(self, host: str, certificate: Optional[bytes]) -> Caller:
+        """Who is on a TCP connection from ``host`` that presented the verified ``certificate`` (DER;
+        None without mutual TLS): the wire's, and a Kafka listener's before any SASL login."""
         if self.tls is None or certificate is None:
             return Caller(ANONYMOUS, host)
         known = self._wire_callers.get(certificate)  # a connection's every request shows the same one

@@ -55,7 +55,7 @@ def run_random_uuid(args: argparse.Namespace) -> None:
 
 def run_format(args: argparse.Namespace) -> None:
     from quorum.config import load_config
-    from quorum.log.meta_properties import format_storage, metadata_partition_dir, validate_cluster_id
+    from quorum.log.meta_properties import metadata_partition_dir, validate_cluster_id
     from quorum.snapshot.files import write_bootstrap_metadata, write_bootstrap_snapshot
 
     validate_cluster_id(args.cluster_id)
@@ -64,11 +64,7 @@ def run_format(args: argparse.Namespace) -> None:
     if args.from_warehouse is not None or args.as_of_offset is not None:
         return _restore(args, config, voters)
     bootstrap = _bootstrap_features(args, config, _scram_users(args, config))
-    directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
-    meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
-                          directory_id=directory_id)
-    if args.standalone:
-        voters = _standalone(config, meta.directory_id)
+    meta, voters = _format_directory(args, config, voters)
     if voters is not None:
         write_bootstrap_snapshot(metadata_partition_dir(config.log_dir), args.cluster_id, voters)
     if bootstrap is not None:
@@ -84,6 +80,17 @@ def run_format(args: argparse.Namespace) -> None:
           f"directory id {meta.directory_id}{how}{scram}{levels}")
 
 
+def _format_directory(args: argparse.Namespace, config, voters):
+    """(meta.properties written into the log directory, the dynamic quorum's voters: those named by
+    ``--initial-controllers``, or with ``--standalone`` this node alone under its new directory id)."""
+    from quorum.log.meta_properties import format_storage
+
+    directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
+    meta = format_storage(config.log_dir, args.cluster_id, config.node_id, rejoin=args.rejoin,
+                          directory_id=directory_id)
+    return meta, _standalone(config, meta.directory_id) if args.standalone else voters
+
+
 def _restore(args: argparse.Namespace, config, voters) -> None:
     """``--from-warehouse``: everything checked and the cut read before anything is written; then
     the log directory, and the cut as its first snapshot (verified by reading it back)."""
@@ -93,7 +100,7 @@ def _restore(args: argparse.Namespace, config, voters) -> None:
     from delta_tables.restore import restored_image, summary, users_without_keys
     from quorum.log.election_state import ElectionState
     from quorum.log.election_store import QUORUM_STATE_FILE, FileElectionStore
-    from quorum.log.meta_properties import format_storage, metadata_partition_dir
+    from quorum.log.meta_properties import metadata_partition_dir
     from quorum.snapshot.files import write_restored_snapshot
 
     if args.from_warehouse is None:
@@ -115,10 +122,7 @@ def _restore(args: argparse.Namespace, config, voters) -> None:
         print(f"Note: SCRAM users {', '.join(missing)} are not restored: a warehouse never holds their keys. Give "
               f"them again with --add-scram, or with `sparkraft configs alter --entity-type users` later.",
               file=sys.stderr)
-    directory_id = voters[config.node_id].key.directory_id if voters and args.initial_controllers else None
-    meta = format_storage(config.log_dir, args.cluster_id, config.node_id, directory_id=directory_id)
-    if args.standalone:
-        voters = _standalone(config, meta.directory_id)
+    meta, voters = _format_directory(args, config, voters)
     partition = metadata_partition_dir(config.log_dir)
     snapshot = write_restored_snapshot(partition, args.cluster_id, image, cut.offset + 1, voters)
     # a log that holds records comes with its quorum-state: here epoch 0, no vote cast, nothing promised
