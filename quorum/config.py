@@ -80,6 +80,15 @@ def _host_ports(s: str) -> tuple[HostPort, ...]:
         raise ValueError("expected HOST:PORT[,HOST:PORT...]") from None
 
 
+def _zk_connect(s: str) -> str:
+    """Kafka's zookeeper.connect: HOST:PORT[,HOST:PORT...][/chroot], checked here, kept as written."""
+    hosts, slash, chroot = s.strip().partition("/")
+    _host_ports(hosts)
+    if slash and (not chroot or chroot.endswith("/") or "//" in chroot):
+        raise ValueError("expected HOST:PORT[,HOST:PORT...][/chroot] with a chroot like /kafka")
+    return s.strip()
+
+
 def _bool(s: str) -> bool:
     """Java's Boolean.parseBoolean is lenient; a config typo should not silently mean false."""
     value = s.strip().lower()
@@ -296,6 +305,12 @@ KEYS: dict[str, ConfigKey] = {
              "With an authorizer: allow an action on a resource that has no ACL at all."),
         _key("connections.max.reauth.ms", _POSITIVE, DEFAULT_LIFETIME_MS,
              "How long a SASL/SCRAM login lasts (its session token); clients log in again before it ends."),
+        # migration from ZooKeeper mode (DESIGN §15)
+        _key("zookeeper.metadata.migration.enable", _bool, False,
+             "A controller of a new quorum imports a ZooKeeper-mode cluster's metadata from zookeeper.connect, "
+             "takes over as its controller and mirrors every change to ZooKeeper until the migration is finalized."),
+        _key("zookeeper.connect", _zk_connect, None, "HOST:PORT[,HOST:PORT...][/chroot] of the ZooKeeper-mode cluster."),
+        _key("zookeeper.session.timeout.ms", _POSITIVE, 18000, "The ZooKeeper session timeout of a migrating controller."),
         _key("controller.quorum.voter.principal", _principal_template, DEFAULT_VOTER_PRINCIPAL,
              "Under mutual TLS, the principal voter N's certificate must map to ({node.id} = N)."),
         _key("broker.principal", _principal_template, DEFAULT_BROKER_PRINCIPAL,
@@ -356,6 +371,9 @@ class NodeConfig:
     connections_max_reauth_ms: int
     voter_principal: str
     broker_principal: str
+    zookeeper_metadata_migration_enable: bool
+    zookeeper_connect: str | None
+    zookeeper_session_timeout_ms: int
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = "config") -> "NodeConfig":
@@ -424,7 +442,8 @@ class NodeConfig:
                                   max_partitions=self.max_partitions,
                                   auto_leader_rebalance=self.auto_leader_rebalance_enable,
                                   leader_imbalance_percentage=self.leader_imbalance_per_broker_percentage,
-                                  leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000)
+                                  leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000,
+                                  zk_migration=self.zookeeper_metadata_migration_enable)
 
     def security_protocol(self, listener_name: str | None) -> str:
         """What ``listener.security.protocol.map`` says of a listener; unmapped, a listener named after
@@ -487,6 +506,11 @@ class NodeConfig:
                 log.warning("%s: listener %s port %d differs from node %d's voter entry %s:%d",
                             source, self.controller_listener_names[0], address[1], self.node_id,
                             *voter_address)
+        if self.zookeeper_metadata_migration_enable:
+            if not self.is_controller:
+                fail("zookeeper.metadata.migration.enable is a controller's key (the controllers migrate the metadata)")
+            if not self.zookeeper_connect:
+                fail("zookeeper.metadata.migration.enable=true needs zookeeper.connect")
         for name in sorted({*(self.listener_security_protocol_map or {}), *(self.listeners or {})}):
             protocol = self.security_protocol(name)
             if protocol in TLS_PROTOCOLS and not self.ssl_keystore_location:

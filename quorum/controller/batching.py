@@ -8,10 +8,12 @@ from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.records import encode_record
 
 
-def batches(encoded: list[bytes], name: str, max_records: int, max_bytes: int) -> list[list[bytes]]:
-    """``encoded`` records as one batch, or as a transaction over several."""
+def batches(encoded: list[bytes], name: str, max_records: int, max_bytes: int,
+            transaction: bool = False) -> list[list[bytes]]:
+    """``encoded`` records as one batch, or as a transaction over several (``transaction``: a
+    transaction however few they are)."""
     chunks = chunk(encoded, max_records, max_bytes)
-    if len(chunks) <= 1:
+    if len(chunks) <= 1 and not transaction:
         return chunks
     wrapped = ([encode_record(pb.BeginTransactionRecord(name=name))] + encoded
                + [encode_record(pb.EndTransactionRecord())])

@@ -47,6 +47,7 @@ from quorum.controller import (
     brokers_control,
     configs_control,
     features_control,
+    migration_control,
     producer_ids_control,
     quotas_control,
     reads,
@@ -60,6 +61,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
 from quorum.metadata.delta import MetadataDelta
+from quorum.metadata.errors import ReplayError
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader
@@ -317,6 +319,8 @@ class ControllerCore:
             if not any(isinstance(r, pb.FeatureLevelRecord) and r.name == METADATA_VERSION for r in formatted):
                 records += features_control.bootstrap_records(self._spec, self.settings.bootstrap_metadata_version)
             records += formatted
+            if self.settings.zk_migration:
+                records += migration_control.bootstrap_records()
         if records:
             self._pending_batches = self._emit(records, now_ms).batches
 
@@ -358,12 +362,17 @@ class ControllerCore:
         if handler is None:
             return Operation(error=SparkraftError(Errors.INVALID_REQUEST, f"not a controller write "
                                                   f"request: {name}"), name=name)
+        refused = migration_control.refusal(self, request)
+        if refused is not None:
+            return Operation(error=refused, name=name)
         self._issued = set()
         try:
             records, reply = handler(self, request, now_ms)
+            return self._emit(records, now_ms, reply, name, transaction=type(request) in _TRANSACTIONS)
         except SparkraftError as e:
             return Operation(error=e, name=name)
-        return self._emit(records, now_ms, reply, name)
+        except ReplayError as e:  # records that do not apply to the image: nothing was changed
+            return Operation(error=SparkraftError(Errors.INVALID_RECORD, f"{name} does not apply: {e}"), name=name)
 
     def tick(self, now_ms: int) -> list[Operation]:
         """Timers: activation records, fencing brokers whose session expired, the leader balance,
@@ -407,12 +416,18 @@ class ControllerCore:
         return deadline if expiry is None else min(deadline, expiry)
 
     # ------------------------------------------------------------------ records out
-    def _emit(self, records: list[Message], now_ms: int, reply: object = None, name: str = "") -> Operation:
-        batches, self._pending_batches = self._pending_batches, []
+    def _emit(self, records: list[Message], now_ms: int, reply: object = None, name: str = "",
+              transaction: bool = False) -> Operation:
+        """The Operation proposing ``records`` (after any activation records still to go out);
+        ``transaction``: wrapped in Begin/End even if they fit one batch. ReplayError (before
+        anything changed) if they do not apply to the speculative image."""
         if records:
             snapshot, touched = self._apply(records)
+        batches, self._pending_batches = self._pending_batches, []
+        if records:
             chunks = batching.batches([encode_record(r) for r in records], name or "operation",
-                                      self.settings.max_records_per_batch, self.settings.max_batch_bytes)
+                                      self.settings.max_records_per_batch, self.settings.max_batch_bytes,
+                                      transaction)
             for i, chunk in enumerate(chunks):
                 base = self._next_write_offset
                 self._next_write_offset += len(chunk)
@@ -525,4 +540,9 @@ _HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]]
     api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
     api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
     api.AlterUserScramCredentialsRequest: lambda c, r, now: scram_control.alter(c.spec, r),
+    api.ImportZkMetadataRequest: lambda c, r, now: migration_control.import_zk(c, r),
+    api.FinalizeMigrationRequest: lambda c, r, now: migration_control.finalize(c, r),
 }
+# Requests written as a transaction even when their records fit one batch (Kafka writes the
+# migration's import so): their records' offsets are then known before they are proposed.
+_TRANSACTIONS = frozenset({api.ImportZkMetadataRequest})

@@ -36,4 +36,5 @@ class ControllerSettings:
     # records the first active controller of an empty log writes after metadata.version: the SCRAM
     # credentials of 'storage format --add-scram' (read from the log directory's bootstrap.checkpoint)
     bootstrap_records: tuple = field(default=(), repr=False)
+    zk_migration: bool = False  # zookeeper.metadata.migration.enable: an empty log starts in PRE_MIGRATION
     seed: Optional[int] = None  # topic/ACL ids and placement; None: derived from cluster and node id

@@ -114,5 +114,6 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_user_scram_credential"),
     RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_remove_user_scram_credential"),
     RecordType.NO_OP_RECORD: lambda delta, message: None,
+    RecordType.ZK_MIGRATION_STATE_RECORD: _to("features", "replay_zk_migration_state"),
 }
 assert set(_HANDLERS) | TRANSACTION_MARKERS == set(RecordType), "a record type has no handler"

@@ -1,4 +1,6 @@
-"""Finalized feature levels (metadata.version among them): FEATURE_LEVEL_RECORD."""
+"""Finalized feature levels (metadata.version among them): FEATURE_LEVEL_RECORD; and where a cluster
+that came from ZooKeeper mode is in its migration: ZK_MIGRATION_STATE_RECORD (Kafka keeps it in its
+FeaturesImage too)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -10,11 +12,13 @@ from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
 
 METADATA_VERSION = "metadata.version"
+ZkMigrationState = pb.ZkMigrationState
 
 
 @dataclass(frozen=True, slots=True)
 class FeaturesImage:
     levels: PMap[str, int] = EMPTY  # feature name -> finalized level (>= 1; 0 is never stored)
+    zk_migration_state: int = ZkMigrationState.NONE  # a ZkMigrationState code
 
     def level(self, name: str) -> int:
         """The finalized level of ``name``; 0 if the feature is not enabled."""
@@ -25,16 +29,23 @@ class FeaturesImage:
         """The metadata.version level, or None before the first FeatureLevelRecord for it."""
         return self.levels.get(METADATA_VERSION)
 
-    def records(self) -> Iterator[pb.FeatureLevelRecord]:
+    @property
+    def zk_migration_state_name(self) -> str:
+        return ZkMigrationState.Code.Name(self.zk_migration_state)
+
+    def records(self) -> Iterator[pb.FeatureLevelRecord | pb.ZkMigrationStateRecord]:
         # metadata.version first: it says how to read everything after it (as in Kafka).
         for name in sorted(self.levels, key=lambda n: (n != METADATA_VERSION, n)):
             yield pb.FeatureLevelRecord(name=name, feature_level=self.levels[name])
+        if self.zk_migration_state != ZkMigrationState.NONE:
+            yield pb.ZkMigrationStateRecord(zk_migration_state=self.zk_migration_state)
 
 
 class FeaturesDelta:
     def __init__(self, image: FeaturesImage) -> None:
         self.image = image
         self.levels: MapDelta[str, int] = MapDelta(image.levels)
+        self.zk_migration_state = image.zk_migration_state
 
     def replay_feature_level(self, record: pb.FeatureLevelRecord) -> None:
         if record.feature_level == 0:
@@ -42,6 +53,11 @@ class FeaturesDelta:
         else:
             self.levels.set(record.name, record.feature_level)
 
+    def replay_zk_migration_state(self, record: pb.ZkMigrationStateRecord) -> None:
+        self.zk_migration_state = record.zk_migration_state
+
     def apply(self) -> FeaturesImage:
         levels = self.levels.apply()
-        return self.image if levels is self.image.levels else FeaturesImage(levels)
+        if levels is self.image.levels and self.zk_migration_state == self.image.zk_migration_state:
+            return self.image
+        return FeaturesImage(levels, self.zk_migration_state)

@@ -43,12 +43,19 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
-from quorum.controller.api import READ_REQUESTS, DescribeFeaturesRequest, ItemResult, UpdateFeaturesRequest
+from quorum.controller.api import (
+    READ_REQUESTS,
+    DescribeFeaturesRequest,
+    DescribeMigrationRequest,
+    ItemResult,
+    UpdateFeaturesRequest,
+)
 from quorum.controller.core import ControllerCore
 from quorum.controller.features_control import KRAFT_VERSION
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
+from quorum.migration.driver import MigrationDriver
 from quorum.node.controller_reads import READS
 from quorum.node.listeners import SnapshotLoad
 from quorum.node.pending_replies import Pending, PendingReplies, not_controller
@@ -132,6 +139,7 @@ class ControllerNode:
         self._state_cond = threading.Condition()
         self.snapshots = SnapshotPolicy(raft, core)
         self.security = raft.security
+        self.migration: Optional[MigrationDriver] = None  # set by from_config on a migrating quorum
 
     @classmethod
     def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
@@ -166,6 +174,8 @@ class ControllerNode:
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None
+        if config.zookeeper_metadata_migration_enable:
+            node.migration = MigrationDriver(node, config.zookeeper_connect, config.zookeeper_session_timeout_ms)
         return node
 
     # ------------------------------------------------------------------ lifecycle
@@ -185,10 +195,14 @@ class ControllerNode:
         self._thread.start()
         self.raft.add_commit_listener(self._on_commit, self._on_snapshot)
         self.raft.start(check_cluster_id)
+        if self.migration is not None:
+            self.migration.start()
         return self
 
     def shutdown(self, graceful: bool = True) -> None:
         """Stop the controller loop (pending requests fail with NOT_CONTROLLER), then the RaftNode."""
+        if self.migration is not None:
+            self.migration.stop()
         if self._thread is not None and self._running:
             self._inbox.put(_Stop())
             self._thread.join(10)
@@ -213,6 +227,11 @@ class ControllerNode:
     def is_active(self) -> bool:
         """This node is the active controller (as of the controller loop's last round)."""
         return self._active_epoch is not None
+
+    @property
+    def active_epoch(self) -> Optional[int]:
+        """The epoch this node is the active controller of, or None."""
+        return self._active_epoch
 
     def wait_active(self, timeout: float) -> bool:
         """Wait until this node is the active controller; False on timeout."""
@@ -304,7 +323,26 @@ class ControllerNode:
         future = self.call(lambda core: answer(core, request, self.leader_id()))
         if isinstance(request, DescribeFeaturesRequest):
             return self._with_kraft_version(future)
+        if isinstance(request, DescribeMigrationRequest) and self.migration is not None:
+            return self._with_migration_status(future)
         return future
+
+    def _with_migration_status(self, described: concurrent.futures.Future) -> concurrent.futures.Future:
+        """DescribeMigration with the driver's claim and lag (only the active controller's driver has them)."""
+        out: concurrent.futures.Future = concurrent.futures.Future()
+
+        def finish(_) -> None:
+            if described.exception() is not None:
+                out.set_exception(described.exception())
+                return
+            if self._active_epoch is None:
+                out.set_result(described.result())
+                return
+            status = self.migration.status(self.core.last_committed_offset)
+            out.set_result(replace(status, state=described.result().state))
+
+        described.add_done_callback(finish)
+        return out
 
     def _with_kraft_version(self, described: concurrent.futures.Future) -> concurrent.futures.Future:
         """DescribeFeatures with kraft.version, which the Raft log holds rather than the metadata."""

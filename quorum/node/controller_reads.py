@@ -12,10 +12,12 @@ from quorum.controller.api import (
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeFeaturesRequest,
+    DescribeMigrationRequest,
     DescribeTopicsRequest,
     DescribeUserScramCredentialsRequest,
     ListPartitionReassignmentsRequest,
     ListTopicsRequest,
+    MigrationDescription,
 )
 from quorum.controller.core import ControllerCore
 from quorum.errors import Errors, SparkraftError
@@ -77,6 +79,11 @@ def _describe_quotas(core: ControllerCore, request: DescribeClientQuotasRequest,
     return core.describe_client_quotas(request)
 
 
+def _describe_migration(core: ControllerCore, request: DescribeMigrationRequest, leader_id: Optional[int]):
+    """The log's half (the state); the active controller's node adds its driver's (controller_node.py)."""
+    return MigrationDescription(core.image.features.zk_migration_state_name)
+
+
 READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListTopicsRequest: _list_topics,
     DescribeTopicsRequest: _describe_topics,
@@ -87,5 +94,6 @@ READS: dict[type, Callable[[ControllerCore, Any, Optional[int]], Any]] = {
     ListPartitionReassignmentsRequest: _list_reassignments,
     DescribeFeaturesRequest: _describe_features,
     DescribeClientQuotasRequest: _describe_quotas,
+    DescribeMigrationRequest: _describe_migration,
 }
 assert set(READS) == set(READ_REQUESTS), "a read request has no answer"

@@ -52,6 +52,8 @@ REPLIES = {
     "DescribeAcls": "tuple[api.AclBinding, ...]",
     "AlterUserScramCredentials": "tuple[api.UserResult, ...]",
     "DescribeUserScramCredentials": "tuple[api.UserScramCredentials, ...]",
+    "DescribeMigration": "api.MigrationDescription",
+    "FinalizeMigration": "None",
 }
 
 
@@ -343,6 +345,10 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
     (api.DescribeUserScramCredentialsRequest, "DescribeUserScramCredentials",
      lambda r: pb.DescribeUserScramCredentialsRequest(users=list(r.users)),
      lambda m: api.DescribeUserScramCredentialsRequest(tuple(m.users))),
+    (api.DescribeMigrationRequest, "DescribeMigration", lambda r: pb.DescribeMigrationRequest(),
+     lambda m: api.DescribeMigrationRequest()),
+    (api.FinalizeMigrationRequest, "FinalizeMigration", lambda r: pb.FinalizeMigrationRequest(),
+     lambda m: api.FinalizeMigrationRequest()),
 ]
 _BY_TYPE = {t: (name, to, frm) for t, name, to, frm in _REQUESTS}
 _BY_PB = {getattr(pb, f"{name}Request"): frm for _, name, _, frm in _REQUESTS}
@@ -465,6 +471,12 @@ def _reply_fields(method: str, reply) -> dict:
             user=r.user, error=int(r.error), error_message=r.message,
             credential_infos=[pb.ScramCredentialInfo(mechanism=m, iterations=i) for m, i in r.credentials])
             for r in reply]}
+    if method == "DescribeMigration":
+        return {"state": reply.state, "zk_controller_epoch": reply.zk_controller_epoch,
+                "dual_write_lag_records": reply.dual_write_lag_records, "mirrored_offset": reply.mirrored_offset,
+                "migration_error": reply.error}
+    if method == "FinalizeMigration":
+        return {}
     raise TypeError(f"unknown controller RPC {method!r}")
 
 
@@ -534,6 +546,11 @@ def reply_from_proto(method: str, m):
         return tuple(api.UserScramCredentials(r.user, error_from_code(r.error), r.error_message,
                                               tuple((c.mechanism, c.iterations) for c in r.credential_infos))
                      for r in m.results)
+    if method == "DescribeMigration":
+        return api.MigrationDescription(m.state, m.zk_controller_epoch, m.dual_write_lag_records,
+                                        m.mirrored_offset, m.migration_error)
+    if method == "FinalizeMigration":
+        return None
     raise TypeError(f"unknown controller RPC {method!r}")
 
 

@@ -13,10 +13,10 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | IncrementalAlterConfigs | ALTER_CONFIGS on each topic; on the cluster for broker and cluster configs |
 | DescribeConfigs | DESCRIBE_CONFIGS likewise |
 | DescribeTopics | DESCRIBE on each topic (ListTopics lists only those: ``visible_topics``) |
-| ElectLeaders, AlterPartitionReassignments, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls | ALTER on the cluster |
+| ElectLeaders, AlterPartitionReassignments, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls, FinalizeMigration | ALTER on the cluster |
 | AlterClientQuotas | ALTER_CONFIGS on the cluster |
 | DescribeClientQuotas | DESCRIBE_CONFIGS on the cluster |
-| DescribeAcls, ListPartitionReassignments | DESCRIBE on the cluster |
+| DescribeAcls, ListPartitionReassignments, DescribeMigration | DESCRIBE on the cluster |
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
@@ -35,7 +35,8 @@ from quorum.security.principal import Caller
 TopicName = Callable[[str], Optional[str]]  # topic id -> name, for DeleteTopics by id
 
 _CLUSTER_ALTER = (api.ElectLeadersRequest, api.AlterPartitionReassignmentsRequest, api.UnregisterBrokerRequest, api.UpdateFeaturesRequest,
-                  api.CreateAclsRequest, api.DeleteAclsRequest, api.AlterUserScramCredentialsRequest)
+                  api.CreateAclsRequest, api.DeleteAclsRequest, api.AlterUserScramCredentialsRequest,
+                  api.FinalizeMigrationRequest)
 _BROKER_OWN = (api.RegisterBrokerRequest, api.BrokerHeartbeatRequest, api.AlterPartitionRequest,
                api.AllocateProducerIdsRequest)
 
@@ -98,7 +99,7 @@ def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicNa
     if isinstance(request, api.DescribeClientQuotasRequest):
         return _cluster_refusal(security, caller, "DESCRIBE_CONFIGS", "DescribeClientQuotas")
     if isinstance(request, (api.DescribeAclsRequest, api.DescribeUserScramCredentialsRequest,
-                            api.ListPartitionReassignmentsRequest)):
+                            api.ListPartitionReassignmentsRequest, api.DescribeMigrationRequest)):
         return _cluster_refusal(security, caller, "DESCRIBE", type(request).__name__.removesuffix("Request"))
     if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest, api.DescribeFeaturesRequest)):
         return None

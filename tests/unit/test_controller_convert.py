@@ -57,6 +57,8 @@ REQUESTS = [
         (api.ScramCredentialUpsertion("alice", "SCRAM-SHA-512", 8192, b"salt", b"\x01" * 64),)),
     api.DescribeUserScramCredentialsRequest(("alice", "bob")),
     api.DescribeUserScramCredentialsRequest(),
+    api.DescribeMigrationRequest(),
+    api.FinalizeMigrationRequest(),
 ]
 
 REPLIES = [
@@ -101,6 +103,9 @@ REPLIES = [
     ("DescribeUserScramCredentials", (api.UserScramCredentials("alice", credentials=(("SCRAM-SHA-256", 8192),
                                                                                      ("SCRAM-SHA-512", 4096))),
                                       api.UserScramCredentials("bob", Errors.RESOURCE_NOT_FOUND, "none"))),
+    ("DescribeMigration", api.MigrationDescription("MIGRATION", 8, 12, 4711, "")),
+    ("DescribeMigration", api.MigrationDescription("PRE_MIGRATION", error="ZooKeeper at h:2181 is not answering")),
+    ("FinalizeMigration", None),
 ]
 
 

@@ -33,8 +33,11 @@ MAY_IMPORT: dict[str, set[str]] = {
                       "quorum.security"},
     # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is handed
     "quorum.kafka": {"quorum.errors", "quorum.metadata", "quorum.controller", "quorum.security"},
+    # the ZooKeeper migration: Kafka's znodes, the import, the mirror's writes, the driver thread (kazoo)
+    "quorum.migration": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.controller"},
     "quorum.node": {"quorum.errors", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
-                    "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire"},
+                    "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire",
+                    "quorum.migration"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
     "quorum.shell": {"quorum.metadata"},
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
@@ -42,7 +45,7 @@ MAY_IMPORT: dict[str, set[str]] = {
                   "quorum.security", "delta_tables"},
     "sparkraft": {"quorum.errors", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
-                  "quorum.kafka", "quorum.node", "quorum.shell", "quorum.security", "delta_tables", "streaming"},
+                  "quorum.kafka", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security", "delta_tables", "streaming"},
     "jobs": {"delta_tables", "sparkraft"},
 }
 

@@ -30,6 +30,7 @@ KAFKA_API_KEYS = {
     "FeatureLevelRecord": 12, "RemoveUserScramCredentialRecord": 22,
     "ClientQuotaRecord": 14, "ProducerIdsRecord": 15, "BrokerRegistrationChangeRecord": 17,
     "AccessControlEntryRecord": 18, "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
+    "ZkMigrationStateRecord": 21,
     "BeginTransactionRecord": 23, "EndTransactionRecord": 24, "AbortTransactionRecord": 25,
 }
 
@@ -54,6 +55,7 @@ SAMPLES = [
                                 operation=pb.AclOperation.READ, permission_type=pb.AclPermissionType.ALLOW),
     pb.RemoveAccessControlEntryRecord(id=uid(9)),
     pb.NoOpRecord(),
+    pb.ZkMigrationStateRecord(zk_migration_state=pb.ZkMigrationState.MIGRATION),
     pb.BeginTransactionRecord(name="create 1000 topics"),
     pb.EndTransactionRecord(),
     pb.AbortTransactionRecord(reason="controller failover"),

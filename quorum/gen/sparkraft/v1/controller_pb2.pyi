@@ -1069,3 +1069,49 @@ class SaslAuthenticateResponse(_message.Message):
     token: str
     session_lifetime_ms: int
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., auth_bytes: _Optional[bytes] = ..., token: _Optional[str] = ..., session_lifetime_ms: _Optional[int] = ...) -> None: ...
+
+class DescribeMigrationRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeMigrationResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "state", "zk_controller_epoch", "dual_write_lag_records", "mirrored_offset", "migration_error")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ZK_CONTROLLER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    DUAL_WRITE_LAG_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    MIRRORED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MIGRATION_ERROR_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    state: str
+    zk_controller_epoch: int
+    dual_write_lag_records: int
+    mirrored_offset: int
+    migration_error: str
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., state: _Optional[str] = ..., zk_controller_epoch: _Optional[int] = ..., dual_write_lag_records: _Optional[int] = ..., mirrored_offset: _Optional[int] = ..., migration_error: _Optional[str] = ...) -> None: ...
+
+class FinalizeMigrationRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FinalizeMigrationResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...

@@ -159,6 +159,16 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
                 _registered_method=True)
+        self.DescribeMigration = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeMigration',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationResponse.FromString,
+                _registered_method=True)
+        self.FinalizeMigration = channel.unary_unary(
+                '/sparkraft.v1.Controller/FinalizeMigration',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -314,6 +324,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeMigration(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FinalizeMigration(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -441,6 +463,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeUserScramCredentials,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeMigration': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeMigration,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationResponse.SerializeToString,
+            ),
+            'FinalizeMigration': grpc.unary_unary_rpc_method_handler(
+                    servicer.FinalizeMigration,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1118,6 +1150,60 @@ class Controller:
             '/sparkraft.v1.Controller/DescribeUserScramCredentials',
             sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeMigration(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeMigration',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeMigrationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FinalizeMigration(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/FinalizeMigration',
+            sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.FromString,
             options,
             channel_credentials,
             insecure,

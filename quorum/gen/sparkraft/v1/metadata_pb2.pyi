@@ -352,6 +352,26 @@ class UserScramCredentialRecord(_message.Message):
     iterations: int
     def __init__(self, name: _Optional[str] = ..., mechanism: _Optional[_Union[ScramMechanism.Code, str]] = ..., salt: _Optional[bytes] = ..., stored_key: _Optional[bytes] = ..., server_key: _Optional[bytes] = ..., iterations: _Optional[int] = ...) -> None: ...
 
+class ZkMigrationState(_message.Message):
+    __slots__ = ()
+    class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        NONE: _ClassVar[ZkMigrationState.Code]
+        MIGRATION: _ClassVar[ZkMigrationState.Code]
+        PRE_MIGRATION: _ClassVar[ZkMigrationState.Code]
+        POST_MIGRATION: _ClassVar[ZkMigrationState.Code]
+    NONE: ZkMigrationState.Code
+    MIGRATION: ZkMigrationState.Code
+    PRE_MIGRATION: ZkMigrationState.Code
+    POST_MIGRATION: ZkMigrationState.Code
+    def __init__(self) -> None: ...
+
+class ZkMigrationStateRecord(_message.Message):
+    __slots__ = ("zk_migration_state",)
+    ZK_MIGRATION_STATE_FIELD_NUMBER: _ClassVar[int]
+    zk_migration_state: ZkMigrationState.Code
+    def __init__(self, zk_migration_state: _Optional[_Union[ZkMigrationState.Code, str]] = ...) -> None: ...
+
 class RemoveUserScramCredentialRecord(_message.Message):
     __slots__ = ("name", "mechanism")
     NAME_FIELD_NUMBER: _ClassVar[int]
