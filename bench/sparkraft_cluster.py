@@ -27,12 +27,14 @@ def _write_properties(path: Path, props: dict[str, str]) -> None:
 class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
                  overrides: dict[str, str] | None = None, raft_only: bool = True, tls: bool = False,
-                 format_args: tuple[str, ...] = ()) -> None:
+                 format_args: tuple[str, ...] = (), cluster_id: str | None = None) -> None:
         """``tls``: SSL listeners with mutual TLS (a throwaway CA under ``work_dir/pki``); the
         benchmark's clients connect as ``CN=bench`` through ``command_config``. ``format_args``:
         more flags for every voter's ``storage format`` (``--from-warehouse W``, say); the voters
-        are formatted at once, as on machines of their own."""
+        are formatted at once, as on machines of their own. ``cluster_id``: the one to format with
+        (default a new one)."""
         self._format_args = tuple(format_args)
+        self._cluster_id = cluster_id
         self._dir = work_dir
         self.raft_only = raft_only
         self._dir.mkdir(parents=True, exist_ok=True)
@@ -59,7 +61,7 @@ class SparkraftCluster:
     def __enter__(self) -> "SparkraftCluster":
         from quorum.log.meta_properties import random_cluster_id
 
-        cluster_id = random_cluster_id()
+        cluster_id = self._cluster_id or random_cluster_id()
         formats = {node_id: ChildProcess(f"format-{node_id}", python_module_command(
             "sparkraft", "storage", "format", "--config", str(self._write_config(node_id)), "--cluster-id", cluster_id,
             *self._format_args), self._dir / f"format-{node_id}.log").start() for node_id in self.ports}

@@ -1,9 +1,9 @@
 """A real ZooKeeper for the migration tests: Debian's ``zookeeper`` package (.ci/run installs it),
-started standalone on 127.0.0.1 as its own process, so that a test can pause it with SIGSTOP; and
-``KafkaZkWriter``, which writes a ZooKeeper-mode Kafka cluster's znodes the way Kafka 3.x's brokers
-and controller do (the JSON below follows Kafka's ZkData, written out here independently of
-quorum/migration/znodes.py so that the tests check the importer against Kafka's formats, not
-against itself)."""
+started standalone on 127.0.0.1 as its own process (bench/peers/zookeeper_server.py), so that a
+test can pause it with SIGSTOP; and ``KafkaZkWriter``, which writes a ZooKeeper-mode Kafka
+cluster's znodes the way Kafka 3.x's brokers and controller do (the JSON below follows Kafka's
+ZkData, written out here independently of quorum/migration/znodes.py so that the tests check the
+importer against Kafka's formats, not against itself)."""
 from __future__ import annotations
 
 import base64
@@ -11,62 +11,23 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import time
-from pathlib import Path
 
-ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+from bench.peers.zookeeper_server import ZOOKEEPER_JAR, ZooKeeper
 
 
 def available() -> bool:
     return ZOOKEEPER_JAR.exists() and shutil.which("java") is not None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ZooKeeperServer:
-    def __init__(self, root: Path):
-        self.root = root
-        self.port = _free_port()
-        data = root / "zk-data"
-        data.mkdir(parents=True, exist_ok=True)
-        cfg = root / "zoo.cfg"
-        cfg.write_text(f"tickTime=500\ndataDir={data}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-                       "admin.enableServer=false\nmaxSessionTimeout=60000\n4lw.commands.whitelist=ruok\n")
-        self.log = open(root / "zookeeper.log", "ab")
-        self.proc = subprocess.Popen(
-            ["java", "-Xmx256m", "-Dzookeeper.log.dir=" + str(root), "-cp", str(ZOOKEEPER_JAR),
-             "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while not self._ok():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"ZooKeeper did not start: {(root / 'zookeeper.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-
-    def _ok(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                s.sendall(b"ruok")
-                return s.recv(4) == b"imok"
-        except OSError:
-            return False
-
-    @property
-    def connect(self) -> str:
-        return f"127.0.0.1:{self.port}"
+class ZooKeeperServer(ZooKeeper):
+    def __init__(self, root):
+        super().__init__(root, heap="256m")
 
     def pause(self) -> None:
-        self.proc.send_signal(signal.SIGSTOP)
+        os.kill(self.process.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
-        self.proc.send_signal(signal.SIGCONT)
+        os.kill(self.process.pid, signal.SIGCONT)
 
     def client(self):
         from kazoo.client import KazooClient
@@ -76,11 +37,9 @@ class ZooKeeperServer:
         return zk
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait(10)
-        self.log.close()
+        if self.process.alive():
+            self.resume()
+        self.process.kill()
 
 
 def _j(obj) -> bytes:

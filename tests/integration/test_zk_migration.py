@@ -165,13 +165,17 @@ def test_import_mirror_outage_and_finalize(controller_processes, zookeeper, tmp_
                        for c in changes)
             assert_imported_equals_zookeeper(client, zk)
 
-            # ZooKeeper paused: the quorum goes on, the mirror waits, then catches up
+            # ZooKeeper SIGSTOPped for 20 s (longer than the controller's ZooKeeper session): the
+            # quorum goes on, the mirror waits, then catches up (claiming ZooKeeper again if its
+            # session expired meanwhile)
             zookeeper.pause()
+            paused = time.monotonic()
             try:
                 for i in range(5):
                     client.create_topic(f"during-outage-{i}", 1, 2)
                 lagging = status(cp)
                 assert lagging["state"] == "MIGRATION" and lagging["dual_write_lag_records"] > 0
+                time.sleep(max(0.0, 20 - (time.monotonic() - paused)))
             finally:
                 zookeeper.resume()
             wait_mirrored(cp, timeout=90)

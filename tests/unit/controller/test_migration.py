@@ -185,3 +185,16 @@ def test_the_mirror_writes_kafkas_layout_for_what_changed():
     changes = [w for w in writes.values() if w.sequential and w.path.startswith(z.CONFIG_CHANGE_PREFIX)]
     assert any(json.loads(w.data)["entity_path"] == "topics/orders" for w in changes)
     assert zk_writes(c.core.image, c.core.image, 9, ()) == []
+
+
+def test_the_records_table_shows_the_migration():
+    """The lakehouse's ``records`` rows of the migration's state changes name the state."""
+    from streaming.source import record_row
+
+    c = migrating()
+    c.request(api.ImportZkMetadataRequest(tuple(import_records(cluster(), uuids()).records)))
+    c.request(api.FinalizeMigrationRequest())
+    rows = [record_row(b.base_offset + i, b.epoch, b.append_time_ms, raw, b.control)
+            for b in c.log for i, raw in enumerate(b.records)]
+    states = [json.loads(r[5])["data"]["zk_migration_state"] for r in rows if r[3] == "ZK_MIGRATION_STATE_RECORD"]
+    assert states == ["PRE_MIGRATION", "MIGRATION", "POST_MIGRATION"]
