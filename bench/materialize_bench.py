@@ -182,7 +182,10 @@ def _s3_server():
 def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: float, prefix: str) -> dict:
     """Topics created at RATE_RECORDS_PER_S while the job runs into ``materializer``'s warehouse;
     for each, acknowledgement -> its row visible in ``topics`` to a second reader."""
-    from delta_tables.cut import read_table, tables_at
+    from deltalake import DeltaTable
+
+    from delta_tables import storage
+    from delta_tables.cut import latest_cut, read_table
     from quorum.controller import api
     from streaming import job
 
@@ -200,15 +203,23 @@ def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: 
         time.sleep(0.05)  # the new query has run its first (catch-up) trigger
     time.sleep(1.0)
 
-    def watch():  # a second reader of the topics table
+    def watch():
+        """A second reader, as a broker bootstrapping from the lakehouse reads it: the newest cut,
+        then that cut's ``topics`` once per new cut. (Reading every table at every look kept a
+        single-process S3 API server busy enough to slow the writer it was measuring.)"""
+        last = None
         while not stop.is_set():
             try:
-                names = read_table(tables_at(wh, None)["topics"]).column("name").to_pylist()
-            except Exception:
-                names = []
-            now = time.monotonic()
-            for n in names:
-                seen.setdefault(n, now)
+                cut = latest_cut(wh)
+                if cut.offset != last:
+                    names = read_table(DeltaTable(f"{wh}/topics", version=cut.versions["topics"],
+                                                  storage_options=storage.options())).column("name").to_pylist()
+                    now = time.monotonic()
+                    for n in names:
+                        seen.setdefault(n, now)
+                    last = cut.offset
+            except Exception:  # no cut yet
+                pass
             time.sleep(0.02)
 
     watcher = threading.Thread(target=watch, daemon=True)

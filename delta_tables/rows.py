@@ -164,6 +164,17 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
     raise ValueError(f"not a state table: {table}")
 
 
+def held(table: str, key: Key, image: MetadataImage) -> bool:
+    """Whether ``table`` has a row for ``key`` as of ``image`` (not the voters table, which the
+    image does not hold); cheaper than building the row for the two large tables."""
+    if table == TOPICS:
+        return image.topics.topic(key[0]) is not None
+    if table == PARTITIONS:
+        topic = image.topics.topic(key[0])
+        return topic is not None and topic.partitions.get(key[1]) is not None
+    return row(table, key, image, -1) is not None
+
+
 def image_rows(table: str, image: MetadataImage, voters: Optional[VoterSet] = None) -> list[dict[str, Any]]:
     """Every row of ``table`` in ``image`` and ``voters`` (last_offset -1: unknown), for comparing a
     table with an image in tests and tools."""

@@ -60,9 +60,12 @@ class DeltaSparkWriter(DeltaRsWriter):
         return True
 
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
-                    last_offset: int) -> dict:
+                    last_offset: int, inserts: list[dict[str, Any]] = ()) -> dict:
+        """As DeltaRsWriter.merge_state; ``inserts`` are merged like upserts (Delta's MERGE on Spark
+        prunes by the table's own statistics)."""
         if self.applied(name) >= last_offset:
             return {"skipped": True}
+        upserts = [*upserts, *inserts]
         keys = KEYS[name]
         delete_rows = [dict(zip(keys, key)) for key in deletes]
         if name == PARTITIONS:

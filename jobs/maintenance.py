@@ -4,7 +4,9 @@
 
 Each micro-batch commits small files (a MERGE rewrites only the files it touches); this folds them
 into larger ones per table (per bucket for ``partitions``), writes a Delta checkpoint so readers
-replay a short log, and removes files no version newer than the retention still needs. Safe next
+replay a short log, removes log entries older than the log's retention (the materialiser's commits
+leave them, see delta_tables/writer.py) and data files no version newer than the retention still
+needs. Safe next
 to a running materialiser: compaction commits are plain Delta transactions. When they meet (a
 MERGE rewrote a file being compacted), the compaction of that table is skipped until the next
 round, and a refused MERGE is tried again by the writer (delta_tables/writer.py).
@@ -32,6 +34,7 @@ def maintain(warehouse: str, retention_hours: float) -> dict:
         try:
             compacted = dt.optimize.compact()
             dt.create_checkpoint()
+            dt.cleanup_metadata()  # log entries past delta.logRetentionDuration (the writer leaves them)
             removed = dt.vacuum(retention_hours=int(retention_hours), enforce_retention_duration=False,
                                 dry_run=False)
         except CommitFailedError:  # the materialiser committed what this read: this table waits for next round

@@ -35,13 +35,14 @@ from typing import Any, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_tables.rows import TouchedKeys, row
-from delta_tables.schemas import RECORDS, STATE_TABLES
+from delta_tables.rows import TouchedKeys, held, row
+from delta_tables.schemas import RECORDS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
 from quorum.log import control_records
 from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.log.raft_state import raft_state_of
 from quorum.log.voter_set import VoterSet
+from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
 from quorum.metrics.registry import Histogram
@@ -79,6 +80,10 @@ class Materializer:
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = Histogram(FRESHNESS_BUCKETS_S)
         self.last_freshness_s: Optional[float] = None
+        # The image every state table holds (all of them were last written at it), or None when not
+        # known (after a restart, tables may have stopped at different offsets): keys it lacks are
+        # added to a table without looking for them in it.
+        self._state_image: Optional[MetadataImage] = self.loader.image
         self._rebuild()
 
     # -- restart -------------------------------------------------------------------------------
@@ -88,6 +93,7 @@ class Materializer:
         applied = self.writer.applied(RECORDS)
         if applied < 0:
             return
+        self._state_image = None
         tables_applied = {t: self.writer.applied(t) for t in STATE_TABLES}
         state_applied = min(tables_applied.values())
         dataset = self.writer.table(RECORDS).to_pyarrow_dataset()
@@ -197,17 +203,22 @@ class Materializer:
         image = self.loader.image
         written = {}
         for table in STATE_TABLES:
-            upserts, deletes = [], []
+            upserts, inserts, deletes = [], [], []
+            # rows the table cannot hold yet (new topics, partitions...) are added without a lookup
+            held_before = self._state_image if table != VOTERS else None
             for key, offset in self.touched.keys.get(table, {}).items():
                 r = row(table, key, image, offset, self.voters)
                 if r is None:
                     deletes.append(key)
+                elif held_before is not None and not held(table, key, held_before):
+                    inserts.append(r)
                 else:
                     upserts.append(r)
-            if upserts or deletes:  # a table nothing touched keeps its version: it holds the cut already
-                self.writer.merge_state(table, upserts, deletes, last)
-            written[table] = len(upserts) + len(deletes)
+            if upserts or inserts or deletes:  # a table nothing touched keeps its version: it holds the cut already
+                self.writer.merge_state(table, upserts, deletes, last, inserts)
+            written[table] = len(upserts) + len(inserts) + len(deletes)
         self.touched.clear()
+        self._state_image = image
         return written
 
     def refuse_batches(self, timeout: float) -> bool:

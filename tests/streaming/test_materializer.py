@@ -314,3 +314,62 @@ def test_the_newest_cut_at_or_below_an_offset_is_found_from_file_statistics_as_b
     assert latest_cut(str(tmp_path)).offset == offsets[-1]
     with pytest.raises(CutError, match="no consistent cut at or below"):
         latest_cut(str(tmp_path), offsets[0] - 1)
+
+
+def test_a_merge_reads_only_the_files_that_can_hold_its_keys(tmp_path, monkeypatch):
+    """Between two compactions every micro-batch adds a file to ``topics``; new topics are appended
+    without a lookup, and a MERGE names the keys it updates, so it scans the file that holds them
+    and skips the rest (on object storage, reading every file made each merge slower than the
+    last, and a batch of new partitions read the whole table)."""
+    from delta_tables.schemas import TOPICS
+
+    c, _ = controller(brokers=3)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    m.process(as_batch(log_rows(c)))
+    merges: dict[str, dict] = {}
+    real = m.writer.merge_state
+
+    def recorded(table, upserts, deletes, last, inserts=()):
+        merges[table] = dict(real(table, upserts, deletes, last, inserts), upserts=len(upserts),
+                             inserts=len(inserts))
+        return merges[table]
+
+    monkeypatch.setattr(m.writer, "merge_state", recorded)
+    for k in range(12):  # twelve creates, twelve micro-batches: twelve files
+        start = c.end_offset
+        create(c, f"t{k:02d}", 1, 1)
+        m.process(as_batch(log_rows(c, start)))
+        assert merges[TOPICS]["inserts"] == 1 and merges[TOPICS]["upserts"] == 0
+        assert merges[PARTITIONS]["inserts"] == 1 and "num_target_files_scanned" not in merges[PARTITIONS]
+    start = c.end_offset
+    c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("t03", 3),)))
+    m.process(as_batch(log_rows(c, start)))
+    assert merges[TOPICS]["upserts"] == 1  # t03's partition count
+    assert merges[TOPICS]["num_target_files_scanned"] == 1
+    assert merges[TOPICS]["num_target_files_skipped_during_scan"] >= 11
+    assert merges[PARTITIONS]["inserts"] == 2
+    assert_tables_equal_image(tmp_path, c.core.image)
+
+
+def test_the_writer_leaves_expired_log_entries_to_maintenance(tmp_path):
+    """Removing expired log entries lists the whole log: the writer's commits leave it to the
+    maintenance job, which removes them."""
+    from deltalake import DeltaTable
+
+    from jobs.maintenance import maintain
+
+    writer = DeltaRsWriter(tmp_path)
+    writer.ensure_tables()
+    DeltaTable(str(tmp_path / RECORDS)).alter.set_table_properties(
+        {"delta.checkpointInterval": "2", "delta.logRetentionDuration": "interval 0 seconds"})
+    writer = DeltaRsWriter(tmp_path)
+    for offset in range(8):
+        writer.append_records([{"offset": offset, "epoch": 1, "append_time": None, "type": "NO_OP_RECORD",
+                                "version": 0, "data": "{}", "raw": b""}], offset)
+    log_dir = tmp_path / RECORDS / "_delta_log"
+    # (the property change itself was committed with delta-rs's default hooks: it removed version 0)
+    first_own = log_dir / f"{2:020d}.json"  # the writer's first commit: checkpointed past, expired
+    assert first_own.exists() and len(list(log_dir.glob("*.checkpoint.parquet"))) >= 3
+    maintain(str(tmp_path), retention_hours=0)
+    assert not first_own.exists()
+    assert sorted(read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()) == list(range(8))
