@@ -96,14 +96,9 @@ def _format_seconds(cluster, node_id: int) -> float:
 
 
 def run(ctx: Context) -> dict:
-    results: dict = {"sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    for partitions in (QUICK_SIZES if ctx.quick else FULL_SIZES):
-        try:
-            results["sizes"].append(_one_size(partitions, ctx))
-        except Exception as e:
-            results["systems"]["sparkraft"]["errors"].append(f"{partitions:,}: {type(e).__name__}: {e}")
-            ctx.progress.line(f"{partitions:,} FAILED: {e}")
-    return results
+    from bench.controller_bench import run_sizes
+
+    return run_sizes(ctx, QUICK_SIZES if ctx.quick else FULL_SIZES, _one_size, {})
 
 
 def report(document: dict) -> str:
