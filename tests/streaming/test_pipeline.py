@@ -153,9 +153,10 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
     assert_exactly_once(wh, cp.bootstrap(), topics=16)
 
 
-def _cuts(wh: str) -> int:
+def _cuts(wh) -> int:
+    """The cuts the warehouse ``wh`` (a path or a URI) holds; 0 before it exists."""
     try:
-        return read_table(tables_at(wh, None)[SNAPSHOTS]).num_rows
+        return read_table(tables_at(str(wh), None)[SNAPSHOTS]).num_rows
     except Exception:  # no warehouse yet
         return 0
 
