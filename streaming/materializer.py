@@ -246,10 +246,21 @@ class Materializer:
                  time.monotonic() - fetched)
 
 
+_DATA_PREFIX = '{"data":'
+_TYPE_KEY = ',"type":'
+
+
 def _data_of(json_text: Optional[str]) -> Optional[str]:
-    """The ``data`` part of a record's JSON form (the ``records.data`` column)."""
+    """The ``data`` part of a record's JSON form (the ``records.data`` column). The source writes
+    that form compactly with sorted keys (streaming/source.py: ``data``, ``type``, ``version``), so
+    the part is the text between them, already in the same form: cut out, not parsed and dumped
+    again (a tenth of a first materialisation's time). Any other text is parsed."""
     import json
 
     if json_text is None:
         return None
+    if json_text.startswith(_DATA_PREFIX):
+        end = json_text.rfind(_TYPE_KEY)
+        if end > 0:
+            return json_text[len(_DATA_PREFIX):end]
     return json.dumps(json.loads(json_text).get("data"), separators=(",", ":"), sort_keys=True)
