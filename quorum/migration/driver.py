@@ -81,11 +81,14 @@ class MigrationDriver:
         claim, mirrored = self._claim, self._mirrored
         known = claim is not None and mirrored is not None
         mirrored_offset = mirrored.offset if known else -1
-        return MigrationDescription(
-            state="", zk_controller_epoch=claim.zk_controller_epoch if claim is not None else -1,
-            dual_write_lag_records=max(0, committed_offset - mirrored_offset) if known and not self._finished else (
-                0 if self._finished else -1),
-            mirrored_offset=mirrored_offset, error=self.error)
+        if self._finished:
+            lag = 0  # finalized, and ZooKeeper got everything before it
+        elif not known:
+            lag = -1  # no claim, or ZooKeeper not read yet
+        else:
+            lag = max(0, committed_offset - mirrored_offset)
+        return MigrationDescription(state="", zk_controller_epoch=claim.zk_controller_epoch if claim else -1,
+                                    dual_write_lag_records=lag, mirrored_offset=mirrored_offset, error=self.error)
 
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:

@@ -33,7 +33,6 @@ _OPERATION_NAMES = {code: name for name, code in z.OPERATIONS.items()}
 _PERMISSION_NAMES = {code: name for name, code in z.PERMISSIONS.items()}
 _SCRAM_NAMES = {code: name for name, code in z.SCRAM_KEYS.items()}
 _QUOTA_PATHS = {"user": "users", "client-id": "clients", "ip": "ips"}
-STATE = "state"  # ZkWrite.data of a partition state: encoded with the controller epoch at write time
 
 
 @dataclass(frozen=True)
@@ -90,10 +89,10 @@ class _Writes:
             return
         self.out.append(ZkWrite(path, new, create=old is None))
 
-    def config(self, entity_type: str, name: Optional[str], old: Optional[dict], new: Optional[dict]) -> None:
+    def config(self, path: str, old: Optional[dict], new: Optional[dict]) -> None:
+        """A config znode (None: none) and the change notification ZooKeeper-mode brokers follow."""
         if old == new:
             return
-        path = z.config_path(entity_type, name)
         self.put(path, None if old is None else _config(old), None if new is None else _config(new))
         self.config_changes.append(path.removeprefix(z.CONFIG + "/"))
 
@@ -185,12 +184,12 @@ def _configs(old: MetadataImage, new: MetadataImage, w: _Writes) -> None:
     for resource in sorted(touched):
         if resource.type == TOPIC:
             had, has = old.topics.topic_by_name(resource.name), new.topics.topic_by_name(resource.name)
-            w.config("topics", resource.name,
+            w.config(z.config_path("topics", resource.name),
                      None if had is None else dict(old.configs.configs(resource)),
                      None if has is None else dict(new.configs.configs(resource)))
         elif resource.type == BROKER:
             a, b = old.configs.configs(resource), new.configs.configs(resource)
-            w.config("brokers", resource.name, dict(a) if a else None, dict(b) if b else None)
+            w.config(z.config_path("brokers", resource.name), dict(a) if a else None, dict(b) if b else None)
 
 
 def _entity_path(entity: tuple[tuple[str, Optional[str]], ...]) -> Optional[tuple[str, Optional[str], Optional[str]]]:
@@ -240,11 +239,7 @@ def _client_configs(old: MetadataImage, new: MetadataImage, w: _Writes) -> None:
     for (user, _), _, _ in old.scram.credentials.diff(new.scram.credentials):
         keys.add(("users", user, None))
     for key in sorted(keys, key=lambda k: (k[0], k[1] or "", k[2] or "")):
-        a, b = _client_config(old, key), _client_config(new, key)
-        if a != b:
-            path = _client_path(key)
-            w.put(path, None if a is None else _config(a), None if b is None else _config(b))
-            w.config_changes.append(path.removeprefix(z.CONFIG + "/"))
+        w.config(_client_path(key), _client_config(old, key), _client_config(new, key))
 
 
 def acl_json(entries: Iterable[AclEntry]) -> Optional[bytes]:

@@ -20,7 +20,6 @@ CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG = "/config"
-CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "/config/changes/config_change_"
 LITERAL_ACLS = "/kafka-acl"
 EXTENDED_ACLS = "/kafka-acl-extended"
@@ -40,8 +39,7 @@ OPERATIONS = {"All": 2, "Read": 3, "Write": 4, "Create": 5, "Delete": 6, "Alter"
               "ClusterAction": 9, "DescribeConfigs": 10, "AlterConfigs": 11, "IdempotentWrite": 12,
               "CreateTokens": 13, "DescribeTokens": 14}
 PERMISSIONS = {"Deny": 2, "Allow": 3}
-PATTERN_TYPES = {"literal": 3, "prefixed": 4}  # /kafka-acl-extended/<pattern type>
-LITERAL, PREFIXED = 3, 4
+LITERAL, PREFIXED = 3, 4  # pattern types: /kafka-acl and /kafka-acl-extended/prefixed
 PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -160,8 +158,8 @@ def decode_controller(data: Optional[bytes]) -> ControllerClaim:
 
 
 def encode_controller(node_id: int, kraft_epoch: int) -> bytes:
-    return _encode({"version": 2, "brokerid": node_id, "timestamp": str(int(time.time() * 1000)),
-                    "kraftControllerEpoch": kraft_epoch})
+    return encode({"version": 2, "brokerid": node_id, "timestamp": str(int(time.time() * 1000)),
+                   "kraftControllerEpoch": kraft_epoch})
 
 
 @dataclass(frozen=True)
@@ -302,28 +300,15 @@ def decode_producer_id_block(data: Optional[bytes]) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------- writing
-def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
-
-
 def encode(obj: Any) -> bytes:
     """A znode's JSON as Kafka's Json.encodeAsBytes writes it (compact; keys sorted here, so equal
     content is equal bytes)."""
-    return _encode(obj)
-
-
-def encode_cluster_id(cluster_id: str) -> bytes:
-    return _encode({"version": "1", "id": cluster_id})
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
 
 
 def encode_migration(kraft_controller_id: int, kraft_epoch: int, offset: int, epoch: int) -> bytes:
     """``/migration``: how far the KRaft metadata ZooKeeper holds goes (Kafka's ZkMigrationLeadershipState)."""
-    return _encode({"version": 0, "kraft_controller_id": kraft_controller_id,
-                    "kraft_controller_epoch": kraft_epoch, "kraft_metadata_offset": offset,
-                    "kraft_metadata_epoch": epoch})
+    return encode({"version": 0, "kraft_controller_id": kraft_controller_id,
+                   "kraft_controller_epoch": kraft_epoch, "kraft_metadata_offset": offset,
+                   "kraft_metadata_epoch": epoch})
 
-
-def decode_migration(data: Optional[bytes]) -> tuple[int, int]:
-    """(kraft_metadata_offset, kraft_controller_epoch) of ``/migration``."""
-    obj = _object(MIGRATION, data)
-    return _int(MIGRATION, obj, "kraft_metadata_offset"), _int(MIGRATION, obj, "kraft_controller_epoch")
