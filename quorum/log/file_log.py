@@ -2,9 +2,16 @@
 
 Each segment is named by the offset of its first batch (``%020d.log``) and holds
 encoded batches back to back, exactly as they travel on the wire. Writes go to the
-page cache; ``flush()`` fsyncs them. Recovery on open re-verifies every batch and
+page cache; ``flush()`` fdatasyncs them. Recovery on open re-verifies every batch and
 cuts the log at the first one that is torn, corrupt or out of place, so nothing a
 crash mangled is ever served.
+
+The active segment is preallocated ahead of its writes (``posix_fallocate``, PREALLOCATE_BYTES
+at a time, as etcd's WAL does): an fdatasync that needs no new blocks and no new file size is
+cheaper (0.13 against 0.175 ms here, three processes syncing at once), and one sits on every
+commit's path. So a segment file may end in zeros, which are room, never records: a tail of
+nothing but zeros holds no batch (each has a magic byte and a length), while a torn batch in that
+room leaves some of its bytes. A rolled or closed segment is trimmed to its batches.
 
 In memory the log keeps, per batch, its base offset and its position in the
 *virtual stream* (all segments laid end to end). Both lists are sorted, so finding
@@ -32,6 +39,7 @@ from quorum.log.index import EpochIndex, LogStartFromEpochs, batch_holding, batc
 log = logging.getLogger(__name__)
 
 DEFAULT_SEGMENT_BYTES = 1 << 30  # metadata.log.segment.bytes
+PREALLOCATE_BYTES = 16 << 20  # how far ahead of its writes the active segment is allocated
 SEGMENT_SUFFIX = ".log"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
 _BATCHES_CHUNK_BYTES = 1 << 20  # how much batches() reads at a time
@@ -67,6 +75,18 @@ def valid_batch_after(fd: int, cut: int, file_size: int, offset: int) -> int | N
     return None
 
 
+def zeros_from(mm, start: int, end: int) -> bool:
+    """Whether bytes ``[start, end)`` of ``mm`` (anything sliceable) are all zero: preallocated room."""
+    for i in range(start, end, len(_ZEROS)):
+        n = min(len(_ZEROS), end - i)
+        if mm[i:i + n] != (_ZEROS if n == len(_ZEROS) else bytes(n)):
+            return False
+    return True
+
+
+_ZEROS = bytes(1 << 20)
+
+
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}{SEGMENT_SUFFIX}"
 
@@ -78,14 +98,17 @@ class _Segment:
     fd: int
     vstart: int  # where its byte 0 sits in the log's virtual stream
     size: int = 0  # bytes of whole batches in the file
+    allocated: int = 0  # the file's length: ``size`` plus preallocated zeros
 
 
 class FileLog(LogStartFromEpochs, ReplicatedLog):
-    def __init__(self, directory: str | os.PathLike, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(self, directory: str | os.PathLike, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 preallocate_bytes: int = PREALLOCATE_BYTES) -> None:
         if segment_bytes <= 0:
             raise ValueError(f"segment_bytes must be positive, got {segment_bytes}")
         self._dir = Path(directory)
         self._segment_bytes = segment_bytes
+        self._preallocate_bytes = max(0, preallocate_bytes)  # 0: files grow with their writes
         self._segments: list[_Segment] = []
         self._seg_bases: list[int] = []  # base offset of each segment, for bisect
         self._bases: list[int] = []  # base offset of each batch
@@ -96,6 +119,7 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
         self._flushed = 0
         self._dirty: set[_Segment] = set()  # segments written or cut since the last fsync
         self._dir_dirty = False  # segment files created or deleted since the last fsync
+        self._open = False  # recovered: until then a refusal leaves every file as it was
         self._dir.mkdir(parents=True, exist_ok=True)
         self._recover()
 
@@ -159,6 +183,7 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
             for h in headers:
                 self._index(h)
             seg.size = cut
+            seg.allocated = file_size if problem is None else cut  # zeros after the batches: room
             if problem is not None:
                 later = [p for _, p in files[i + 1:]]
                 log.warning("Torn write at the end of log segment %s: %s; cutting the log at offset %d "
@@ -178,6 +203,9 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
                 self._dirty.add(seg)
             if problem is not None:
                 break
+        for seg in self._segments[:-1]:  # room left by a crash after a roll, before its trim
+            self._trim(seg)
+        self._open = True
         # What was read back is on disk, but perhaps only in the page cache of a process
         # that died: fsync it so flushed_offset == end_offset is a promise.
         self.flush()
@@ -209,7 +237,9 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
                 problem, torn = str(e), True  # a torn write, unless _torn_tail finds records after it
             finally:
                 scan.close()  # release its view of the mapping before the mapping closes
-        cut = headers[-1].position + headers[-1].size if headers else 0
+            cut = headers[-1].position + headers[-1].size if headers else 0
+            if torn and zeros_from(mm, cut, file_size):
+                problem, torn = None, False  # preallocated room, not a torn write
         return headers, cut, problem, torn
 
     # -- writes -----------------------------------------------------------------------------
@@ -251,6 +281,8 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
             seg = self._segments[-1]
             if seg.size == 0 or seg.size + h.size <= self._segment_bytes:
                 return seg
+        if self._segments:
+            self._trim(self._segments[-1])
         path = self._dir / segment_name(h.base_offset)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         seg = _Segment(h.base_offset, path, fd, self._vpos[-1])
@@ -259,12 +291,34 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
         return seg
 
     def _write_at(self, seg: _Segment, data: memoryview) -> None:
+        if seg.size + len(data) > seg.allocated and self._preallocate_bytes:
+            self._preallocate(seg, seg.size + len(data))
         # pwrite at the indexed end, so a failed partial write is overwritten by the next one.
         done = 0
         while done < len(data):
             done += os.pwrite(seg.fd, data[done:], seg.size + done)
         seg.size += len(data)
         self._dirty.add(seg)
+
+    def _preallocate(self, seg: _Segment, end: int) -> None:
+        """Allocate ``seg``'s file up to at least ``end``, PREALLOCATE_BYTES ahead (within the
+        segment size). Where the file system refuses, files just grow with their writes."""
+        target = max(end, min(seg.allocated + self._preallocate_bytes, self._segment_bytes))
+        try:
+            os.posix_fallocate(seg.fd, seg.allocated, target - seg.allocated)
+        except OSError as e:
+            log.warning("Cannot preallocate log segment %s (%s): it grows with its writes instead",
+                        seg.path, e.strerror or e)
+            self._preallocate_bytes = 0
+            return
+        seg.allocated = target
+
+    def _trim(self, seg: _Segment) -> None:
+        """Give back ``seg``'s preallocated room: it is done growing (rolled, truncated or closed)."""
+        if seg.allocated > seg.size and seg.fd >= 0:
+            os.ftruncate(seg.fd, seg.size)
+            self._dirty.add(seg)
+        seg.allocated = seg.size
 
     def _index(self, h: BatchHeader) -> None:
         if h.control:
@@ -294,7 +348,7 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
             self._dir_dirty = True
         if self._segments:
             seg = self._segments[-1]
-            seg.size = vend - seg.vstart
+            seg.size = seg.allocated = vend - seg.vstart
             os.ftruncate(seg.fd, seg.size)
             self._dirty.add(seg)
         del self._bases[keep:], self._vpos[keep + 1:]
@@ -340,7 +394,7 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
 
     def flush(self) -> None:
         for seg in sorted(self._dirty, key=lambda s: s.base_offset):
-            os.fsync(seg.fd)
+            os.fdatasync(seg.fd)  # the data, and the file's length where it changed
         self._dirty.clear()
         if self._dir_dirty:
             fsync_directory(self._dir)
@@ -348,7 +402,10 @@ class FileLog(LogStartFromEpochs, ReplicatedLog):
         self._flushed = self._end
 
     def close(self) -> None:
-        """Close the segment files. Does not fsync: call ``flush()`` first to keep everything."""
+        """Close the segment files, the active one trimmed to its batches. Does not fsync: call
+        ``flush()`` first to keep everything."""
+        if self._segments and self._open:
+            self._trim(self._segments[-1])
         for seg in self._segments:
             if seg.fd >= 0:
                 os.close(seg.fd)

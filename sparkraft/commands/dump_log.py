@@ -8,7 +8,8 @@ checked batches (quorum/log/batch.py). Each record prints as one JSON object: ``
 the records of a ``--raft-only`` log, which are opaque bytes, as base64 under ``raw``.
 
 It streams batch by batch (constant memory, fine in a pipe to ``head``). A path that is not a log
-is one line on stderr and exit 1; a damaged tail is reported after everything good before it.
+is one line on stderr and exit 1; a damaged tail is reported after everything good before it, and
+a tail of zeros (a running node's preallocated room) is the end.
 """
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def _paths(spec: str) -> list[Path]:
 def batches(path: Path) -> Iterator:
     """The batches of ``path``, read in chunks; NotALogError at the first damaged one."""
     from quorum.log.batch import CorruptBatchError, decode_one, scan
+    from quorum.log.file_log import zeros_from
 
     size = path.stat().st_size
     if size == 0:
@@ -73,6 +75,8 @@ def batches(path: Path) -> Iterator:
                     yield decode_one(buffer, header)
                     used = header.position + header.size
             except CorruptBatchError as e:
+                if zeros_from(buffer, used, len(buffer)) and _zeros_to_the_end(f):
+                    return  # the active segment's preallocated room (quorum/log/file_log.py)
                 if chunk and len(buffer) - used < (64 << 20):  # maybe a batch cut by the chunk: read more
                     buffer = buffer[used:]
                     position += used
@@ -85,6 +89,20 @@ def batches(path: Path) -> Iterator:
                 if buffer:
                     raise NotALogError(f"{path}: {len(buffer)} trailing bytes at byte {position} are not a batch")
                 return
+
+
+def _zeros_to_the_end(f) -> bool:
+    """Whether the rest of ``f`` is zeros; its position is left where it was."""
+    from quorum.log.file_log import zeros_from
+
+    here = f.tell()
+    try:
+        while chunk := f.read(READ_CHUNK):
+            if not zeros_from(chunk, 0, len(chunk)):
+                return False
+        return True
+    finally:
+        f.seek(here)
 
 
 def record_json(offset: int, batch, raw: bytes) -> dict:

@@ -56,11 +56,16 @@ def test_segments_and_a_checkpoint_print_every_record_as_json(cluster, tmp_path)
     assert piped.returncode == 0 and len(piped.stdout.splitlines()) == 2 and "Traceback" not in piped.stderr
 
     segment = next(partition.glob("*.log"))
-    damaged = tmp_path / "damaged.log"
-    damaged.write_bytes(segment.read_bytes()[:-7])  # a torn last batch
-    r = dump(damaged, check=False)
-    assert r.returncode == 1 and r.stdout.splitlines(), "the good records are printed first"
-    assert r.stderr.startswith("ERROR:") and "damaged" in r.stderr and "Traceback" not in r.stderr
+    running = tmp_path / "running.log"  # as a running node's active segment: preallocated zeros after
+    running.write_bytes(segment.read_bytes() + bytes(5 << 20))
+    assert dump(running).stdout == dump(segment).stdout
+    for name, data in (("damaged.log", segment.read_bytes()[:-7]),  # a torn last batch
+                       ("torn-in-room.log", segment.read_bytes()[:-7] + bytes(5 << 20))):
+        damaged = tmp_path / name
+        damaged.write_bytes(data)
+        r = dump(damaged, check=False)
+        assert r.returncode == 1 and r.stdout.splitlines(), "the good records are printed first"
+        assert r.stderr.startswith("ERROR:") and "damaged" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_what_is_not_a_log_is_one_line_and_exit_1(tmp_path):

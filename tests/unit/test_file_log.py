@@ -26,8 +26,8 @@ def log_dir(tmp_path):
 def opened():
     logs = []
 
-    def open_log(path, segment_bytes=SEGMENT_BYTES):
-        log = FileLog(path, segment_bytes=segment_bytes)
+    def open_log(path, segment_bytes=SEGMENT_BYTES, **kwargs):
+        log = FileLog(path, segment_bytes=segment_bytes, **kwargs)
         logs.append(log)
         return log
 
@@ -50,9 +50,21 @@ def reopen(log, opened):
     return opened(log.directory)
 
 
+def batches_end(path):
+    """Where the whole batches of a segment file end (preallocated zeros may follow)."""
+    end = 0
+    try:
+        for h in batchcodec.scan(path.read_bytes()):
+            end = h.position + h.size
+    except batchcodec.CorruptBatchError:
+        pass
+    return end
+
+
 def test_segments_roll_and_are_named_by_base_offset(log_dir, opened):
     log = opened(log_dir)
     batches = fill(log, 10)
+    log.close()  # the active segment is trimmed to its batches; rolled ones were when they rolled
     names = segments(log_dir)
     assert len(names) > 2
     assert names[0] == segment_name(0) == "00000000000000000000.log"
@@ -85,13 +97,21 @@ def test_restart_without_close_keeps_what_was_flushed(log_dir, opened):
     assert list(again.batches(0, 100)) == batches
 
 
-def test_torn_tail_is_cut_at_the_last_whole_batch(log_dir, opened, caplog):
+@pytest.mark.parametrize("torn", ["file cut short", "last bytes still zero"])
+def test_torn_tail_is_cut_at_the_last_whole_batch(log_dir, opened, caplog, torn):
+    """A crash mid-write leaves a short file, or (in preallocated room) a batch whose last bytes
+    never left the page cache and read back as zeros."""
     log = opened(log_dir)
     batches = fill(log, 4)
     log.flush()
     last = log_dir / segments(log_dir)[-1]
-    size = last.stat().st_size
-    os.truncate(last, size - 5)
+    size = batches_end(last)
+    if torn == "file cut short":
+        os.truncate(last, size - 5)
+    else:
+        with open(last, "r+b") as f:
+            f.seek(size - 5)
+            f.write(bytes(5))
     with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
         log = reopen(log, opened)
     assert list(log.batches(0, 100)) == batches[:-1]
@@ -107,14 +127,80 @@ def test_garbage_after_the_last_batch_is_cut(log_dir, opened, caplog):
     batches = fill(log, 5)
     log.flush()
     last = log_dir / segments(log_dir)[-1]
-    size = last.stat().st_size
-    with open(last, "ab") as f:
-        f.write(b"\x00" * 50 + os.urandom(50))
+    size = batches_end(last)
+    with open(last, "r+b") as f:  # over the preallocated room after the batches
+        f.seek(size)
+        f.write(b"\x00" * 50 + b"\x01" + os.urandom(49))
     with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
-        log = reopen(log, opened)
+        log = opened(log_dir)  # as after the crash: the old process never closed (trimmed) its files
     assert list(log.batches(0, 100)) == batches
     assert last.stat().st_size == size
     assert f"offset {log.end_offset}" in caplog.text and f"byte {size}" in caplog.text
+
+
+PREALLOCATED = dict(segment_bytes=1 << 20, preallocate_bytes=64 << 10)
+
+
+def test_the_active_segment_is_preallocated_ahead_and_trimmed_when_done(log_dir, opened):
+    log = opened(log_dir, **PREALLOCATED)
+    fill(log, 3)
+    first = log_dir / segment_name(0)
+    assert first.stat().st_size == 64 << 10  # one step ahead of 3 small batches
+    assert batches_end(first) < 1000 and first.read_bytes()[batches_end(first):] == bytes((64 << 10) - batches_end(first))
+    log.append_as_leader([b"x" * 100_000], 1, 0)  # past the room: allocated further, up to at least its end
+    assert first.stat().st_size == 128 << 10 > batches_end(first)  # a whole step further
+    log.append_as_leader([b"y" * 1000_000], 1, 0)  # does not fit: a new segment; the first is trimmed
+    assert first.stat().st_size == batches_end(first)
+    second = log_dir / segments(log_dir)[-1]
+    log.append_as_leader([b"z"], 1, 0)
+    assert second.stat().st_size == 1 << 20 > batches_end(second)  # never past the segment size
+    log.close()
+    assert second.stat().st_size == batches_end(second)
+
+
+def test_a_crash_leaves_preallocated_zeros_which_a_reopen_keeps_as_room(log_dir, opened, caplog):
+    log = opened(log_dir, **PREALLOCATED)
+    batches = fill(log, 5)
+    log.flush()
+    path = log_dir / segment_name(0)
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        again = opened(log_dir, **PREALLOCATED)  # as after a crash: never closed, never trimmed
+    assert caplog.text == ""
+    assert list(again.batches(0, 100)) == batches and again.flushed_offset == 15
+    assert path.stat().st_size == 64 << 10  # the room is kept for the next writes
+    more = fill(again, 2, epoch=2)
+    again.flush()
+    assert list(opened(log_dir, **PREALLOCATED).batches(0, 100)) == batches + more
+
+
+def test_zeros_left_after_a_rolled_segment_are_room_and_trimmed(log_dir, opened, caplog):
+    """A crash after a segment rolled but before its trim reached the disk."""
+    log = opened(log_dir)
+    batches = fill(log, 10)
+    log.flush()
+    log.close()
+    first = log_dir / segments(log_dir)[0]
+    size = first.stat().st_size
+    with open(first, "ab") as f:
+        f.write(bytes(4096))
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = opened(log_dir)
+    assert list(log.batches(0, 100)) == batches and caplog.text == ""
+    assert first.stat().st_size == size
+
+
+def test_a_file_system_without_preallocation_grows_files_instead(log_dir, opened, monkeypatch, caplog):
+    def refuse(fd, offset, length):
+        raise OSError(95, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", refuse)
+    with caplog.at_level(logging.WARNING, logger="quorum.log.file_log"):
+        log = opened(log_dir, **PREALLOCATED)
+        batches = fill(log, 4)
+    assert caplog.text.count("Cannot preallocate") == 1
+    assert (log_dir / segment_name(0)).stat().st_size == batches_end(log_dir / segment_name(0))
+    log.flush()
+    assert list(reopen(log, opened).batches(0, 100)) == batches
 
 
 def _snapshot_files(log_dir):
@@ -133,6 +219,8 @@ def test_a_flipped_byte_mid_log_refuses_to_open_and_changes_nothing(log_dir, ope
     data[second_size + 40] ^= 0x01  # inside the second batch of the second segment
     victim.write_bytes(bytes(data))
     log.close()
+    with open(log_dir / names[0], "ab") as f:  # and room a crash left untrimmed, before the damage
+        f.write(bytes(1000))
     before = _snapshot_files(log_dir)
     with pytest.raises(StorageError) as e:
         opened(log_dir)
