@@ -38,6 +38,11 @@ class MetadataCache:
             raise CheckpointError(f"{self.path} belongs to cluster {header.get('cluster_id')}, not {self.cluster_id}")
         return image, int(header["next_offset"])
 
+    def remove_abandoned(self) -> None:
+        """Delete what a write cut short by the process's exit left (write_atomically's temp files)."""
+        for leftover in self.path.parent.glob(f".{CACHE_FILE}.*.tmp"):
+            leftover.unlink(missing_ok=True)
+
     def discard(self) -> None:
         try:
             self.path.unlink()

@@ -19,7 +19,9 @@ Whichever it is, the client then reads only what comes after it. If the quorum's
 starts at or before that offset (snapshots let the records go), the client downloads the leader's
 snapshot with FetchSnapshot (``snapshot`` when that was its bootstrap) and follows from its end. It persists the cache
 after every ``cache_every_records`` records (or ``cache_interval_s``), off its fetching thread,
-and on a clean stop, so a restart fetches only what it missed.
+and keeps every record it applies after the cache in its own copy of the log
+(:class:`~quorum.broker.local_log.LocalMetadataLog`), flushed on a clean stop: a restart loads
+the cache, replays that copy, and fetches only what it missed, while a stop writes no image.
 
 Offsets. ``next_offset`` is the first log offset not yet applied, counting control records (which
 occupy offsets but change no metadata); ``applied_offset`` = ``next_offset - 1`` is what the broker
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from quorum.broker.cache import MetadataCache
+from quorum.broker.local_log import LocalMetadataLog
 from quorum.errors import SparkraftError
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage
@@ -72,6 +75,7 @@ class MetadataClientStats:
     records_fetched: int = 0  # records read from the quorum by this process (control ones included)
     high_watermark: int = -1  # the quorum's, as last seen
     cache_writes: int = 0
+    records_replayed_locally: int = 0  # records of its own copy of the log replayed at the start
     snapshots_fetched: int = 0  # snapshots downloaded because the log no longer held what was next
     errors: list[str] = field(default_factory=list)
 
@@ -100,6 +104,8 @@ class BrokerMetadataClient:
         self._last_cache_write = time.monotonic()
         self._cached_offset = -1  # next_offset of the last cache written
         self._cache_writer: Optional[threading.Thread] = None
+        self._local: Optional[LocalMetadataLog] = None  # opened by bootstrap() when there is a cache dir
+        self._cache_dir = cache_dir
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -155,11 +161,37 @@ class BrokerMetadataClient:
                 candidates.append(("delta", *found))
         source, image, next_offset = max(candidates, key=lambda c: c[2], default=("log", MetadataImage.EMPTY, 0))
         self._install(image, next_offset)
+        if self.cache is not None:
+            self.cache.remove_abandoned()
+            self._replay_local_copy()
+            next_offset = self._next_offset
         self.stats.bootstrap_source = source
         self.stats.bootstrap_offset = next_offset - 1
         self.stats.bootstrap_seconds = time.monotonic() - started
         log.info("Metadata bootstrapped from %s at offset %d in %.2fs", source, next_offset - 1,
                  self.stats.bootstrap_seconds)
+
+    def _replay_local_copy(self) -> None:
+        """Replay this broker's own copy of the log from where the image is, as far as it goes
+        (the records a stop did not write into the cache); or start the copy afresh there."""
+        try:
+            local = self._local = LocalMetadataLog(self._cache_dir)
+            if not local.holds(self._next_offset):
+                local.restart_at(self._next_offset)
+                return
+            for records in local.records_from(self._next_offset):
+                self._apply(records, fetched=False)
+                self.stats.records_replayed_locally += len(records)
+        except (OSError, SparkraftError, ReplayError) as e:  # (LogError and StorageError are SparkraftErrors)
+            self._local_failed(e)
+
+    def _local_failed(self, e: Exception) -> None:
+        """The copy is a cache: without it a restart fetches more, so say why and go on without."""
+        log.warning("The broker's copy of the metadata log is not kept any more (%s): a restart fetches "
+                    "what the metadata cache lacks", e)
+        if self._local is not None:
+            self._local.close()
+        self._local = None
 
     def _install(self, image: MetadataImage, next_offset: int) -> None:
         with self._lock:
@@ -190,6 +222,8 @@ class BrokerMetadataClient:
         first = self._next_offset == self.stats.bootstrap_offset + 1 and self.stats.records_fetched == 0
         image = self._reader.load_snapshot(e.snapshot_id)
         self._install(image, e.snapshot_id.offset)
+        if self._local is not None:
+            self._local.restart_at(e.snapshot_id.offset)
         self.stats.snapshots_fetched += 1
         took = time.monotonic() - started
         if first:  # the bootstrap image was older than the log start: the snapshot is the bootstrap
@@ -205,7 +239,8 @@ class BrokerMetadataClient:
             except Exception:
                 log.exception("Metadata listener %r failed on a snapshot load", listener)
 
-    def _apply(self, records: list[LogRecord]) -> None:
+    def _apply(self, records: list[LogRecord], fetched: bool = True) -> None:
+        """Apply ``records`` (fetched from the quorum, or replayed from the local copy)."""
         applied: list[tuple[int, AnyRecord]] = []
         with self._lock:
             for r in records:
@@ -217,8 +252,14 @@ class BrokerMetadataClient:
                     applied.append((r.offset, record))
                 self._next_offset = r.offset + 1
             image = self._loader.flush()
-            self.stats.records_fetched += len(records)
+            if fetched:
+                self.stats.records_fetched += len(records)
             self._applied.notify_all()
+        if fetched and self._local is not None:
+            try:
+                self._local.append(records)
+            except (OSError, SparkraftError) as e:
+                self._local_failed(e)
         update = MetadataUpdate(records[0].offset, records[-1].offset, tuple(applied), image)
         for listener in self._listeners:
             try:
@@ -252,6 +293,8 @@ class BrokerMetadataClient:
         partitions a cache takes seconds to write)."""
         if self.cache is None or (self._cache_writer is not None and self._cache_writer.is_alive()):
             return
+        if self._local is not None and self._cached_offset > self._local.start_offset:
+            self._local.release_below(self._cached_offset)  # here: the copy is this thread's alone
         pending = self._next_offset - self._cached_offset
         due = time.monotonic() - self._last_cache_write >= self.cache_interval_s
         if pending >= self.cache_every_records or (due and pending > 0):
@@ -276,6 +319,21 @@ class BrokerMetadataClient:
         self._cached_offset = next_offset
         self.stats.cache_writes += 1
 
+    def _keep_for_restart(self) -> None:
+        """The local copy of the log flushed (milliseconds), and a cache written only where there
+        is none yet, or no copy. A cache being written in the background is not waited for then:
+        it replaces the old one atomically, or is left unfinished and removed at the next start."""
+        if self._local is not None:
+            try:
+                self._local.flush()
+            except OSError as e:
+                self._local_failed(e)
+        if self._local is not None and self.cache.path.exists():
+            return
+        if self._cache_writer is not None:
+            self._cache_writer.join()
+        self.save_cache()
+
     def reopen(self) -> None:
         """Fetch over new connections from now on (rotated TLS key files are read again)."""
         self._reader.reopen()
@@ -292,11 +350,12 @@ class BrokerMetadataClient:
         return self
 
     def stop(self, save: bool = True) -> None:
+        """Stop following; with ``save``, keep what a restart needs (:meth:`_keep_for_restart`)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        if self._cache_writer is not None:
-            self._cache_writer.join()
-        if save:
-            self.save_cache()
+        if save and self.cache is not None:
+            self._keep_for_restart()
+        if self._local is not None:
+            self._local.close()
         self._reader.close()

@@ -4,6 +4,7 @@ what it missed."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 from conftest import wait_for
@@ -100,6 +101,50 @@ def test_a_restart_from_the_cache_fetches_only_what_it_missed(cluster, tmp_path)
         second.stop(save=False)
 
 
+@pytest.mark.parametrize("crash", [False, True], ids=["clean stop", "torn copy"])
+def test_a_stop_writes_no_image_and_a_restart_replays_its_own_copy_of_the_log(cluster, tmp_path, crash):
+    """Only the first stop writes a cache; after that a stop flushes the broker's copy of the log
+    (milliseconds, where an image at 2M partitions takes seconds), and a restart replays it after
+    the cache. A copy torn by a crash is replayed as far as it is whole; the rest is fetched."""
+    from quorum.broker.local_log import LOG_DIR
+
+    cluster.active()
+    cluster.register_brokers()
+    cache_dir = tmp_path / "b"
+    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    first.start()
+    cluster.client.create_topic("cached", 3, 3)
+    wait_for(lambda: first.image.topics.topic_by_name("cached") is not None, 10, "the first topic")
+    first.stop()
+    cached_at = MetadataCache(cache_dir, cluster.cluster_id).load()[1]
+
+    second = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    second.start()
+    assert second.stats.bootstrap_source == "cache" and second.next_offset == cached_at
+    cluster.client.create_topic("after", 200, 3)
+    wait_for(lambda: second.image.topics.topic_by_name("after") is not None, 10, "the second topic")
+    cluster.client.create_topic("last", 3, 3)  # its batch is the one a crash tears
+    wait_for(lambda: second.image.topics.topic_by_name("last") is not None, 10, "the third topic")
+    second.stop()
+    stopped_at = second.next_offset
+    assert MetadataCache(cache_dir, cluster.cluster_id).load()[1] == cached_at, "the stop wrote no image"
+    if crash:
+        last = sorted((cache_dir / LOG_DIR).glob("*.log"))[-1]
+        os.truncate(last, last.stat().st_size - 5)
+
+    third = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    third.start()
+    try:
+        assert third.stats.bootstrap_source == "cache"
+        replayed = third.stats.records_replayed_locally
+        assert (200 < replayed < stopped_at - cached_at) if crash else replayed == stopped_at - cached_at
+        wait_for(lambda: same_as_controller(third, cluster.nodes[cluster.active()]), 20, "the restarted broker to catch up")
+        assert third.image.topics.topic_by_name("last") is not None
+        assert third.stats.records_fetched == third.next_offset - cached_at - replayed, "fetched only the rest"
+    finally:
+        third.stop(save=False)
+
+
 def test_a_foreign_or_damaged_cache_is_discarded_with_a_warning(cluster, tmp_path, caplog):
     cluster.active()
     cache_dir = tmp_path / "b"
@@ -118,7 +163,8 @@ def test_a_foreign_or_damaged_cache_is_discarded_with_a_warning(cluster, tmp_pat
             again = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir)
             again.bootstrap()
             again.stop(save=False)
-        assert again.stats.bootstrap_source == "log" and again.next_offset == 0
+        assert again.stats.bootstrap_source == "log"  # from offset 0: replayed from its own copy of the log
+        assert again.next_offset == again.stats.records_replayed_locally > 0
         assert "Discarding the metadata cache" in caplog.text
         assert not (cache_dir / CACHE_FILE).exists()
 
