@@ -118,16 +118,18 @@ def test_a_stop_writes_no_image_and_a_restart_replays_its_own_copy_of_the_log(cl
     first.stop()
     cached_at = MetadataCache(cache_dir, cluster.cluster_id).load()[1]
 
-    second = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    second = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=5000)
     second.start()
     assert second.stats.bootstrap_source == "cache" and second.next_offset == cached_at
     cluster.client.create_topic("after", 200, 3)
     wait_for(lambda: second.image.topics.topic_by_name("after") is not None, 10, "the second topic")
     cluster.client.create_topic("last", 3, 3)  # its batch is the one a crash tears
     wait_for(lambda: second.image.topics.topic_by_name("last") is not None, 10, "the third topic")
-    second.stop()
+    second.stop()  # without waiting for its long poll (5 s here) to end
     stopped_at = second.next_offset
     assert MetadataCache(cache_dir, cluster.cluster_id).load()[1] == cached_at, "the stop wrote no image"
+    cluster.client.create_topic("while-stopped", 3, 3)
+    assert second.next_offset == stopped_at and second.image.topics.topic_by_name("while-stopped") is None
     if crash:
         last = sorted((cache_dir / LOG_DIR).glob("*.log"))[-1]
         os.truncate(last, last.stat().st_size - 5)
@@ -140,6 +142,7 @@ def test_a_stop_writes_no_image_and_a_restart_replays_its_own_copy_of_the_log(cl
         assert (200 < replayed < stopped_at - cached_at) if crash else replayed == stopped_at - cached_at
         wait_for(lambda: same_as_controller(third, cluster.nodes[cluster.active()]), 20, "the restarted broker to catch up")
         assert third.image.topics.topic_by_name("last") is not None
+        wait_for(lambda: third.image.topics.topic_by_name("while-stopped") is not None, 10, "the topic made while stopped")
         assert third.stats.records_fetched == third.next_offset - cached_at - replayed, "fetched only the rest"
     finally:
         third.stop(save=False)
