@@ -92,13 +92,15 @@ class BrokerLifecycle:
         except SparkraftError:
             return self.state.metadata_offset
 
-    def heartbeat(self, want_shutdown: bool = False) -> Optional[api.BrokerHeartbeatReply]:
-        """One heartbeat; None if it failed (logged). Re-registers when the controller asks for it."""
+    def heartbeat(self, want_shutdown: bool = False, timeout: Optional[float] = None
+                  ) -> Optional[api.BrokerHeartbeatReply]:
+        """One heartbeat, tried for ``timeout`` seconds (the heartbeat interval by default); None if
+        it failed (logged). Re-registers when the controller asks for it."""
         offset = max(self.metadata_offset(), self.state.metadata_offset)
         request = api.BrokerHeartbeatRequest(self.broker_id, self.state.broker_epoch, offset,
                                              want_shutdown=want_shutdown)
         try:
-            reply = self.client.broker_heartbeat(request, timeout=max(1.0, self.heartbeat_interval_s))
+            reply = self.client.broker_heartbeat(request, timeout=timeout or max(1.0, self.heartbeat_interval_s))
         except SparkraftError as e:
             if e.error in _REREGISTER and not want_shutdown:
                 log.warning("Broker %d: %s; registering again", self.broker_id, e)
@@ -131,7 +133,10 @@ class BrokerLifecycle:
         interval = min(0.25, self.heartbeat_interval_s)
         log.info("Broker %d: controlled shutdown requested", self.broker_id)
         while time.monotonic() < deadline:
-            reply = self.heartbeat(want_shutdown=True)
+            # Tried until the deadline: the controller answers once it has moved every leadership
+            # (seconds at 2M partitions), and a heartbeat given up on at the interval left the
+            # broker learning that up to two seconds late.
+            reply = self.heartbeat(want_shutdown=True, timeout=max(1.0, deadline - time.monotonic()))
             if reply is not None and reply.should_shutdown:
                 log.info("Broker %d: controlled shutdown complete", self.broker_id)
                 return True
