@@ -230,7 +230,7 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
             self._exposed_hw = ready.high_watermark
         role = self.role
         if isinstance(role, Leader) and role.progress.update_local(self.log.flushed_offset, now_ms):
-            self._on_leader_hw_moved(role)
+            self._on_leader_hw_moved(role, now_ms)
         self._poll(now_ms)
 
     # ------------------------------------------------------------------ rejoining

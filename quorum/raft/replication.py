@@ -67,14 +67,17 @@ class ReplicationRpcs:
         hw_moved = r.progress.update_replica(ReplicaKey(req.replica_id, req.replica_directory_id), voter,
                                              req.fetch_offset, self.log.end_offset, now)
         if hw_moved:
-            self._on_leader_hw_moved(r)
+            self._on_leader_hw_moved(r, now)
         # A fetcher that knows an older high watermark than it could take (up to its fetch offset)
         # is answered at once (KIP-1166): its fetch crossed the move, which would otherwise not be
         # told until the next one. None: the fetcher did not say (the core's own followers).
         hw = r.progress.high_watermark  # None until this leader has committed in its epoch
         behind = req.high_watermark is not None and hw is not None and req.high_watermark < min(hw, req.fetch_offset)
-        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or hw_moved or behind:
+        linger = self._hw_linger_ms(voter)
+        if req.fetch_offset < self.log.end_offset or req.max_wait_ms <= 0 or (hw_moved or behind) and not linger:
             self._send(src, corr, self._fetch_response(r, req))
+        elif hw_moved or behind:  # held briefly: the next records will carry the new high watermark
+            r.parked[(src, corr)] = (req, now + min(req.max_wait_ms, linger))
         else:
             r.parked[(src, corr)] = (req, now + req.max_wait_ms)
 
@@ -83,18 +86,43 @@ class ReplicationRpcs:
         return FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
                              self.log.start_offset, data)
 
-    def _on_leader_hw_moved(self, r: Leader) -> None:
+    def _on_leader_hw_moved(self, r: Leader, now: int) -> None:
+        """Followers and observers learn the new high watermark from answers to their parked
+        fetches: within ``high_watermark_linger_ms``, or sooner with the next records.
+
+        KRaft's leader answers them at once. At one writer that is four of the leader's messages
+        per write (two answers carrying only the high watermark, two fetches right after), on the
+        same cores as the next write; held 1 ms, the next write's records carry it instead, as
+        etcd's leader sends its commit index with the next append (bench writes, one writer:
+        p50 0.74-0.77 -> 0.58-0.66 ms in alternating runs). Idle, they learn it 1 ms later.
+        Voters only: an observer (a broker) is answered at once, as its read-your-writes waits."""
         self._set_high_watermark(r.progress.high_watermark)
-        # Followers learn the new high watermark from answers to their parked fetches.
-        for (src, corr), (req, _deadline) in r.parked.items():
-            self._send(src, corr, self._fetch_response(r, req))
-        r.parked.clear()
+        for (src, corr), (req, deadline) in list(r.parked.items()):
+            linger = self._hw_linger_ms(self._is_voter_replica(src, req.replica_directory_id))
+            if linger:
+                r.parked[(src, corr)] = (req, min(deadline, now + linger))
+            else:
+                del r.parked[(src, corr)]
+                self._answer_parked(r, src, corr, req, now)
+
+    def _hw_linger_ms(self, voter: bool) -> int:
+        """How long a voter's parked fetch may wait to learn a moved high watermark (0: not at all)."""
+        return max(0, self.settings.high_watermark_linger_ms) if voter else 0
 
     def _complete_parked(self, r: Leader, now: int, only_expired: bool) -> None:
         for (src, corr), (req, deadline) in list(r.parked.items()):
             if (only_expired and now >= deadline) or (not only_expired and req.fetch_offset < self.log.end_offset):
                 del r.parked[(src, corr)]
-                self._send(src, corr, self._fetch_response(r, req))
+                self._answer_parked(r, src, corr, req, now)
+
+    def _answer_parked(self, r: Leader, src: int, corr: int, req: FetchRequest, now: int) -> None:
+        """A parked fetch's answer. While it waited, a snapshot may have let the records it asks
+        for go (the simulation found one held through a high watermark's linger): it is then
+        answered as a new fetch would be, with the snapshot to take."""
+        if req.fetch_offset < self.log.start_offset:
+            self._handle_fetch_request(src, corr, req, now)
+        else:
+            self._send(src, corr, self._fetch_response(r, req))
 
     def _set_high_watermark(self, hw: Optional[int]) -> None:
         if hw is not None and hw > self.high_watermark:

@@ -13,6 +13,9 @@ class RaftSettings:
     retry_backoff_ms: int = 20  # controller.quorum.retry.backoff.ms
     append_linger_ms: int = 25  # controller.quorum.append.linger.ms
     fetch_max_wait_ms: int = 500  # how long a leader holds an empty Fetch (long poll)
+    # ...and how long at most once the high watermark has moved, so the next records carry it
+    # (0: answered at once, as Kafka's leader does; replication.py says why not)
+    high_watermark_linger_ms: int = 1
     fetch_max_bytes: int = 8 * 1024 * 1024
     max_batch_bytes: int = 1024 * 1024  # a lingering batch is appended once it grows past this
     # The leader forgets an observer (DescribeQuorum's CurrentObservers) that has not fetched for

@@ -40,7 +40,10 @@ from quorum.raft.settings import RaftSettings
 from quorum.snapshot.memory_store import MemorySnapshotStore, seal
 
 CLUSTER_ID = "scenario-cluster-000000"
-SETTINGS = RaftSettings()
+# The scenarios tell KRaft's own exchanges, in which a leader answers parked fetches as soon as the
+# high watermark moves; the default linger that lets the next records carry it instead
+# (replication.py) is covered by test_raft_core.py and by the simulation, which runs with it.
+SETTINGS = RaftSettings(high_watermark_linger_ms=0)
 
 
 @dataclass

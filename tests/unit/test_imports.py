@@ -29,8 +29,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.config": {"quorum.properties", "quorum.raft", "quorum.controller", "quorum.security"},
     "quorum.rpc": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.raft",
                    "quorum.controller", "quorum.config", "quorum.security", "quorum.wire"},
-    "quorum.broker": {"quorum.errors", "quorum.metadata", "quorum.snapshot", "quorum.controller", "quorum.rpc",
-                      "quorum.security"},
+    # (quorum.log: a broker keeps its own copy of the metadata log after its cache, in log segments)
+    "quorum.broker": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.controller",
+                      "quorum.rpc", "quorum.security"},
     # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is handed
     "quorum.kafka": {"quorum.errors", "quorum.metadata", "quorum.controller", "quorum.security"},
     # the ZooKeeper migration: Kafka's znodes, the import, the mirror's writes, the driver thread (kazoo)

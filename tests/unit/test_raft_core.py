@@ -24,8 +24,8 @@ CID = "test-cluster-000000000"
 S = RaftSettings()
 
 
-def make(election=ElectionState.empty(), log=None, node_id=1, voters=(1, 2, 3), now=0):
-    return RaftCore(node_id, voters, CID, log or MemoryLog(), election, now, S, snapshots=MemorySnapshotStore())
+def make(election=ElectionState.empty(), log=None, node_id=1, voters=(1, 2, 3), now=0, settings=S):
+    return RaftCore(node_id, voters, CID, log or MemoryLog(), election, now, settings, snapshots=MemorySnapshotStore())
 
 
 def drain(core, now=0):
@@ -50,9 +50,9 @@ def vote(epoch, candidate, last_epoch=0, last_offset=0, pre=False, cluster=CID):
     return VoteRequest(cluster, epoch, candidate, last_epoch, last_offset, pre)
 
 
-def make_leader(now=0):
+def make_leader(now=0, settings=S):
     """Node 1 wins epoch 1 with node 2's vote and appends its LeaderChange record."""
-    core = make()
+    core = make(settings=settings)
     drain(core)
     now = S.election_timeout_ms * 2
     core.tick(now)
@@ -273,12 +273,56 @@ def test_empty_fetch_is_held_until_data_arrives():
     core, now = make_leader()
     core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 500), now)
     _, sent = drain(core, now)
-    assert reply_to(sent, 1)[0].high_watermark == 1  # this fetch committed: answered at once
+    assert reply_to(sent, 1) == []  # this fetch committed: held the high watermark's linger...
+    core.tick(now + S.high_watermark_linger_ms)
+    assert reply_to(drain(core, now + 1)[1], 1)[0].high_watermark == 1  # ...then answered with it
     core.receive(2, 2, FetchRequest(CID, 1, 2, 1, 1, 500), now + 1)
     assert reply_to(drain(core, now + 1)[1], 2) == []  # nothing new: held
     core.propose([b"x"], now + 2)
     resp = reply_to(drain(core, now + 2)[1], 2)
     assert resp and resp[0].records  # answered with the new record
+
+
+def test_a_voter_learns_a_moved_high_watermark_from_the_next_records_or_after_the_linger():
+    """A voter's fetch that moves the high watermark is held, not answered at once: the next
+    records carry the new high watermark (one answer instead of two), and without any the fetch
+    is answered when the linger ends."""
+    core, now = make_leader()
+    core.receive(3, 7, FetchRequest(CID, 1, 3, 1, 1, 500), now)  # commits offset 0
+    assert core.high_watermark == 1 and reply_to(drain(core, now)[1], 7) == []
+    core.tick(now + S.high_watermark_linger_ms - 1)
+    assert reply_to(drain(core, now)[1], 7) == []
+    core.tick(now + S.high_watermark_linger_ms)  # nothing else came: answered when the linger ends
+    (answer,) = reply_to(drain(core, now + S.high_watermark_linger_ms)[1], 7)
+    assert answer.high_watermark == 1 and not answer.records
+    now += S.high_watermark_linger_ms
+    core.propose([b"next"], now)
+    core.receive(3, 8, FetchRequest(CID, 1, 3, 1, 1, 500), now)
+    drain(core, now)
+    core.receive(3, 9, FetchRequest(CID, 1, 3, 2, 1, 500), now)  # commits offset 1: held again
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 2, 1, 500), now)
+    assert core.high_watermark == 2 and reply_to(drain(core, now)[1], 9) == []
+    core.propose([b"after"], now)  # records before the linger ends carry the new high watermark
+    sent = drain(core, now)[1]
+    answers = reply_to(sent, 9) + reply_to(sent, 1)
+    assert len(answers) == 2 and all(a.records and a.high_watermark == 2 for a in answers)
+
+
+def test_without_a_linger_a_moved_high_watermark_is_answered_at_once_as_kafka_does():
+    core, now = make_leader(settings=RaftSettings(high_watermark_linger_ms=0))
+    core.receive(3, 7, FetchRequest(CID, 1, 3, 1, 1, 500), now)
+    assert [r.high_watermark for r in reply_to(drain(core, now)[1], 7)] == [1]
+
+
+def test_an_observer_learns_a_moved_high_watermark_at_once():
+    """Brokers are observers: their read-your-writes waits for the high watermark, so they are
+    not held for the linger."""
+    core, now = make_leader()
+    core.receive(101, 5, FetchRequest(CID, 1, 101, 1, 1, 500), now)  # parked at the end
+    assert reply_to(drain(core, now)[1], 5) == []
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 500), now)  # node 2 commits offset 0
+    sent = drain(core, now)[1]
+    assert [r.high_watermark for r in reply_to(sent, 5)] == [1] and reply_to(sent, 1) == []
 
 
 def test_a_fetch_that_knows_an_older_high_watermark_is_answered_at_once():
