@@ -10,7 +10,7 @@ controllers, fsync on, default timeouts), 28 brokers heartbeating through the br
   committed; partitions/s.
 - **controlled shutdown**: SIGTERM one broker process; it heartbeats ``want_shutdown`` until the
   controller has moved all its leaderships. Time from SIGTERM until that is committed (the process
-  then writes its metadata cache and exits; that time is recorded too).
+  then flushes its copy of the metadata log and exits; that time is recorded too).
 - **recovery**: SIGKILL the other broker process; the controller fences it after
   ``broker.session.timeout.ms`` (9 s) and moves its leaderships in the same atomic operation.
   Time from SIGKILL until the committed image shows it fenced (detection included).
@@ -215,7 +215,7 @@ def _leaders(rig: Rig, broker_id: int, sample_topics: list[str]) -> int:
 def _controlled_shutdown(rig: Rig, sample: list[str]) -> dict:
     """SIGTERM until the controller has moved every leadership off the broker and committed that
     (it then marks the broker fenced): what Kafka's figure measures. The process exits after
-    that, once it has written its metadata cache; that time is reported beside it."""
+    that, once it has flushed its copy of the metadata log; that time is reported beside it."""
     broker = PROCESS_BROKERS[0]
     led_before = _leaders(rig, broker, sample)
     proc = rig.broker_procs[broker]

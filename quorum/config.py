@@ -271,7 +271,7 @@ KEYS: dict[str, ConfigKey] = {
         _key("metadata.max.idle.interval.ms", _MS, 500,
              "The leader appends a NoOp record after this long without records (0 = never)."),
         _key("metadata.cache.interval.ms", _POSITIVE, 300 * 1000,
-             "How often a broker writes its metadata cache (also on a clean stop)."),
+             "How often a broker writes its metadata cache (records after it are kept in its copy of the log)."),
         _key("max.partitions.per.request", _POSITIVE, 100_000,
              "Most partitions one CreateTopics or CreatePartitions request may add (INVALID_PARTITIONS past it)."),
         _key("max.partitions", _POSITIVE, 5_000_000,
