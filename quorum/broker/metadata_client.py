@@ -176,16 +176,29 @@ class BrokerMetadataClient:
     def _replay_local_copy(self) -> None:
         """Replay this broker's own copy of the log from where the image is, as far as it goes
         (the records a stop did not write into the cache); or start the copy afresh there."""
+        image, next_offset = self._loader.image, self._next_offset
         try:
             local = self._local = LocalMetadataLog(self._cache_dir)
-            if not local.holds(self._next_offset):
-                local.restart_at(self._next_offset)
+            if not local.holds(next_offset):
+                local.restart_at(next_offset)
                 return
-            for records in local.records_from(self._next_offset):
+            for records in local.records_from(next_offset):
                 self._apply(records, fetched=False)
                 self.stats.records_replayed_locally += len(records)
-        except (OSError, SparkraftError, ReplayError) as e:  # (LogError and StorageError are SparkraftErrors)
-            self._local_failed(e)
+        except Exception as e:  # the copy is a cache: one that does not open or replay is not used
+            # nothing of it is kept: the image is the bootstrap's again
+            self._install(image, next_offset)
+            self.stats.records_replayed_locally = 0
+            if self._local is not None:
+                self._local.discard()
+                self._local = None
+            log.warning("Discarded the broker's copy of the metadata log (%s): fetching from offset %d",
+                        e, next_offset)
+            try:  # and a fresh copy from here
+                self._local = LocalMetadataLog(self._cache_dir)
+                self._local.restart_at(next_offset)
+            except Exception as again:
+                self._local_failed(again)
 
     def _local_failed(self, e: Exception) -> None:
         """The copy is a cache: without it a restart fetches more, so say why and go on without."""

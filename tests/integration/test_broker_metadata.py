@@ -256,3 +256,42 @@ def sys_path_streaming():
     path = str(Path(__file__).parent.parent / "streaming")
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+def test_a_copy_of_the_log_that_does_not_replay_is_discarded_and_the_rest_fetched(cluster, tmp_path, caplog):
+    """Records in the broker's copy that do not apply to its cache (a copy from elsewhere, or
+    damage with valid CRCs): the image is the cache's again, the copy goes, the quorum is asked."""
+    from quorum.broker.local_log import LOG_DIR, LocalMetadataLog
+    from quorum.rpc.log_reader import LogRecord
+
+    cluster.active()
+    cluster.register_brokers()
+    cache_dir = tmp_path / "b"
+    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    first.start()
+    cluster.client.create_topic("cached", 3, 3)
+    wait_for(lambda: first.image.topics.topic_by_name("cached") is not None, 10, "the topic")
+    first.stop()
+    cached_at = MetadataCache(cache_dir, cluster.cluster_id).load()[1]
+    junk = LocalMetadataLog(cache_dir)
+    junk.restart_at(cached_at)
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.records import encode_record
+
+    no_such_topic = encode_record(pb.PartitionChangeRecord(topic_id="AAAAAAAAAAAAAAAAAAAD5w", partition_id=0, leader=5))
+    junk.append([LogRecord(cached_at, 1, 0, no_such_topic)])
+    junk.flush()
+    junk.close()
+
+    cluster.client.create_topic("later", 3, 3)
+    with caplog.at_level(logging.WARNING, logger="quorum.broker.metadata_client"):
+        again = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+        again.start()
+    try:
+        assert "Discarded the broker's copy of the metadata log" in caplog.text
+        assert again.stats.records_replayed_locally == 0 and again.stats.bootstrap_offset == cached_at - 1
+        wait_for(lambda: same_as_controller(again, cluster.nodes[cluster.active()]), 20, "the broker to catch up")
+        assert again.image.topics.topic_by_name("later") is not None
+        assert list((cache_dir / LOG_DIR).glob("*.log")), "a fresh copy is kept from there on"
+    finally:
+        again.stop(save=False)
