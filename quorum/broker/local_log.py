@@ -94,8 +94,3 @@ class LocalMetadataLog:
 
     def close(self) -> None:
         self._log.close()
-
-    def discard(self) -> None:
-        """Close and delete the copy (it does not replay: a restart then fetches instead)."""
-        self._log.close()
-        shutil.rmtree(self.path, ignore_errors=True)

@@ -186,17 +186,15 @@ class BrokerMetadataClient:
                 self._apply(records, fetched=False)
                 self.stats.records_replayed_locally += len(records)
         except Exception as e:  # the copy is a cache: one that does not open or replay is not used
-            # nothing of it is kept: the image is the bootstrap's again
-            self._install(image, next_offset)
+            self._install(image, next_offset)  # nothing of it is kept: the image is the bootstrap's again
             self.stats.records_replayed_locally = 0
-            if self._local is not None:
-                self._local.discard()
-                self._local = None
+            if self._local is None:  # it did not open
+                self._local_failed(e)
+                return
             log.warning("Discarded the broker's copy of the metadata log (%s): fetching from offset %d",
                         e, next_offset)
-            try:  # and a fresh copy from here
-                self._local = LocalMetadataLog(self._cache_dir)
-                self._local.restart_at(next_offset)
+            try:
+                self._local.restart_at(next_offset)  # emptied: a fresh copy from here
             except Exception as again:
                 self._local_failed(again)
 
@@ -237,8 +235,8 @@ class BrokerMetadataClient:
         first = self._next_offset == self.stats.bootstrap_offset + 1 and self.stats.records_fetched == 0
         image = self._reader.load_snapshot(e.snapshot_id)
         self._install(image, e.snapshot_id.offset)
-        with self._lock:
-            if self._local is not None and not self._stop.is_set():
+        with self._lock:  # (a stop takes the copy away under it)
+            if self._local is not None:
                 self._local.restart_at(e.snapshot_id.offset)
         self.stats.snapshots_fetched += 1
         took = time.monotonic() - started
@@ -357,17 +355,17 @@ class BrokerMetadataClient:
         """The local copy of the log flushed (milliseconds), and a cache written only where there
         is none yet, or no copy. A cache being written in the background is not waited for then:
         it replaces the old one atomically, or is left unfinished and removed at the next start."""
+        flushed = False
         if local is not None:
             try:
                 local.flush()
+                flushed = True
             except OSError as e:
                 log.warning("Could not flush the broker's copy of the metadata log: %s; writing the cache", e)
+            finally:
                 local.close()
-                local = None
-        if local is not None:
-            local.close()
-            if self.cache.path.exists():
-                return
+        if flushed and self.cache.path.exists():
+            return
         if self._cache_writer is not None:
             self._cache_writer.join()
         self.save_cache()
