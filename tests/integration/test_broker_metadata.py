@@ -37,6 +37,18 @@ def replayed_on_active(cluster) -> int:
     return cluster.nodes[cluster.active()].call(lambda core: core.last_committed_offset).result(5)
 
 
+def first_run(cluster, cache_dir, topic: str) -> BrokerMetadataClient:
+    """A broker's first run: it follows the log until ``topic`` exists, then stops cleanly."""
+    cluster.active()
+    cluster.register_brokers()
+    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
+    first.start()
+    cluster.client.create_topic(topic, 3, 3)
+    wait_for(lambda: first.image.topics.topic_by_name(topic) is not None, 10, f"topic {topic}")
+    first.stop()
+    return first
+
+
 def test_follows_the_log_holds_the_controllers_image_and_publishes_in_order(cluster):
     cluster.active()
     cluster.register_brokers()
@@ -68,15 +80,8 @@ def test_follows_the_log_holds_the_controllers_image_and_publishes_in_order(clus
 
 
 def test_a_restart_from_the_cache_fetches_only_what_it_missed(cluster, tmp_path):
-    cluster.active()
-    cluster.register_brokers()
     cache_dir = tmp_path / "broker-101"
-    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
-    first.start()
-    cluster.client.create_topic("before", 3, 3)
-    wait_for(lambda: first.image.topics.topic_by_name("before") is not None, 10, "the first topic")
-    first.stop()  # a clean stop writes the cache
-    stopped_at = first.next_offset
+    stopped_at = first_run(cluster, cache_dir, "before").next_offset  # a first clean stop writes the cache
     assert (cache_dir / CACHE_FILE).exists()
 
     for i in range(10):  # 10 x (1 TopicRecord + 1,000 PartitionRecords) while the broker is down
@@ -108,14 +113,8 @@ def test_a_stop_writes_no_image_and_a_restart_replays_its_own_copy_of_the_log(cl
     the cache. A copy torn by a crash is replayed as far as it is whole; the rest is fetched."""
     from quorum.broker.local_log import LOG_DIR
 
-    cluster.active()
-    cluster.register_brokers()
     cache_dir = tmp_path / "b"
-    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
-    first.start()
-    cluster.client.create_topic("cached", 3, 3)
-    wait_for(lambda: first.image.topics.topic_by_name("cached") is not None, 10, "the first topic")
-    first.stop()
+    first_run(cluster, cache_dir, "cached")
     cached_at = MetadataCache(cache_dir, cluster.cluster_id).load()[1]
 
     second = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=5000)
@@ -262,22 +261,15 @@ def test_a_copy_of_the_log_that_does_not_replay_is_discarded_and_the_rest_fetche
     """Records in the broker's copy that do not apply to its cache (a copy from elsewhere, or
     damage with valid CRCs): the image is the cache's again, the copy goes, the quorum is asked."""
     from quorum.broker.local_log import LOG_DIR, LocalMetadataLog
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.records import encode_record
     from quorum.rpc.log_reader import LogRecord
 
-    cluster.active()
-    cluster.register_brokers()
     cache_dir = tmp_path / "b"
-    first = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, cache_dir, fetch_wait_ms=100)
-    first.start()
-    cluster.client.create_topic("cached", 3, 3)
-    wait_for(lambda: first.image.topics.topic_by_name("cached") is not None, 10, "the topic")
-    first.stop()
+    first_run(cluster, cache_dir, "cached")
     cached_at = MetadataCache(cache_dir, cluster.cluster_id).load()[1]
     junk = LocalMetadataLog(cache_dir)
     junk.restart_at(cached_at)
-    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
-    from quorum.metadata.records import encode_record
-
     no_such_topic = encode_record(pb.PartitionChangeRecord(topic_id="AAAAAAAAAAAAAAAAAAAD5w", partition_id=0, leader=5))
     junk.append([LogRecord(cached_at, 1, 0, no_such_topic)])
     junk.flush()
