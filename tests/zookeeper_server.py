@@ -36,6 +36,13 @@ class ZooKeeperServer(ZooKeeper):
         zk.start(20)
         return zk
 
+    def reconnected(self, zk):
+        """A new client in place of ``zk``, whose session a pause longer than its timeout may have
+        ended (kazoo then fails every call made before it has a new session)."""
+        zk.stop()
+        zk.close()
+        return self.client()
+
     def close(self) -> None:
         if self.process.alive():
             self.resume()

@@ -189,6 +189,7 @@ class ControllerNode:
         if self._thread is not None:
             raise RuntimeError("a ControllerNode starts once")
         self.snapshots.load()
+        self._replay_to_load = self.raft.status().log_end_offset
         self._follow_security()
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
@@ -481,11 +482,14 @@ class ControllerNode:
 
     def _follow_security(self) -> None:
         """The authorizer and the SCRAM logins take the committed ACLs and credentials after each
-        delivery (all of it at once), so every controller decides by the committed log."""
+        delivery (all of it at once), so every controller decides by the committed log. Logins wait
+        until the node has replayed what its log held at start (less what Raft truncated since)."""
         if self.security.authorizer is not None:
             self.security.authorizer.follow(self.core.image.acls)
         if self.security.scram is not None:
-            self.security.scram.follow(self.core.image.scram)
+            self._replay_to_load = min(self._replay_to_load, self.raft.status().log_end_offset)
+            self.security.scram.follow(self.core.image.scram,
+                                       loaded=self.core.last_committed_offset + 1 >= self._replay_to_load)
 
     def _check_leadership(self) -> None:
         st = self.raft.status()

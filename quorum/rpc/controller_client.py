@@ -203,6 +203,7 @@ class ControllerClient(LeaderFollowingClient):
         deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}
         login_refused: dict[str, SparkraftError] = {}
+        answered: Optional[str] = None  # the last retriable refusal, if any server gave one
         notice_at = self._notice_at()
         while True:
             for target in self._candidates():
@@ -211,6 +212,9 @@ class ControllerClient(LeaderFollowingClient):
                 try:
                     resp = self._attempt(target, method, request, deadline)
                 except SparkraftError as e:
+                    if e.error in _RETRIABLE:  # it cannot check logins yet (still replaying its log)
+                        answered = f"{target} answered {e}"
+                        continue
                     self._note_login_refused(target, e, login_refused)
                     continue
                 except grpc.RpcError as e:
@@ -237,8 +241,8 @@ class ControllerClient(LeaderFollowingClient):
                     self._leader = target
                 return resp
             if time.monotonic() >= deadline:
-                raise self._give_up(method, unreachable, None, waited)
-            notice_at = self._maybe_notify(notice_at, waited, None, unreachable)
+                raise self._give_up(method, unreachable, answered, waited)
+            notice_at = self._maybe_notify(notice_at, waited, answered, unreachable)
             time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
 
 

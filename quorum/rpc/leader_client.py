@@ -248,6 +248,9 @@ class LeaderFollowingClient:
                 try:
                     resp = self._attempt(target, method, request, deadline, metadata)
                 except SparkraftError as e:
+                    if e.error in self.retriable:  # it cannot check logins yet (still replaying its log)
+                        answered = f"{target} answered {e}"
+                        continue
                     self._note_login_refused(target, e, login_refused, final=to_leader)
                     continue
                 except grpc.RpcError as e:

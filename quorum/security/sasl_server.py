@@ -13,6 +13,11 @@ a key this process draws at start and never writes anywhere. So a token:
 - dies with the credential: changing or deleting the user's password ends its sessions at once;
 - cannot be made by a client (a client that knows the password knows ServerKey, not the node key).
 
+A restarted controller checks no login until it has replayed the log it had before (its image is
+empty or old until then): it answers NOT_CONTROLLER, so the client asks another controller, instead
+of calling a valid password invalid. Kafka's metadata loader publishes nothing before it catches up,
+for the same reason.
+
 Bounded work: at most ``MAX_PENDING`` exchanges wait for their second message, each for at most
 ``PENDING_TIMEOUT_S``; a client-final message is accepted once (a replay finds no exchange).
 Nothing here logs a token, a proof or a key.
@@ -77,12 +82,15 @@ class ScramAuthenticator:
         self._clock = clock
         self._key = secrets.token_bytes(32)  # signs tokens; never leaves this process
         self._image = ScramImage()
+        self._loaded = False  # the image holds at least what this node's log held at its start
         self._pending: OrderedDict[str, tuple[float, ServerExchange]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def follow(self, image: ScramImage) -> None:
-        """The credentials the node has replayed (swapped whole: readers see one image or the next)."""
+    def follow(self, image: ScramImage, loaded: bool = True) -> None:
+        """The credentials the node has replayed (swapped whole: readers see one image or the next);
+        ``loaded``: the node has replayed what its log held at start (once true, it stays true)."""
         self._image = image
+        self._loaded = self._loaded or loaded
 
     # -- the exchange ---------------------------------------------------------------------------
     def authenticate(self, mechanism_name: str, auth_bytes: bytes) -> AuthenticateReply:
@@ -92,6 +100,9 @@ class ScramAuthenticator:
         if mechanism is None:
             raise SparkraftError(Errors.UNSUPPORTED_SASL_MECHANISM,
                                  f"Unsupported SASL mechanism {mechanism_name!r} (enabled: {', '.join(MECHANISMS)})")
+        if not self._loaded:
+            raise SparkraftError(Errors.NOT_CONTROLLER, "this controller is still replaying its metadata log "
+                                 "after a restart and checks no login yet: ask another controller, or again shortly")
         try:
             if auth_bytes.startswith(b"c="):
                 return self._final(mechanism.name, auth_bytes)

@@ -15,7 +15,7 @@ from conftest import LiveBrokers, free_ports, sparkraft_cmd, wait_for
 from pki import MAPPING_RULES, Pki
 from test_security_processes import cli, ok, refused, topics
 
-from quorum.errors import Errors
+from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2, controller_pb2_grpc
 from quorum.rpc.controller_client import ControllerClient
 from quorum.rpc.sasl_login import ScramLogin
@@ -164,3 +164,26 @@ def test_tokens_expire_are_renewed_and_belong_to_one_server(scram):
                                      timeout=10) for _ in range(2)]
         assert answers[0].error == 0 and answers[0].token
         assert answers[1].error == Errors.SASL_AUTHENTICATION_FAILED and not answers[1].token
+
+
+def test_a_restarted_controller_calls_no_password_wrong_before_it_has_replayed_its_log(scram):
+    cp = scram
+    lone = cp.voters[0]
+    for i in cp.voters:
+        cp.kill(i)
+    cp.start([lone])  # alone it learns nothing is committed, so it replays none of its log
+    with ControllerClient(cp.bootstrap([lone]), timeout=15, security=cp.security) as client:
+        with pytest.raises(SparkraftError) as e:
+            client.list_topics()
+    assert e.value.error is Errors.NOT_CONTROLLER and "replaying" in e.value.message, e.value  # retriable
+    cp.start([i for i in cp.voters if i != lone])
+    with ControllerClient(cp.bootstrap([lone]), timeout=30, security=cp.security) as client:
+        wait_for(lambda: _lists_topics(client), 30, f"controller {lone} checking logins again")
+
+
+def _lists_topics(client) -> bool:
+    try:
+        return isinstance(client.list_topics(), tuple)
+    except SparkraftError as e:
+        assert e.error is Errors.NOT_CONTROLLER, e  # never SASL_AUTHENTICATION_FAILED
+        return False

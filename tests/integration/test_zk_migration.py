@@ -32,13 +32,12 @@ SALT, STORED, SERVER = b"0123456789abcdef", bytes(range(32)), bytes(range(32, 64
 @pytest.fixture
 def zookeeper(tmp_path):
     server = zks.ZooKeeperServer(tmp_path / "zk")
-    zk = server.client()
-    server.kazoo = zk
+    server.kazoo = server.client()
     try:
         yield server
     finally:
-        zk.stop()
-        zk.close()
+        server.kazoo.stop()
+        server.kazoo.close()
         server.close()
 
 
@@ -178,6 +177,7 @@ def test_import_mirror_outage_and_finalize(controller_processes, zookeeper, tmp_
                 time.sleep(max(0.0, 20 - (time.monotonic() - paused)))
             finally:
                 zookeeper.resume()
+            zk = zookeeper.kazoo = zookeeper.reconnected(zk)  # the test's own session may have expired too
             wait_mirrored(cp, timeout=90)
             assert all(zk.exists(f"/brokers/topics/during-outage-{i}") for i in range(5))
             assert_imported_equals_zookeeper(client, zk)

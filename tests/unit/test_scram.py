@@ -115,6 +115,18 @@ def metadata(token):
     return ((AUTHORIZATION, BEARER + token),)
 
 
+def test_a_restarted_controller_checks_no_login_until_it_has_replayed_its_log():
+    auth = ScramAuthenticator(lifetime_ms=60_000, clock=Clock())
+    auth.follow(image(), loaded=False)  # started: alice is further on in the log than replayed so far
+    with pytest.raises(SparkraftError) as e:
+        login(auth, "alice", "secret")
+    assert e.value.error is Errors.NOT_CONTROLLER and "replaying" in e.value.message  # not "invalid credentials"
+    auth.follow(image(alice="secret"), loaded=True)
+    assert login(auth, "alice", "secret")[0].token
+    auth.follow(image(alice="secret"), loaded=False)  # loaded stays loaded (a later lag is a standby's)
+    assert login(auth, "alice", "secret")[0].token
+
+
 def test_a_login_gives_a_token_that_names_the_user_until_it_expires():
     clock = Clock()
     auth = authenticator(clock, alice="secret")
