@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "overload": "bench.overload_bench",
     "day2": "bench.day2_bench",
     "restore": "bench.restore_bench",
+    "history": "bench.history_bench",
     "kafka": "bench.kafka_bench",
     "zk_migration": "bench.zk_migration_bench",
 }

@@ -83,6 +83,14 @@ def _pruning(keys: tuple[str, ...], rows: list[dict[str, Any]]) -> list[str]:
 # that grows with the log (on an S3 API server a commit went from 26 to 85 ms within 300 versions,
 # and a log keeps 30 days of them). The maintenance job removes them instead (jobs/maintenance.py).
 HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=False)
+# A table keeps a day of versions (cuts, `sparkraft changes`, time travel): the maintenance job removes
+# older log entries and the data files only they need. Delta's defaults (30 days of log, 7 of files)
+# are for tables committed to a few times an hour; these take a commit a micro-batch, and delta-rs
+# lists a table's whole _delta_log to open it (~0.6 µs an entry on a local disk): a week of one
+# change a second would be ~2 s a read, a day ~0.3 s (`python -m bench history`). The records
+# table keeps every record whatever the retention; a table's properties, once there, are the
+# operator's to change.
+RETENTION = {"delta.logRetentionDuration": "interval 1 days", "delta.deletedFileRetentionDuration": "interval 1 days"}
 
 
 def _txn(version: int) -> CommitProperties:
@@ -99,11 +107,21 @@ def _with_columns(dt: DeltaTable, schema: pa.Schema) -> DeltaTable:
     return dt
 
 
-def _with_change_feed(name: str, dt: DeltaTable) -> DeltaTable:
-    """A state table with its Change Data Feed on (delta_tables/changes.py): a warehouse written
-    before it was gains it here, its changes recorded from then on."""
-    if name in STATE_TABLES and dt.metadata().configuration.get(CDF_PROPERTY) != "true":
-        dt.alter.set_table_properties({CDF_PROPERTY: "true"})
+def _properties(name: str) -> dict[str, str]:
+    """What the writer sets on table ``name``: the Change Data Feed on the state tables
+    (delta_tables/changes.py), and how long the table keeps its versions readable."""
+    return {**({CDF_PROPERTY: "true"} if name in STATE_TABLES else {}), **RETENTION}
+
+
+def _with_properties(name: str, dt: DeltaTable) -> DeltaTable:
+    """A table of a warehouse written before a property was set gains it here (from then on). A
+    value already there is kept: an operator may have chosen another retention."""
+    have = dt.metadata().configuration
+    missing = {k: v for k, v in _properties(name).items() if k not in have}
+    if name in STATE_TABLES and have.get(CDF_PROPERTY) not in (None, "true"):
+        missing[CDF_PROPERTY] = "true"
+    if missing:
+        dt.alter.set_table_properties(missing)
     return dt
 
 
@@ -133,7 +151,7 @@ class DeltaRsWriter:
         for name, schema in SCHEMAS.items():
             path = self.path(name)
             try:
-                self._tables[name] = _with_change_feed(
+                self._tables[name] = _with_properties(
                     name, _with_columns(DeltaTable(path, storage_options=storage.options()), schema))
                 continue
             except TableNotFoundError:
@@ -142,7 +160,7 @@ class DeltaRsWriter:
                 raise WarehouseError(f"{path} exists but is not a Delta table")
             self._tables[name] = DeltaTable.create(
                 path, schema, partition_by=PARTITION_BY.get(name), name=name, mode="ignore",
-                configuration={CDF_PROPERTY: "true"} if name in STATE_TABLES else None,
+                configuration=_properties(name),
                 storage_options=storage.options())
 
     def table(self, name: str) -> DeltaTable:

@@ -4,9 +4,10 @@
 
 Each micro-batch commits small files (a MERGE rewrites only the files it touches); this folds them
 into larger ones per table (per bucket for ``partitions``), writes a Delta checkpoint so readers
-replay a short log, removes log entries older than the log's retention (the materialiser's commits
-leave them, see delta_tables/writer.py) and data files no version newer than the retention still
-needs. Safe next
+replay a short log, removes log entries older than the table's ``delta.logRetentionDuration`` (the
+materialiser's commits leave them, see delta_tables/writer.py) and data files no version within
+its ``delta.deletedFileRetentionDuration`` still needs (a day each, as the writer creates the
+tables; ``--retention-hours`` vacuums with another window). Safe next
 to a running materialiser: compaction commits are plain Delta transactions. When they meet (a
 MERGE rewrote a file being compacted), the compaction of that table is skipped until the next
 round, and a refused MERGE is tried again by the writer (delta_tables/writer.py).
@@ -17,9 +18,12 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 
-def maintain(warehouse: str, retention_hours: float) -> dict:
+def maintain(warehouse: str, retention_hours: Optional[float] = None) -> dict:
+    """One round over every table; ``retention_hours``: vacuum with this window instead of the
+    table's own (``delta.deletedFileRetentionDuration``)."""
     from deltalake import DeltaTable
     from deltalake.exceptions import CommitFailedError
 
@@ -35,8 +39,11 @@ def maintain(warehouse: str, retention_hours: float) -> dict:
             compacted = dt.optimize.compact()
             dt.create_checkpoint()
             dt.cleanup_metadata()  # log entries past delta.logRetentionDuration (the writer leaves them)
-            removed = dt.vacuum(retention_hours=int(retention_hours), enforce_retention_duration=False,
-                                dry_run=False)
+            if retention_hours is None:
+                removed = dt.vacuum(dry_run=False)
+            else:
+                removed = dt.vacuum(retention_hours=int(retention_hours), enforce_retention_duration=False,
+                                    dry_run=False)
         except CommitFailedError:  # the materialiser committed what this read: this table waits for next round
             report[name] = {"skipped": "a concurrent commit", "version": dt.version()}
             continue
@@ -50,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", required=True, metavar="URI")
     parser.add_argument("--every", type=float, metavar="SECONDS", help="repeat on this schedule (default: once)")
-    parser.add_argument("--retention-hours", type=float, default=168.0,
-                        help="keep files needed by versions newer than this (default 168 = 7 days)")
+    parser.add_argument("--retention-hours", type=float,
+                        help="keep files needed by versions newer than this (default: each table's "
+                             "delta.deletedFileRetentionDuration, a day as sparkraft creates the tables)")
     parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                         help="an object store option for delta-rs (e.g. AWS_ENDPOINT_URL=...), beside the AWS_* "
                              "environment variables (repeatable)")

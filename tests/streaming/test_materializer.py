@@ -191,6 +191,37 @@ def test_maintenance_compacts_small_files_and_changes_no_row(tmp_path):
     assert sorted(offsets) == list(range(c.end_offset))
 
 
+def test_tables_keep_a_day_of_versions_unless_the_operator_chose_otherwise(tmp_path):
+    """A day of log entries and of removed files (a week would make every read list ~7x more
+    entries; bench history), set at creation and on a table of an older warehouse that lacks them;
+    a retention someone set is left alone, and the maintenance job vacuums by the table's own."""
+    from deltalake import DeltaTable
+
+    from delta_tables.schemas import SCHEMAS
+    from delta_tables.writer import RETENTION
+    from jobs.maintenance import maintain
+
+    DeltaRsWriter(tmp_path).ensure_tables()
+    for table in (RECORDS, PARTITIONS, SNAPSHOTS):
+        configuration = DeltaTable(str(tmp_path / table)).metadata().configuration
+        assert {k: configuration.get(k) for k in RETENTION} == {
+            "delta.logRetentionDuration": "interval 1 days", "delta.deletedFileRetentionDuration": "interval 1 days"}
+    # a records table of an older warehouse, whose log retention someone chose
+    older = tmp_path / "older"
+    DeltaTable.create(str(older / RECORDS), SCHEMAS[RECORDS], configuration={"delta.logRetentionDuration": "interval 30 days"})
+    DeltaRsWriter(older).ensure_tables()
+    assert DeltaTable(str(older / RECORDS)).metadata().configuration == {
+        "delta.logRetentionDuration": "interval 30 days", "delta.deletedFileRetentionDuration": "interval 1 days"}
+    c = busy_controller()
+    m = Materializer(DeltaRsWriter(tmp_path))
+    rows = log_rows(c)
+    for i in range(0, len(rows), 8):
+        m.process(as_batch(rows[i:i + 8]))
+    report = maintain(str(tmp_path))  # the tables' own day: the files just replaced are kept
+    assert report[RECORDS]["files_removed"] > 1 and report[RECORDS]["vacuumed"] == 0
+    assert_tables_equal_image(tmp_path, c.core.image)
+
+
 def test_a_broker_image_from_the_cut_equals_the_controllers_and_a_bad_cut_is_refused(tmp_path):
     from delta_tables.bootstrap import image_from_cut
     from delta_tables.cut import CutError
