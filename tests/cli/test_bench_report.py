@@ -21,6 +21,6 @@ def test_published_tables_are_reproduced_from_the_json(tmp_path):
         assert (tmp_path / f"{name}.md").read_text() == (RESULTS / f"{name}.md").read_text(), name
 
 
-@pytest.mark.parametrize("name", ["quorum", "controller", "broker", "snapshot", "materialize", "writes", "membership", "security", "heartbeats", "overload", "day2"])
+@pytest.mark.parametrize("name", ["quorum", "controller", "broker", "snapshot", "materialize", "writes", "membership", "security", "heartbeats", "overload", "day2", "history"])
 def test_every_benchmark_has_published_results(name):
     assert (RESULTS / f"{name}.json").exists() and (RESULTS / f"{name}.md").exists()
