@@ -136,6 +136,8 @@ class ControllerNode:
         self._stopped = threading.Event()
         self.fatal_error: Optional[BaseException] = None
         self.replay_errors = 0  # committed batches the core could not replay (logged)
+        self.loaded = False  # replayed what the log held at start (see _follow_security)
+        self._replay_to_load = 0
         self._state_cond = threading.Condition()
         self.snapshots = SnapshotPolicy(raft, core)
         self.security = raft.security
@@ -482,14 +484,15 @@ class ControllerNode:
 
     def _follow_security(self) -> None:
         """The authorizer and the SCRAM logins take the committed ACLs and credentials after each
-        delivery (all of it at once), so every controller decides by the committed log. Logins wait
-        until the node has replayed what its log held at start (less what Raft truncated since)."""
+        delivery (all of it at once), so every controller decides by the committed log. Until the
+        node has replayed what its log held at start (less what Raft truncated since), it is not
+        ``loaded``: it checks no login, and refuses no read by its ACLs, which may lack a grant."""
+        self._replay_to_load = min(self._replay_to_load, self.raft.status().log_end_offset)
+        self.loaded = self.loaded or self.core.last_committed_offset + 1 >= self._replay_to_load
         if self.security.authorizer is not None:
             self.security.authorizer.follow(self.core.image.acls)
         if self.security.scram is not None:
-            self._replay_to_load = min(self._replay_to_load, self.raft.status().log_end_offset)
-            self.security.scram.follow(self.core.image.scram,
-                                       loaded=self.core.last_committed_offset + 1 >= self._replay_to_load)
+            self.security.scram.follow(self.core.image.scram, loaded=self.loaded)
 
     def _check_leadership(self) -> None:
         st = self.raft.status()

@@ -203,7 +203,7 @@ class ControllerClient(LeaderFollowingClient):
         deadline = time.monotonic() + waited
         unreachable: dict[str, str] = {}
         login_refused: dict[str, SparkraftError] = {}
-        answered: Optional[str] = None  # the last retriable refusal, if any server gave one
+        answered: Optional[str] = None  # the last retriable refusal, for the final error
         notice_at = self._notice_at()
         while True:
             for target in self._candidates():
@@ -225,6 +225,7 @@ class ControllerClient(LeaderFollowingClient):
                 if error is not None and error.error not in _RETRIABLE:
                     raise error
                 if error is not None:
+                    answered = f"{target} answered {error}"
                     continue
                 hint = resp.leader_endpoint
                 if hint and hint != target:

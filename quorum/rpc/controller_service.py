@@ -140,6 +140,9 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
 
         if is_read:  # any controller answers reads, by the ACLs it has replayed
             denied = check()
+            if denied is not None and not node.loaded:  # its ACLs may lack the grant: ask another
+                return cc.error_response(method, Errors.NOT_CONTROLLER, "this controller is still replaying its "
+                                         "metadata log after a restart: ask another controller, or again shortly")
             if denied is not None:
                 return cc.error_response(method, denied.error, denied.message)
     release = _no_slot

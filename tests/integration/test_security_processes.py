@@ -18,8 +18,9 @@ import pytest
 from conftest import sparkraft_cmd, wait_for
 from pki import Pki, secure_controller_props
 
-from quorum.errors import SparkraftError
+from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.rpc.controller_client import ControllerClient
 from quorum.security.client import ClientSecurity
 
 pytestmark = pytest.mark.slow
@@ -221,6 +222,27 @@ def test_the_authorizer_enforces_kafkas_rules_and_denied_requests_change_nothing
     assert "Removed 1 ACL binding" in out
     ok(secure, "topics", "create", "--topic", "orders-secret", "--partitions", "1", "--replication-factor", "1",
        config=alice)
+
+
+def test_a_restarted_controller_refuses_no_read_by_acls_it_has_not_replayed(secure):
+    pki = secure.pki
+    alice = ClientSecurity.from_file(str(pki.client_config("alice", keystore=pki.keystore("alice"))))
+    ok(secure, "acls", "--add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "watched")
+    lone = secure.wait_leader().leader_id  # it has the ACL in its log
+    for i in secure.voters:
+        secure.kill(i)
+    secure.start([lone])  # alone it learns nothing is committed, so it replays none of its log
+
+    def describe(timeout: float) -> Errors:
+        with ControllerClient(secure.bootstrap([lone]), timeout=timeout, security=alice) as client:
+            with pytest.raises(SparkraftError) as e:
+                client.describe_topic("watched")
+        return e.value.error
+
+    assert describe(15) is Errors.NOT_CONTROLLER  # not TOPIC_AUTHORIZATION_FAILED: it is not sure yet
+    secure.start([i for i in secure.voters if i != lone])
+    # replayed: alice may describe it, and there is no such topic
+    wait_for(lambda: describe(5) is Errors.UNKNOWN_TOPIC_OR_PARTITION, 30, f"controller {lone} replaying its ACLs")
 
 
 # -- rotation ---------------------------------------------------------------------------------------
