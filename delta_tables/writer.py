@@ -90,6 +90,7 @@ HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=Fa
 # change a second would be ~2 s a read, a day ~0.3 s (`python -m bench history`). The records
 # table keeps every record whatever the retention; a table's properties, once there, are the
 # operator's to change.
+VERSIONS_REFRESH_S = 60.0  # a cut names a table's newest version at most this long after a compaction
 RETENTION = {"delta.logRetentionDuration": "interval 1 days", "delta.deletedFileRetentionDuration": "interval 1 days"}
 
 
@@ -133,6 +134,7 @@ class DeltaRsWriter:
         # as of its own last commit; and the tables whose last write failed, read again before use
         self._applied: dict[str, int] = {}
         self._unsure: set[str] = set()
+        self._refresh_versions_at = 0.0  # see versions()
 
     def path(self, table: str) -> str:
         return f"{self.warehouse}/{table}"
@@ -201,6 +203,14 @@ class DeltaRsWriter:
         return result
 
     def versions(self) -> dict[str, int]:
+        """The version of each table a cut names: this writer's last commit to it, or, at most
+        ``VERSIONS_REFRESH_S`` old, the table's newest (the maintenance job's compactions change no
+        row, so the cut is the same). A table the materialiser has not written for a while must
+        not stay named at a version whose files the maintenance job vacuums after the retention."""
+        if time.monotonic() >= self._refresh_versions_at:
+            for name in (*STATE_TABLES, RECORDS):
+                self.table(name).update_incremental()
+            self._refresh_versions_at = time.monotonic() + VERSIONS_REFRESH_S
         return {name: self.table(name).version() for name in (*STATE_TABLES, RECORDS)}
 
     # -- writes --------------------------------------------------------------------------------

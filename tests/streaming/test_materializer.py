@@ -222,6 +222,30 @@ def test_tables_keep_a_day_of_versions_unless_the_operator_chose_otherwise(tmp_p
     assert_tables_equal_image(tmp_path, c.core.image)
 
 
+def test_a_cut_never_names_a_version_the_maintenance_job_vacuumed(tmp_path, monkeypatch):
+    """After a compaction, a table the materialiser does not write again is named in later cuts at
+    its compacted version (within VERSIONS_REFRESH_S), not at the one before, whose files are
+    vacuumed once the retention has passed (here at once)."""
+    from delta_tables import writer as writer_module
+    from jobs.maintenance import maintain
+
+    monkeypatch.setattr(writer_module, "VERSIONS_REFRESH_S", 0.0)
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    for i in range(0, len(rows), 4):  # small micro-batches: many small files in every table
+        m.process(as_batch(rows[i:i + 4]))
+    report = maintain(str(tmp_path), retention_hours=0)
+    assert report["brokers"]["files_removed"] > 1 and report["brokers"]["vacuumed"] > 0
+    start = c.end_offset
+    c.request(api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("TOPIC", "orders"),
+                                                   (api.AlterableConfig("retention.ms", "SET", "5"),)),)))
+    m.process(as_batch(log_rows(c, start)))  # writes configs, not brokers
+    cut = latest_cut(str(tmp_path))
+    assert cut.offset == c.end_offset - 1
+    assert_tables_equal_image(tmp_path, c.core.image, cut)  # every table readable at the cut
+
+
 def test_a_broker_image_from_the_cut_equals_the_controllers_and_a_bad_cut_is_refused(tmp_path):
     from delta_tables.bootstrap import image_from_cut
     from delta_tables.cut import CutError
