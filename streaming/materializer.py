@@ -13,8 +13,6 @@ brokers use, and for each micro-batch:
    the cut);
 4. writes the ``snapshots`` row naming the cut: the offset and each table's version.
 
-The commits of 2 and 3 (one per table) run at once; the cut is written when all have landed.
-
 The voter set comes from control records: a dynamic quorum's KRAFT_VOTERS (and a snapshot's first
 batch); until one is seen, the voter ids of each LeaderChange (a static quorum).
 
@@ -32,7 +30,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -55,7 +52,6 @@ from streaming.source import SNAPSHOT_TYPE
 log = logging.getLogger(__name__)
 
 _CONTROL_TYPES = frozenset(CONTROL_NAMES.values())
-COMMIT_THREADS = 4  # a micro-batch's table commits in flight at once (see Materializer._commit_all)
 
 
 class GapError(Exception):
@@ -80,7 +76,6 @@ class Materializer:
         self.next_offset = 0
         self.last_epoch = -1
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
-        self._committers = ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix="delta-commit")
         self._refusing = False  # set by refuse_batches: the job is stopping
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = Histogram(FRESHNESS_BUCKETS_S)
@@ -180,18 +175,14 @@ class Materializer:
         out: dict[str, Any] = {"records": len(records), "last_offset": last}
         if last < 0:
             return out
-        commits = [lambda: self.writer.append_records(records, last)] if records else []
-        changed = bool(self.touched) and not self.loader.in_transaction
-        if changed:
-            out["rows"], state_commits = self._state_writes(last)
-            commits += state_commits
-        self._commit_all(commits)
-        if changed:
-            self.touched.clear()
-            self._state_image = self.loader.image
+        if records:
+            self.writer.append_records(records, last)
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True
             return out
+        changed = bool(self.touched)
+        if changed:
+            out["rows"] = self._write_state(last)
         if records or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
             out["cut"] = last
@@ -208,11 +199,9 @@ class Materializer:
         self.last_freshness_s = seconds
         self.freshness.observe(seconds)
 
-    def _state_writes(self, last: int) -> tuple[dict[str, int], list]:
-        """The rows each state table's touched keys have now, counted, and one commit per table that
-        has any (a table nothing touched keeps its version: it holds the cut already)."""
+    def _write_state(self, last: int) -> dict[str, int]:
         image = self.loader.image
-        written, commits = {}, []
+        written = {}
         for table in STATE_TABLES:
             upserts, inserts, deletes = [], [], []
             # rows the table cannot hold yet (new topics, partitions...) are added without a lookup
@@ -225,25 +214,12 @@ class Materializer:
                     inserts.append(r)
                 else:
                     upserts.append(r)
-            if upserts or inserts or deletes:
-                commits.append(lambda t=table, u=upserts, d=deletes, i=inserts: self.writer.merge_state(t, u, d, last, i))
+            if upserts or inserts or deletes:  # a table nothing touched keeps its version: it holds the cut already
+                self.writer.merge_state(table, upserts, deletes, last, inserts)
             written[table] = len(upserts) + len(inserts) + len(deletes)
-        return written, commits
-
-    def _commit_all(self, commits: list) -> None:
-        """The batch's commits, one per table, at once: each waits on the store (delta-rs lets go of
-        the GIL), and on an object store one PUT after another was most of a micro-batch. All of
-        them finish before the first failure is raised; the cut is written only after every one
-        has landed, and a batch cut short is completed by its replay (the application transaction)."""
-        if len(commits) <= 1:
-            for commit in commits:
-                commit()
-            return
-        futures = [self._committers.submit(commit) for commit in commits]
-        errors = [f.exception() for f in futures]
-        first = next((e for e in errors if e is not None), None)
-        if first is not None:
-            raise first
+        self.touched.clear()
+        self._state_image = image
+        return written
 
     def refuse_batches(self, timeout: float) -> bool:
         """From now on refuse every micro-batch, once the one running (if any) has finished; False
