@@ -86,8 +86,8 @@ HOOKS = PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=Fa
 # A table keeps a day of versions (cuts, `sparkraft changes`, time travel): the maintenance job removes
 # older log entries and the data files only they need. Delta's defaults (30 days of log, 7 of files)
 # are for tables committed to a few times an hour; these take a commit a micro-batch, and delta-rs
-# lists a table's whole _delta_log to open it (~0.6 µs an entry on a local disk): a week of one
-# change a second would be ~2 s a read, a day ~0.3 s (`python -m bench history`). The records
+# lists a table's whole _delta_log to open it (~1 µs an entry on a local disk): a week of one
+# change a second would be ~3 s a read, a day ~0.5 s (`python -m bench history`). The records
 # table keeps every record whatever the retention; a table's properties, once there, are the
 # operator's to change.
 VERSIONS_REFRESH_S = 60.0  # a cut names a table's newest version at most this long after a compaction
