@@ -52,12 +52,11 @@ def snapshot_bytes(partitions: int) -> int:
 def materialize(rig, warehouse: Path, ctx: Context) -> dict:
     """Write the warehouse from the log (the materialiser fed straight from a log reader, in chunks
     of 100,000 records, as the streaming job's micro-batches would be); its time."""
-    import pyarrow as pa
 
     from delta_tables.writer import DeltaRsWriter
     from quorum.rpc.log_reader import MetadataLogReader
     from streaming.materializer import Materializer
-    from streaming.source import ARROW_SCHEMA, record_row
+    from streaming.source import record_row, rows_table
 
     started = time.monotonic()
     m = Materializer(DeltaRsWriter(warehouse))
@@ -67,8 +66,7 @@ def materialize(rig, warehouse: Path, ctx: Context) -> dict:
         for r in reader.follow(0, until=target, wait_ms=100):
             rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
             if len(rows) >= 100_000 or r.offset == target - 1:
-                m.process(pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(zip(*rows), ARROW_SCHEMA)],
-                                               schema=ARROW_SCHEMA))
+                m.process(rows_table(rows))
                 rows = []
                 ctx.progress.line(f"  materialised through offset {r.offset:,} of {target - 1:,}")
     size = sum(f.stat().st_size for f in warehouse.rglob("*") if f.is_file())

@@ -60,9 +60,7 @@ class _LogFeed:
         self.next_batch = 0
 
     def batch(self):
-        import pyarrow as pa
-
-        from streaming.source import ARROW_SCHEMA, record_row
+        from streaming.source import record_row, rows_table
 
         rows = []
         log = self.controller.log
@@ -70,9 +68,7 @@ class _LogFeed:
             rows += [record_row(b.base_offset + i, b.epoch, b.append_time_ms, raw, b.control)
                      for i, raw in enumerate(b.records)]
         self.next_batch = len(log)
-        columns = list(zip(*rows))
-        return pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(columns, ARROW_SCHEMA)],
-                                    schema=ARROW_SCHEMA)
+        return rows_table(rows)
 
 
 def _cluster():

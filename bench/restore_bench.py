@@ -32,20 +32,17 @@ MATERIALIZE_CHUNK = 200_000  # records per micro-batch of the first materialisat
 
 def _materialize(c, warehouse: Path, ctx: Context) -> float:
     """The controller's whole log into ``warehouse``, in micro-batches; seconds taken."""
-    import pyarrow as pa
 
     from delta_tables.writer import DeltaRsWriter
     from streaming.materializer import Materializer
-    from streaming.source import ARROW_SCHEMA, record_row
+    from streaming.source import record_row, rows_table
 
     m = Materializer(DeltaRsWriter(warehouse))
     started = time.monotonic()
     rows: list[tuple] = []
 
     def flush():
-        columns = list(zip(*rows))
-        m.process(pa.Table.from_arrays([pa.array(col, type=f.type) for col, f in zip(columns, ARROW_SCHEMA)],
-                                       schema=ARROW_SCHEMA))
+        m.process(rows_table(rows))
         ctx.progress.line(f"  materialised through offset {rows[-1][0]:,}")
         rows.clear()
 

@@ -375,9 +375,15 @@ def _is_idle_record(frame: bytes, control: bool) -> bool:
 
 
 def _batch(rows: list[tuple]) -> pa.RecordBatch:
-    columns = list(zip(*rows))
+    columns = list(zip(*rows)) or [[] for _ in ARROW_SCHEMA]
     return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, ARROW_SCHEMA)],
                                       schema=ARROW_SCHEMA)
+
+
+def rows_table(rows: list[tuple]) -> pa.Table:
+    """``record_row`` rows as a table of the source's columns: a micro-batch as the materialiser
+    takes it (benchmarks and tests that feed it straight from a log)."""
+    return pa.Table.from_batches([_batch(rows)], schema=ARROW_SCHEMA)
 
 
 class SparkraftDataSource(DataSource):

@@ -17,7 +17,7 @@ from quorum.controller import api
 from quorum.controller.local import LocalController
 from quorum.metadata.records import HEADER
 from streaming.materializer import GapError, Materializer
-from streaming.source import ARROW_SCHEMA, record_row
+from streaming.source import record_row, rows_table
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "unit" / "controller"))
 from controller_helpers import controller, create, heartbeat  # noqa: E402
@@ -35,9 +35,7 @@ def log_rows(c: LocalController, start: int = 0, end: int | None = None) -> list
 
 
 def as_batch(rows: list[tuple]) -> pa.Table:
-    columns = list(zip(*rows)) if rows else [[] for _ in ARROW_SCHEMA]
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, ARROW_SCHEMA)],
-                                schema=ARROW_SCHEMA)
+    return rows_table(rows)
 
 
 def table_rows(warehouse, table: str, cut=None) -> list[dict]:
