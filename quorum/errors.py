@@ -87,6 +87,15 @@ class NotLeaderError(SparkraftError):
         super().__init__(error, f"not the leader in epoch {epoch}; {where}", leader_id=leader_id, epoch=epoch)
 
 
+class StillReplayingError(SparkraftError):
+    """A restarted controller that has not replayed the log it held before: it ``refuses`` nothing
+    on an image that may lack what allows it (NOT_CONTROLLER, retriable: the client asks another)."""
+
+    def __init__(self, refuses: str):
+        super().__init__(Errors.NOT_CONTROLLER, f"this controller is still replaying its metadata log after a "
+                                                f"restart and {refuses} yet: ask another controller, or again shortly")
+
+
 class NodeNotRunningError(Exception):
     """The Raft node is not started yet, or is stopping: the caller should try again or elsewhere."""
 

@@ -212,10 +212,7 @@ class ControllerClient(LeaderFollowingClient):
                 try:
                     resp = self._attempt(target, method, request, deadline)
                 except SparkraftError as e:
-                    if e.error in _RETRIABLE:  # it cannot check logins yet (still replaying its log)
-                        answered = f"{target} answered {e}"
-                        continue
-                    self._note_login_refused(target, e, login_refused)
+                    answered = self._note_login_refused(target, e, login_refused) or answered
                     continue
                 except grpc.RpcError as e:
                     unreachable[target] = self._unreachable(target, method, e)

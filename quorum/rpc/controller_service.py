@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 import grpc
 
 from quorum.controller.api import READ_REQUESTS, AlterUserScramCredentialsRequest, ListTopicsRequest
-from quorum.errors import ControllerNotRunningError, Errors, SparkraftError
+from quorum.errors import ControllerNotRunningError, Errors, SparkraftError, StillReplayingError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import request_actions
@@ -141,8 +141,7 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
         if is_read:  # any controller answers reads, by the ACLs it has replayed
             denied = check()
             if denied is not None and not node.loaded:  # its ACLs may lack the grant: ask another
-                return cc.error_response(method, Errors.NOT_CONTROLLER, "this controller is still replaying its "
-                                         "metadata log after a restart: ask another controller, or again shortly")
+                denied = StillReplayingError("refuses no read by its ACLs")
             if denied is not None:
                 return cc.error_response(method, denied.error, denied.message)
     release = _no_slot

@@ -202,15 +202,20 @@ class LeaderFollowingClient:
             self._login.forget(target)
 
     def _note_login_refused(self, target: str, e: SparkraftError, refused: dict[str, SparkraftError],
-                            final: bool = False) -> None:
-        """``target`` refused this client's SCRAM login. A standby may not have replayed a new user
-        or password yet, so the refusal is final (raised) only from the leader or once every server
-        has given it; else the call goes on to the next server."""
+                            final: bool = False) -> Optional[str]:
+        """``target`` refused this client's SCRAM login; the call goes on to the next server unless
+        this raises. A retriable refusal (a restarted controller still replaying its log checks no
+        login) is returned as the answer to report if no server takes the call. A standby may not
+        have replayed a new user or password yet, so SASL_AUTHENTICATION_FAILED is final (raised)
+        only from the leader or once every server has given it."""
+        if e.error in self.retriable:
+            return f"{target} answered {e}"
         if e.error is not Errors.SASL_AUTHENTICATION_FAILED:
             raise e
         refused[target] = e
         if final or len(refused) >= len(set(self.servers)):
             raise e
+        return None
 
     def _unreachable(self, target: str, method: str, e: grpc.RpcError) -> str:
         """Why ``target`` did not answer; raises if the transport error is not worth a retry."""
@@ -248,10 +253,7 @@ class LeaderFollowingClient:
                 try:
                     resp = self._attempt(target, method, request, deadline, metadata)
                 except SparkraftError as e:
-                    if e.error in self.retriable:  # it cannot check logins yet (still replaying its log)
-                        answered = f"{target} answered {e}"
-                        continue
-                    self._note_login_refused(target, e, login_refused, final=to_leader)
+                    answered = self._note_login_refused(target, e, login_refused, final=to_leader) or answered
                     continue
                 except grpc.RpcError as e:
                     self.maybe_applied |= e.code() is grpc.StatusCode.DEADLINE_EXCEEDED or (

@@ -35,7 +35,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from quorum.errors import Errors, SparkraftError
+from quorum.errors import Errors, SparkraftError, StillReplayingError
 from quorum.metadata.scram import ScramCredential, ScramImage
 from quorum.security.scram import MECHANISMS, ScramError, ServerExchange
 
@@ -101,8 +101,7 @@ class ScramAuthenticator:
             raise SparkraftError(Errors.UNSUPPORTED_SASL_MECHANISM,
                                  f"Unsupported SASL mechanism {mechanism_name!r} (enabled: {', '.join(MECHANISMS)})")
         if not self._loaded:
-            raise SparkraftError(Errors.NOT_CONTROLLER, "this controller is still replaying its metadata log "
-                                 "after a restart and checks no login yet: ask another controller, or again shortly")
+            raise StillReplayingError("checks no login")
         try:
             if auth_bytes.startswith(b"c="):
                 return self._final(mechanism.name, auth_bytes)
