@@ -116,11 +116,10 @@ def _properties(name: str) -> dict[str, str]:
 
 def _with_properties(name: str, dt: DeltaTable) -> DeltaTable:
     """A table of a warehouse written before a property was set gains it here (from then on). A
-    value already there is kept: an operator may have chosen another retention."""
+    retention already there is kept: an operator may have chosen another."""
     have = dt.metadata().configuration
-    missing = {k: v for k, v in _properties(name).items() if k not in have}
-    if name in STATE_TABLES and have.get(CDF_PROPERTY) not in (None, "true"):
-        missing[CDF_PROPERTY] = "true"
+    missing = {k: v for k, v in _properties(name).items()
+               if have.get(k) != v and not (k in RETENTION and k in have)}
     if missing:
         dt.alter.set_table_properties(missing)
     return dt
