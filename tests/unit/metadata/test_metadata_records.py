@@ -20,7 +20,7 @@ from quorum.metadata import (
     from_json,
     to_json,
 )
-from quorum.metadata.records import HEADER, record_type, redacted
+from quorum.metadata.records import HEADER, SENSITIVE_FIELDS, record_type, redacted
 
 # Kafka's apiKey of each record, as in apache/kafka metadata/src/main/resources/common/metadata/
 # <Name>.json (checked against trunk, commit 1eb76443).
@@ -120,6 +120,73 @@ def test_json_form_is_readable():
     assert to_json(change(7, 2, leader=-1))["data"] == {"partition_id": 2, "topic_id": uid(7), "leader": -1}
     deleted = to_json(config(pb.ConfigResourceType.TOPIC, "orders", "retention.ms", None))["data"]
     assert deleted == {"resource_type": "TOPIC", "resource_name": "orders", "name": "retention.ms"}
+
+
+def _every_field_set(message_class):
+    """A message of ``message_class`` with every field set to a value that is not its default (an
+    unnamed enum number and a 64-bit int past 2**53 among them)."""
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    message = message_class()
+    for n, field in enumerate(message_class.DESCRIPTOR.fields, start=1):
+        if field.message_type is not None:
+            values = [_every_field_set(message_class=message_factory.GetMessageClass(field.message_type))]
+        elif field.enum_type is not None:
+            values = [99, field.enum_type.values[-1].number]  # a number without a name (SAMPLES name theirs)
+        elif field.type == F.TYPE_STRING:
+            values = [uid(n) if field.name.endswith("id") else f"v{n}"]
+        elif field.type == F.TYPE_BYTES:
+            values = [bytes([n]) * 3]
+        elif field.type == F.TYPE_BOOL:
+            values = [True]
+        elif field.type == F.TYPE_DOUBLE:
+            values = [float("inf")]  # SAMPLES have a finite one
+        else:
+            values = [2**62 + n if field.type in (F.TYPE_INT64, F.TYPE_UINT64) else n]
+        if field.is_repeated:
+            getattr(message, field.name).extend(values) if field.message_type is None \
+                else [getattr(message, field.name).add().CopyFrom(v) for v in values]
+        elif field.message_type is not None:
+            getattr(message, field.name).CopyFrom(values[0])
+        else:
+            setattr(message, field.name, values[0])
+    return message
+
+
+def _protobuf_json(message) -> dict:
+    """Protobuf's own JSON mapping (json_format), with to_json's two changes applied: the oracle."""
+    from google.protobuf import json_format
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    def plain(data, descriptor):
+        out = {}
+        for field in descriptor.fields:
+            if field.name in data:
+                value = data[field.name]
+                if field.message_type is pb.BrokerIds.DESCRIPTOR:
+                    value = value.get("ids", [])
+                elif field.message_type is not None:
+                    value = [plain(v, field.message_type) for v in value] if field.is_repeated \
+                        else plain(value, field.message_type)
+                elif field.type in (F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_SINT64):
+                    value = [int(v) for v in value] if field.is_repeated else int(value)
+                out[field.name] = value
+        return out
+
+    return plain(json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                           always_print_fields_with_no_presence=True), message.DESCRIPTOR)
+
+
+@pytest.mark.parametrize("message", [*SAMPLES, *(_every_field_set(t.message_class) for t in RecordType)],
+                         ids=lambda m: type(m).__name__)
+def test_json_form_is_protobufs_json_mapping_with_plain_ints_and_broker_lists(message):
+    data = to_json(message)["data"]
+    if record_type(message) in SENSITIVE_FIELDS:
+        expected = {**_protobuf_json(message), **{k: "(redacted)" for k in SENSITIVE_FIELDS[record_type(message)]}}
+    else:
+        expected = _protobuf_json(message)
+    assert data == expected
+    assert list(data) == list(expected)  # the .proto's order
 
 
 @pytest.mark.parametrize("frame", [b"", b"\x00", b"\x00\x02\x00"])
