@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "day2": "bench.day2_bench",
     "restore": "bench.restore_bench",
     "history": "bench.history_bench",
+    "cluster": "bench.cluster_bench",
     "kafka": "bench.kafka_bench",
     "zk_migration": "bench.zk_migration_bench",
 }

@@ -7,82 +7,21 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import LiveBrokers, free_ports, wait_for
+from conftest import LiveBrokers, wait_for
 from test_pipeline import _cuts, assert_exactly_once
 
+from bench.harness.spark_standalone import StandaloneCluster, spark_bin, spark_env
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.schemas import TOPICS
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def spark_bin(name: str) -> str:
-    import pyspark
-
-    return str(Path(pyspark.__file__).parent / "bin" / name)
-
-
-def spark_env() -> dict[str, str]:
-    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
-
-
-class StandaloneCluster:
-    """A master and two one-core workers, each in a process group of its own (a SIGKILL of the group
-    takes the worker's executor with it, as losing the machine would)."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.port, web, *worker_webs = free_ports(4)
-        self.master = self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                  "--port", str(self.port), "--webui-port", str(web))
-        wait_for(lambda: "I have been elected leader" in self.log("master"), 60, "the Spark master")
-        self.workers = [self._start(f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.url,
-                                    "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                                    "--webui-port", str(worker_webs[i]), "--work-dir", str(root / f"work{i}"))
-                        for i in range(2)]
-        wait_for(lambda: self.log("master").count("Registering worker") >= 2, 60, "two Spark workers")
-
-    @property
-    def url(self) -> str:
-        return f"spark://127.0.0.1:{self.port}"
-
-    def _start(self, name: str, main: str, *args: str) -> subprocess.Popen:
-        out = open(self.root / f"{name}.log", "ab")
-        return subprocess.Popen([spark_bin("spark-class"), main, *args], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=spark_env(), start_new_session=True)
-
-    def log(self, name: str) -> str:
-        path = self.root / f"{name}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
-    def busy_worker(self) -> int | None:
-        """A worker whose executor has run a task (its stderr says so), or None yet."""
-        for i in range(len(self.workers)):
-            for stderr in (self.root / f"work{i}").glob("app-*/*/stderr"):
-                if "Running task" in stderr.read_text(errors="replace"):
-                    return i
-        return None
-
-    def kill(self, proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
-
-    def close(self) -> None:
-        for p in (*self.workers, self.master):
-            self.kill(p)
 
 
 def tasks_by_executor(events: Path) -> collections.Counter:
