@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Optional
 
+import pyarrow as pa
+
 from delta_tables.schemas import (
     ACLS,
     BROKERS,
     CONFIGS,
     PARTITIONS,
+    SCHEMAS,
     STATE_TABLES,
     TOPICS,
     USERS,
@@ -162,6 +165,38 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
                 "endpoints": [{"name": e.name, "host": e.host, "port": e.port} for e in v.endpoints],
                 "last_offset": last_offset}
     raise ValueError(f"not a state table: {table}")
+
+
+def rows_of(table: str, items: list[tuple[Key, int]], image: MetadataImage,
+               voters: Optional[VoterSet] = None) -> pa.Table:
+    """The rows of ``(key, last_offset)`` items that exist in ``image``, as ``table``'s Arrow table.
+    The ``partitions`` rows are built a column at a time, each topic looked up once: a first
+    materialisation writes 2,000,000 of them, which as ``row()`` dicts took 9 µs each."""
+    if table != PARTITIONS:
+        rows = [row(table, key, image, offset, voters) for key, offset in items]
+        return pa.Table.from_pylist([r for r in rows if r is not None], schema=SCHEMAS[table])
+    by_topic: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for (topic_id, partition), offset in items:
+        by_topic[topic_id].append((partition, offset))
+    columns: dict[str, list] = {name: [] for name in SCHEMAS[PARTITIONS].names}
+    for topic_id, partitions in by_topic.items():
+        topic = image.topics.topic(topic_id)
+        if topic is None:
+            continue
+        found = [(pid, offset, p) for pid, offset in partitions if (p := topic.partitions.get(pid)) is not None]
+        columns["topic_id"] += [topic_id] * len(found)
+        columns["topic_name"] += [topic.name] * len(found)
+        columns["bucket"] += [partition_bucket(topic_id)] * len(found)
+        columns["partition"] += [pid for pid, _, _ in found]
+        columns["last_offset"] += [offset for _, offset, _ in found]
+        for name in _PARTITION_FIELDS:
+            columns[name] += [getattr(p, name) for _, _, p in found]
+    return pa.Table.from_pydict(columns, schema=SCHEMAS[PARTITIONS])
+
+
+# The columns of a partitions row that are a PartitionRegistration's fields of the same name.
+_PARTITION_FIELDS = ("replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas",
+                     "removing_replicas", "elr", "last_known_elr")
 
 
 def held(table: str, key: Key, image: MetadataImage) -> bool:

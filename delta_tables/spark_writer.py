@@ -9,9 +9,10 @@ classes are present.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_tables.schemas import KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, partition_bucket
 from delta_tables.writer import APP_ID, DeltaRsWriter
@@ -48,24 +49,24 @@ class DeltaSparkWriter(DeltaRsWriter):
             conf.unset("spark.databricks.delta.write.txnAppId")
             conf.unset("spark.databricks.delta.write.txnVersion")
 
-    def _append(self, name: str, rows: list[dict[str, Any]], version: int) -> None:
-        df = self.spark.createDataFrame(pa.Table.from_pylist(rows, schema=SCHEMAS[name]))
+    def _append(self, name: str, rows: pa.Table, version: int) -> None:
+        df = self.spark.createDataFrame(rows)
         self._with_txn(version, lambda: df.write.format("delta").mode("append").save(self.path(name)))
 
-    def append_records(self, rows: list[dict[str, Any]], last_offset: int) -> bool:
+    def append_records(self, records: pa.Table, last_offset: int) -> bool:
         applied = self.applied(RECORDS)
         if applied >= last_offset:
             return False
-        self._append(RECORDS, [r for r in rows if r["offset"] > applied], last_offset)
+        self._append(RECORDS, records.filter(pc.greater(records.column("offset"), applied)), last_offset)
         return True
 
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
-                    last_offset: int, inserts: list[dict[str, Any]] = ()) -> dict:
+                    last_offset: int, inserts: Optional[pa.Table] = None) -> dict:
         """As DeltaRsWriter.merge_state; ``inserts`` are merged like upserts (Delta's MERGE on Spark
         prunes by the table's own statistics)."""
         if self.applied(name) >= last_offset:
             return {"skipped": True}
-        upserts = [*upserts, *inserts]
+        upserts = [*upserts, *(inserts.to_pylist() if inserts is not None else ())]
         keys = KEYS[name]
         delete_rows = [dict(zip(keys, key)) for key in deletes]
         if name == PARTITIONS:
@@ -91,5 +92,6 @@ class DeltaSparkWriter(DeltaRsWriter):
 
         if self.applied(SNAPSHOTS) >= offset:
             return
-        self._append(SNAPSHOTS, [{"offset": offset, "epoch": epoch, "created_at": int(time.time() * 1000),
-                                  **{f"{n}_version": v for n, v in versions.items()}}], offset)
+        row = {"offset": offset, "epoch": epoch, "created_at": int(time.time() * 1000),
+               **{f"{n}_version": v for n, v in versions.items()}}
+        self._append(SNAPSHOTS, pa.Table.from_pylist([row], schema=SCHEMAS[SNAPSHOTS]), offset)

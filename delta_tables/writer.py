@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.schema import Field
@@ -213,23 +214,23 @@ class DeltaRsWriter:
         return {name: self.table(name).version() for name in (*STATE_TABLES, RECORDS)}
 
     # -- writes --------------------------------------------------------------------------------
-    def append_records(self, rows: list[dict[str, Any]], last_offset: int) -> bool:
-        """Append log records through ``last_offset`` (those past what the table holds); False if
-        the table already holds them all."""
+    def append_records(self, records: pa.Table, last_offset: int) -> bool:
+        """Append log records (a table of the ``records`` schema) through ``last_offset``, those past
+        what the table holds; False if the table already holds them all."""
         applied = self.applied(RECORDS)
         if applied >= last_offset:
             return False
-        fresh = [r for r in rows if r["offset"] > applied]
-        data = pa.Table.from_pylist(fresh, schema=SCHEMAS[RECORDS])
+        data = records.filter(pc.greater(records.column("offset"), applied))
         self._commit(RECORDS, last_offset, lambda: write_deltalake(
             self.table(RECORDS), data, mode="append", commit_properties=_txn(last_offset),
             post_commithook_properties=HOOKS, target_file_size=TARGET_FILE_SIZE))
         return True
 
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
-                    last_offset: int, inserts: list[dict[str, Any]] = ()) -> dict:
+                    last_offset: int, inserts: Optional[pa.Table] = None) -> dict:
         """Upsert and delete rows of state table ``name`` by key, and add ``inserts`` (rows whose
-        keys the table is known not to hold), as one commit covering the log through
+        keys the table is known not to hold, an Arrow table of its schema: delta_tables/rows.py
+        builds the large ones a column at a time), as one commit covering the log through
         ``last_offset``; skipped (``{"skipped": True}``) if the table is already there. Inserts
         alone are appended, and in a MERGE they are not looked for in the table: only the files
         that can hold an upserted or deleted key are read (growing a table by new topics costs
@@ -240,7 +241,8 @@ class DeltaRsWriter:
         now is, which is safe: the application transaction check comes first every time."""
         for attempt in range(COMMIT_ATTEMPTS):
             try:
-                return self._merge_state(name, upserts, deletes, last_offset, list(inserts))
+                return self._merge_state(name, upserts, deletes, last_offset,
+                                         SCHEMAS[name].empty_table() if inserts is None else inserts)
             except CommitFailedError as e:
                 if attempt == COMMIT_ATTEMPTS - 1:
                     raise
@@ -249,7 +251,7 @@ class DeltaRsWriter:
         raise AssertionError("unreachable")
 
     def _merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],
-                     last_offset: int, inserts: list[dict[str, Any]]) -> dict:
+                     last_offset: int, inserts: pa.Table) -> dict:
         if self.applied(name) >= last_offset:
             return {"skipped": True}
         keys = KEYS[name]
@@ -258,10 +260,9 @@ class DeltaRsWriter:
         if not upserts and not delete_rows:
             # Only new rows, or none (the table now covers last_offset all the same): an append.
             self._commit(name, last_offset, lambda: write_deltalake(
-                self.table(name), pa.Table.from_pylist(inserts, schema=schema), mode="append",
-                commit_properties=_txn(last_offset), post_commithook_properties=HOOKS,
-                target_file_size=TARGET_FILE_SIZE))
-            return {"rows": len(inserts)}
+                self.table(name), inserts, mode="append", commit_properties=_txn(last_offset),
+                post_commithook_properties=HOOKS, target_file_size=TARGET_FILE_SIZE))
+            return {"rows": inserts.num_rows}
         # The keys named as literals (and the partitions' buckets), so only the files that can hold
         # them are read and rewritten; then the join itself.
         join = [f"t.{_quote(k)} = s.{_quote(k)}" for k in keys]
@@ -271,9 +272,11 @@ class DeltaRsWriter:
             join.append("t.bucket = s.bucket")
         touched = upserts + delete_rows
         predicate = " AND ".join(_pruning(("bucket", *keys) if name == PARTITIONS else keys, touched) + join)
-        source = pa.Table.from_pylist([{**r, "_delete": False} for r in upserts + inserts]
-                                      + [{**r, "_delete": True} for r in delete_rows],
-                                      schema=schema.append(pa.field("_delete", pa.bool_())))
+        with_delete = schema.append(pa.field("_delete", pa.bool_()))
+        source = pa.concat_tables([
+            pa.Table.from_pylist([{**r, "_delete": False} for r in upserts]
+                                 + [{**r, "_delete": True} for r in delete_rows], schema=with_delete),
+            inserts.append_column("_delete", pa.repeat(False, inserts.num_rows))])
         columns = {_quote(c): f"s.{_quote(c)}" for c in schema.names}
         return self._commit(name, last_offset, lambda: (
             self.table(name).merge(source, predicate, source_alias="s", target_alias="t",

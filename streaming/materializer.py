@@ -35,8 +35,8 @@ from typing import Any, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_tables.rows import TouchedKeys, held, row
-from delta_tables.schemas import RECORDS, STATE_TABLES, VOTERS
+from delta_tables.rows import TouchedKeys, held, row, rows_of
+from delta_tables.schemas import RECORDS, SCHEMAS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
 from quorum.log import control_records
 from quorum.log.control_records import NAMES as CONTROL_NAMES
@@ -153,41 +153,37 @@ class Materializer:
     def process(self, batch: pa.Table) -> dict[str, Any]:
         """Apply one micro-batch (the streaming source's columns); what it wrote."""
         batch = batch.sort_by("offset") if batch.num_rows else batch
-        offsets = batch.column("offset").to_pylist() if batch.num_rows else []
-        fresh = [i for i, o in enumerate(offsets) if o >= self.next_offset]
-        if fresh and offsets[fresh[0]] != self.next_offset \
-                and batch.column("type")[fresh[0]].as_py() != SNAPSHOT_TYPE:
-            raise GapError(f"the micro-batch starts at offset {offsets[fresh[0]]} but the tables end at "
+        offsets = batch.column("offset")
+        # the records not applied yet: the batch is sorted, so they are its tail
+        start = batch.num_rows - pc.sum(pc.greater_equal(offsets, self.next_offset)).as_py() if batch.num_rows else 0
+        fresh = batch.slice(start)
+        if fresh.num_rows and offsets[start].as_py() != self.next_offset \
+                and fresh.column("type")[0].as_py() != SNAPSHOT_TYPE:
+            raise GapError(f"the micro-batch starts at offset {offsets[start].as_py()} but the tables end at "
                            f"{self.next_offset - 1}")
-        records: list[dict[str, Any]] = []
-        if fresh:
-            cols = {c: batch.column(c).to_pylist() for c in ("offset", "epoch", "append_time", "type", "version",
-                                                             "json", "data")}
-            for i in fresh:
-                offset, epoch, kind, raw = cols["offset"][i], cols["epoch"][i], cols["type"][i], cols["data"][i]
+        if fresh.num_rows:
+            columns = (fresh.column(c).to_pylist() for c in ("offset", "epoch", "type", "data"))
+            for offset, epoch, kind, raw in zip(*columns):
                 self._apply(offset, epoch, kind, raw)
-                records.append({"offset": offset, "epoch": epoch, "append_time": cols["append_time"][i],
-                                "type": kind, "version": cols["version"][i], "data": _data_of(cols["json"][i]),
-                                "raw": raw})
             self.loader.flush()
-            self.next_offset = records[-1]["offset"] + 1
+            self.next_offset = fresh.column("offset")[-1].as_py() + 1
         last = self.next_offset - 1
-        out: dict[str, Any] = {"records": len(records), "last_offset": last}
+        out: dict[str, Any] = {"records": fresh.num_rows, "last_offset": last}
         if last < 0:
             return out
-        if records:
-            self.writer.append_records(records, last)
+        if fresh.num_rows:
+            self.writer.append_records(records_table(fresh), last)
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True
             return out
         changed = bool(self.touched)
         if changed:
             out["rows"] = self._write_state(last)
-        if records or changed:
+        if fresh.num_rows or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
             out["cut"] = last
-            if records:
-                self._note_freshness(records[-1]["append_time"])
+            if fresh.num_rows:
+                self._note_freshness(fresh.column("append_time")[-1].as_py())
         return out
 
     def _note_freshness(self, appended) -> None:
@@ -203,20 +199,20 @@ class Materializer:
         image = self.loader.image
         written = {}
         for table in STATE_TABLES:
-            upserts, inserts, deletes = [], [], []
+            upserts, new, deletes = [], [], []
             # rows the table cannot hold yet (new topics, partitions...) are added without a lookup
             held_before = self._state_image if table != VOTERS else None
             for key, offset in self.touched.keys.get(table, {}).items():
-                r = row(table, key, image, offset, self.voters)
-                if r is None:
+                if held_before is not None and not held(table, key, held_before):
+                    new.append((key, offset))
+                elif (r := row(table, key, image, offset, self.voters)) is None:
                     deletes.append(key)
-                elif held_before is not None and not held(table, key, held_before):
-                    inserts.append(r)
                 else:
                     upserts.append(r)
-            if upserts or inserts or deletes:  # a table nothing touched keeps its version: it holds the cut already
+            inserts = rows_of(table, new, image, self.voters)  # those of them that exist now
+            if upserts or inserts.num_rows or deletes:  # a table nothing touched keeps its version: it holds the cut already
                 self.writer.merge_state(table, upserts, deletes, last, inserts)
-            written[table] = len(upserts) + len(inserts) + len(deletes)
+            written[table] = len(upserts) + inserts.num_rows + len(deletes)
         self.touched.clear()
         self._state_image = image
         return written
@@ -246,21 +242,35 @@ class Materializer:
                  time.monotonic() - fetched)
 
 
+# The source writes a record's JSON form compactly with sorted keys (streaming/source.py: ``data``,
+# ``type``, ``version``), so the ``records.data`` column is the text between the first key and the last
+# two, already in the same form: cut out in Arrow, not parsed and dumped again (a tenth of a first
+# materialisation's time when it was done a record at a time in Python). Any other text is parsed.
 _DATA_PREFIX = '{"data":'
-_TYPE_KEY = ',"type":'
+_TYPE_VERSION_TAIL = r',"type":"[^"\\]*","version":-?[0-9]+\}$'
+
+
+def records_table(fresh: pa.Table) -> pa.Table:
+    """The ``records`` rows of the source's rows ``fresh``: its columns, the JSON form's ``data`` part
+    for ``json``, and the frame as ``raw``."""
+    forms = fresh.column("json")
+    data = pc.utf8_slice_codeunits(pc.replace_substring_regex(
+        forms, pattern=_TYPE_VERSION_TAIL, replacement="", max_replacements=1), len(_DATA_PREFIX))
+    odd = pc.invert(pc.and_(pc.starts_with(forms, _DATA_PREFIX),
+                            pc.match_substring_regex(forms, pattern=_TYPE_VERSION_TAIL))).fill_null(False)
+    if pc.any(odd).as_py():
+        data = pa.chunked_array([pa.array([_data_of(f) if o else d for f, d, o in zip(
+            forms.to_pylist(), data.to_pylist(), odd.to_pylist())], pa.string())])
+    schema = SCHEMAS[RECORDS]
+    appended = fresh.column("append_time").cast(schema.field("append_time").type, safe=False)  # µs -> ms
+    return pa.Table.from_arrays([fresh.column("offset"), fresh.column("epoch"), appended, fresh.column("type"),
+                                 fresh.column("version"), data, fresh.column("data")], schema=schema)
 
 
 def _data_of(json_text: Optional[str]) -> Optional[str]:
-    """The ``data`` part of a record's JSON form (the ``records.data`` column). The source writes
-    that form compactly with sorted keys (streaming/source.py: ``data``, ``type``, ``version``), so
-    the part is the text between them, already in the same form: cut out, not parsed and dumped
-    again (a tenth of a first materialisation's time). Any other text is parsed."""
+    """The ``data`` part of a JSON form not in the source's layout, parsed and written compactly."""
     import json
 
     if json_text is None:
         return None
-    if json_text.startswith(_DATA_PREFIX):
-        end = json_text.rfind(_TYPE_KEY)
-        if end > 0:
-            return json_text[len(_DATA_PREFIX):end]
     return json.dumps(json.loads(json_text).get("data"), separators=(",", ":"), sort_keys=True)

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from delta_tables.cut import CutError, latest_cut, read_table, tables_at
-from delta_tables.rows import image_rows
-from delta_tables.schemas import IMAGE_TABLES, PARTITIONS, RECORDS, SNAPSHOTS
+from delta_tables.rows import image_keys, image_rows, row, rows_of
+from delta_tables.schemas import IMAGE_TABLES, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS
 from delta_tables.writer import DeltaRsWriter, WarehouseError
 from quorum.controller import api
 from quorum.controller.local import LocalController
@@ -100,6 +100,21 @@ def test_tables_equal_the_image_at_each_cut_and_records_hold_every_offset_once(t
     # the earlier cut still reads as it was
     first = latest_cut(str(tmp_path), half - 1)
     assert first.offset < cut.offset
+
+
+def test_partition_rows_built_a_column_at_a_time_are_the_image_rows():
+    c = busy_controller()
+    orders = c.core.image.topics.topic_by_name("orders")
+    moving = [b for b in range(4) if b not in orders.partitions.get(0).replicas][:1] + [0, 1]
+    c.request(api.AlterPartitionReassignmentsRequest((api.ReassignablePartition(
+        api.TopicPartition("orders", 0), tuple(moving)),)))  # adding and removing replicas in flight
+    image = c.core.image
+    assert image.topics.topic_by_name("orders").partitions.get(0).adding_replicas
+    items = [(key, offset) for offset, key in enumerate(image_keys(PARTITIONS, image))]
+    items += [(("AAAAAAAAAAAAAAAAAAAAAA", 0), 7), ((orders.topic_id, 99), 8)]  # gone: no row
+    expected = [r for key, offset in items if (r := row(PARTITIONS, key, image, offset)) is not None]
+    assert rows_of(PARTITIONS, items, image).to_pylist() == expected
+    assert len(expected) == len(items) - 2
 
 
 def test_a_crash_between_table_commits_is_repaired_by_the_replayed_batch(tmp_path, monkeypatch):
@@ -337,8 +352,9 @@ def test_a_commit_that_landed_though_its_write_failed_is_not_applied_twice(tmp_p
         raise OSError("timed out waiting for the store's answer")
 
     monkeypatch.setattr(writer_module, "write_deltalake", lands_then_fails)
-    records = [{"offset": r[0], "epoch": r[1], "append_time": r[2], "type": r[3], "version": r[4], "data": None,
-                "raw": r[6]} for r in rows[10:20]]
+    records = pa.Table.from_pylist([{"offset": r[0], "epoch": r[1], "append_time": r[2] // 1000, "type": r[3],
+                                     "version": r[4], "data": None, "raw": r[6]} for r in rows[10:20]],
+                                   schema=SCHEMAS[RECORDS])
     with pytest.raises(OSError):
         writer.append_records(records, rows[19][0])
     monkeypatch.undo()
@@ -417,8 +433,9 @@ def test_the_writer_leaves_expired_log_entries_to_maintenance(tmp_path):
         {"delta.checkpointInterval": "2", "delta.logRetentionDuration": "interval 0 seconds"})
     writer = DeltaRsWriter(tmp_path)
     for offset in range(8):
-        writer.append_records([{"offset": offset, "epoch": 1, "append_time": None, "type": "NO_OP_RECORD",
-                                "version": 0, "data": "{}", "raw": b""}], offset)
+        writer.append_records(pa.Table.from_pylist([{"offset": offset, "epoch": 1, "append_time": None,
+                                                     "type": "NO_OP_RECORD", "version": 0, "data": "{}", "raw": b""}],
+                                                   schema=SCHEMAS[RECORDS]), offset)
     log_dir = tmp_path / RECORDS / "_delta_log"
     # (the property change itself was committed with delta-rs's default hooks: it removed version 0)
     first_own = log_dir / f"{2:020d}.json"  # the writer's first commit: checkpointed past, expired
@@ -430,15 +447,18 @@ def test_the_writer_leaves_expired_log_entries_to_maintenance(tmp_path):
 
 def test_the_data_column_is_the_json_forms_data_exactly():
     """``records.data`` is cut out of the source's JSON form: for every kind of record it equals
-    the data part parsed and written again."""
+    the data part parsed and written again, and a form in another layout is parsed."""
     import json
 
-    from streaming.materializer import _data_of
+    from streaming.materializer import records_table
 
     c = busy_controller()
-    forms = [r[5] for r in log_rows(c)]
-    assert len({json.loads(f)["type"] for f in forms}) >= 8
-    for form in forms:
-        assert _data_of(form) == json.dumps(json.loads(form)["data"], separators=(",", ":"), sort_keys=True)
+    rows = log_rows(c)
     odd = json.dumps({"version": 0, "type": "X", "data": {"s": ',"type":'}})  # not the source's form
-    assert json.loads(_data_of(odd)) == {"s": ',"type":'}
+    rows.append((rows[-1][0] + 1, 1, rows[-1][2], "X", 0, odd, b""))
+    forms = [r[5] for r in rows]
+    assert len({json.loads(f)["type"] for f in forms}) >= 8
+    data = records_table(as_batch(rows)).column("data").to_pylist()
+    assert data == [json.dumps(json.loads(f)["data"], separators=(",", ":"), sort_keys=True) for f in forms]
+    assert json.loads(data[-1]) == {"s": ',"type":'}
+
