@@ -12,7 +12,7 @@ The ``voters`` table works the same way over the voter set the log's control rec
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
@@ -199,15 +199,26 @@ _PARTITION_FIELDS = ("replicas", "isr", "leader", "leader_epoch", "partition_epo
                      "removing_replicas", "elr", "last_known_elr")
 
 
-def held(table: str, key: Key, image: MetadataImage) -> bool:
-    """Whether ``table`` has a row for ``key`` as of ``image`` (not the voters table, which the
-    image does not hold); cheaper than building the row for the two large tables."""
+_UNSEEN = object()
+
+
+def holds(table: str, image: MetadataImage) -> Callable[[Key], bool]:
+    """Whether ``table`` has a row for a key as of ``image`` (not the voters table, which the image
+    does not hold): for the two large tables cheaper than building the row, each topic looked up
+    once (the materialiser asks for every key a micro-batch touched, 2,000,000 at a first one)."""
     if table == TOPICS:
-        return image.topics.topic(key[0]) is not None
+        return lambda key: image.topics.topic(key[0]) is not None
     if table == PARTITIONS:
-        topic = image.topics.topic(key[0])
-        return topic is not None and topic.partitions.get(key[1]) is not None
-    return row(table, key, image, -1) is not None
+        topics: dict[str, Any] = {}  # topic id -> its partitions, None for a topic not there
+
+        def partition_held(key: Key) -> bool:
+            partitions = topics.get(key[0], _UNSEEN)
+            if partitions is _UNSEEN:
+                topic = image.topics.topic(key[0])
+                partitions = topics[key[0]] = None if topic is None else topic.partitions
+            return partitions is not None and key[1] in partitions
+        return partition_held
+    return lambda key: row(table, key, image, -1) is not None
 
 
 def image_rows(table: str, image: MetadataImage, voters: Optional[VoterSet] = None) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from typing import Any, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_tables.rows import TouchedKeys, held, row, rows_of
+from delta_tables.rows import TouchedKeys, holds, row, rows_of
 from delta_tables.schemas import RECORDS, SCHEMAS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
 from quorum.log import control_records
@@ -201,9 +201,9 @@ class Materializer:
         for table in STATE_TABLES:
             upserts, new, deletes = [], [], []
             # rows the table cannot hold yet (new topics, partitions...) are added without a lookup
-            held_before = self._state_image if table != VOTERS else None
+            held = holds(table, self._state_image) if self._state_image is not None and table != VOTERS else None
             for key, offset in self.touched.keys.get(table, {}).items():
-                if held_before is not None and not held(table, key, held_before):
+                if held is not None and not held(key):
                     new.append((key, offset))
                 elif (r := row(table, key, image, offset, self.voters)) is None:
                     deletes.append(key)
