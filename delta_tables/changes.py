@@ -20,7 +20,7 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_tables.cut import Cut, CutError, latest_cut, read_table, tables_at
+from delta_tables.cut import Cut, CutError, latest_cut, plain_types, read_table, tables_at
 from delta_tables.schemas import SCHEMAS, SNAPSHOTS, STATE_TABLES
 from delta_tables.writer import CDF_PROPERTY
 
@@ -70,7 +70,7 @@ def changes(warehouse: str, from_offset: int, to_offset: int,
         except Exception as e:  # a version before the feed was turned on (an older warehouse), or vacuumed
             raise CutError(f"the change feed of {table} has no versions {first}..{last} (it starts where "
                            f"{CDF_PROPERTY} was turned on, and vacuumed versions are gone): {e}") from None
-        feed = _without_views(feed)
+        feed = plain_types(feed)
         versions = [c[f"{table}_version"] or 0 for c in cuts]  # non-decreasing, as cuts are
         offsets = [c["offset"] for c in cuts]
 
@@ -84,12 +84,6 @@ def changes(warehouse: str, from_offset: int, to_offset: int,
                                 [("_commit_offset", "ascending"), ("_rank", "ascending")])
         out[table] = feed.take(order).select([*columns, *CHANGE_COLUMNS])
     return out
-
-
-def _without_views(t: pa.Table) -> pa.Table:
-    """delta-rs's change feed comes in Arrow's view types, which pyarrow cannot sort: the plain ones."""
-    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
-    return t.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in t.schema]))
 
 
 def _empty(table: str, columns: list[str]) -> pa.Table:

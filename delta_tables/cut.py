@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from delta_tables import storage
-from delta_tables.schemas import ALL_TABLES, RECORDS, SNAPSHOTS, STATE_TABLES
+from delta_tables.schemas import ALL_TABLES, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES
 
 
 class CutError(ValueError):
@@ -72,9 +72,13 @@ def _newest_rows(dt: DeltaTable, at_or_below: Optional[int]) -> pa.Table:
 
 def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
     """The newest cut (at or below ``at_or_below`` if given)."""
-    rows = _newest_rows(_open(warehouse, SNAPSHOTS), at_or_below)
+    return _newest_cut(_open(warehouse, SNAPSHOTS), warehouse, at_or_below)
+
+
+def _newest_cut(snapshots: DeltaTable, warehouse: str, at_or_below: Optional[int] = None) -> Cut:
+    rows = _newest_rows(snapshots, at_or_below)
     if rows.num_rows == 0:
-        first = read_table(_open(warehouse, SNAPSHOTS))
+        first = read_table(snapshots)
         where = "" if at_or_below is None else f" at or below offset {at_or_below}"
         oldest = (f"; the oldest is at offset {pc.min(first.column('offset')).as_py()}"
                   if first.num_rows else "; the materialiser has not written one yet")
@@ -83,6 +87,54 @@ def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
     # A cut written before the voters, acls or users table existed names no version of it: its version 0 (empty).
     return Cut(best["offset"], best["epoch"],
                {t: best.get(f"{t}_version") or 0 for t in (*STATE_TABLES, RECORDS)})
+
+
+class CutFollower:
+    """One reader's view of a warehouse it looks at again and again (a dashboard, a freshness
+    probe): the tables it has opened stay open and are brought up to date incrementally, so a look
+    reads the log entries added since the last one, not the whole log again. On an object store
+    that is the difference between a few requests and dozens: a fresh ``latest_cut`` took 100 ms
+    on moto's S3 server, and a probe polling it every 20 ms doubled the writer's micro-batch there."""
+
+    def __init__(self, warehouse: str):
+        self.warehouse = warehouse.rstrip("/")
+        self._tables: dict[str, DeltaTable] = {}
+
+    def _current(self, table: str) -> DeltaTable:
+        dt = self._tables.get(table)
+        if dt is None:
+            dt = self._tables[table] = _open(self.warehouse, table)
+        else:
+            dt.update_incremental()
+        return dt
+
+    def latest(self) -> Cut:
+        """The newest cut now (CutError if there is none yet)."""
+        return _newest_cut(self._current(SNAPSHOTS), self.warehouse)
+
+    def table(self, name: str, cut: Cut) -> pa.Table:
+        """Table ``name`` as of ``cut``, read whole."""
+        dt = self._current(name)
+        if dt.version() != cut.versions[name]:
+            dt.load_as_version(cut.versions[name])
+        return read_table(dt)
+
+    def changes(self, name: str, since: Cut, cut: Cut) -> pa.Table:
+        """What state table ``name`` gained and lost after ``since`` through ``cut``: its Change Data
+        Feed over the versions between the two, as its columns and ``_change_type`` (insert, delete,
+        or which side of an update), so a reader that follows reads only those commits' files."""
+        first, last = since.versions[name] + 1, cut.versions[name]
+        schema = SCHEMAS[name].append(pa.field("_change_type", pa.string()))
+        if last < first:
+            return schema.empty_table()
+        feed = self._current(name).load_cdf(starting_version=first, ending_version=last).read_all()
+        return plain_types(pa.table(feed)).select(schema.names)
+
+
+def plain_types(t: pa.Table) -> pa.Table:
+    """delta-rs's change feed comes in Arrow's view types, which pyarrow cannot sort: the plain ones."""
+    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    return t.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in t.schema]))
 
 
 def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:

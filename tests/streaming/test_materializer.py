@@ -7,9 +7,11 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from delta_tables.cut import CutError, latest_cut, read_table, tables_at
+from delta_tables.changes import table_changes
+from delta_tables.cut import CutError, CutFollower, latest_cut, read_table, tables_at
 from delta_tables.rows import image_keys, image_rows, row, rows_of
 from delta_tables.schemas import IMAGE_TABLES, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS
 from delta_tables.writer import DeltaRsWriter, WarehouseError
@@ -100,6 +102,37 @@ def test_tables_equal_the_image_at_each_cut_and_records_hold_every_offset_once(t
     # the earlier cut still reads as it was
     first = latest_cut(str(tmp_path), half - 1)
     assert first.offset < cut.offset
+
+
+def test_a_cut_follower_sees_each_new_cut_and_reads_its_tables_as_a_fresh_reader_does(tmp_path):
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(tmp_path))
+    follower = CutFollower(str(tmp_path))
+    with pytest.raises(CutError, match="has not written one yet"):
+        follower.latest()
+    cuts = []
+    for start in range(0, len(rows), 7):  # a cut every 7 records, the follower looking after each
+        m.process(as_batch(rows[start:start + 7]))
+        cut = follower.latest()
+        assert cut == latest_cut(str(tmp_path))
+        if cuts:  # what changed since the last look: the change feed between the two cuts
+            fed = follower.changes("topics", cuts[-1], cut).select(["name", "_change_type"])
+            assert sorted(fed.to_pylist(), key=str) == sorted(table_changes(
+                str(tmp_path), "topics", cuts[-1].offset, cut.offset).select(["name", "_change_type"]).to_pylist(),
+                key=str)
+        cuts.append(cut)
+        assert follower.table("topics", cut) == read_table(tables_at(str(tmp_path), cut)["topics"])
+    assert cuts[-1].offset == c.end_offset - 1 and len({x.offset for x in cuts}) == len(cuts)
+    # an older cut's table, after the follower has moved on: as of that cut, not the newest
+    old = cuts[len(cuts) // 2]
+    for table in IMAGE_TABLES:
+        assert follower.table(table, old) == read_table(tables_at(str(tmp_path), old)[table]), table
+    created = follower.changes("topics", cuts[0], cuts[-1]).filter(pc.field("_change_type") == "insert")
+    assert {"orders", "payments"} <= set(created.column("name").to_pylist())
+    assert follower.changes("topics", cuts[-1], cuts[-1]).num_rows == 0
+    assert follower.table("partitions", cuts[-1]).num_rows == sum(
+        len(t.partitions) for t in c.core.image.topics.by_id.values())
 
 
 def test_partition_rows_built_a_column_at_a_time_are_the_image_rows():
