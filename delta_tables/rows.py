@@ -168,7 +168,7 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
 
 
 def rows_of(table: str, items: list[tuple[Key, int]], image: MetadataImage,
-               voters: Optional[VoterSet] = None) -> pa.Table:
+            voters: Optional[VoterSet] = None) -> pa.Table:
     """The rows of ``(key, last_offset)`` items that exist in ``image``, as ``table``'s Arrow table.
     The ``partitions`` rows are built a column at a time, each topic looked up once: a first
     materialisation writes 2,000,000 of them, which as ``row()`` dicts took 9 µs each."""
