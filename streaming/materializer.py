@@ -244,8 +244,8 @@ class Materializer:
 
 # The source writes a record's JSON form compactly with sorted keys (streaming/source.py: ``data``,
 # ``type``, ``version``), so the ``records.data`` column is the text between the first key and the last
-# two, already in the same form: cut out in Arrow, not parsed and dumped again (a tenth of a first
-# materialisation's time when it was done a record at a time in Python). Any other text is parsed.
+# two, already in the same form: cut out in Arrow, neither parsed and dumped again (a tenth of a first
+# materialisation's time) nor sliced a record at a time in Python. Any other text is parsed.
 _DATA_PREFIX = '{"data":'
 _TYPE_VERSION_TAIL = r',"type":"[^"\\]*","version":-?[0-9]+\}$'
 
