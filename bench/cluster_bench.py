@@ -121,8 +121,9 @@ def report(document: dict) -> str:
     lines = [f"{measured_on(document)}: 3 controller processes (fsync on), 28 brokers, topics of 100 partitions, "
              f"RF 3; `spark-submit jobs/materialize.py --available-now` into a new local warehouse, with "
              f"`--master local[2]` and on a standalone master with two workers of one core.", "",
-             markdown_table(["partitions", "records", "the job read", "local[2]: submit → exit s", "cluster: submit → exit s",
-                             "local[2]: source / Delta s", "cluster: source / Delta s", "local ÷ cluster"], rows), "",
+             markdown_table(["partitions", "records", "the job read", "local[2]: submit → exit s",
+                             "cluster: submit → exit s", "local[2]: source / Delta s", "cluster: source / Delta s",
+                             "local ÷ cluster"], rows), "",
              f"Goal: the first materialisation of 2,000,000 partitions on the cluster ≤ {GOAL_2M_CLUSTER_S:g} s "
              f"({FIRST_WAVE_LOCAL_S:g} s measured locally by the first wave)."]
     lines += [f"Errors: {e}" for e in results.get("systems", {}).get("sparkraft", {}).get("errors", [])]
@@ -145,5 +146,6 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     _largest, where = largest_size(document)
     return [grouped_bar_chart(
         plots_dir / "cluster.png", "First materialisation: submit to exit", [f"{s['partitions']:,}" for s in sizes],
-        {"local[2]": [s["local"]["seconds"] for s in sizes], "standalone cluster": [s["cluster"]["seconds"] for s in sizes]},
+        {"local[2]": [s["local"]["seconds"] for s in sizes],
+         "standalone cluster": [s["cluster"]["seconds"] for s in sizes]},
         "seconds", subtitle=where, goal=GOAL_2M_CLUSTER_S, value_format="{:.1f}")]

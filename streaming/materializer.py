@@ -210,7 +210,8 @@ class Materializer:
                 else:
                     upserts.append(r)
             inserts = rows_of(table, new, image, self.voters)  # those of them that exist now
-            if upserts or inserts.num_rows or deletes:  # a table nothing touched keeps its version: it holds the cut already
+            # a table nothing touched keeps its version: it holds the cut already
+            if upserts or inserts.num_rows or deletes:
                 self.writer.merge_state(table, upserts, deletes, last, inserts)
             written[table] = len(upserts) + inserts.num_rows + len(deletes)
         self.touched.clear()

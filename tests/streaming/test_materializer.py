@@ -494,4 +494,3 @@ def test_the_data_column_is_the_json_forms_data_exactly():
     data = records_table(as_batch(rows)).column("data").to_pylist()
     assert data == [json.dumps(json.loads(f)["data"], separators=(",", ":"), sort_keys=True) for f in forms]
     assert json.loads(data[-1]) == {"s": ',"type":'}
-
