@@ -58,6 +58,10 @@ def _move(table: dict[int, Masks], topic_id: str, bit: int, old: tuple[int, ...]
             _set(table, b, topic_id, bit)
 
 
+def _absent(pid: int) -> None:
+    return None
+
+
 class PartitionIndex:
     def __init__(self) -> None:
         self.isr: dict[int, Masks] = {}  # broker -> partitions whose ISR holds it
@@ -150,9 +154,12 @@ class PartitionIndex:
         if p.leader != q.leader:
             self._unlead(tid, bit, p.leader)
             self._lead(tid, bit, q.leader)
-        if p.leader != q.leader or p.replicas[0] != q.replicas[0]:
+        preferred = q.replicas[0]
+        if p.replicas[0] != preferred:
             self._prefer(tid, bit, p, -1)
             self._prefer(tid, bit, q, 1)
+        elif (p.leader != preferred) != (q.leader != preferred):  # same count, balance flipped
+            (_set if q.leader != preferred else _clear)(self.imbalanced, preferred, tid, bit)
 
     def _prefer(self, tid: str, bit: int, p: PartitionRegistration, sign: int) -> None:
         """Count ``p`` for (1) or against (-1) its preferred replica, and mark it imbalanced."""
@@ -201,20 +208,30 @@ class PartitionIndex:
                     p = ot.partitions.get(pid) if ot is not None else None
                     if q is not p:
                         self._add(tid, pid, q)
+        by_topic: dict[str, list[int]] = {}  # a topic's lookups once, not once per partition
         for tid, pid in partitions:
-            if tid in topics:
-                continue  # done with its whole topic above (counts must not move twice)
+            if tid not in topics:  # else done with its whole topic above (counts must not move twice)
+                pids = by_topic.get(tid)
+                if pids is None:
+                    by_topic[tid] = [pid]
+                else:
+                    pids.append(pid)
+        for tid, pids in by_topic.items():
             ot, nt = old_t.get(tid), new_t.get(tid)
-            p = ot.partitions.get(pid) if ot is not None else None
-            q = nt.partitions.get(pid) if nt is not None else None
-            if p is q or p == q:
+            if ot is nt:
                 continue
-            if p is None:
-                self._add(tid, pid, q)
-            elif q is None:
-                self._remove(tid, pid, p)
-            else:
-                self._change(tid, pid, p, q)
+            old_p = ot.partitions.getter() if ot is not None else _absent
+            new_p = nt.partitions.getter() if nt is not None else _absent
+            for pid in pids:
+                p, q = old_p(pid), new_p(pid)
+                if p is q or p == q:
+                    continue
+                if p is None:
+                    self._add(tid, pid, q)
+                elif q is None:
+                    self._remove(tid, pid, p)
+                else:
+                    self._change(tid, pid, p, q)
 
     def snapshot(self) -> tuple:
         """A comparable copy (for tests)."""

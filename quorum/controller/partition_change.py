@@ -77,12 +77,13 @@ def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptabl
            target_last_known_elr: Optional[Sequence[int]] = None) -> Optional[pb.PartitionChangeRecord]:
     """The sparse record taking ``p`` to the target, or None if nothing would change. ``elr``: the
     topic's ELR settings when eligible leader replicas are on (None: off, and any ELR is cleared)."""
+    # (list comprehensions, not generators, in this path: one call per partition of a 2M fencing)
     replicas = tuple(target_replicas) if target_replicas is not None else p.replicas
     adding = tuple(target_adding) if target_adding is not None else p.adding_replicas
     removing = tuple(target_removing) if target_removing is not None else p.removing_replicas
-    isr = tuple(b for b in (target_isr if target_isr is not None else p.isr) if b in replicas)
+    isr = tuple([b for b in (target_isr if target_isr is not None else p.isr) if b in replicas])
     if not isr and elr is None:
-        isr = tuple(b for b in p.isr if b in replicas) or p.isr  # without ELR, never an empty ISR
+        isr = tuple([b for b in p.isr if b in replicas]) or p.isr  # without ELR, never an empty ISR
     if adding or removing:
         replicas, isr, adding, removing = complete_reassignment(replicas, isr, adding, removing)
     eligible = tuple(target_elr) if target_elr is not None else p.elr

@@ -392,11 +392,14 @@ def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.Partitio
         behind, prefers = ctx.index.imbalance(broker)
         if behind * 100 <= percentage * prefers:
             continue
-        for tid, pid in ctx.index.imbalanced_partitions(broker):
-            p = by_id[tid].partitions[pid]
+        topic_id = None
+        for tid, pid in ctx.index.imbalanced_partitions(broker):  # a topic's partitions in a row
+            if tid != topic_id:
+                topic_id, partition_of, elr = tid, by_id[tid].partitions.getter(), policies.elr(tid)
+            p = partition_of(pid)
             if broker not in p.isr:
                 continue
-            record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED, elr=policies.elr(tid))
+            record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED, elr=elr)
             if record is not None:
                 records.append(record)
                 if len(records) >= limit:
@@ -487,10 +490,13 @@ def _changes(ctx: "ControllerCore", partitions: Iterable[tuple[str, int]],
     by_id = ctx.spec.topics.by_id
     policies = policies or TopicPolicies(ctx)
     out = []
+    topic_id = None
     for tid, pid in sorted(partitions):
-        p = by_id[tid].partitions[pid]
-        record = change(tid, pid, p, acceptable, target_isr=target_isr(p), election=policies.election(tid),
-                        elr=policies.elr(tid))
+        if tid != topic_id:  # sorted: a topic's partitions in a row, its lookups once
+            topic_id, partition_of = tid, by_id[tid].partitions.getter()
+            election, elr = policies.election(tid), policies.elr(tid)
+        p = partition_of(pid)
+        record = change(tid, pid, p, acceptable, target_isr=target_isr(p), election=election, elr=elr)
         if record is not None:
             out.append(record)
     return out

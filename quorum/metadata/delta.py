@@ -56,11 +56,12 @@ class MetadataDelta:
             raise ReplayError(f"offset {offset} is not after the last replayed offset "
                               f"{self.last_offset}")
         record = as_record(record)
-        if isinstance(record, MetadataRecord):
-            if record.type in TRANSACTION_MARKERS:
+        if type(record) is MetadataRecord:
+            handler = _HANDLERS.get(record.type)
+            if handler is None:
                 raise ReplayError(f"{record.type_name} must go through MetadataLoader, which "
                                   f"implements transactions on top of deltas")
-            _HANDLERS[record.type](self, record.message)
+            handler(self, record.message)
         if offset is not None:
             self.last_offset = offset
 
@@ -94,7 +95,12 @@ _DELTA_CLASS: dict[str, type] = {
 
 
 def _to(domain: str, method: str) -> Callable[[MetadataDelta, Message], None]:
-    return lambda delta, message: getattr(delta.sub(domain), method)(message)
+    replay = getattr(_DELTA_CLASS[domain], method)  # looked up once, not once per record
+
+    def handler(delta: MetadataDelta, message: Message) -> None:
+        sub = getattr(delta, domain)
+        replay(sub if sub is not None else delta.sub(domain), message)
+    return handler
 
 
 _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
@@ -117,3 +123,4 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.ZK_MIGRATION_STATE_RECORD: _to("features", "replay_zk_migration_state"),
 }
 assert set(_HANDLERS) | TRANSACTION_MARKERS == set(RecordType), "a record type has no handler"
+assert not set(_HANDLERS) & TRANSACTION_MARKERS, "transaction markers are the loader's"

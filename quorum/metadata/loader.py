@@ -37,7 +37,8 @@ class MetadataLoader:
         """Start over from ``image`` (e.g. one loaded from a snapshot), dropping anything pending."""
         self.image = image  # the latest published image: never inside a transaction
         self._delta = MetadataDelta(image)
-        self._last = image.provenance  # the last record replayed
+        # the last record replayed (kept as two ints: a Provenance per record is measurable)
+        self._last_offset, self._last_epoch = image.provenance.offset, image.provenance.epoch
         self._transaction_start: Optional[int] = None  # offset of the open BeginTransactionRecord
 
     @property
@@ -47,30 +48,30 @@ class MetadataLoader:
     @property
     def last_offset(self) -> int:
         """The offset of the last record replayed (published or not)."""
-        return self._last.offset
+        return self._last_offset
 
     def replay(self, record: Message | AnyRecord, offset: int, epoch: int) -> None:
         """Replay one committed record written in leader epoch ``epoch`` at ``offset``."""
-        if offset <= self._last.offset:
+        if offset <= self._last_offset:
             raise ReplayError(f"offset {offset} is not after the last replayed offset "
-                              f"{self._last.offset}")
+                              f"{self._last_offset}")
         record = as_record(record)
-        kind = record.type if isinstance(record, MetadataRecord) else None
-        if kind is RecordType.BEGIN_TRANSACTION_RECORD:
+        kind = record.type if type(record) is MetadataRecord else None
+        if kind not in TRANSACTION_MARKERS:
+            self._delta.replay(record, offset)
+        elif kind is RecordType.BEGIN_TRANSACTION_RECORD:
             if self.in_transaction:
                 raise ReplayError(f"BeginTransactionRecord at {offset} inside the transaction "
                                   f"begun at {self._transaction_start}")
             self._publish()
             self._transaction_start = offset
-        elif kind in (RecordType.END_TRANSACTION_RECORD, RecordType.ABORT_TRANSACTION_RECORD):
+        else:  # End or Abort
             if not self.in_transaction:
                 raise ReplayError(f"{record.type_name} at {offset} outside a transaction")
             if kind is RecordType.ABORT_TRANSACTION_RECORD:
                 self._delta = MetadataDelta(self.image)
             self._transaction_start = None
-        else:
-            self._delta.replay(record, offset)
-        self._last = Provenance(offset, epoch)
+        self._last_offset, self._last_epoch = offset, epoch
 
     def flush(self) -> MetadataImage:
         """Publish every record replayed so far unless a transaction is open; the latest image."""
@@ -86,8 +87,9 @@ class MetadataLoader:
         return self.flush()
 
     def _publish(self) -> None:
-        if self._last != self.image.provenance:
-            self.image = self._delta.apply(self._last)
+        provenance = self.image.provenance
+        if self._last_offset != provenance.offset or self._last_epoch != provenance.epoch:
+            self.image = self._delta.apply(Provenance(self._last_offset, self._last_epoch))
             self._delta = MetadataDelta(self.image)
 
 

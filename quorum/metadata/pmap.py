@@ -19,7 +19,7 @@ partitions of a typical topic) cost no more than a dict.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
@@ -59,6 +59,14 @@ class PMap(Mapping[K, V], Generic[K, V]):
     # -- reading --------------------------------------------------------------------------------
     def get(self, key: K, default: Any = None) -> Any:
         return _lookup(self._root, key, default)
+
+    def getter(self) -> Callable[[K], V | None]:
+        """``get`` as a function of the key alone, for many lookups in a row: a map held in one
+        leaf (up to ``LEAF_MAX`` keys, such as one topic's partitions) hands out its dict's."""
+        root = self._root
+        if type(root) is dict:
+            return root.get
+        return lambda key: _lookup(root, key, None)
 
     def __getitem__(self, key: K) -> V:
         value = self.get(key, _MISSING)

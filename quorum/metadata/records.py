@@ -99,10 +99,11 @@ class DecodeError(ValueError):
     """The bytes are not a metadata record frame."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetadataRecord:
     """A decoded record: which type, which version of it, and the protobuf message (shared, not
-    copied: treat it as read-only)."""
+    copied: treat it as read-only; not a frozen dataclass only because one is made for every record
+    replayed, and a frozen one costs twice as much to make)."""
 
     type: RecordType
     version: int
