@@ -47,8 +47,11 @@ def test_pmap_matches_a_dict_and_old_versions_never_change(operations, every):
         assert len(version) == len(expected)
         assert dict(version.items()) == expected
         assert version == expected and version == PMap.from_items(expected)
+        get = version.getter()
         for key, value in expected.items():
-            assert key in version and version[key] == value
+            assert key in version and version[key] == value and get(key) == value
+        for absent in (10**7, "absent", Colliding(99)):
+            assert get(absent) is None
 
 
 def test_one_update_copies_one_path_and_shares_every_other_node():
