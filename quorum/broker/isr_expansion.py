@@ -19,7 +19,9 @@ heartbeating and the controller fences it, which takes it out of every ISR.
 
 Work per round is what changed: the partitions this broker leads with replicas outside the ISR
 are kept as a set, updated from the records each metadata update carries, and rebuilt from the
-whole image only when the image is replaced (bootstrap, a snapshot). A partition proposed is not
+whole image only when the image is replaced (bootstrap, a snapshot). A change that gives the
+leadership to another broker of a partition not watched is not even noted (a cluster-wide balance
+is a million of them, and every broker sees each). A partition proposed is not
 proposed again at the same partition epoch for ``retry_s`` (the answer's change arrives through
 the log; a refusal is retried after that).
 """
@@ -76,14 +78,18 @@ class IsrExpansion:
                 self._rescan, self._floor = True, update.last_offset
                 self._since.clear()
                 self._changed.clear()
+            me = self.broker_id
             for offset, decoded in update.records:
                 t = getattr(decoded, "type", None)  # None: a record type this broker does not know
                 record = getattr(decoded, "message", None)
                 if t is RecordType.PARTITION_CHANGE_RECORD:
                     key = (record.topic_id, record.partition_id)
-                    self._changed[key] = offset
                     if record.HasField("replicas"):
                         self._since[key] = offset
+                    elif (record.HasField("leader") and record.leader != me and key not in self._watch
+                          and key not in self._changed):
+                        continue  # led by another broker now, and not ours before: nothing to look at
+                    self._changed[key] = offset
                 elif t is RecordType.PARTITION_RECORD:
                     # a new partition matters only if this broker leads it short of replicas (creating
                     # two million partitions must not cost every broker two million set entries)
@@ -162,13 +168,14 @@ class IsrExpansion:
                 self._watch.discard(key)
                 self._sent.pop(key, None)
         out = {}
-        for key in list(self._watch):
+        for key in list(self._watch):  # checked again: a record that moved it away may have been skipped
             t = by_id.get(key[0])
             p = t.partitions.get(key[1]) if t is not None else None
-            if p is None:
-                self._watch.discard(key)
-            else:
+            if p is not None and led_short(p):
                 out[key] = p
+            else:
+                self._watch.discard(key)
+                self._sent.pop(key, None)
         return out
 
     def _led_short(self, p) -> bool:

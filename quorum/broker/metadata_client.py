@@ -18,7 +18,8 @@ Where the first image comes from (``bootstrap_source``), newest first:
 Whichever it is, the client then reads only what comes after it. If the quorum's log no longer
 starts at or before that offset (snapshots let the records go), the client downloads the leader's
 snapshot with FetchSnapshot (``snapshot`` when that was its bootstrap) and follows from its end. It persists the cache
-after every ``cache_every_records`` records (or ``cache_interval_s``), off its fetching thread,
+after every ``cache_every_records`` records (more for a big image, see ``_maybe_save_cache``; or
+``cache_interval_s``), off its fetching thread,
 and keeps every record it applies after the cache in its own copy of the log
 (:class:`~quorum.broker.local_log.LocalMetadataLog`), flushed on a clean stop: a restart loads
 the cache, replays that copy, and fetches only what it missed, while a stop writes no image.
@@ -80,6 +81,11 @@ class MetadataClientStats:
     records_replayed_locally: int = 0  # records of its own copy of the log replayed at the start
     snapshots_fetched: int = 0  # snapshots downloaded because the log no longer held what was next
     errors: list[str] = field(default_factory=list)
+
+
+# Writing the cache costs about what replaying this many records per partition of the image costs
+# (measured at 200,000 partitions: 1.4 us a partition written, 6 us a partition change replayed).
+CACHE_COST_IN_RECORDS = 0.25
 
 
 class BrokerMetadataClient:
@@ -320,7 +326,10 @@ class BrokerMetadataClient:
     def _maybe_save_cache(self) -> None:
         """Every ``cache_every_records`` records or ``cache_interval_s``, on a background thread:
         the image is immutable, so it is serialised while the client goes on fetching (at 2M
-        partitions a cache takes seconds to write)."""
+        partitions a cache takes seconds to write). A big image waits for more records: a cache
+        is written once replaying what came since it would cost about what writing it costs (see
+        CACHE_COST_IN_RECORDS), so a storm of changes (a cluster-wide leader balance at 2M is half
+        a million records) does not have the broker write its whole image five times over."""
         if self.cache is None or self._stop.is_set() or (self._cache_writer is not None
                                                          and self._cache_writer.is_alive()):
             return
@@ -329,7 +338,9 @@ class BrokerMetadataClient:
                 self._local.release_below(self._cached_offset)
         pending = self._next_offset - self._cached_offset
         due = time.monotonic() - self._last_cache_write >= self.cache_interval_s
-        if pending >= self.cache_every_records or (due and pending > 0):
+        every = max(self.cache_every_records,
+                    int(self._loader.image.topics.partition_count() * CACHE_COST_IN_RECORDS))
+        if pending >= every or (due and pending > 0):
             self._cache_writer = threading.Thread(target=self.save_cache, name="broker-metadata-cache",
                                                   daemon=True)
             self._cache_writer.start()

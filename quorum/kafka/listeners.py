@@ -71,21 +71,26 @@ class KafkaListeners:
 
     def _keep_warm(self) -> None:
         """Encode what each image change touched for the Metadata layouts clients use, off the
-        request path; an answer asked meanwhile encodes what it needs itself."""
+        request path, once it has stopped changing (see MetadataAnswers.warm); an answer asked
+        meanwhile encodes what it needs itself."""
+        previous = None
         while not self._stop.wait(1.0):
             image = self.metadata.image
             if image is self.warmed_image:
                 continue
             with self._lock:
                 answers = [listener.ctx.metadata_answers for listener in self.listeners]
+            postponed = 0
             try:
                 for a in answers:
-                    a.warm(image)
+                    a.warm(image, settled=previous)
+                    postponed += a.postponed
             except Exception:  # a bug here must not stop the answers, only their warming
                 log.exception("Broker %d: warming Metadata answers failed; they are encoded when asked",
                               self.config.node_id)
                 return
-            self.warmed_image = image
+            previous = image
+            self.warmed_image = None if postponed else image  # what was postponed: the next pass
 
     def reload_tls(self) -> None:
         for tls in self._tls:

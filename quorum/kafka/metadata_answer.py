@@ -126,6 +126,7 @@ class MetadataAnswers:
         self._frames: dict[tuple, tuple[bytes, bytes]] = {}  # the bytes around the topics array
         self._lock = threading.Lock()
         self.encoded_topics = 0  # topics encoded (not taken from what was kept): tests, benchmarks
+        self.postponed = 0  # topics the last warm() left for later: they were still changing
 
     def answer(self, image: MetadataImage, req, version: int, cluster_id: str, controller_id: int,
                may_describe: Optional[Callable[[str], bool]] = None) -> Encoded:
@@ -201,9 +202,17 @@ class MetadataAnswers:
         kept = self._frames[key] = around(materialize(cls, rest), "topics")
         return kept
 
-    def warm(self, image: MetadataImage) -> int:
+    def warm(self, image: MetadataImage, settled: Optional[MetadataImage] = None) -> int:
         """Encode each of the image's topics not kept as it is now, for every layout asked for in
-        the last WARM_FOR_SECONDS; returns how many were encoded."""
+        the last WARM_FOR_SECONDS; returns how many were encoded. ``settled``: an earlier image (the
+        last pass's); a topic that changed since is still changing (a cluster-wide balance changes
+        most topics every second) and is left for a later pass, counted in ``postponed``, instead
+        of being encoded again and again while the storm lasts (an answer that needs it meanwhile
+        encodes it itself)."""
+        self.postponed = 0
+        if settled is not None and settled.cluster is not image.cluster:
+            settled = None  # every topic's encoding changes with the brokers: nothing to wait for
+        before_by_id = settled.topics.by_id if settled is not None else None
         endpoints, live, live_key = self._brokers(image)
         now = time.monotonic()
         versions = {}  # one version per layout
@@ -211,9 +220,13 @@ class MetadataAnswers:
             if now - asked <= WARM_FOR_SECONDS:
                 versions.setdefault(topic_layout(version), version)
         before = self.encoded_topics
+        topics = list(image.topics.by_id.values())
+        if before_by_id is not None and versions:
+            steady = [t for t in topics if before_by_id.get(t.topic_id) is t]
+            self.postponed, topics = len(topics) - len(steady), steady
         for version in versions.values():
             topic_cls = nested_type(response_type(METADATA_KEY, version), "topics")
-            for topic in image.topics.by_id.values():
+            for topic in topics:
                 self._topic_bytes(topic, version, topic_cls, endpoints, live, live_key)
         self._prune(image)
         return self.encoded_topics - before

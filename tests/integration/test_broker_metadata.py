@@ -204,6 +204,37 @@ def test_the_cache_is_written_in_the_background_while_following(cluster, tmp_pat
         client.stop(save=False)
 
 
+def test_a_big_image_waits_for_as_many_records_as_writing_its_cache_costs(cluster, tmp_path):
+    """Past ``cache_every_records``, an image of P partitions waits for P x CACHE_COST_IN_RECORDS
+    records before its cache is written again: replaying them costs about what writing it does."""
+    cluster.active()
+    cluster.register_brokers()
+    client = BrokerMetadataClient(bootstrap_of(cluster), cluster.cluster_id, tmp_path / "b",
+                                  cache_every_records=50, fetch_wait_ms=100)
+    client.bootstrap()
+
+    def follow_then_maybe_save() -> int:
+        target = replayed_on_active(cluster)
+        while client.applied_offset < target:
+            client.poll(wait_ms=100)
+        client._maybe_save_cache()
+        if client._cache_writer is not None:
+            client._cache_writer.join(30)
+        return client.stats.cache_writes
+
+    try:
+        cluster.client.create_topic("big", 800, 1)  # 800 x 0.25: 200 records between writes from now
+        assert follow_then_maybe_save() == 1
+        for i in range(50):  # 100 records: more than cache_every_records, fewer than 200
+            cluster.client.create_topic(f"small-{i}", 1, 1)
+        assert follow_then_maybe_save() == 1
+        for i in range(50, 150):  # 200 more: past 960 x 0.25
+            cluster.client.create_topic(f"small-{i}", 1, 1)
+        assert follow_then_maybe_save() == 2
+    finally:
+        client.stop(save=False)
+
+
 def test_a_broker_bootstraps_from_the_delta_cut_and_fetches_only_what_follows(cluster, tmp_path):
     """The warehouse is written by the materialiser (fed straight from the log, no Spark here);
     the broker loads the cut's image, which equals the controller's at that offset, and then

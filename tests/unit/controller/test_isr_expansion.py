@@ -168,3 +168,23 @@ def test_a_change_inside_a_transaction_is_looked_at_once_the_image_publishes_it(
     x.on_update(MetadataUpdate(records[-1][0], records[-1][0], tuple(records[-1:]), image[0]))
     assert x.round() == 3
     assert all(c.core.image.topics.topic_by_name("t").partitions[pid].replicas == (0, 2) for pid in range(3))
+
+
+def test_a_leadership_given_to_another_broker_is_not_noted_and_one_moved_away_is_dropped():
+    """Every broker sees every change of a cluster-wide balance: those that hand another broker a
+    partition this one neither leads nor watches cost it no entry; a watched partition whose
+    leadership moves away leaves the watch (not proposed for, as it is no longer this broker's)."""
+    c, epochs = controller(3)
+    create(c, "t", -1, -1, assignments=((0, 1, 2), (1, 0, 2)))
+    tid = c.core.image.topics.topic_by_name("t").topic_id
+    _restart(c, epochs, 2, 1000, offset=-1)  # fenced: out of both ISRs, which are short of it now
+    (x0, feed0), (x2, feed2) = _expansion(c, epochs, 0), _expansion(c, epochs, 2)
+    x0.round(), x2.round()
+    assert x0._watch == {(tid, 0)} and not x2._watch
+    c.request(api.BrokerHeartbeatRequest(0, epochs[0], c.core.last_committed_offset, want_shutdown=True))
+    assert _p(c, pid=0).leader == 1  # broker 0's leadership went to broker 1
+    feed0(), feed2()
+    assert (tid, 0) not in x2._changed  # not broker 2's, before or after
+    assert (tid, 0) in x0._changed  # broker 0 watched it
+    calls = x0.client.calls
+    assert x0.round() == 0 and not x0._watch and x0.client.calls == calls

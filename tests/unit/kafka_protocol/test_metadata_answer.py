@@ -111,3 +111,18 @@ def test_layouts_no_client_asked_in_lately_are_no_longer_warmed():
     answers.answer(c.core.image, _whole(13), 13, ctx.cluster_id, 1)  # asked again: kept warm again
     c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("orders", 7),)))
     assert answers.warm(c.core.image) == 1
+
+
+def test_warming_leaves_a_topic_still_changing_for_a_later_pass():
+    c, ctx = broker_with_orders()
+    c.request(api.CreateTopicsRequest((api.CreatableTopic("payments", 3, 2),)))
+    answers = ctx.metadata_answers
+    first = c.core.image
+    assert answers.warm(first) == 2 and answers.postponed == 0
+    c.request(api.CreatePartitionsRequest((api.PartitionCountUpdate("orders", 6),)))
+    changing = c.core.image
+    assert answers.warm(changing, settled=first) == 0 and answers.postponed == 1  # orders changed since
+    assert answers.warm(changing, settled=changing) == 1 and answers.postponed == 0  # and has settled
+    topics = {t.name: t for t in entity_reader(response_type(3, 13))(
+        answers.answer(changing, _whole(13), 13, ctx.cluster_id, 1).body, 0)[0].topics}
+    assert len(topics["orders"].partitions) == 6 and answers.encoded_topics == 3
