@@ -49,6 +49,7 @@ from quorum.kafka.codec import (
 )
 from quorum.kafka.partition_encoding import FLEXIBLE_FROM, topic_bytes
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.pmap import EMPTY
 from quorum.metadata.topics import NO_LEADER
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
@@ -205,14 +206,12 @@ class MetadataAnswers:
     def warm(self, image: MetadataImage, settled: Optional[MetadataImage] = None) -> int:
         """Encode each of the image's topics not kept as it is now, for every layout asked for in
         the last WARM_FOR_SECONDS; returns how many were encoded. ``settled``: an earlier image (the
-        last pass's); a topic that changed since is still changing (a cluster-wide balance changes
-        most topics every second) and is left for a later pass, counted in ``postponed``, instead
-        of being encoded again and again while the storm lasts (an answer that needs it meanwhile
-        encodes it itself)."""
+        last pass's); a topic that changed since, or every topic if the brokers did, is still
+        changing (a cluster-wide balance changes most topics every second, a rolling restart the
+        brokers every few) and is left for a later pass, counted in ``postponed``, instead of being
+        encoded again and again while the storm lasts (an answer that needs it meanwhile encodes
+        it itself)."""
         self.postponed = 0
-        if settled is not None and settled.cluster is not image.cluster:
-            settled = None  # every topic's encoding changes with the brokers: nothing to wait for
-        before_by_id = settled.topics.by_id if settled is not None else None
         endpoints, live, live_key = self._brokers(image)
         now = time.monotonic()
         versions = {}  # one version per layout
@@ -221,8 +220,10 @@ class MetadataAnswers:
                 versions.setdefault(topic_layout(version), version)
         before = self.encoded_topics
         topics = list(image.topics.by_id.values())
-        if before_by_id is not None and versions:
-            steady = [t for t in topics if before_by_id.get(t.topic_id) is t]
+        if settled is not None and versions:
+            # the brokers changing (a roll) changes every topic's encoding (its offline replicas)
+            then = settled.topics.by_id if settled.cluster is image.cluster else EMPTY
+            steady = [t for t in topics if then.get(t.topic_id) is t]
             self.postponed, topics = len(topics) - len(steady), steady
         for version in versions.values():
             topic_cls = nested_type(response_type(METADATA_KEY, version), "topics")

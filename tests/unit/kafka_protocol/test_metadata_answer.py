@@ -126,3 +126,8 @@ def test_warming_leaves_a_topic_still_changing_for_a_later_pass():
     topics = {t.name: t for t in entity_reader(response_type(3, 13))(
         answers.answer(changing, _whole(13), 13, ctx.cluster_id, 1).body, 0)[0].topics}
     assert len(topics["orders"].partitions) == 6 and answers.encoded_topics == 3
+    broker_2 = c.core.image.cluster.brokers[2]
+    c.request(api.BrokerHeartbeatRequest(2, broker_2.broker_epoch, c.end_offset, want_fence=True))
+    fenced = c.core.image
+    assert answers.warm(fenced, settled=changing) == 0 and answers.postponed == 2  # the brokers changed
+    assert answers.warm(fenced, settled=fenced) == 2 and answers.postponed == 0
