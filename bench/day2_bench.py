@@ -87,6 +87,8 @@ class IsrFleet:
                            for b in sorted(lifecycles)]
         for x in self.expansions:
             self.metadata.add_listener(x.on_update)
+        self.health = PartitionHealth()
+        self.metadata.add_listener(self.health.on_update)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="isr-fleet", daemon=True)
 
@@ -110,6 +112,64 @@ class IsrFleet:
             lifecycle.stop()
         self.metadata.stop(save=False)
         self.client.close()
+
+
+class PartitionHealth:
+    """The under-replicated and the imbalanced (not led by their preferred replica) partitions of
+    the fleet's image, kept from each metadata update's partition records (a look-up each) after
+    one scan: seeing when a step is over by scanning 2,000,000 partitions again and again took
+    seconds of this process's GIL, which the fleet being waited for needs, and so could only be
+    done now and then (a broker back in every ISR was seen up to half a minute late)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scanned = False
+        self._pending: dict[tuple[str, int], int] = {}  # partition -> offset of its latest record
+        self.under_replicated: set[tuple[str, int]] = set()
+        self.imbalanced: set[tuple[str, int]] = set()
+
+    def on_update(self, update) -> None:
+        from quorum.metadata.records import RecordType
+
+        with self._lock:
+            if update.reloaded:
+                self._scanned = False
+            for offset, decoded in update.records:
+                t = getattr(decoded, "type", None)
+                if t is RecordType.PARTITION_CHANGE_RECORD or t is RecordType.PARTITION_RECORD:
+                    self._pending[decoded.message.topic_id, decoded.message.partition_id] = offset
+                elif t is RecordType.REMOVE_TOPIC_RECORD:
+                    self._scanned = False
+            if self._scanned:
+                self._settle(update.image)
+
+    def _settle(self, image) -> None:
+        """Look again at the partitions whose records ``image`` shows (inside a transaction it
+        stays at the transaction's start, and they wait)."""
+        by_id, visible = image.topics.by_id, image.offset
+        for key in [k for k, offset in self._pending.items() if offset <= visible]:
+            del self._pending[key]
+            t = by_id.get(key[0])
+            self._note(key, t.partitions.get(key[1]) if t is not None else None)
+
+    def _note(self, key: tuple[str, int], p) -> None:
+        (self.under_replicated.add if p is not None and len(p.isr) < len(p.replicas)
+         else self.under_replicated.discard)(key)
+        (self.imbalanced.add if p is not None and p.leader != p.replicas[0] else self.imbalanced.discard)(key)
+
+    def counts(self, image) -> tuple[int, int, bool]:
+        """(under-replicated, imbalanced, whether records are still to be seen in an image);
+        ``image`` is scanned whole the first time (and after a snapshot or a topic deletion)."""
+        with self._lock:
+            if not self._scanned:
+                self.under_replicated.clear()
+                self.imbalanced.clear()
+                for t in image.topics.by_id.values():
+                    for pid, p in t.partitions.items():
+                        self._note((t.topic_id, pid), p)
+                self._pending = {k: o for k, o in self._pending.items() if o > image.offset}
+                self._scanned = True
+            return len(self.under_replicated), len(self.imbalanced), bool(self._pending)
 
 
 def _counts(image, broker: int) -> tuple[int, int, int]:
@@ -190,16 +250,19 @@ def _decommission(rig, fleet: IsrFleet, ctx: Context) -> dict:
     return {"partitions": len(moves), "accept_s": accepted, "complete_s": completed}
 
 
-def _restart(rig, fleet: IsrFleet, broker: int) -> None:
-    """A controlled shutdown of ``broker``, then the same broker back with a new incarnation."""
+def _restart(rig, fleet: IsrFleet, broker: int) -> float:
+    """A controlled shutdown of ``broker``, then the same broker back with a new incarnation; the
+    seconds the controlled shutdown took."""
     from quorum.broker.lifecycle import BrokerLifecycle
     from quorum.controller import api
     from quorum.uuids import random_uuid
 
+    started = time.monotonic()
     old = fleet.lifecycles[broker]
     old.stop()
     if not old.controlled_shutdown(timeout=STEP_TIMEOUT_S):
         raise RuntimeError(f"broker {broker}: controlled shutdown not confirmed")
+    shutdown_s = time.monotonic() - started
     new = BrokerLifecycle(old.client, broker, old.cluster_id, random_uuid(),
                           (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 20000 + broker),), RACKS[broker % 3],
                           offset_source=old.offset_source)
@@ -207,32 +270,24 @@ def _restart(rig, fleet: IsrFleet, broker: int) -> None:
     threading.Thread(target=new.run, name=f"broker-{broker}", daemon=True).start()
     wait_until(lambda: new.state.broker_epoch >= 0 and not new.state.fenced, STEP_TIMEOUT_S,
                f"broker {broker} unfenced again", interval=0.1)
-
-
-def _sparingly(scan):
-    """``scan`` for wait_until, run at most a tenth of the time: a scan of 2,000,000 partitions takes
-    seconds of this process's GIL, which the simulated brokers' leader side (the IsrFleet, whose
-    work is being waited for) needs."""
-    def predicate():
-        started = time.monotonic()
-        done = scan()
-        if not done:
-            time.sleep(9 * (time.monotonic() - started))
-        return done
-    return predicate
+    return shutdown_s
 
 
 def _roll_then_balance(rig, fleet: IsrFleet, ctx: Context) -> dict:
     started = time.monotonic()
     for n, broker in enumerate(ROLLED, 1):
-        _restart(rig, fleet, broker)
+        step = time.monotonic()
+        shutdown_s = _restart(rig, fleet, broker)
+        unfenced_s = time.monotonic() - step
 
         def rejoined():
             _caught_up(fleet, rig)
-            return _counts(fleet.metadata.image, broker)[1] == 0
-        wait_until(_sparingly(rejoined), STEP_TIMEOUT_S, f"broker {broker} back in every ISR", interval=0.2)
-        if n % 5 == 0 or n == len(ROLLED):
-            ctx.progress.line(f"  {n}/{len(ROLLED)} brokers restarted ({time.monotonic() - started:.0f}s)")
+            under, _, pending = fleet.health.counts(fleet.metadata.image)
+            return under == 0 and not pending
+        wait_until(rejoined, STEP_TIMEOUT_S, f"broker {broker} back in every ISR", interval=0.2)
+        ctx.progress.line(f"  {n}/{len(ROLLED)} brokers restarted ({time.monotonic() - started:.0f}s): broker "
+                          f"{broker} shut down in {shutdown_s:.1f}s, unfenced again at {unfenced_s:.1f}s, back in "
+                          f"every ISR at {time.monotonic() - step:.1f}s")
     _caught_up(fleet, rig)
     imbalanced_after_roll = _counts(fleet.metadata.image, 0)[2]
     roll_s = time.monotonic() - started
@@ -242,8 +297,9 @@ def _roll_then_balance(rig, fleet: IsrFleet, ctx: Context) -> dict:
 
     def balanced():
         _caught_up(fleet, rig)
-        return _counts(fleet.metadata.image, 0)[2] == 0
-    wait_until(_sparingly(balanced), STEP_TIMEOUT_S, "every partition led by its preferred replica", interval=0.2)
+        _, imbalanced, pending = fleet.health.counts(fleet.metadata.image)
+        return imbalanced == 0 and not pending
+    wait_until(balanced, STEP_TIMEOUT_S, "every partition led by its preferred replica", interval=0.2)
     return {"brokers_restarted": len(ROLLED), "roll_s": roll_s, "imbalanced_after_roll": imbalanced_after_roll,
             "balance_committed_s": committed_s, "balance_s": time.monotonic() - rolled}
 
