@@ -72,7 +72,7 @@ SESSION_TIMEOUT_MS = 30_000
 
 class IsrFleet:
     """The partition-leader side of the simulated brokers: one metadata image following the log,
-    and each broker's IsrExpansion over it, in rounds on one thread."""
+    and one IsrExpansion for all of them over it, in rounds on one thread."""
 
     def __init__(self, bootstrap: str, cluster_id: str, lifecycles: dict):
         from quorum.broker.isr_expansion import IsrExpansion
@@ -82,11 +82,10 @@ class IsrFleet:
         self.lifecycles = lifecycles  # broker -> its current BrokerLifecycle (replaced on a restart)
         self.metadata = BrokerMetadataClient(bootstrap, cluster_id, fetch_wait_ms=200)
         self.client = ControllerClient(bootstrap, timeout=60, rpc_timeout=60)
-        self.expansions = [IsrExpansion(b, self.client, lambda: self.metadata.image,
-                                        lambda b=b: self.lifecycles[b].state.broker_epoch)
-                           for b in sorted(lifecycles)]
-        for x in self.expansions:
-            self.metadata.add_listener(x.on_update)
+        # one for every simulated broker: each record is looked at once, not once per broker
+        self.expansion = IsrExpansion(sorted(lifecycles), self.client, lambda: self.metadata.image,
+                                      lambda b: self.lifecycles[b].state.broker_epoch)
+        self.metadata.add_listener(self.expansion.on_update)
         self.health = PartitionHealth()
         self.metadata.add_listener(self.health.on_update)
         self._stop = threading.Event()
@@ -99,11 +98,10 @@ class IsrFleet:
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
-            for x in self.expansions:
-                try:
-                    x.round()
-                except Exception:  # a failover: the next round retries
-                    pass
+            try:
+                self.expansion.round()
+            except Exception:  # a failover: the next round retries
+                pass
 
     def stop(self) -> None:
         self._stop.set()

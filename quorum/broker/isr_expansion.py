@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from typing import Callable
+from typing import Callable, Iterable
 
 from quorum.broker.metadata_client import MetadataUpdate
 from quorum.controller import api
@@ -45,10 +45,16 @@ Key = tuple[str, int]  # (topic id, partition)
 
 
 class IsrExpansion:
-    def __init__(self, broker_id: int, client, image: Callable[[], MetadataImage],
-                 broker_epoch: Callable[[], int], retry_s: float = 5.0, max_partitions_per_request: int = 10_000,
+    """The partition-leader side of ``brokers``: a broker process has one for itself; ``bench
+    day2`` has one for the 28 brokers it simulates, so that each record costs it one look, not 28.
+    ``broker_epoch(b)``: broker b's current epoch (its AlterPartition requests carry it)."""
+
+    def __init__(self, brokers: int | Iterable[int], client, image: Callable[[], MetadataImage],
+                 broker_epoch: Callable[[int], int], retry_s: float = 5.0, max_partitions_per_request: int = 10_000,
                  clock: Callable[[], float] = time.monotonic, offsets_every_s: float = 1.0):
-        self.broker_id = broker_id
+        self.brokers = frozenset([brokers] if isinstance(brokers, int) else brokers)
+        self._name = (f"Broker {next(iter(self.brokers))}" if len(self.brokers) == 1
+                      else f"Brokers {min(self.brokers)}-{max(self.brokers)}")  # for the log
         self.client = client  # a ControllerClient
         self._image = image
         self._broker_epoch = broker_epoch
@@ -78,7 +84,7 @@ class IsrExpansion:
                 self._rescan, self._floor = True, update.last_offset
                 self._since.clear()
                 self._changed.clear()
-            me = self.broker_id
+            mine = self.brokers
             for offset, decoded in update.records:
                 t = getattr(decoded, "type", None)  # None: a record type this broker does not know
                 record = getattr(decoded, "message", None)
@@ -86,14 +92,14 @@ class IsrExpansion:
                     key = (record.topic_id, record.partition_id)
                     if record.HasField("replicas"):
                         self._since[key] = offset
-                    elif (record.HasField("leader") and record.leader != me and key not in self._watch
+                    elif (record.HasField("leader") and record.leader not in mine and key not in self._watch
                           and key not in self._changed):
                         continue  # led by another broker now, and not ours before: nothing to look at
                     self._changed[key] = offset
                 elif t is RecordType.PARTITION_RECORD:
                     # a new partition matters only if this broker leads it short of replicas (creating
                     # two million partitions must not cost every broker two million set entries)
-                    if record.leader == self.broker_id and len(record.isr) != len(record.replicas):
+                    if record.leader in mine and len(record.isr) != len(record.replicas):
                         key = (record.topic_id, record.partition_id)
                         self._changed[key] = offset
                         self._since[key] = offset
@@ -122,7 +128,7 @@ class IsrExpansion:
         try:
             reported = {b.broker_id: b.metadata_offset for b in self.client.describe_cluster().brokers}
         except SparkraftError as e:
-            log.info("Broker %d: ISR expansion waits: no broker offsets from the controllers (%s)", self.broker_id, e)
+            log.info("%s: ISR expansion waits: no broker offsets from the controllers (%s)", self._name, e)
             self._again_at = now + self.offsets_every_s
             return 0
         proposals = []
@@ -136,8 +142,8 @@ class IsrExpansion:
             if any(b not in p.isr and b in able and b not in joining for b in p.replicas):
                 self._again_at = min(self._again_at, now + self.offsets_every_s)  # its next heartbeat
             if joining:
-                proposals.append(api.PartitionIsr(key[0], key[1], p.leader_epoch, p.partition_epoch,
-                                                  p.isr + tuple(joining)))
+                proposals.append((p.leader, api.PartitionIsr(key[0], key[1], p.leader_epoch, p.partition_epoch,
+                                                             p.isr + tuple(joining))))
                 self._sent[key] = (p.partition_epoch, now)
         if proposals:  # an accepted one comes back as a record; a refused one is retried after retry_s
             self._again_at = min(self._again_at, now + self.retry_s)
@@ -179,19 +185,24 @@ class IsrExpansion:
         return out
 
     def _led_short(self, p) -> bool:
-        """Led by this broker with replicas outside the ISR."""
-        return p.leader == self.broker_id and len(p.isr) < len(p.replicas)
+        """Led by one of our brokers with replicas outside the ISR."""
+        return p.leader in self.brokers and len(p.isr) < len(p.replicas)
 
-    def _propose(self, proposals: list[api.PartitionIsr]) -> int:
+    def _propose(self, proposals: list[tuple[int, api.PartitionIsr]]) -> int:
+        """Each (leader, new ISR) in its leader's AlterPartition requests."""
         done = 0
         refused: Counter = Counter()
         step = self.max_partitions_per_request
-        for i in range(0, len(proposals), step):
-            request = api.AlterPartitionRequest(self.broker_id, self._broker_epoch(), tuple(proposals[i:i + step]))
+        by_leader: dict[int, list[api.PartitionIsr]] = {}
+        for leader, isr in proposals:
+            by_leader.setdefault(leader, []).append(isr)
+        requests = [api.AlterPartitionRequest(leader, self._broker_epoch(leader), tuple(isrs[i:i + step]))
+                    for leader, isrs in sorted(by_leader.items()) for i in range(0, len(isrs), step)]
+        for request in requests:
             try:
                 results = self.client.alter_partition(request)
             except SparkraftError as e:
-                log.info("Broker %d: AlterPartition of %d partition(s) failed: %s", self.broker_id,
+                log.info("Broker %d: AlterPartition of %d partition(s) failed: %s", request.broker_id,
                          len(request.partitions), e)
                 continue
             for r in results:
@@ -201,7 +212,7 @@ class IsrExpansion:
                     refused[r.error.name] += 1
         self.expanded += done
         if done or refused:
-            log.info("Broker %d: ISR expanded for %d partition(s)%s", self.broker_id, done,
+            log.info("%s: ISR expanded for %d partition(s)%s", self._name, done,
                      "; refused: " + ", ".join(f"{n} {e}" for e, n in sorted(refused.items())) if refused else "")
         return done
 
@@ -217,7 +228,7 @@ class IsrExpansion:
             try:
                 self.round()
             except Exception:  # never let one bad round end the broker's ISR upkeep
-                log.exception("Broker %d: ISR expansion round failed", self.broker_id)
+                log.exception("%s: ISR expansion round failed", self._name)
 
     def stop(self) -> None:
         self._wake.set()

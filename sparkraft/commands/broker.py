@@ -203,7 +203,7 @@ class BrokerRuntime:
                                           security=self.security)
             closing.append(isr_client)
             expansion = IsrExpansion(config.node_id, isr_client, lambda: metadata.image,
-                                     lambda: lifecycle.state.broker_epoch)
+                                     lambda _broker: lifecycle.state.broker_epoch)
             metadata.add_listener(expansion.on_update)
             threading.Thread(target=expansion.run, args=(stop,), name="isr-expansion", daemon=True).start()
             # Kafka clients: answered from the image, admin requests forwarded (their own controller client)

@@ -50,7 +50,7 @@ def _later():
 
 
 def _expansion(c, epochs, broker, clock=None):
-    x = IsrExpansion(broker, Controllers(c), lambda: c.core.image, lambda: epochs[broker], clock=clock or _later())
+    x = IsrExpansion(broker, Controllers(c), lambda: c.core.image, lambda b: epochs[b], clock=clock or _later())
     return x, Feed(c, x)
 
 
@@ -122,7 +122,7 @@ def test_a_fenced_replica_does_not_join_and_a_refused_proposal_waits_for_retry()
     _restart(c, epochs, other, 1000, offset=-1)  # registered but not caught up: still fenced
     assert c.core.image.cluster.brokers[other].fenced
     image = [c.core.image]
-    x = IsrExpansion(leader, Controllers(c), lambda: image[0], lambda: epochs[leader], clock=lambda: now[0])
+    x = IsrExpansion(leader, Controllers(c), lambda: image[0], lambda b: epochs[b], clock=lambda: now[0])
     feed = Feed(c, x)
     assert x.round() == 0 and x.client.calls == 0
     heartbeat(c, other, epochs[other])
@@ -153,7 +153,7 @@ def test_a_change_inside_a_transaction_is_looked_at_once_the_image_publishes_it(
     c, epochs = controller(4, max_records_per_batch=2)
     create(c, "t", -1, -1, assignments=((0, 1), (0, 1), (0, 1)))
     image = [c.core.image]
-    x = IsrExpansion(0, Controllers(c), lambda: image[0], lambda: epochs[0], clock=_later())
+    x = IsrExpansion(0, Controllers(c), lambda: image[0], lambda b: epochs[b], clock=_later())
     x.round()
     seen = len(c.log)
     moves = tuple(api.ReassignablePartition(api.TopicPartition("t", pid), (0, 2)) for pid in range(3))
@@ -188,3 +188,24 @@ def test_a_leadership_given_to_another_broker_is_not_noted_and_one_moved_away_is
     assert (tid, 0) in x0._changed  # broker 0 watched it
     calls = x0.client.calls
     assert x0.round() == 0 and not x0._watch and x0.client.calls == calls
+
+
+def test_one_expansion_for_several_brokers_proposes_each_partition_from_its_leader():
+    """``bench day2`` runs the leader side of its simulated brokers as one IsrExpansion: each
+    partition is proposed in an AlterPartition of the broker that leads it, at that broker's epoch."""
+    c, epochs = controller(3)
+    create(c, "t", 6, 3)
+    _restart(c, epochs, 2, 1000)
+    left = [pid for pid in range(6) if 2 not in _p(c, pid=pid).isr]
+    leaders = {_p(c, pid=pid).leader for pid in left}
+    assert leaders == {0, 1}  # the restarted broker led none of what it left
+    x, _ = _expansion(c, epochs, (0, 1))
+    sent = []
+    x.client.alter_partition = lambda request: sent.append(request) or c.request(request)
+    heartbeat(c, 2, epochs[2])
+    assert x.round() == len(left)
+    assert sorted(r.broker_id for r in sent) == [0, 1]
+    for r in sent:
+        assert r.broker_epoch == epochs[r.broker_id]
+        assert all(_p(c, pid=i.partition).leader == r.broker_id for i in r.partitions)
+    assert all(set(_p(c, pid=pid).isr) == {0, 1, 2} for pid in range(6))
