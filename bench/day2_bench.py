@@ -3,9 +3,9 @@ balance after a rolling restart of every broker, and a broker's whole exit after
 
 Everything runs for real on loopback, on the rig of ``bench controller``: three ``sparkraft
 controller start`` processes (fsync on), 28 brokers heartbeating (BrokerLifecycle threads of this
-process) whose partition-leader side (ISR expansion, ``quorum/broker/isr_expansion.py``) also runs
-here over one shared metadata image, and two ``sparkraft broker start`` processes; topics of 100
-partitions, RF 3.
+process) whose partition-leader side (one ISR expansion for all of them,
+``quorum/broker/isr_expansion.py``) also runs here over one shared metadata image, and two
+``sparkraft broker start`` processes; topics of 100 partitions, RF 3.
 
 - **feature upgrade**: UpdateFeatures ``eligible.leader.replicas.version=1``, request to answer.
   Goal: <= 1 s.
@@ -22,7 +22,7 @@ partitions, RF 3.
   long enough that the automatic check never fires during the bench (with a short one it
   rebalances between restarts and leaves nothing to measure at the end).
 - **broker exit after SIGTERM**: the broker process 129 from SIGTERM until the process has exited
-  (controlled shutdown, then its metadata cache written): what each step of a rolling restart
+  (controlled shutdown, then its copy of the log flushed): what each step of a rolling restart
   waits for. Goal: <= 5 s. Kafka's published controlled shutdown at 2,000,000 partitions (32 s)
   is drawn beside it.
 """
@@ -55,7 +55,7 @@ TITLE = "Day-2 operations: feature upgrade, decommission, leader balance after a
 REQUIRES: tuple[str, ...] = ()
 
 QUICK_SIZES = (20_000,)
-FULL_SIZES = (200_000, 2_000_000)  # 2M: about an hour on 2 cores, most of it the rolling restart
+FULL_SIZES = (200_000, 2_000_000)  # 2M: about 40 minutes on 2 cores, most of it the rolling restart
 DECOMMISSIONED = 101
 ROLLED = tuple(range(102, 129))
 GOAL_UPGRADE_S = 1.0
