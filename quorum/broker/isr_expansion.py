@@ -165,16 +165,9 @@ class IsrExpansion:
         if rescan:
             self._watch = {(tid, pid) for tid, t in by_id.items() for pid, p in t.partitions.items() if led_short(p)}
             self._sent = {k: v for k, v in self._sent.items() if k in self._watch}
-        for key in changed:
-            t = by_id.get(key[0])
-            p = t.partitions.get(key[1]) if t is not None else None
-            if p is not None and led_short(p):
-                self._watch.add(key)
-            else:
-                self._watch.discard(key)
-                self._sent.pop(key, None)
+        self._watch.update(changed)  # candidates: the look below keeps those led short by us
         out = {}
-        for key in list(self._watch):  # checked again: a record that moved it away may have been skipped
+        for key in list(self._watch):  # every round: a record that moved one away may have been skipped
             t = by_id.get(key[0])
             p = t.partitions.get(key[1]) if t is not None else None
             if p is not None and led_short(p):
