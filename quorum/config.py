@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from quorum.connection_limits import DEFAULT_LIMITS, ConnectionLimits
 from quorum.controller.settings import ControllerSettings
 from quorum.properties import parse_properties
 from quorum.raft.settings import RaftSettings
@@ -25,6 +26,7 @@ from quorum.security.tls import CLIENT_AUTH, ServerTls
 log = logging.getLogger(__name__)
 
 HostPort = tuple[str, int]
+UNBOUNDED_BYTES = 2**62  # queued.max.request.bytes=-1
 
 
 class ConfigError(Exception):
@@ -116,6 +118,18 @@ def _keyed_list(s: str, item: Callable[[str], tuple[Any, Any]], expected: str) -
     except ValueError:
         raise ValueError(expected) from None
     return out
+
+
+def _per_ip_override(entry: str) -> tuple[str, int]:
+    host, sep, count = entry.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"{entry!r} is not HOST:COUNT")
+    return host.strip("[]"), _int(0)(count)
+
+
+def _per_ip_overrides(s: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: HOST:COUNT,... (empty: none)."""
+    return _keyed_list(s, _per_ip_override, "HOST:COUNT,...") if s.strip() else {}
 
 
 def _voter(entry: str) -> tuple[int, HostPort]:
@@ -305,6 +319,26 @@ KEYS: dict[str, ConfigKey] = {
              "With an authorizer: allow an action on a resource that has no ACL at all."),
         _key("connections.max.reauth.ms", _POSITIVE, DEFAULT_LIFETIME_MS,
              "How long a SASL/SCRAM login lasts (its session token); clients log in again before it ends."),
+        # what connections may cost a listener (wire, gRPC, Kafka): quorum/connection_limits.py
+        _key("max.connections", _POSITIVE, DEFAULT_LIMITS.max_connections,
+             "Connections open at once on each listener; past it a new one is closed as it arrives."),
+        _key("max.connections.per.ip", _POSITIVE, DEFAULT_LIMITS.max_connections_per_ip,
+             "Connections open at once from one client address on each listener."),
+        _key("max.connections.per.ip.overrides", _per_ip_overrides, {},
+             "HOST:COUNT,... per-address exceptions to max.connections.per.ip."),
+        _key("max.connection.creation.rate", _POSITIVE, DEFAULT_LIMITS.max_creation_rate,
+             "New connections a second on each listener; past it a new one is closed as it arrives."),
+        _key("connections.max.idle.ms", _POSITIVE, int(DEFAULT_LIMITS.idle_timeout_s * 1000),
+             "A connection with no request (and none unanswered) for this long is closed."),
+        _key("socket.request.arrival.timeout.ms", _POSITIVE, int(DEFAULT_LIMITS.request_arrival_s * 1000),
+             "A request must arrive whole within this long of its first byte, else its connection is "
+             "closed (sparkraft's; Kafka has none)."),
+        _key("queued.max.request.bytes", _int(-1), DEFAULT_LIMITS.max_buffered_bytes,
+             "Bytes of requests still arriving, over all of a listener's connections, past which the "
+             "connections holding part of one are not read until others finish (-1 = no limit)."),
+        _key("sasl.server.max.receive.size", _POSITIVE, DEFAULT_LIMITS.max_unauthenticated_bytes,
+             "Largest request from a client not authenticated yet: before its SASL login, or on the wire "
+             "without a verified certificate where an authorizer runs."),
         # migration from ZooKeeper mode (DESIGN §15)
         _key("zookeeper.metadata.migration.enable", _bool, False,
              "A controller of a new quorum imports a ZooKeeper-mode cluster's metadata from zookeeper.connect, "
@@ -374,6 +408,14 @@ class NodeConfig:
     zookeeper_metadata_migration_enable: bool
     zookeeper_connect: str | None
     zookeeper_session_timeout_ms: int
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: dict[str, int]
+    max_connection_creation_rate: int
+    connections_max_idle_ms: int
+    socket_request_arrival_timeout_ms: int
+    queued_max_request_bytes: int
+    sasl_server_max_receive_size: int
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = "config") -> "NodeConfig":
@@ -444,6 +486,18 @@ class NodeConfig:
                                   leader_imbalance_percentage=self.leader_imbalance_per_broker_percentage,
                                   leader_imbalance_check_interval_ms=self.leader_imbalance_check_interval_seconds * 1000,
                                   zk_migration=self.zookeeper_metadata_migration_enable)
+
+    def connection_limits(self) -> ConnectionLimits:
+        """What connections may cost each of this node's listeners (max.connections and the rest)."""
+        queued = self.queued_max_request_bytes
+        return ConnectionLimits(
+            max_connections=self.max_connections, max_connections_per_ip=self.max_connections_per_ip,
+            per_ip_overrides=dict(self.max_connections_per_ip_overrides),
+            max_creation_rate=self.max_connection_creation_rate,
+            idle_timeout_s=self.connections_max_idle_ms / 1000,
+            request_arrival_s=self.socket_request_arrival_timeout_ms / 1000,
+            max_buffered_bytes=UNBOUNDED_BYTES if queued < 0 else max(queued, 1),
+            max_unauthenticated_bytes=self.sasl_server_max_receive_size)
 
     def security_protocol(self, listener_name: str | None) -> str:
         """What ``listener.security.protocol.map`` says of a listener; unmapped, a listener named after

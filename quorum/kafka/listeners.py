@@ -60,7 +60,8 @@ class KafkaListeners:
                                    self.metadata.wait_for, security=security)
                 ctx.metadata_answers.warm(self.metadata.image)
                 try:
-                    listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context).start()
+                    listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context,
+                                             limits=self.config.connection_limits()).start()
                 except OSError as err:
                     log.error("Broker %d: cannot listen on %s://%s:%d for Kafka clients: %s", node_id, e.name,
                               e.host, e.port, err)

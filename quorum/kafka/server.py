@@ -9,14 +9,17 @@ What a hostile or broken client gets:
 - a frame size out of bounds (2 GiB, negative), bytes that do not decode, an API or version this
   broker does not implement (other than ApiVersions, which is answered with UNSUPPORTED_VERSION
   and the versions it does), or a handler failure: the connection is closed, nothing else changes;
-- a frame that has not arrived ``frame_timeout_s`` after its first byte (a slowloris client), or no
-  request for ``idle_timeout_s``: the connection is closed;
-- past ``max_connections``, a new connection is closed at once;
+- what connections may cost is bounded by the listener's ``ConnectionLimits`` (the wire's and
+  gRPC's keys: quorum/connection_limits.py): past ``max.connections``, ``max.connections.per.ip``
+  or ``max.connection.creation.rate`` a new connection is closed at once; a frame that has not
+  arrived ``socket.request.arrival.timeout.ms`` after its first byte (a slowloris client), or no
+  request for ``connections.max.idle.ms``, closes the connection; while the bytes of frames still
+  arriving over all connections exceed ``queued.max.request.bytes``, a connection holding part of
+  one is not read until others finish (many clients each sending the largest frame allowed,
+  slowly, cannot exhaust the broker's memory); before its SASL login a client's frames may be at
+  most ``sasl.server.max.receive.size`` bytes;
 - on a SASL_ listener, a request other than ApiVersions before the client has logged in (or after
-  its login expired), or a failed login: the connection is closed (after the answer, for a login);
-- the bytes of frames still arriving, over all connections, are bounded by ``max_buffered_bytes``:
-  a connection whose frame would take more is closed (many clients each sending the largest frame
-  allowed, slowly, cannot exhaust the broker's memory).
+  its login expired), or a failed login: the connection is closed (after the answer, for a login).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import threading
 import time
 from typing import Optional
 
+from quorum.connection_limits import DEFAULT_LIMITS, BufferBudget, ConnectionGate, ConnectionLimits
 from quorum.kafka import apis
 from quorum.kafka.codec import API_VERSIONS_KEY, MalformedRequest, UnsupportedRequest, decode_request, encode_response
 from quorum.kafka.framing import DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReader
@@ -40,25 +44,22 @@ READ_CHUNK = 64 * 1024
 
 class KafkaListener:
     def __init__(self, ctx: apis.KafkaContext, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, frame_timeout_s: float = 30.0,
-                 idle_timeout_s: float = 540.0, max_connections: int = 1000, handler_threads: int = 8,
-                 max_buffered_bytes: int = 256 * 1024 * 1024):
+                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, limits: ConnectionLimits = DEFAULT_LIMITS,
+                 handler_threads: int = 8):
         self.ctx = ctx
         self.host, self.port = host, port
         self.ssl_context = ssl_context
         self.max_frame_bytes = max_frame_bytes
-        self.frame_timeout_s = frame_timeout_s
-        self.idle_timeout_s = idle_timeout_s
-        self.max_connections = max_connections
-        self.max_buffered_bytes = max_buffered_bytes
-        self.buffered_bytes = 0  # of frames still arriving, over all connections (the loop's thread)
+        self.limits = limits
+        self.gate = ConnectionGate(limits)  # the loop's thread only
+        self.budget = BufferBudget(limits.max_buffered_bytes)  # frames still arriving, over all connections
+        self._room: Optional[asyncio.Event] = None  # set whenever the budget has room again
         self._pool = concurrent.futures.ThreadPoolExecutor(handler_threads, thread_name_prefix="kafka-handler")
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._server: Optional[asyncio.base_events.Server] = None
         self._thread: Optional[threading.Thread] = None
         self._started = threading.Event()
         self._error: Optional[BaseException] = None
-        self.connections = 0
         self.closed_for_cause = 0  # connections closed for breaking the protocol or a timeout
 
     def start(self) -> "KafkaListener":
@@ -69,8 +70,13 @@ class KafkaListener:
             raise self._error
         return self
 
+    @property
+    def connections(self) -> int:
+        return self.gate.open
+
     def _run(self) -> None:
         loop = self._loop = asyncio.new_event_loop()
+        self._room = asyncio.Event()
         try:
             self._server = loop.run_until_complete(asyncio.start_server(
                 self._connection, self.host, self.port, ssl=self.ssl_context, limit=READ_CHUNK))
@@ -107,12 +113,12 @@ class KafkaListener:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        if self.connections >= self.max_connections:
-            log.warning("Kafka listener %s:%d: %d connections open; closing the one from %s", self.host,
-                        self.port, self.connections, peer)
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        refusal = self.gate.admit(host)
+        if refusal is not None:
+            self._refuse(peer, f"refused a new connection: {refusal}", level=logging.WARNING)
             writer.close()
             return
-        self.connections += 1
         try:
             await self._serve(reader, writer, peer, self.ctx.for_caller(self._caller_of(writer, peer)))
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
@@ -120,7 +126,7 @@ class KafkaListener:
         except asyncio.CancelledError:  # the listener stops: end quietly (asyncio logs a task that raises)
             pass
         finally:
-            self.connections -= 1
+            self.gate.release(host)
             writer.close()
 
     def _caller_of(self, writer: asyncio.StreamWriter, peer) -> Caller:
@@ -131,26 +137,43 @@ class KafkaListener:
         return self.ctx.security.connection_caller(host, certificate)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer, ctx) -> None:
-        frames = FrameReader(self.max_frame_bytes)
+        frames = FrameReader(self._frame_limit(ctx))
         try:
             await self._read_requests(reader, writer, peer, ctx, frames)
         finally:
-            self.buffered_bytes -= frames.buffered
+            self._release(frames.buffered)
+
+    def _frame_limit(self, ctx: apis.KafkaContext) -> int:
+        """The largest frame the connection may send now: small until its SASL login."""
+        if ctx.sasl is not None and ctx.sasl.principal is None:
+            return min(self.max_frame_bytes, self.limits.max_unauthenticated_bytes)
+        return self.max_frame_bytes
+
+    def _release(self, nbytes: int) -> None:
+        if nbytes:
+            self.budget.change(-nbytes)
+            if not self.budget.exhausted:
+                self._room.set()
 
     async def _read_requests(self, reader, writer, peer, ctx, frames: FrameReader) -> None:
         loop = asyncio.get_running_loop()
+        limits = self.limits
         partial_since = None
         while True:
             if frames.partial:
                 partial_since = partial_since or time.monotonic()
-                wait = self.frame_timeout_s - (time.monotonic() - partial_since)
+                wait = limits.request_arrival_s - (time.monotonic() - partial_since)
             else:
                 partial_since = None
-                wait = self.idle_timeout_s
+                wait = limits.idle_timeout_s
             try:
+                if frames.buffered and self.budget.exhausted:  # hold off until others release bytes
+                    await asyncio.wait_for(self._wait_for_room(), max(wait, 0.0))
+                    continue
                 data = await asyncio.wait_for(reader.read(READ_CHUNK), max(wait, 0.0))
             except asyncio.TimeoutError:
-                self._refuse(peer, "a request not complete in time" if frames.partial else "idle")
+                self._refuse(peer, f"a request not all arrived {limits.request_arrival_s:g} s after its first byte"
+                             if frames.partial else f"idle for {limits.idle_timeout_s:g} s")
                 return
             if not data:
                 return
@@ -161,11 +184,11 @@ class KafkaListener:
                 self._refuse(peer, str(e))
                 return
             finally:
-                self.buffered_bytes += frames.buffered - held
-            if self.buffered_bytes > self.max_buffered_bytes:
-                self._refuse(peer, f"{self.buffered_bytes} bytes of requests still arriving over all connections "
-                                   f"(at most {self.max_buffered_bytes})")
-                return
+                grown = frames.buffered - held
+                if grown > 0:
+                    self.budget.change(grown)
+                else:
+                    self._release(-grown)
             for payload in payloads:
                 response = await loop.run_in_executor(self._pool, self._answer, payload, peer, ctx)
                 if response is None:
@@ -175,10 +198,16 @@ class KafkaListener:
                 if ctx.sasl is not None and ctx.sasl.close:
                     self._refuse(peer, "its SASL login failed")
                     return
+            frames.max_frame_bytes = self._frame_limit(ctx)
 
-    def _refuse(self, peer, why: str) -> None:
+    async def _wait_for_room(self) -> None:
+        while self.budget.exhausted:
+            self._room.clear()
+            await self._room.wait()
+
+    def _refuse(self, peer, why: str, level: int = logging.INFO) -> None:
         self.closed_for_cause += 1
-        log.info("Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
+        log.log(level, "Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
 
     def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext) -> Optional[bytes]:
         """The framed response, or None to close the connection."""

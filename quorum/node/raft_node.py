@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
 from quorum.config import HostPort, NodeConfig
+from quorum.connection_limits import DEFAULT_LIMITS, ConnectionLimits
 from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2_grpc
 from quorum.log.api import OffsetAndEpoch
@@ -101,10 +102,12 @@ class RaftNode:
                  retention: Retention = Retention(), bootstrap: Sequence[HostPort] = (),
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
                  security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
-                 wire_handlers: Optional[Mapping[int, Callable]] = None):
+                 wire_handlers: Optional[Mapping[int, Callable]] = None,
+                 limits: ConnectionLimits = DEFAULT_LIMITS):
         """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none), over TLS
         where the listener is SSL. ``wire_handlers``: more of the wire's methods (the controller's),
-        as ``servicers`` are more gRPC services."""
+        as ``servicers`` are more gRPC services. ``limits``: what connections may cost the
+        listeners (quorum/connection_limits.py)."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
@@ -136,7 +139,7 @@ class RaftNode:
         services = [lambda server: raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server), *servicers]
         try:
             self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services,
-                                                  tls=security.tls)
+                                                  tls=security.tls, limits=limits)
         except BaseException:
             storage.close()
             raise
@@ -147,7 +150,8 @@ class RaftNode:
             try:
                 self.wire = WireServer(listen[0], wire_port, {**raft_handlers(self), **(wire_handlers or {})}, self._loop,
                                        MAX_REQUEST_BYTES,
-                                       tls=security.tls.wire_context() if security.tls is not None else None).start()
+                                       tls=security.tls.wire_context() if security.tls is not None else None,
+                                       limits=limits, authenticated=self._wire_authenticated).start()
             except BaseException:
                 self._server.stop(None)
                 self._loop.stop()
@@ -184,6 +188,12 @@ class RaftNode:
         self._last_sweep = 0.0
         self._server.start()
 
+    def _wire_authenticated(self, conn) -> bool:
+        """A wire connection's caller is known, or need not be: where an authorizer runs, an
+        anonymous connection may send only small requests (sasl.server.max.receive.size)."""
+        security = self.security
+        return security.authorizer is None or security.wire_caller(conn.peer, conn.peer_certificate).authenticated
+
     @classmethod
     def from_config(cls, config: NodeConfig, raw_appends: bool = False) -> "RaftNode":
         listen = config.controller_listener
@@ -195,7 +205,8 @@ class RaftNode:
                    bootstrap=config.bootstrap_servers or (), listener_name=config.controller_listener_name,
                    auto_join=config.auto_join_enable,
                    security=config.node_security(config.controller_listener_name),
-                   wire_port=config.wire_port if config.wire_port >= 0 else None)
+                   wire_port=config.wire_port if config.wire_port >= 0 else None,
+                   limits=config.connection_limits())
 
     def reload_tls(self) -> None:
         """SIGHUP: read the key and trust stores again, for the listener's next handshakes and for new

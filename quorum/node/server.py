@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 import grpc
 
 from quorum.config import HostPort
+from quorum.connection_limits import DEFAULT_LIMITS, ConnectionLimits
 from quorum.errors import Errors, SparkraftError
 from quorum.rpc.convert import format_endpoint
 from quorum.rpc.peer_client import MAX_MESSAGE_BYTES
@@ -62,14 +63,24 @@ def check_port_free(host: str, port: int) -> None:
         s.close()
 
 
+def grpc_limit_options(limits: ConnectionLimits) -> tuple:
+    """What gRPC's own server options can say of a listener's ConnectionLimits: max.connections
+    and connections.max.idle.ms (an idle connection gets GOAWAY; its client reconnects when it next
+    calls). gRPC has no per-address cap, creation rate or whole-listener byte budget: its HTTP/2
+    flow control bounds what each stream buffers, and max_receive_message_length each request."""
+    return (("grpc.max_allowed_incoming_connections", min(limits.max_connections, 2**31 - 1)),
+            ("grpc.max_connection_idle_ms", int(limits.idle_timeout_s * 1000)),
+            ("grpc.server_handshake_timeout_ms", int(limits.request_arrival_s * 1000)))
+
+
 def bind_server(listen: HostPort, workers: int, thread_prefix: str, services: Sequence[AddService],
-                tls: Optional[ServerTls] = None) -> tuple[grpc.Server, int]:
+                tls: Optional[ServerTls] = None, limits: ConnectionLimits = DEFAULT_LIMITS) -> tuple[grpc.Server, int]:
     """A gRPC server with ``services`` added, bound (not started) on ``listen``, over TLS if ``tls``
-    (quorum/security/tls.py); and its port."""
+    (quorum/security/tls.py), within what gRPC can enforce of ``limits``; and its port."""
     host, port = listen
     check_port_free(host, port)
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix),
-                         options=SERVER_OPTIONS)
+                         options=SERVER_OPTIONS + grpc_limit_options(limits))
     for add in services:
         add(server)
     try:

@@ -8,6 +8,15 @@ raises :class:`WireRefusal`. Handlers must not block: the one thread serves ever
 What one peer may cost is bounded: a request larger than ``max_request_bytes`` closes its
 connection before it is read; past ``max_in_flight`` unanswered requests, or while the peer does
 not read its answers, the connection is not read either (TCP pushes back on the sender).
+
+What all peers together may cost is bounded by the listener's ``ConnectionLimits``
+(quorum/connection_limits.py): connections past ``max.connections``, ``max.connections.per.ip`` or
+``max.connection.creation.rate`` are closed as they arrive; a connection with no request for
+``connections.max.idle.ms``, or whose request has not all arrived ``socket.request.arrival.timeout.ms``
+after its first byte, is closed; while the bytes of requests still arriving over all connections
+exceed ``queued.max.request.bytes``, connections holding part of a request are not read; and a
+connection the listener has not authenticated (``authenticated(conn)`` false: an anonymous caller
+where an authorizer runs) may send requests of at most ``sasl.server.max.receive.size`` bytes.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from google.protobuf.message import DecodeError
 
+from quorum.connection_limits import DEFAULT_LIMITS, BufferBudget, ConnectionGate, ConnectionLimits
 from quorum.wire.frames import FrameError, FrameReader, Status, encode_response
 from quorum.wire.methods import HELLO, METHODS
 
@@ -31,6 +41,7 @@ log = logging.getLogger(__name__)
 MAX_IN_FLIGHT = 256  # unanswered requests per connection before it is not read any more
 LOG_EVERY_S = 10.0  # dropped connections are logged at most this often
 HANDSHAKE_TIMEOUT_S = 10.0  # a TLS connection that has not finished its handshake by then is closed
+SWEEP_S = 1.0  # how often the listener looks for idle connections and requests arriving too slowly
 
 
 class WireRefusal(Exception):
@@ -67,7 +78,12 @@ class WireConnection(asyncio.Protocol):
         self._server = server
         self._reader = FrameReader(server.max_request_bytes, requests=True)
         self.transport: Optional[asyncio.Transport] = None
+        self.host = ""  # the other end's address (what max.connections.per.ip counts)
         self.peer = ""  # "host:port" of the other end
+        self.admitted = False  # counted by the listener's ConnectionGate
+        self.last_request = 0.0  # monotonic time of the last request (or of the connection)
+        self.partial_since: Optional[float] = None  # when the request still arriving began
+        self._starved = False  # not read while the listener's BufferBudget is spent
         self.peer_certificate: Optional[bytes] = None  # DER, verified: a TLS listener's client certificate
         self.hello_peer = ""  # the peer credentials its Hello gave ("" for clients)
         self._in_flight = 0
@@ -83,25 +99,75 @@ class WireConnection(asyncio.Protocol):
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         address = transport.get_extra_info("peername")
+        self.host = address[0] if address else "?"
         self.peer = _endpoint(address[0], address[1]) if address else "?"
+        server = self._server
+        refusal = server.gate.admit(self.host)
+        if refusal is not None:
+            self._closed = True
+            server.note_dropped(self.peer, f"refused a new connection: {refusal}")
+            transport.abort()
+            return
+        self.admitted = True
+        self.last_request = server.loop.time()
         tls = transport.get_extra_info("ssl_object")
         if tls is not None:  # the handshake is done: a certificate here was verified
             self.peer_certificate = tls.getpeercert(binary_form=True)
-        self._server.connections.add(self)
+        if not server.authenticated(self):
+            self._reader.max_frame_bytes = min(server.max_request_bytes, server.limits.max_unauthenticated_bytes)
+        server.connections.add(self)
 
     def connection_lost(self, exc) -> None:
         self._closed = True
-        self._server.connections.discard(self)
+        server = self._server
+        server.connections.discard(self)
+        if self.admitted:
+            self.admitted = False
+            server.gate.release(self.host)
+            server.budget.change(-self._reader.buffered)
+            server.starved.discard(self)
+            server.relieve()
 
     def data_received(self, data: bytes) -> None:
+        server = self._server
+        reader = self._reader
+        held = reader.buffered
         try:
-            requests = self._reader.feed(data)
+            requests = reader.feed(data)
         except FrameError as e:
-            self._server.note_dropped(self.peer, str(e))
-            self.transport.abort()
+            server.budget.change(reader.buffered - held)  # given back when the connection is lost
+            server.note_dropped(self.peer, str(e))
+            self.close()
             return
+        now = server.loop.time()
+        if requests:
+            self.last_request = now
+        buffered = reader.buffered
+        server.budget.change(buffered - held)
+        self.partial_since = None if buffered == 0 else (now if requests or self.partial_since is None
+                                                           else self.partial_since)
+        if buffered and server.budget.exhausted:
+            self._starved = True
+            server.starved.add(self)
+            self._update_reading()
+        elif buffered < held:
+            server.relieve()
         for request in requests:
             self._handle(request)
+
+    def close(self) -> None:
+        """Close at once (what it held is released by connection_lost)."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.abort()
+
+    def feed_again(self) -> None:
+        """The listener's budget has room again: read this connection as before."""
+        self._starved = False
+        self._update_reading()
+
+    def busy(self) -> bool:
+        """Has requests unanswered: not idle, whatever time has passed."""
+        return bool(self._deferred)
 
     def pause_writing(self) -> None:
         self._writable = False
@@ -212,7 +278,7 @@ class WireConnection(asyncio.Protocol):
             self.transport.write(encode_response(corr, status, body))
 
     def _update_reading(self) -> None:
-        pause = self._in_flight >= self._server.max_in_flight or not self._writable
+        pause = self._in_flight >= self._server.max_in_flight or not self._writable or self._starved
         if pause != self._paused_reading and not self._closed:
             self._paused_reading = pause
             (self.transport.pause_reading if pause else self.transport.resume_reading)()
@@ -222,16 +288,25 @@ class WireServer:
     """Listens on ``host:port`` (bound at construction, so a busy port fails at once) and serves
     ``handlers`` (method number -> Handler) from ``start`` on, on ``loop_thread``'s loop (a node's
     LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``); over TLS with
-    ``tls`` (the node's listener's context: quorum/security/tls.py)."""
+    ``tls`` (the node's listener's context: quorum/security/tls.py); within ``limits``, where
+    ``authenticated(conn)`` says whether a new connection's caller is known (see the module's
+    docstring)."""
 
     def __init__(self, host: str, port: int, handlers: Mapping[int, Handler], loop_thread,
                  max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT,
-                 tls: Optional[ssl.SSLContext] = None):
+                 tls: Optional[ssl.SSLContext] = None, limits: ConnectionLimits = DEFAULT_LIMITS,
+                 authenticated: Callable[[WireConnection], bool] = lambda conn: True):
         self.handlers = dict(handlers)
         self.tls = tls
         self.max_request_bytes = max_request_bytes
         self.max_in_flight = max_in_flight
+        self.limits = limits
+        self.authenticated = authenticated
+        self.gate = ConnectionGate(limits)
+        self.budget = BufferBudget(limits.max_buffered_bytes)
+        self.starved: set[WireConnection] = set()  # not read until the budget has room
         self.connections: set[WireConnection] = set()
+        self._sweeper: Optional[asyncio.TimerHandle] = None
         try:
             self._socket = socket.create_server((host or "", port), family=_family(host))
         except OSError as e:
@@ -250,6 +325,29 @@ class WireServer:
     async def _serve(self) -> None:
         self._server = await self.loop.create_server(lambda: WireConnection(self), sock=self._socket, ssl=self.tls,
                                                      ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.tls else None)
+        self._sweeper = self.loop.call_later(SWEEP_S, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections idle too long and those whose request is arriving too slowly."""
+        now = self.loop.time()
+        limits = self.limits
+        for conn in list(self.connections):
+            if conn.partial_since is not None:
+                if now - conn.partial_since > limits.request_arrival_s:
+                    self.note_dropped(conn.peer, f"a request not all arrived {limits.request_arrival_s:g} s after "
+                                                 "its first byte (socket.request.arrival.timeout.ms)")
+                    conn.close()
+            elif not conn.busy() and now - conn.last_request > limits.idle_timeout_s:
+                log.debug("wire: closing %s, idle for %g s (connections.max.idle.ms)", conn.peer, limits.idle_timeout_s)
+                conn.close()
+        self._sweeper = self.loop.call_later(SWEEP_S, self._sweep)
+
+    def relieve(self) -> None:
+        """Bytes were released: if the budget has room, read the starved connections again."""
+        if self.starved and not self.budget.exhausted:
+            starved, self.starved = self.starved, set()
+            for conn in starved:
+                conn.feed_again()
 
     def call_soon(self, fn: Callable, *args) -> None:
         """Run ``fn(*args)`` on the loop's thread (from any thread)."""
@@ -268,6 +366,8 @@ class WireServer:
     def stop(self) -> None:
         """Close the listener and every connection (the loop goes on)."""
         async def close() -> None:
+            if self._sweeper is not None:
+                self._sweeper.cancel()
             if self._server is not None:
                 self._server.close()
             for conn in list(self.connections):
