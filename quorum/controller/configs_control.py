@@ -157,6 +157,19 @@ def parse_java_number(s: str, kind: str) -> float:
     return n
 
 
+def parse_java_int(s: str) -> int:
+    """``s`` as Java's Integer.parseInt reads it: an optional sign, then decimal digits (Unicode's
+    too, as Character.digit takes them), within int32; ValueError otherwise. Python's int() would
+    also take spaces, underscores and any size."""
+    digits = s[1:] if s[:1] in ("+", "-") else s
+    if not digits.isdecimal():
+        raise ValueError(s)
+    n = int(s)
+    if not -INT_MAX - 1 <= n <= INT_MAX:
+        raise ValueError(s)
+    return n
+
+
 def _number(value: str, d: ConfigDef) -> float:
     try:
         n = parse_java_number(value.strip(), d.type)
@@ -232,11 +245,10 @@ def resource_of(key: api.ConfigResourceKey) -> ConfigResource:
         if not key.name:
             raise SparkraftError(Errors.INVALID_REQUEST, "A TOPIC resource needs a topic name")
         return ConfigResource(TOPIC, key.name)
-    if kind == "BROKER":
+    if kind == "BROKER":  # a broker id, or empty for the cluster default (Kafka's validateBrokerName)
         if key.name:
             try:
-                if int(key.name) < 0:
-                    raise ValueError
+                parse_java_int(key.name)
             except ValueError:
                 raise SparkraftError(Errors.INVALID_REQUEST,
                                      f"Illegal non-integral BROKER resource type name: {key.name}") from None
