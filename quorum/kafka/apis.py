@@ -1,7 +1,9 @@
 """What a broker's Kafka listener implements: one table from API key to versions and handler.
 
 ApiVersions advertises exactly this table (each range cut to the versions ``kio`` has types for).
-Everything else, Produce and Fetch included, is unsupported: sparkraft brokers carry metadata only.
+sparkraft brokers carry metadata only: the requests a producer or consumer starts with (Produce,
+Fetch, ListOffsets, FindCoordinator, InitProducerId) are answered with an error clients treat as
+final (data_plane.py); anything else is unsupported.
 :func:`handle` is the one dispatch: a decoded request in, a kio response out.
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
-from quorum.kafka import answers, forwarding
+from quorum.kafka import answers, data_plane, forwarding
 from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.kafka.sasl import SaslSession, authenticate, handshake
@@ -114,6 +116,12 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
     49: (0, 1, forwarding.alter_client_quotas),
     51: (0, 0, forwarding.alter_user_scram_credentials),
     57: (0, 1, forwarding.update_features),
+    # refused, so that data clients give up at once (data_plane.py)
+    0: (3, 13, data_plane.produce),
+    1: (4, 18, data_plane.fetch),
+    2: (1, 11, data_plane.list_offsets),
+    10: (0, 6, data_plane.find_coordinator),
+    22: (0, 6, data_plane.init_producer_id),
 }
 
 

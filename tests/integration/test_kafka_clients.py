@@ -237,6 +237,97 @@ def test_kcat_lists_the_cluster(cluster):
         [(p["partition"], p["leader"], sorted(p["replicas"])) for p in expected["partitions"]]
 
 
+# --- the data plane: refused at once -----------------------------------------------------------
+# Each client is given a minute or more of its own timeouts: what is asserted is the error it ends
+# with, INVALID_REQUEST (the broker's refusal), not the timeout it ended with before (librdkafka's
+# producer retried for five minutes, then "Local: Message timed out").
+
+def _ready_topic(cp, brokers, name: str) -> int:
+    controller(cp).create_topic(name, 2, 2)
+    port = brokers.ports[101]
+    wait_for(lambda: metadata_of(port, name).topics[0].error_code == 0, 30, f"{name} on broker 101")
+    return port
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="Debian's kcat is not installed (.ci/run installs it)")
+def test_kcat_producing_or_consuming_is_refused_at_once(cluster):
+    cp, brokers = cluster
+    port = _ready_topic(cp, brokers, "kcat-data")
+    produced = subprocess.run(["kcat", "-b", f"127.0.0.1:{port}", "-P", "-t", "kcat-data", "-X",
+                               "message.timeout.ms=120000"], input="hello\n", capture_output=True, text=True,
+                              timeout=110, stdin=None)
+    assert "Delivery failed" in produced.stderr and "Invalid request" in produced.stderr, produced.stderr
+    consumed = subprocess.run(["kcat", "-b", f"127.0.0.1:{port}", "-C", "-t", "kcat-data", "-c", "1", "-e"],
+                              capture_output=True, text=True, timeout=110, stdin=subprocess.DEVNULL)
+    assert consumed.returncode != 0 and "Invalid request" in consumed.stderr, consumed.stderr
+
+
+def test_confluent_kafka_producer_and_consumer_are_refused_with_the_reason(cluster):
+    from confluent_kafka import Consumer, KafkaError, Producer
+
+    cp, brokers = cluster
+    port = _ready_topic(cp, brokers, "ck-data")
+    outcomes = []
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "message.timeout.ms": 120000})
+    producer.produce("ck-data", b"x", on_delivery=lambda err, msg: outcomes.append(err))
+    assert producer.flush(110) == 0
+    assert [e.code() for e in outcomes] == [KafkaError.INVALID_REQUEST]
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "g", "session.timeout.ms": 60000})
+    try:
+        consumer.subscribe(["ck-data"])
+        deadline = time.monotonic() + 100
+        message = None
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(1)
+        assert message is not None and message.error().code() == KafkaError.INVALID_REQUEST
+        assert "sparkraft broker: it serves cluster metadata" in message.error().str()
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_and_aiokafka_producers_and_consumers_are_refused(cluster):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import InvalidRequestError, KafkaError
+
+    cp, brokers = cluster
+    port = _ready_topic(cp, brokers, "kp-data")
+    bs = f"127.0.0.1:{port}"
+    producer = KafkaProducer(bootstrap_servers=bs, max_block_ms=100_000, request_timeout_ms=100_000)
+    try:
+        with pytest.raises(KafkaError) as refused:  # idempotent by default: InitProducerId is refused first
+            producer.send("kp-data", b"x").get(timeout=110)
+        assert "InvalidRequestError" in str(refused.value)
+    finally:
+        producer.close(timeout=5)
+    consumer = KafkaConsumer("kp-data", bootstrap_servers=bs, group_id="g", consumer_timeout_ms=100_000,
+                             request_timeout_ms=100_000 + 5000, session_timeout_ms=60_000)
+    try:
+        with pytest.raises(InvalidRequestError):
+            list(consumer)
+    finally:
+        consumer.close()
+
+    async def aio():
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka.errors import InvalidRequestError as AioInvalid
+
+        p = AIOKafkaProducer(bootstrap_servers=bs, request_timeout_ms=100_000)
+        await p.start()
+        try:
+            with pytest.raises(AioInvalid):
+                await asyncio.wait_for(p.send_and_wait("kp-data", b"x"), 110)
+        finally:
+            await p.stop()
+        cn = AIOKafkaConsumer("kp-data", bootstrap_servers=bs, group_id="g", request_timeout_ms=100_000)
+        try:
+            with pytest.raises(AioInvalid):  # its group's coordinator is looked up as it starts
+                await asyncio.wait_for(cn.start(), 110)
+                await asyncio.wait_for(cn.getone(), 110)
+        finally:
+            await cn.stop()
+    asyncio.run(aio())
+
+
 # --- hostile input ----------------------------------------------------------------------------
 
 def _raw(port: int, data: bytes, read: bool = False):
@@ -254,9 +345,9 @@ def test_hostile_frames_close_their_connection_and_nothing_else(cluster):
     # a frame claiming 2 GiB, a negative one: closed before anything is buffered
     assert _raw(port, struct.pack(">i", 2**31 - 1) + b"x" * 100)
     assert _raw(port, struct.pack(">i", -5))
-    # an unknown API key, an unsupported version of a known one (Produce: metadata only)
+    # an unknown API key, an unsupported version of a known one (Produce v0: older than any served)
     assert _raw(port, struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1))
-    assert _raw(port, struct.pack(">i", 10) + struct.pack(">hhih", 0, 9, 1, -1))
+    assert _raw(port, struct.pack(">i", 10) + struct.pack(">hhih", 0, 0, 1, -1))
     assert _raw(port, struct.pack(">i", 10) + struct.pack(">hhih", 3, 99, 1, -1))
     # a Metadata header whose body is garbage, and bytes that are no frame at all
     body = b"\xff" * 40

@@ -7,6 +7,7 @@ this is what shows that a field a version lacks or adds cannot break its answer.
 from __future__ import annotations
 
 import socket
+import uuid
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from kio.index import load_request_schema
 
 from quorum.connection_limits import ConnectionLimits
 from quorum.controller import api
+from quorum.errors import Errors
 from quorum.kafka import apis
 from quorum.kafka.apis import SUPPORTED
 from quorum.kafka.client import KafkaConnection, decode_response, encode_request
@@ -57,7 +59,23 @@ def sample(key: int, version: int) -> dict:
         51: {"deletions": [], "upsertions": []},
         57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": 3, "upgrade_type": 1,
                                   "allow_downgrade": False}], "validate_only": True, "timeout": 1000},
+        # the data plane: refused (data_plane.py)
+        0: {"transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [
+            {"name": "orders", "topic_id": ORDERS_ID, "partition_data": [{"index": 0, "records": None}]}]},
+        1: {"replica_id": -1, "max_wait": 100, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "topics": [
+                {"topic": "orders", "topic_id": ORDERS_ID, "partitions": [
+                    {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                     "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+            "forgotten_topics_data": [], "rack_id": ""},
+        2: {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "orders", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]},
+        10: {"key": "group-1", "key_type": 0, "coordinator_keys": ["group-1"]},
+        22: {"transactional_id": None, "transaction_timeout_ms": 1000, "producer_id": -1, "producer_epoch": -1},
     }[key]
+
+
+ORDERS_ID = uuid.UUID(int=0)  # Fetch v13+ and Produce v13 name topics by id; refused all the same
 
 
 def errors_in(value) -> list[int]:
@@ -97,7 +115,9 @@ def test_each_version_is_answered_and_reads_back(key, version):
         assert read_back == response
     assert correlation_id == 11
     # PREFERRED of a preferred leader: ELECTION_NOT_NEEDED; a SASL request on a PLAINTEXT listener: ILLEGAL_SASL_STATE
-    expected_errors = {45: {0}, 43: {0, 84}, 17: {34}, 36: {34}}.get(key, {0})
+    refused = {int(Errors.INVALID_REQUEST)}
+    expected_errors = {45: {0}, 43: {0, 84}, 17: {34}, 36: {34}, 0: refused, 1: refused, 2: refused, 10: refused,
+                       22: refused}.get(key, {0})
     assert set(errors_in(read_back)) <= expected_errors, read_back
     image = c.core.image
     if key == 3:
@@ -119,8 +139,18 @@ def test_each_version_is_answered_and_reads_back(key, version):
             {(k, lo, hi) for k, (lo, hi) in SUPPORTED.items()}
 
 
-def test_produce_and_fetch_are_not_advertised():
-    assert 0 not in SUPPORTED and 1 not in SUPPORTED
+def test_the_data_plane_is_advertised_and_refused_with_a_reason():
+    """Produce, Fetch, ListOffsets, FindCoordinator and InitProducerId are advertised (a client
+    that finds them missing retries until its own timeout) and refused with an error every client
+    treats as final."""
+    assert {0, 1, 2, 10, 22} <= set(SUPPORTED)
+    c, ctx = broker_with_orders()
+    for key in (0, 1, 2, 10, 22):
+        version = SUPPORTED[key][1]
+        body = materialize(load_request_schema(key, version), sample(key, version))
+        response = apis.handle(ctx, decode_request(encode_request(body, 3)[4:], SUPPORTED))
+        assert set(errors_in(response)) == {int(Errors.INVALID_REQUEST)}
+    assert c.core.image.topics.topic_by_name("orders") is not None
 
 
 def test_a_slow_client_is_cut_off_and_the_listener_serves_others():
