@@ -50,11 +50,25 @@ def with_table_changes(warehouse: str, sql: str) -> tuple[str, dict[str, pa.Tabl
     return _TABLE_CHANGES.sub(replace, sql), found
 
 
+# How each engine says a query names a table that is not there
+_NO_SUCH_TABLE = re.compile(r"table '[^']*' not found|TABLE_OR_VIEW_NOT_FOUND", re.IGNORECASE)
+
+
+def _refusal(message: str, names) -> QueryError:
+    """The engine's refusal in one line; where it is about a table that is not there, with the
+    names of those that are."""
+    message = " ".join(message.split())
+    if _NO_SUCH_TABLE.search(message):
+        message += f" (the tables here: {', '.join(sorted(names))}; and table_changes('T', A, B))"
+    return QueryError(message)
+
+
 def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = None) -> pa.Table:
     from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
     builder = QueryBuilder()
-    for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
+    tables = tables_at(warehouse, cut_for(warehouse, as_of_offset))
+    for name, table in tables.items():
         builder.register(name, table)
     sql, changed = with_table_changes(warehouse, sql)
     with tempfile.TemporaryDirectory(prefix="sparkraft-changes-") as scratch:
@@ -64,13 +78,15 @@ def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = Non
         try:
             return pa.table(builder.execute(sql).read_all())
         except Exception as e:  # DataFusion reports every refusal as one exception type
-            raise QueryError(" ".join(str(e).split())) from None
+            raise _refusal(str(e), tables) from None
 
 
 def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, spark=None) -> pa.Table:
-    """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed)."""
+    """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed). The
+    warehouse is opened before Spark starts: a wrong path is said in a second, not after a JVM."""
+    tables = tables_at(warehouse, cut_for(warehouse, as_of_offset))
     spark = spark or local_spark_session("sparkraft-sql")
-    for name, table in tables_at(warehouse, cut_for(warehouse, as_of_offset)).items():
+    for name, table in tables.items():
         _view(spark, name, read_table(table))
     sql, changed = with_table_changes(warehouse, sql)
     for name, rows in changed.items():
@@ -82,7 +98,7 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
         return spark.sql(sql).toArrow()
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise QueryError(first) from None
+        raise _refusal(first, tables) from None
     finally:
         for key, value in saved.items():
             if value is None:

@@ -35,7 +35,18 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse with the CLI's error contract: one line and exit 1 instead of a usage block and 2.
     Subparsers are made of the same class, so every command behaves alike."""
 
+    _seen: list[str] = []  # what this parser was last given (argparse hands subparsers their part)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        if "required: COMMAND" in message:  # argparse names the missing command before a bad flag
+            known = self._option_string_actions
+            unknown = [a for a in self._seen if a.startswith("-") and a.split("=", 1)[0] not in known]
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         print(f"ERROR: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr, flush=True)
         exit_now(1)
 
@@ -76,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     tune_allocator()
     try:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
-        if args.log_default == "WARNING" and sys.stderr.isatty():
-            say_what_we_wait_for()
+        if args.log_default == "WARNING":  # a one-shot command, not a process that waits for others
+            give_up_when_nothing_listens()
+            if sys.stderr.isatty():
+                say_what_we_wait_for()
         apply_storage_options(args)
         return args.run(args) or 0
     except KeyboardInterrupt:
@@ -87,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(error_line(e), file=sys.stderr)
         return 1
+
+
+def give_up_when_nothing_listens() -> None:
+    """A command given an address where nothing listens says so within seconds, not at --timeout."""
+    from quorum.rpc.leader_client import LeaderFollowingClient
+
+    LeaderFollowingClient.refused_give_up_s = 1.5
 
 
 def say_what_we_wait_for() -> None:

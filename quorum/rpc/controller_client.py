@@ -200,7 +200,8 @@ class ControllerClient(LeaderFollowingClient):
     # -- reads -----------------------------------------------------------------------------
     def _read(self, method: str, request, timeout: Optional[float]):
         waited = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + waited
+        started = time.monotonic()
+        deadline = started + waited
         unreachable: dict[str, str] = {}
         login_refused: dict[str, SparkraftError] = {}
         answered: Optional[str] = None  # the last retriable refusal, for the final error
@@ -240,6 +241,8 @@ class ControllerClient(LeaderFollowingClient):
                 return resp
             if time.monotonic() >= deadline:
                 raise self._give_up(method, unreachable, answered, waited)
+            if self._nothing_listens(started, unreachable, answered):
+                self._raise_nothing_listens(started, unreachable)
             notice_at = self._maybe_notify(notice_at, waited, answered, unreachable)
             time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
 

@@ -20,7 +20,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_PROTOCOLS
 from quorum.rpc.sasl_login import ScramLogin
-from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem
+from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem, kafka_protocol_problem
 from quorum.wire.client import BlockingWireChannel, WireCallError
 from quorum.wire.methods import BY_NAME
 
@@ -33,7 +33,7 @@ def transport_reason(e: grpc.RpcError) -> str:
     code, details = e.code(), e.details() or ""
     if "Connection refused" in details or "connection refused" in details:
         return "connection refused (is the controller running?)"
-    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED or "timed out" in details:  # (gRPC's connect timeout)
         return "no answer in time"
     name = code.name if code else "error"
     return f"{name}: {details[:80]}" if details else name
@@ -46,6 +46,10 @@ class LeaderFollowingClient:
     # Called once per call that has waited WAIT_NOTICE_S, with one line saying what for; the CLI
     # sets it when stderr is a terminal, so a person is never left in silence (None: quiet).
     notify_waiting: Optional[Callable[[str], None]] = None
+    # A one-shot command gives up this soon when every server refuses the connection and none has
+    # answered (nothing listens: a wrong port, or nothing started); None (processes that wait for
+    # their controllers to start): keep trying until the timeout.
+    refused_give_up_s: Optional[float] = None
     stub_class: type  # the generated gRPC stub
     leader_noun = "leader"  # what the error messages call the server that answers
     no_leader_error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -67,6 +71,7 @@ class LeaderFollowingClient:
         start = random.randrange(len(servers)) if servers else 0
         self._rotated = servers[start:] + servers[:start]
         self._failed_until: dict[str, float] = {}  # server -> until when it is tried last
+        self._probed: set[str] = set()  # servers asked whether they speak Kafka's protocol
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._wires: dict[str, tuple[Optional[BlockingWireChannel], float]] = {}  # target -> (channel, asked at)
         self._wire_context = None  # ssl.SSLContext of the wire channels, with TLS
@@ -224,6 +229,11 @@ class LeaderFollowingClient:
             raise SparkraftError(Errors.INVALID_REQUEST, f"{method} refused by {target}: the request is larger "
                                  f"than a controller accepts ({e.details()}); split it into smaller ones")
         if code is grpc.StatusCode.UNAVAILABLE and "onnection refused" not in (e.details() or ""):
+            if target not in self._probed:  # what the server speaks: asked once per server
+                self._probed.add(target)
+                problem = kafka_protocol_problem(target, self.security, timeout=1.0)
+                if problem is not None:  # an address to fix, not a server to wait for
+                    raise SparkraftError(Errors.INVALID_REQUEST, problem)
             problem = handshake_problem(target, self.security)
             if problem is not None:  # a configuration to fix, not a server to wait for
                 raise SparkraftError(Errors.SSL_HANDSHAKE_FAILED, problem)
@@ -237,7 +247,8 @@ class LeaderFollowingClient:
 
     def _call_leader(self, method: str, request, timeout: Optional[float] = None, metadata: tuple = ()):
         waited = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + waited
+        started = time.monotonic()
+        deadline = started + waited
         unreachable: dict[str, str] = {}  # target -> why, for the final error
         answered: Optional[str] = None  # the last refusal, if any server answered
         login_refused: dict[str, SparkraftError] = {}  # servers that refused this client's SCRAM login
@@ -280,10 +291,24 @@ class LeaderFollowingClient:
                     break
             if time.monotonic() >= deadline:
                 raise self._give_up(method, unreachable, answered, waited)
+            if self._nothing_listens(started, unreachable, answered):
+                self._raise_nothing_listens(started, unreachable)
             notice_at = self._maybe_notify(notice_at, waited, answered, unreachable)
             if not redirected:
                 redirects = 0
                 time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
+
+    def _nothing_listens(self, started: float, unreachable: dict[str, str], answered: Optional[str]) -> bool:
+        give_up = type(self).refused_give_up_s
+        return (give_up is not None and answered is None and time.monotonic() - started >= give_up
+                and set(unreachable) >= set(self.servers)
+                and all(why.startswith("connection refused") for why in unreachable.values()))
+
+    def _raise_nothing_listens(self, started: float, unreachable: dict[str, str]):
+        raise SparkraftError(Errors.NETWORK_EXCEPTION,
+                             f"nothing listens at {','.join(self.servers)}: every connection was refused for "
+                             f"{time.monotonic() - started:.1f}s (is the controller running, and is this the "
+                             f"address of its controller listener?)")
 
     def _notice_at(self) -> Optional[float]:
         """When a call started now should say what it waits for (None: never)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
@@ -176,3 +177,40 @@ def handshake_problem(target: str, security: ClientSecurity, timeout: float = 2.
     if not security.tls:
         return f"{target} speaks TLS (set security.protocol=SSL and ssl.truststore.location in --command-config)"
     return None
+
+
+# ApiVersions v0 (api key 18), correlation id 0x5350524b ("SPRK"), client id "sparkraft-probe"
+_KAFKA_PROBE_CORRELATION = 0x5350524B
+_KAFKA_PROBE = (lambda body: struct.pack(">i", len(body)) + body)(
+    struct.pack(">hhih", 18, 0, _KAFKA_PROBE_CORRELATION, 15) + b"sparkraft-probe")
+
+
+def kafka_protocol_problem(target: str, security: ClientSecurity, timeout: float = 2.0) -> Optional[str]:
+    """One line if ``target`` answers Kafka's protocol (a broker's Kafka listener, or Apache Kafka)
+    where a controller's gRPC listener was expected; None otherwise. Asks it ApiVersions v0, the one
+    request every Kafka server answers whatever it supports, over TLS where the client uses TLS."""
+    host, _, port = target.rpartition(":")
+    host = host.strip("[]")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+            conn = raw
+            if security.tls:
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE  # only asking what it speaks
+                conn = context.wrap_socket(raw, server_hostname=host)
+            conn.settimeout(timeout)
+            conn.sendall(_KAFKA_PROBE)
+            head = b""
+            while len(head) < 8:
+                chunk = conn.recv(8 - len(head))
+                if not chunk:
+                    return None
+                head += chunk
+    except (OSError, ValueError):
+        return None
+    size, correlation = struct.unpack(">ii", head)
+    if correlation != _KAFKA_PROBE_CORRELATION or not 4 <= size < 1 << 20:
+        return None
+    return (f"{target} speaks Kafka's protocol: it is a broker's Kafka listener, not a controller's listener "
+            f"(give --bootstrap-controller a controller's address, as in controller.quorum.voters)")

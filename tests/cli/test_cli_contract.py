@@ -25,6 +25,9 @@ def sparkraft(*args: str) -> subprocess.CompletedProcess:
     (["nonsense"], "ERROR: sparkraft: argument COMMAND: invalid choice: 'nonsense'"),
     ([], "ERROR: sparkraft: the following arguments are required: COMMAND (see sparkraft --help)"),
     (["brokers", "list", "--bootstrap-controller", "h:1", "--bogus"], "ERROR: sparkraft brokers list: unrecognized arguments: --bogus"),
+    # an unknown flag before the command is named, not hidden behind the missing command
+    (["--frobnicate"], "ERROR: sparkraft: unrecognized arguments: --frobnicate (see sparkraft --help)"),
+    (["topics", "--frob=1"], "ERROR: sparkraft topics: unrecognized arguments: --frob=1 (see sparkraft topics --help)"),
 ])
 def test_a_malformed_command_line_is_one_line_and_exit_1(args, expected):
     result = sparkraft(*args)
@@ -33,28 +36,52 @@ def test_a_malformed_command_line_is_one_line_and_exit_1(args, expected):
     assert result.stdout == ""
 
 
-def test_a_command_waiting_for_a_controller_says_so_on_a_terminal_only():
+def test_an_address_where_nothing_listens_is_said_within_seconds():
+    """Every connection refused and nothing ever answered: the command says so after 1.5 s of
+    trying, not at --timeout (it waited the whole 15 s)."""
     (port,) = free_ports(1)  # nothing listens there
-    args = ["topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "3"]
-    piped = sparkraft(*args)
-    assert piped.returncode == 1
-    assert piped.stderr.splitlines() == [
-        f"NETWORK_EXCEPTION: no controller reachable at 127.0.0.1:{port} within 3s (127.0.0.1:{port}: "
-        f"connection refused (is the controller running?))"]
+    result = sparkraft("topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "60")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"NETWORK_EXCEPTION: nothing listens at 127.0.0.1:{port}: every connection was refused for "
+        f"{result.stderr.split(' for ')[1].split('s ')[0]}s (is the controller running, and is this the address "
+        f"of its controller listener?)"]
+    waited = float(result.stderr.split(" for ")[1].split("s ")[0])
+    assert 1.5 <= waited < 60
 
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(sparkraft_cmd(*args), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
-    os.close(slave)
+
+def test_a_command_waiting_for_a_controller_says_so_on_a_terminal_only():
+    """A server that takes the connection and never answers: the command waits for --timeout, and
+    says what it waits for on a terminal only."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # connections queue, nothing is ever read or answered
+    port = silent.getsockname()[1]
+    args = ["topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "8"]
     try:
-        seen = read_pty(master, lambda out: False, timeout=30)  # until the command exits
-        assert proc.wait(30) == 1
+        piped = sparkraft(*args)
+        assert piped.returncode == 1
+        assert piped.stderr.splitlines() == [
+            f"NETWORK_EXCEPTION: no controller reachable at 127.0.0.1:{port} within 8s (127.0.0.1:{port}: "
+            f"no answer in time)"]
+
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(sparkraft_cmd(*args), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        os.close(slave)
+        try:
+            seen = read_pty(master, lambda out: False, timeout=30)  # until the command exits
+            assert proc.wait(30) == 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.close(master)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(master)
+        silent.close()
     lines = seen.decode(errors="replace").splitlines()
-    assert lines[0] == (f"waiting up to 3s (--timeout) for the active controller at 127.0.0.1:{port}: "
-                        f"127.0.0.1:{port}: connection refused (is the controller running?)")
+    assert lines[0] == (f"waiting up to 8s (--timeout) for the active controller at 127.0.0.1:{port}: "
+                        f"127.0.0.1:{port}: no answer in time")
     assert lines[-1].startswith("NETWORK_EXCEPTION: no controller reachable")
 
 

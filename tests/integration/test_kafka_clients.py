@@ -328,6 +328,20 @@ def test_kafka_python_and_aiokafka_producers_and_consumers_are_refused(cluster):
     asyncio.run(aio())
 
 
+def test_a_brokers_kafka_port_given_as_a_controller_is_named_at_once(cluster):
+    """--bootstrap-controller pointed at a broker's Kafka listener: the command says the port speaks
+    Kafka's protocol (it waited 15 s and said UNAVAILABLE)."""
+    cp, brokers = cluster
+    port = brokers.ports[101]
+    out = subprocess.run(sparkraft_cmd("topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}",
+                                       "--timeout", "60"), capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        f"INVALID_REQUEST: 127.0.0.1:{port} speaks Kafka's protocol: it is a broker's Kafka listener, not a "
+        f"controller's listener (give --bootstrap-controller a controller's address, as in controller.quorum.voters)"]
+
+
 # --- hostile input ----------------------------------------------------------------------------
 
 def _raw(port: int, data: bytes, read: bool = False):

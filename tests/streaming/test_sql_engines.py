@@ -100,3 +100,31 @@ def test_a_string_where_an_identifier_belongs_is_never_a_silent_answer(warehouse
     for engine in (lambda q: query_datafusion(wh, q), lambda q: query_spark(wh, q, spark=spark)):
         with pytest.raises(QueryError):
             engine("SELECT \"no_such_column\" FROM topics")
+
+
+def test_a_table_that_is_not_there_is_answered_with_those_that_are(warehouse, spark, tmp_path):
+    from streaming import job
+
+    wh, bootstrap = warehouse
+    job.run(bootstrap, wh, str(tmp_path / "ck"), available_now=True, spark=spark)
+    for engine in (lambda q: query_datafusion(wh, q), lambda q: query_spark(wh, q, spark=spark)):
+        with pytest.raises(QueryError) as refused:
+            engine("SELECT * FROM nosuchtable")
+        message = str(refused.value)
+        assert "\n" not in message
+        assert "the tables here: acls, brokers, configs, partitions, records" in message, message
+
+
+def test_a_spark_query_of_a_missing_warehouse_is_refused_before_spark_starts(tmp_path):
+    """``sql --engine spark`` opens the warehouse first: a wrong path is one line within seconds,
+    with no JVM started (it took 71 s and printed Spark's banner first)."""
+    import subprocess
+
+    from conftest import sparkraft_cmd
+
+    out = subprocess.run(sparkraft_cmd("sql", "--engine", "spark", "--warehouse",
+                                       str(tmp_path / "nowhere"), "SELECT 1"), capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "is not a Delta table" in out.stderr, out.stderr
+    assert "SparkContext" not in out.stderr and "log4j" not in out.stderr.lower()
