@@ -3,9 +3,36 @@ configures: its master, a standalone cluster's included), UTC, quiet, with the P
 pointed at this interpreter."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
+
+
+@contextlib.contextmanager
+def _jvm_ignoring_sigterm():
+    """Start PySpark's JVM with SIGTERM ignored, as PySpark already starts it with SIGINT ignored.
+
+    A service manager stops a job by sending SIGTERM to every process it started at once (systemd's
+    default): the JVM would run its shutdown hooks and stop the SparkContext under the running query,
+    and the Python workers it starts would die mid-call, while this process was still finishing the
+    micro-batch in flight (exit 1, "Answer from Java side is empty"). The JVM keeps an ignored
+    SIGTERM ignored (it installs no shutdown handler for it), and the Python workers it starts
+    inherit it; this process alone stops the job (streaming/stop.py). Only where this process
+    starts the JVM (not under spark-submit) and only while it does."""
+    starts_jvm = ("PYSPARK_GATEWAY_PORT" not in os.environ and threading.current_thread() is threading.main_thread())
+    if starts_jvm:
+        from pyspark import SparkContext
+
+        starts_jvm = SparkContext._gateway is None  # PySpark's own: None until it has launched the JVM
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if starts_jvm else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def local_spark_session(app_name: str):
@@ -26,9 +53,9 @@ def local_spark_session(app_name: str):
                    .config("spark.ui.enabled", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
-    spark = (builder.config("spark.sql.shuffle.partitions", "1")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
+    with _jvm_ignoring_sigterm():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # py4j logs every callback at INFO
     return spark

@@ -1,4 +1,5 @@
-"""Stopping the streaming job as people do: SIGTERM, and Ctrl-C (SIGINT to the terminal's whole process
+"""Stopping the streaming job as people and service managers do: SIGTERM to its pid or to its whole process group
+(systemd), and Ctrl-C (SIGINT to the terminal's whole process
 group), to ``sparkraft materialize`` and to ``spark-submit jobs/materialize.py``, while micro-batches
 are flowing. Each stop exits 0 with one ``Stopped`` line and no stack trace; after the four stops
 one catch-up run leaves every offset in ``records`` exactly once and the tables equal to the image."""
@@ -57,6 +58,12 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
     return "\n".join(out)
 
 
+# Each launcher, stopped each way: SIGTERM to its pid, SIGTERM to its whole process group (systemd's
+# default: the JVM and Spark's Python workers get it at the same moment), Ctrl-C (SIGINT to the group).
+STOPS = [(launcher, how) for launcher in ("materialize", "spark-submit")
+         for how in ("SIGTERM", "SIGTERM to the group", "Ctrl-C")]
+
+
 def _cut_offset(wh: Path) -> int:
     try:
         return latest_cut(str(wh)).offset
@@ -66,7 +73,7 @@ def _cut_offset(wh: Path) -> int:
 
 @pytest.mark.skipif(shutil.which("spark-submit", path=str(Path(sys.executable).parent)) is None
                     and shutil.which("spark-submit") is None, reason="spark-submit is installed with pyspark")
-def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller_processes, tmp_path):
+def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_launchers(controller_processes, tmp_path):
     from quorum.rpc.controller_client import ControllerClient
 
     cp = controller_processes()
@@ -87,8 +94,7 @@ def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller
         try:
             brokers.wait_unfenced()
             n = 0
-            for launcher, how in (("materialize", "SIGTERM"), ("materialize", "Ctrl-C"),
-                                  ("spark-submit", "SIGTERM"), ("spark-submit", "Ctrl-C")):
+            for launcher, how in STOPS:
                 out_path = tmp_path / f"{launcher}-{how}.log"
                 with open(out_path, "wb") as out:
                     job = subprocess.Popen(launchers[launcher], stdout=out, stderr=subprocess.STDOUT, env=env,
@@ -108,6 +114,8 @@ def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller
                         wait_for(lambda: _cut_offset(wh) > before + 20, 180, f"{launcher} to write cuts")
                         if how == "SIGTERM":
                             job.send_signal(signal.SIGTERM)
+                        elif how == "SIGTERM to the group":  # what a service manager's stop does
+                            os.killpg(job.pid, signal.SIGTERM)
                         else:
                             os.killpg(job.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
                         code = job.wait(120)
@@ -117,7 +125,7 @@ def test_sigterm_and_ctrl_c_stop_the_job_cleanly_under_both_launchers(controller
                         if job.poll() is None:
                             os.killpg(job.pid, signal.SIGKILL)
                 text = out_path.read_text(errors="replace")
-                expected = "SIGTERM" if how == "SIGTERM" else "SIGINT"
+                expected = "SIGINT" if how == "Ctrl-C" else "SIGTERM"
                 assert code == 0, f"{launcher} {how}: exit {code}\n{text[-4000:]}"
                 assert text.count(f"Stopped ({expected}): the tables hold the log up to offset") == 1, text[-4000:]
                 noise = [line for line in _without_pyspark_worker_tracebacks(text).splitlines()
