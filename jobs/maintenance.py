@@ -53,6 +53,19 @@ def maintain(warehouse: str, retention_hours: Optional[float] = None) -> dict:
     return report
 
 
+def summary(result: dict) -> str:
+    """One table's round in words: what was compacted and vacuumed, or that nothing needed it."""
+    if "skipped" in result:
+        return f"skipped this round ({result['skipped']}), at version {result['version']}"
+    done = []
+    if result["files_removed"]:
+        done.append(f"compacted {result['files_removed']} files into {result['files_added']}")
+    if result["vacuumed"]:
+        done.append(f"vacuumed {result['vacuumed']} files no version needs")
+    what = ", ".join(done) if done else "nothing to compact or vacuum"
+    return f"{what}; checkpoint at version {result['version']}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", required=True, metavar="URI")
@@ -74,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             print(error_line(e), file=sys.stderr)
             return 1
         for table, result in report.items():
-            print(f"{table}: {result}", flush=True)
+            print(f"{table}: {summary(result)}", flush=True)
         if not args.every:
             return 0
         time.sleep(args.every)

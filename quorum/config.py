@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -416,6 +416,8 @@ class NodeConfig:
     socket_request_arrival_timeout_ms: int
     queued_max_request_bytes: int
     sasl_server_max_receive_size: int
+    # the known keys as the file gave them: what a broker reports as STATIC_BROKER_CONFIG
+    given: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_properties(cls, props: dict[str, str], source: str = "config") -> "NodeConfig":
@@ -434,7 +436,7 @@ class NodeConfig:
                 raise ConfigError(f"{source}: {key.name} is required ({key.doc})")
             else:
                 values[key.attr] = key.default
-        config = cls(**values)
+        config = cls(**values, given={k: v for k, v in props.items() if k in KEYS})
         config._check(source)
         return config
 

@@ -105,8 +105,11 @@ class Materializer:
         self.loader.flush()
         self.touched.drop_written(tables_applied)  # a table added since (voters) need not redo the rest
         self.next_offset = applied + 1
-        log.info("Materializer resumes after offset %d (state tables at %d, %d keys to write)", applied,
-                 state_applied, sum(len(k) for k in self.touched.keys.values()))
+        behind = [f"{t} {'is empty' if at < 0 else f'is at {at}'}" for t, at in sorted(tables_applied.items())
+                  if at < applied]
+        log.info("Materializer resumes after offset %d (%s)", applied,
+                 "every table holds it" if not behind else
+                 f"{', '.join(behind)}: {sum(len(k) for k in self.touched.keys.values())} keys to write")
 
     def _apply(self, offset: int, epoch: int, kind: str, raw: bytes, note: bool = True) -> None:
         self.last_epoch = epoch

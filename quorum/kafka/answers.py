@@ -72,6 +72,8 @@ def describe_configs(ctx, req, version: int) -> dict:
                             f"is not allowed"})
             continue
         _key, error, message, entries = configs_control.describe(image, api.ConfigResourceKey(kind, r.resource_name))
+        if kind == "BROKER" and error == Errors.NONE and r.resource_name == str(ctx.broker_id):
+            entries = with_static_configs(entries, ctx.static_configs)
         wanted = set(r.configuration_keys) if r.configuration_keys else None
         configs = [{"name": e.name, "value": None if e.sensitive else e.value, "read_only": False,
                     "config_source": CONFIG_SOURCES.get(e.source, 0), "is_default": e.source == "DEFAULT_CONFIG",
@@ -79,6 +81,22 @@ def describe_configs(ctx, req, version: int) -> dict:
                    for e in entries if wanted is None or e.name in wanted]
         results.append({**base, "error_code": error, "error_message": message or None, "configs": configs})
     return {"throttle_time": 0, "results": results}
+
+
+SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
+
+
+def with_static_configs(entries: list, static: dict) -> list:
+    """This broker's entries with its configuration file's keys as Kafka reports them: a key set in
+    the file and nowhere dynamically is STATIC_BROKER_CONFIG (dynamic values take precedence, as in
+    Kafka); a secret's value is never shown."""
+    by_name = {e.name: e for e in entries}
+    for name, value in static.items():
+        current = by_name.get(name)
+        if current is None or current.source == "DEFAULT_CONFIG":
+            sensitive = any(w in name for w in SENSITIVE_WORDS)
+            by_name[name] = api.ConfigEntry(name, None if sensitive else value, "STATIC_BROKER_CONFIG", sensitive)
+    return [by_name[n] for n in sorted(by_name)]
 
 
 # --- ACLs -------------------------------------------------------------------------------------

@@ -45,6 +45,8 @@ class KafkaContext:
     security: NodeSecurity = field(default_factory=lambda: PLAINTEXT_NODE)
     caller: Optional[Caller] = None  # who is on the connection (set per connection by the listener)
     sasl: Optional[SaslSession] = None  # the connection's login, on a SASL_ listener (sasl.py)
+    # the broker's own configuration file's keys (DescribeConfigs of this broker: STATIC_BROKER_CONFIG)
+    static_configs: dict = field(default_factory=dict)
     _acl_lock: threading.Lock = field(default_factory=threading.Lock)
     _decoy_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 

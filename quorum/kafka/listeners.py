@@ -57,7 +57,7 @@ class KafkaListeners:
                     self._tls.append(security.tls)
                     ssl_context = security.tls.wire_context()
                 ctx = KafkaContext(node_id, self.cluster_id, e.name, lambda: self.metadata.image, self.controller,
-                                   self.metadata.wait_for, security=security)
+                                   self.metadata.wait_for, security=security, static_configs=dict(self.config.given))
                 ctx.metadata_answers.warm(self.metadata.image)
                 try:
                     listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context,

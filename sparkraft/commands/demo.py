@@ -81,6 +81,29 @@ class Demo:
                             mapper=PrincipalMapper(SECURE_MAPPING_RULES), authorizer=Authorizer({"User:admin"}),
                             client=self.client_security(cn), scram=ScramAuthenticator())
 
+    def broker_security(self, broker_id: int):
+        """A broker's Kafka listener's security: --secure, mutual TLS with its own certificate and
+        the StandardAuthorizer (User:admin a super user), else PLAINTEXT."""
+        from quorum.security.authorizer import Authorizer
+        from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
+        from quorum.security.principal import PrincipalMapper
+        from quorum.security.tls import ServerTls
+
+        if self.ca is None:
+            return PLAINTEXT_NODE
+        cn = f"broker-{broker_id}"
+        return NodeSecurity(tls=ServerTls(str(self.ca.keystore(cn)), str(self.ca.truststore), "required"),
+                            mapper=PrincipalMapper(SECURE_MAPPING_RULES), authorizer=Authorizer({"User:admin"}),
+                            client=self.client_security(cn))
+
+    def kafka_client_config(self) -> dict:
+        """librdkafka's settings to reach a broker's Kafka listener: --secure, TLS as User:admin."""
+        if self.ca is None:
+            return {}
+        admin = str(self.ca.keystore("admin"))
+        return {"security.protocol": "SSL", "ssl.ca.location": str(self.ca.truststore),
+                "ssl.certificate.location": admin, "ssl.key.location": admin}
+
     @property
     def warehouse(self) -> Path:
         return self.root / "warehouse"
@@ -174,7 +197,9 @@ class DemoBroker:
                                              bootstrap_source=bootstrap_source, fetch_wait_ms=200, security=security)
         self.client = ControllerClient(demo.bootstrap, security=security)
         self.port = _free_or_any(9092 + broker_id - 101)
-        endpoint = api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", self.port)
+        # --secure: its Kafka listener is SSL with mutual TLS, and registered as such
+        self.listener = "SSL" if demo.secure else "PLAINTEXT"
+        endpoint = api.BrokerEndpoint(self.listener, "127.0.0.1", self.port, self.listener)
         self.demo = demo
         self.kafka = None  # its Kafka listener, once unfenced (start_kafka)
         self.lifecycle = BrokerLifecycle(self.client, broker_id, demo.cluster_id,
@@ -188,13 +213,16 @@ class DemoBroker:
         self.thread.start()
 
     def start_kafka(self) -> None:
-        """Answer Kafka clients on its PLAINTEXT endpoint, as ``sparkraft broker start`` does."""
+        """Answer Kafka clients on its endpoint, as ``sparkraft broker start`` does: PLAINTEXT, or
+        with --secure SSL with mutual TLS and the broker's own authorizer over its image's ACLs."""
         from quorum.kafka.apis import KafkaContext
         from quorum.kafka.server import KafkaListener
 
-        ctx = KafkaContext(self.broker_id, self.demo.cluster_id, "PLAINTEXT", lambda: self.metadata.image,
-                           self.client, self.metadata.wait_for)
-        self.kafka = KafkaListener(ctx, "127.0.0.1", self.port).start()
+        security = self.demo.broker_security(self.broker_id)
+        ctx = KafkaContext(self.broker_id, self.demo.cluster_id, self.listener, lambda: self.metadata.image,
+                           self.client, self.metadata.wait_for, security=security)
+        ssl_context = security.tls.wire_context() if security.tls is not None else None
+        self.kafka = KafkaListener(ctx, "127.0.0.1", self.port, ssl_context=ssl_context).start()
 
     def stop(self) -> None:
         if self.kafka is not None:
@@ -211,8 +239,10 @@ def step_brokers(demo: Demo) -> None:
         broker = demo.brokers[broker_id] = DemoBroker(demo, broker_id, rack)
         broker.start()
         stats = broker.metadata.stats
-        demo.out(f"      broker {broker_id} ({rack}): metadata from {stats.bootstrap_source} at offset "
-                 f"{stats.bootstrap_offset} in {stats.bootstrap_seconds * 1000:.0f} ms, now following the log")
+        start = ("nothing to load: it reads the log from its start" if stats.bootstrap_offset < 0 else
+                 f"metadata from {stats.bootstrap_source} at offset {stats.bootstrap_offset} in "
+                 f"{stats.bootstrap_seconds * 1000:.0f} ms")
+        demo.out(f"      broker {broker_id} ({rack}): {start}, now following the log")
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and any(b.lifecycle.state.fenced for b in demo.brokers.values()):
         time.sleep(0.05)
@@ -275,7 +305,7 @@ def step_kafka_client(demo: Demo) -> None:
 
     broker = demo.brokers[101]
     address = f"127.0.0.1:{broker.port}"
-    admin = AdminClient({"bootstrap.servers": address, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": address, "log_level": 0, **demo.kafka_client_config()})
     listed = admin.list_topics(timeout=30)
     demo.out(f"      AdminClient({{'bootstrap.servers': '{address}'}}).list_topics(): cluster {listed.cluster_id}, "
              f"brokers {sorted(listed.brokers)}, topics {sorted(listed.topics)}")
@@ -496,9 +526,7 @@ def run_demo(args: argparse.Namespace) -> None:
     temporary = args.dir is None
     root = Path(tempfile.mkdtemp(prefix="sparkraft-demo-")) if temporary else Path(args.dir)
     demo = Demo(root, kept=not temporary)
-    # --secure: brokers' Kafka listeners are PLAINTEXT without the client's principal, so that step is left out
-    steps = [(title, step) for title, step in STEPS
-             if (args.secure or step is not step_acls) and not (args.secure and step is step_kafka_client)]
+    steps = [(title, step) for title, step in STEPS if args.secure or step is not step_acls]
     t0 = time.monotonic()
     try:
         if args.secure:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import TYPE_CHECKING
 
 from quorum.log.voter_set import ZERO_UUID
@@ -56,11 +57,34 @@ def register(subparsers) -> None:
                               "still catching up, another change pending; default 30)")
 
 
+SETTLE_S = 5.0  # how long describe waits for a newly elected leader's high watermark
+VOTER_SETTLE_S = 1.5  # and for every voter to have fetched from it
+
+
+def _unsettled(info: "QuorumInfo", waited: float, timeout: float) -> bool:
+    """Whether a describe answer is from a leader too new to know its quorum's state, and is worth
+    asking again after ``waited`` seconds: its high watermark, for up to SETTLE_S; a voter that has
+    not fetched from it yet, for up to VOTER_SETTLE_S (a voter that is down stays unknown)."""
+    if waited >= timeout:
+        return False
+    if info.high_watermark < 0:
+        return waited < SETTLE_S
+    silent = any(v.last_fetch_ms is None for v in info.voters if v.replica_id != info.leader_id)
+    return silent and waited < VOTER_SETTLE_S
+
+
 def run_describe(args: argparse.Namespace) -> None:
     from quorum.rpc.raft_client import RaftClient
 
     with RaftClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args)) as client:
         info = client.describe_quorum()
+        # A leader just elected knows no high watermark until a majority has fetched its epoch's
+        # first record, nor a follower's directory id and progress until it has fetched (each within
+        # milliseconds); an answer from before then says -1 and all-zero ids, so ask again a little.
+        started = time.monotonic()
+        while _unsettled(info, time.monotonic() - started, args.timeout):
+            time.sleep(0.1)
+            info = client.describe_quorum()
     if args.status:
         print(json.dumps(status_fields(info)) if args.json else format_status(info))
     else:

@@ -81,6 +81,9 @@ def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     assert "Created topic orders." in out and '"name": "orders"' in out
     assert "\n/image/topics/byName/orders\n" in out  # the shell's find -name
     assert "(1 row)" in out  # topics after the job caught up
+    # what changed since the first cut: the topic created after it, two partitions (its rows say so)
+    changes = out.split("\npartitions:\n", 1)[1].split("row", 1)[0]  # up to its "(N rows)" line
+    assert sum(1 for line in changes.splitlines() if "payments" in line and "insert" in line) == 2, changes
     materialize_log = Path("/tmp/sparkraft/materialize.log").read_text()
     assert "Stopped (SIGTERM): the tables hold the log up to offset" in materialize_log, materialize_log[-3000:]
     assert "Traceback" not in materialize_log and "FOREACH_BATCH" not in materialize_log

@@ -237,6 +237,42 @@ def test_kcat_lists_the_cluster(cluster):
         [(p["partition"], p["leader"], sorted(p["replicas"])) for p in expected["partitions"]]
 
 
+def test_a_broker_describes_its_own_configuration_file_as_kafka_does(cluster):
+    """DescribeConfigs of a broker, asked of that broker: the keys of its configuration file are
+    STATIC_BROKER_CONFIG, as Apache Kafka reports server.properties. kafka-python's default filter
+    ('modified') leaves out static and default values, as it does against Apache Kafka: a broker
+    without a dynamic config describes as {} there, and shows one once it has one."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    from quorum.controller import api
+
+    cp, brokers = cluster
+    k = KafkaAdminClient(bootstrap_servers=bootstrap(brokers), request_timeout_ms=30000)
+    try:
+        every = k.describe_configs([KpResource(ConfigResourceType.BROKER, "101")], config_filter="all")
+        mine = every["broker"]["101"]
+        assert mine["node.id"]["value"] == "101" and mine["node.id"]["config_source"] == "STATIC_BROKER_CONFIG"
+        assert mine["process.roles"]["value"] == "broker"
+        assert mine["log.retention.ms"]["config_source"] == "DEFAULT_CONFIG"
+        controller(cp).alter_configs(api.ConfigResourceKey("BROKER", "101"),
+                                     [api.AlterableConfig("log.retention.ms", "SET", "7200000")])
+        wait_for(lambda: k.describe_configs([KpResource(ConfigResourceType.BROKER, "101")])["broker"]["101"],
+                 30, "broker 101's dynamic config in its image")
+        modified = k.describe_configs([KpResource(ConfigResourceType.BROKER, "101")])["broker"]["101"]
+        assert set(modified) == {"log.retention.ms"}
+        assert modified["log.retention.ms"]["config_source"] == "DYNAMIC_BROKER_CONFIG"
+    finally:
+        k.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap(brokers)})
+    (future,) = admin.describe_configs([ConfigResource("BROKER", "102")]).values()
+    entries = future.result(60)
+    assert entries["node.id"].value == "102"
+    assert entries["node.id"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert entries["log.retention.ms"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
 # --- the data plane: refused at once -----------------------------------------------------------
 # Each client is given a minute or more of its own timeouts: what is asserted is the error it ends
 # with, INVALID_REQUEST (the broker's refusal), not the timeout it ended with before (librdkafka's

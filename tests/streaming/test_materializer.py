@@ -221,7 +221,7 @@ def test_a_warehouse_that_is_not_one_is_refused(tmp_path):
 def test_maintenance_compacts_small_files_and_changes_no_row(tmp_path):
     from deltalake import DeltaTable
 
-    from jobs.maintenance import maintain
+    from jobs.maintenance import maintain, summary
 
     c = busy_controller()
     rows = log_rows(c)
@@ -232,6 +232,9 @@ def test_maintenance_compacts_small_files_and_changes_no_row(tmp_path):
     report = maintain(str(tmp_path), retention_hours=0)
     after = len(DeltaTable(str(tmp_path / RECORDS)).file_uris())
     assert before > 3 and after == 1 and report[RECORDS]["files_removed"] == before
+    assert summary(report[RECORDS]).startswith(f"compacted {before} files into 1, vacuumed ")
+    assert summary({"files_added": 0, "files_removed": 0, "vacuumed": 0, "version": 7}) == \
+        "nothing to compact or vacuum; checkpoint at version 7"
     assert_tables_equal_image(tmp_path, c.core.image)
     offsets = read_table(tables_at(str(tmp_path), None)[RECORDS]).column("offset").to_pylist()
     assert sorted(offsets) == list(range(c.end_offset))
