@@ -11,6 +11,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "streaming"))
 
 from conftest import sparkraft_cmd  # noqa: E402
@@ -23,6 +25,7 @@ RUNS = 48
 BURN = "import time\nend = time.time() + 60\nwhile time.time() < end: sum(range(10000))"
 
 
+@pytest.mark.slow
 def test_a_refused_query_exits_1_every_time_on_a_busy_machine(tmp_path):
     Materializer(DeltaRsWriter(tmp_path / "wh")).process(as_batch(log_rows(busy_controller())))
     cmd = sparkraft_cmd("sql", "SELECT * FROM topics", "--warehouse", str(tmp_path / "wh"), "--as-of-offset", "-1")

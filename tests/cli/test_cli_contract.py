@@ -50,6 +50,7 @@ def test_an_address_where_nothing_listens_is_said_within_seconds():
     assert 1.5 <= waited < 60
 
 
+@pytest.mark.slow
 def test_a_command_waiting_for_a_controller_says_so_on_a_terminal_only():
     """A server that takes the connection and never answers: the command waits for --timeout, and
     says what it waits for on a terminal only."""

@@ -121,6 +121,7 @@ def test_describe_needs_status_or_replication_and_a_valid_address():
     assert result.returncode == 1 and result.stderr.startswith("ERROR: invalid controller address 'nohost'")
 
 
+@pytest.mark.slow
 def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     result = sparkraft("demo", "--dir", str(tmp_path / "demo"), timeout=DEMO_CEILING_S)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -157,6 +158,7 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
     assert "TOPIC_ALREADY_EXISTS" in again.stdout and "list_topics('clicks'): 4 partitions" in again.stdout
 
 
+@pytest.mark.slow
 def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path):
     """``demo --secure``: the same cluster with every connection over mutual TLS, each node under its
     own principal, and the streaming job reading by an ACL; the admin config it writes works for the

@@ -109,10 +109,16 @@ def test_raft_settings_carry_the_quorum_timeouts():
 
 
 def test_every_key_fills_exactly_one_field():
-    fields = {f.name for f in dataclasses.fields(NodeConfig)}
+    fields = {f.name for f in dataclasses.fields(NodeConfig)} - {"given"}  # the file's own text, not a key
     attrs = [key.attr for key in KEYS.values()]
     assert sorted(attrs) == sorted(fields)
     assert all(key.doc for key in KEYS.values())
+
+
+def test_the_keys_the_file_gave_are_kept_as_given():
+    c = config(BROKER, **{"log.retention.ms": "5", "no.such.key": "x", "max.connections": "20"})
+    # known keys only, as written (log.retention.ms is a dynamic broker config, not a key of the file)
+    assert c.given == {**parse_properties(BROKER), "max.connections": "20"}
 
 
 def test_unknown_key_warns_and_is_ignored(caplog):
