@@ -18,8 +18,7 @@ before the BrokerRegistrationChangeRecord, as Kafka orders them.
 """
 from __future__ import annotations
 
-import heapq
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, topics_control
 from quorum.controller.settings import MV_ELR
@@ -29,49 +28,10 @@ from quorum.metadata.features import METADATA_VERSION
 from quorum.uuids import validate_uuid
 
 if TYPE_CHECKING:
-    from quorum.controller.core import ControllerCore
+    from quorum.controller.context import ControllerContext
 
 _Endpoint = pb.RegisterBrokerRecord.BrokerEndpoint
 _Feature = pb.RegisterBrokerRecord.BrokerFeature
-
-
-class Sessions:
-    """Last heartbeat time and reported metadata offset per broker (the active controller's memory
-    only: DescribeCluster answers the offsets, for partition leaders' ISR expansion), and a heap of contacts
-    ordered by (time, broker) as Kafka's BrokerHeartbeatManager orders them: the next expiry and the
-    broker that expired first are read off its front, not found by scanning every broker on each pass
-    of the controller's loop (at 10,000 brokers that scan was the controller's main cost). A contact
-    that a later one replaced stays in the heap until it reaches the front and is dropped there."""
-
-    def __init__(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
-        self.last_contact: dict[int, int] = {}
-        self.reported_offsets: dict[int, int] = {}  # broker -> metadata offset of its last heartbeat
-        self._heap: list[tuple[int, int]] = []  # (contact time, broker), stale entries included
-
-    def touch(self, broker: int, now_ms: int) -> None:
-        self.last_contact[broker] = now_ms
-        heapq.heappush(self._heap, (now_ms, broker))
-
-    def forget(self, broker: int) -> None:
-        self.last_contact.pop(broker, None)
-        self.reported_offsets.pop(broker, None)
-
-    def valid(self, broker: int, now_ms: int) -> bool:
-        last = self.last_contact.get(broker)
-        return last is not None and now_ms <= last + self.timeout_ms
-
-    def oldest(self, watched: Callable[[int], bool]) -> Optional[tuple[int, int]]:
-        """(last contact, broker) of the broker heard from longest ago among those ``watched`` holds
-        (unfenced ones), or None. Contacts of brokers not watched are dropped from the heap: a broker
-        must heartbeat to be unfenced, and that contact is pushed anew."""
-        heap, last = self._heap, self.last_contact
-        while heap:
-            at, broker = heap[0]
-            if last.get(broker) == at and watched(broker):
-                return at, broker
-            heapq.heappop(heap)
-        return None
 
 
 def _protocol(name: str) -> int:
@@ -81,7 +41,7 @@ def _protocol(name: str) -> int:
         raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown security protocol {name}") from None
 
 
-def _check_epoch(ctx: "ControllerCore", broker_id: int, broker_epoch: int):
+def _check_epoch(ctx: "ControllerContext", broker_id: int, broker_epoch: int):
     reg = ctx.spec.cluster.broker(broker_id)
     if reg is None:
         raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
@@ -91,7 +51,7 @@ def _check_epoch(ctx: "ControllerCore", broker_id: int, broker_epoch: int):
     return reg
 
 
-def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int):
+def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: int):
     """(records, reply_fn): the RegisterBrokerRecord comes first so its offset is known."""
     if req.cluster_id != ctx.cluster_id:
         raise SparkraftError(Errors.INCONSISTENT_CLUSTER_ID, f"Expected cluster ID {ctx.cluster_id}, but "
@@ -152,7 +112,7 @@ def register(ctx: "ControllerCore", req: api.RegisterBrokerRequest, now_ms: int)
     return records, reply
 
 
-def heartbeat(ctx: "ControllerCore", req: api.BrokerHeartbeatRequest, now_ms: int):
+def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms: int):
     reg = _check_epoch(ctx, req.broker_id, req.broker_epoch)
     ctx.sessions.touch(req.broker_id, now_ms)
     ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
@@ -193,13 +153,13 @@ def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional
     return r
 
 
-def fence_records(ctx: "ControllerCore", broker_id: int) -> list:
+def fence_records(ctx: "ControllerContext", broker_id: int) -> list:
     """Move the broker's partitions off it, then mark it fenced."""
     reg = ctx.spec.cluster.broker(broker_id)
     return topics_control.move_off(ctx, broker_id) + [_change(reg, fenced=True)]
 
 
-def unregister(ctx: "ControllerCore", req: api.UnregisterBrokerRequest):
+def unregister(ctx: "ControllerContext", req: api.UnregisterBrokerRequest):
     reg = ctx.spec.cluster.broker(req.broker_id)
     if reg is None:
         raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {req.broker_id} is not registered.")
@@ -208,7 +168,7 @@ def unregister(ctx: "ControllerCore", req: api.UnregisterBrokerRequest):
     return records, None
 
 
-def first_expired(ctx: "ControllerCore", now_ms: int) -> Optional[int]:
+def first_expired(ctx: "ControllerContext", now_ms: int) -> Optional[int]:
     """The unfenced broker whose session ran out longest ago, if any."""
     oldest = ctx.sessions.oldest(lambda b: _unfenced(ctx, b))
     if oldest is None or now_ms <= oldest[0] + ctx.sessions.timeout_ms:
@@ -216,14 +176,14 @@ def first_expired(ctx: "ControllerCore", now_ms: int) -> Optional[int]:
     return oldest[1]
 
 
-def next_expiry(ctx: "ControllerCore") -> Optional[int]:
+def next_expiry(ctx: "ControllerContext") -> Optional[int]:
     oldest = ctx.sessions.oldest(lambda b: _unfenced(ctx, b))
     return None if oldest is None else oldest[0] + ctx.sessions.timeout_ms + 1
 
 
-def _unfenced(ctx: "ControllerCore", broker_id: int) -> bool:
+def _unfenced(ctx: "ControllerContext", broker_id: int) -> bool:
     reg = ctx.spec.cluster.broker(broker_id)
     return reg is not None and not reg.fenced
 
 
-__all__ = ["Sessions", "register", "heartbeat", "unregister", "fence_records", "first_expired", "next_expiry"]
+__all__ = ["register", "heartbeat", "unregister", "fence_records", "first_expired", "next_expiry"]

@@ -48,14 +48,15 @@ from quorum.controller import (
     configs_control,
     features_control,
     migration_control,
-    producer_ids_control,
     quotas_control,
     reads,
     reassign_control,
+    registry,
     scram_control,
     topics_control,
 )
 from quorum.controller.index import PartitionIndex
+from quorum.controller.sessions import Sessions
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -118,7 +119,7 @@ class ControllerCore:
         self._indexed: MetadataImage = self.loader.image  # the image the index reflects (standby)
         self._acc_parts: set = set()  # partitions replayed since the index last followed the loader
         self._acc_topics: set = set()
-        self.sessions = brokers_control.Sessions(settings.session_timeout_ms)
+        self.sessions = Sessions(settings.session_timeout_ms)
         self._epoch: Optional[int] = None  # the epoch we are active in
         self._spec: Optional[MetadataImage] = None
         self._inflight: deque[_Inflight] = deque()
@@ -304,7 +305,7 @@ class ControllerCore:
                                    else next_write_offset)
         self._diverged = False
         self._inflight.clear()
-        self.sessions = brokers_control.Sessions(self.settings.session_timeout_ms)
+        self.sessions = Sessions(self.settings.session_timeout_ms)
         for b in self._spec.cluster.brokers:
             self.sessions.touch(b, now_ms)
         self._last_write_ms = now_ms
@@ -349,7 +350,7 @@ class ControllerCore:
         self._pending_batches = []
         self._next_balance_ms = NO_DEADLINE
         self._diverged = False
-        self.sessions = brokers_control.Sessions(self.settings.session_timeout_ms)
+        self.sessions = Sessions(self.settings.session_timeout_ms)
 
     # ------------------------------------------------------------------ requests and timers
     def handle(self, request: object, now_ms: int) -> Operation:
@@ -358,8 +359,8 @@ class ControllerCore:
         if not self.is_active or self._diverged:
             return Operation(error=SparkraftError(Errors.NOT_CONTROLLER, f"node {self.node_id} is not the "
                                                   f"active controller"), name=name)
-        handler = _HANDLERS.get(type(request))
-        if handler is None:
+        row = registry.BY_TYPE.get(type(request))
+        if row is None or row.handler is None:
             return Operation(error=SparkraftError(Errors.INVALID_REQUEST, f"not a controller write "
                                                   f"request: {name}"), name=name)
         refused = migration_control.refusal(self, request)
@@ -367,8 +368,8 @@ class ControllerCore:
             return Operation(error=refused, name=name)
         self._issued = set()
         try:
-            records, reply = handler(self, request, now_ms)
-            return self._emit(records, now_ms, reply, name, transaction=type(request) in _TRANSACTIONS)
+            records, reply = row.handler(self, request, now_ms)
+            return self._emit(records, now_ms, reply, name, transaction=row.transaction)
         except SparkraftError as e:
             return Operation(error=e, name=name)
         except ReplayError as e:  # records that do not apply to the image: nothing was changed
@@ -500,49 +501,3 @@ def _note(message: Message, parts: set, topics: set) -> None:
         parts.add((message.topic_id, message.partition_id))
     elif t is pb.PartitionRecord or t is pb.TopicRecord or t is pb.RemoveTopicRecord:
         topics.add(message.topic_id)
-
-
-# ---------------------------------------------------------------- request dispatch
-def _register(core: ControllerCore, req: api.RegisterBrokerRequest, now: int):
-    records, reply = brokers_control.register(core, req, now)
-    core.sessions.touch(req.broker_id, now)
-    return records, reply
-
-
-def _heartbeat(core: ControllerCore, req, now: int):
-    return brokers_control.heartbeat(core, req, now)
-
-
-def _unregister(core: ControllerCore, req, now: int):
-    records, reply = brokers_control.unregister(core, req)
-    core.sessions.forget(req.broker_id)
-    return records, reply
-
-
-def _features(core: ControllerCore, req, now: int):
-    return features_control.update(core, req)
-
-
-_HANDLERS: dict[type, Callable[[ControllerCore, Any, int], tuple[list, object]]] = {
-    api.RegisterBrokerRequest: _register,
-    api.BrokerHeartbeatRequest: _heartbeat,
-    api.UnregisterBrokerRequest: _unregister,
-    api.CreateTopicsRequest: lambda c, r, now: topics_control.create_topics(c, r),
-    api.DeleteTopicsRequest: lambda c, r, now: topics_control.delete_topics(c, r),
-    api.CreatePartitionsRequest: lambda c, r, now: topics_control.create_partitions(c, r),
-    api.ElectLeadersRequest: lambda c, r, now: topics_control.elect_leaders(c, r),
-    api.AlterPartitionRequest: lambda c, r, now: topics_control.alter_partition(c, r),
-    api.AlterPartitionReassignmentsRequest: lambda c, r, now: reassign_control.alter(c, r),
-    api.IncrementalAlterConfigsRequest: lambda c, r, now: configs_control.incremental_alter(c.spec, r),
-    api.UpdateFeaturesRequest: _features,
-    api.AlterClientQuotasRequest: lambda c, r, now: quotas_control.alter(c.spec, r),
-    api.AllocateProducerIdsRequest: lambda c, r, now: producer_ids_control.allocate(c.spec, r),
-    api.CreateAclsRequest: lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
-    api.DeleteAclsRequest: lambda c, r, now: acls_control.delete(c.spec, r),
-    api.AlterUserScramCredentialsRequest: lambda c, r, now: scram_control.alter(c.spec, r),
-    api.ImportZkMetadataRequest: lambda c, r, now: migration_control.import_zk(c, r),
-    api.FinalizeMigrationRequest: lambda c, r, now: migration_control.finalize(c, r),
-}
-# Requests written as a transaction even when their records fit one batch (Kafka writes the
-# migration's import so): their records' offsets are then known before they are proposed.
-_TRANSACTIONS = frozenset({api.ImportZkMetadataRequest})

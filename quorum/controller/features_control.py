@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING
 
 from quorum.controller import api
 from quorum.controller.partition_change import change
+from quorum.controller.reassign_control import revert_targets
+from quorum.controller.topics_control import TopicPolicies
 from quorum.controller.settings import ELR_VERSION, MV_BOOTSTRAP, MV_ELR, MV_MAX, MV_MIN, MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -41,7 +43,7 @@ from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
 
 if TYPE_CHECKING:
-    from quorum.controller.core import ControllerCore
+    from quorum.controller.context import ControllerContext
 
 KRAFT_VERSION = "kraft.version"
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = "UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"
@@ -62,18 +64,6 @@ SUPPORTED: dict[str, tuple[int, int]] = {
 
 # (feature, level) -> the metadata.version it needs
 DEPENDENCIES: dict[tuple[str, int], int] = {(ELR_VERSION, 1): MV_ELR}
-
-
-def elr_enabled(image: MetadataImage) -> bool:
-    """Do elections and ISR changes use eligible leader replicas (KIP-966)?"""
-    return image.features.level(ELR_VERSION) >= 1 and (image.features.metadata_version or 0) >= MV_ELR
-
-
-def require_metadata_version(image: MetadataImage, level: int, what: str) -> None:
-    current = image.features.metadata_version or 0
-    if current < level:
-        raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"{what} needs metadata.version {level} or higher "
-                                                         f"(it is {current}): upgrade it first")
 
 
 def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[pb.FeatureLevelRecord]:
@@ -165,15 +155,12 @@ def _check_dependencies(name: str, level: int, final: dict[str, int]) -> None:
 
 
 # ---------------------------------------------------------------- what a downgrade drops
-def _losses(ctx: "ControllerCore", final: dict[str, int]) -> tuple[list[pb.PartitionChangeRecord], list[str]]:
+def _losses(ctx: "ControllerContext", final: dict[str, int]) -> tuple[list[pb.PartitionChangeRecord], list[str]]:
     """The rewrites the levels ``final`` need (records) and what they drop (sentences)."""
     image = ctx.spec
     mv = final.get(METADATA_VERSION, 0)
     keep_elr = mv >= MV_ELR and final.get(ELR_VERSION, 0) >= 1
     keep_reassignments = mv >= MV_REASSIGNMENT
-    from quorum.controller.reassign_control import revert_targets
-    from quorum.controller.topics_control import TopicPolicies
-
     policies = TopicPolicies(ctx)
     records, reverted, cleared = [], [], 0
     for topic in sorted(image.topics.by_id.values(), key=lambda t: t.name):
@@ -204,7 +191,7 @@ def _losses(ctx: "ControllerCore", final: dict[str, int]) -> tuple[list[pb.Parti
 
 
 # ---------------------------------------------------------------- UpdateFeatures
-def update(ctx: "ControllerCore", req: api.UpdateFeaturesRequest
+def update(ctx: "ControllerContext", req: api.UpdateFeaturesRequest
            ) -> tuple[list, tuple[api.ItemResult, ...]]:
     image = ctx.spec
     kind = req.upgrade_type

@@ -18,7 +18,7 @@ from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.features import ZkMigrationState
 
 if TYPE_CHECKING:
-    from quorum.controller.core import ControllerCore
+    from quorum.controller.context import ControllerContext
 
 PRE_MIGRATION = ZkMigrationState.PRE_MIGRATION
 MIGRATION = ZkMigrationState.MIGRATION
@@ -34,7 +34,7 @@ def bootstrap_records() -> list[pb.ZkMigrationStateRecord]:
     return [pb.ZkMigrationStateRecord(zk_migration_state=PRE_MIGRATION)]
 
 
-def refusal(core: "ControllerCore", request: object) -> SparkraftError | None:
+def refusal(core: "ControllerContext", request: object) -> SparkraftError | None:
     """The error that refuses ``request`` while ZooKeeper's metadata is not imported yet, or None
     (NOT_CONTROLLER: clients retry it; the migration's own requests answer for themselves)."""
     if core.spec.features.zk_migration_state != PRE_MIGRATION or isinstance(
@@ -45,7 +45,7 @@ def refusal(core: "ControllerCore", request: object) -> SparkraftError | None:
                           leader_id=core.node_id)
 
 
-def import_zk(core: "ControllerCore", req: api.ImportZkMetadataRequest):
+def import_zk(core: "ControllerContext", req: api.ImportZkMetadataRequest):
     """(records, reply): ZooKeeper's metadata and the move to MIGRATION. The core writes them as one
     transaction (Begin at the next offset), so each imported broker's epoch, the offset of its
     registration, is known here. Records that do not apply (a partition of an unknown topic) are
@@ -66,7 +66,7 @@ def import_zk(core: "ControllerCore", req: api.ImportZkMetadataRequest):
     return records, len(records)
 
 
-def finalize(core: "ControllerCore", req: api.FinalizeMigrationRequest):
+def finalize(core: "ControllerContext", req: api.FinalizeMigrationRequest):
     state = core.spec.features.zk_migration_state
     if state != MIGRATION:
         raise SparkraftError(Errors.INVALID_REQUEST, f"there is no migration to finalize: the migration state is "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, features_control, topics_control
+from quorum.controller import api, levels, topics_control
 from quorum.controller.partition_change import Election, change
 from quorum.controller.settings import MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
@@ -29,13 +29,13 @@ from quorum.metadata.image import MetadataImage
 from quorum.metadata.topics import PartitionRegistration
 
 if TYPE_CHECKING:
-    from quorum.controller.core import ControllerCore
+    from quorum.controller.context import ControllerContext
 
 
-def alter(ctx: "ControllerCore", req: api.AlterPartitionReassignmentsRequest
+def alter(ctx: "ControllerContext", req: api.AlterPartitionReassignmentsRequest
           ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
     """Each partition's reassignment started, changed or cancelled; each answered on its own."""
-    features_control.require_metadata_version(ctx.spec, MV_REASSIGNMENT, "Partition reassignment")
+    levels.require_metadata_version(ctx.spec, MV_REASSIGNMENT, "Partition reassignment")
     limit = ctx.settings.max_partitions_per_request
     if len(req.partitions) > limit:
         raise SparkraftError(Errors.INVALID_REQUEST, f"{len(req.partitions):,} reassignments in one request, more "
@@ -56,7 +56,7 @@ def alter(ctx: "ControllerCore", req: api.AlterPartitionReassignmentsRequest
     return records, tuple(results)
 
 
-def _alter_one(ctx: "ControllerCore", r: api.ReassignablePartition) -> Optional[pb.PartitionChangeRecord]:
+def _alter_one(ctx: "ControllerContext", r: api.ReassignablePartition) -> Optional[pb.PartitionChangeRecord]:
     tp = r.partition
     topic = ctx.spec.topics.topic_by_name(tp.topic)
     if topic is None:
@@ -79,7 +79,7 @@ def _alter_one(ctx: "ControllerCore", r: api.ReassignablePartition) -> Optional[
                   target_adding=adding, target_removing=removing, election=election, elr=elr)
 
 
-def _validate(ctx: "ControllerCore", target: tuple[int, ...]) -> None:
+def _validate(ctx: "ControllerContext", target: tuple[int, ...]) -> None:
     """Kafka's validateManualPartitionAssignment: registered brokers, each once."""
     if not target:
         raise SparkraftError(Errors.INVALID_REPLICA_ASSIGNMENT,
@@ -104,7 +104,7 @@ def revert_targets(p: PartitionRegistration) -> tuple[tuple[int, ...], tuple[int
     return original, isr or original[:1], not isr
 
 
-def _cancel(ctx: "ControllerCore", topic_id: str, tp: api.TopicPartition, p: PartitionRegistration,
+def _cancel(ctx: "ControllerContext", topic_id: str, tp: api.TopicPartition, p: PartitionRegistration,
             unclean: bool, election: Election, elr) -> Optional[pb.PartitionChangeRecord]:
     if not (p.adding_replicas or p.removing_replicas):
         raise SparkraftError(Errors.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")

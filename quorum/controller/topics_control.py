@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, configs_control, features_control
+from quorum.controller import api, configs_control, levels
 from quorum.controller.partition_change import Election, Elr, change
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
@@ -21,7 +21,7 @@ from quorum.metadata.configs import TOPIC
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration, collision_key
 
 if TYPE_CHECKING:
-    from quorum.controller.core import ControllerCore
+    from quorum.controller.context import ControllerContext
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -42,13 +42,13 @@ def validate_topic_name(name: str) -> None:
                                   f"than ASCII alphanumerics, '.', '_' and '-'")
 
 
-def usable_brokers(ctx: "ControllerCore") -> list[UsableBroker]:
+def usable_brokers(ctx: "ControllerContext") -> list[UsableBroker]:
     """Registered brokers not in controlled shutdown (fenced ones included, marked)."""
     return [UsableBroker(b.broker_id, b.rack, b.fenced) for b in ctx.spec.cluster.brokers.values()
             if not b.in_controlled_shutdown]
 
 
-def _placement(ctx: "ControllerCore", count: int, rf: int, existing: Sequence[Sequence[int]] = ()
+def _placement(ctx: "ControllerContext", count: int, rf: int, existing: Sequence[Sequence[int]] = ()
                ) -> list[list[int]]:
     try:
         return place(usable_brokers(ctx), count, rf, ctx.rng, existing)
@@ -56,7 +56,7 @@ def _placement(ctx: "ControllerCore", count: int, rf: int, existing: Sequence[Se
         raise SparkraftError(e.error, f"Unable to replicate the partition {rf} time(s): {e.message}") from None
 
 
-def _manual(ctx: "ControllerCore", assignments: Sequence[Sequence[int]], rf: Optional[int],
+def _manual(ctx: "ControllerContext", assignments: Sequence[Sequence[int]], rf: Optional[int],
             first_id: int) -> list[list[int]]:
     bad = Errors.INVALID_REPLICA_ASSIGNMENT
     brokers = ctx.spec.cluster.brokers
@@ -86,7 +86,7 @@ def _manual(ctx: "ControllerCore", assignments: Sequence[Sequence[int]], rf: Opt
     return out
 
 
-def _partition_record(ctx: "ControllerCore", topic_id: str, pid: int, replicas: Sequence[int]
+def _partition_record(ctx: "ControllerContext", topic_id: str, pid: int, replicas: Sequence[int]
                       ) -> pb.PartitionRecord:
     acceptable = ctx.acceptable
     isr = [b for b in replicas if acceptable(b)]
@@ -99,7 +99,7 @@ class PartitionBudget:
     """The partitions one request may still add, checked before any of them is placed: a request
     for 2,147,483,647 partitions is refused at once, not after building them."""
 
-    def __init__(self, ctx: "ControllerCore"):
+    def __init__(self, ctx: "ControllerContext"):
         self.per_request = ctx.settings.max_partitions_per_request
         self.cluster_left = ctx.settings.max_partitions - ctx.spec.topics.partition_count()
         self.spent = 0
@@ -118,7 +118,7 @@ class PartitionBudget:
         self.spent += n
 
 
-def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
+def create_topics(ctx: "ControllerContext", req: api.CreateTopicsRequest
                   ) -> tuple[list, tuple[api.CreateTopicResult, ...]]:
     records: list = []
     results = []
@@ -181,7 +181,7 @@ def create_topics(ctx: "ControllerCore", req: api.CreateTopicsRequest
     return records, tuple(results)
 
 
-def delete_topics(ctx: "ControllerCore", req: api.DeleteTopicsRequest
+def delete_topics(ctx: "ControllerContext", req: api.DeleteTopicsRequest
                   ) -> tuple[list, tuple[api.TopicResult, ...]]:
     topics = ctx.spec.topics
     records, results, removed = [], [], set()
@@ -208,7 +208,7 @@ def delete_topics(ctx: "ControllerCore", req: api.DeleteTopicsRequest
     return records, tuple(results)
 
 
-def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
+def create_partitions(ctx: "ControllerContext", req: api.CreatePartitionsRequest
                       ) -> tuple[list, tuple[api.TopicResult, ...]]:
     records, results, seen = [], [], set()
     budget = PartitionBudget(ctx)
@@ -251,7 +251,7 @@ def create_partitions(ctx: "ControllerCore", req: api.CreatePartitionsRequest
 
 
 # ---------------------------------------------------------------- elections and ISR changes
-def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
+def elect_leaders(ctx: "ControllerContext", req: api.ElectLeadersRequest
                   ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
     kind = req.election_type.upper()
     if kind not in ("PREFERRED", "UNCLEAN"):
@@ -277,7 +277,7 @@ def elect_leaders(ctx: "ControllerCore", req: api.ElectLeadersRequest
     return records, tuple(results)
 
 
-def _elect_every(ctx: "ControllerCore", election: Election, policies: "TopicPolicies"
+def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicPolicies"
                  ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
     """An election of every partition: only those an election could change (the index knows
     them), in (topic name, partition) order; the others would be ELECTION_NOT_NEEDED, which Kafka
@@ -304,7 +304,7 @@ def _elect_every(ctx: "ControllerCore", election: Election, policies: "TopicPoli
     return records, tuple(results)
 
 
-def _elect_one(ctx: "ControllerCore", topic_id: str, pid: int, p: PartitionRegistration,
+def _elect_one(ctx: "ControllerContext", topic_id: str, pid: int, p: PartitionRegistration,
                election: Election, elr: Optional[Elr]) -> tuple[Errors, str, Optional[pb.PartitionChangeRecord]]:
     if election is Election.PREFERRED:
         preferred = p.replicas[0]
@@ -321,7 +321,7 @@ def _elect_one(ctx: "ControllerCore", topic_id: str, pid: int, p: PartitionRegis
     return Errors.NONE, "", record
 
 
-def alter_partition(ctx: "ControllerCore", req: api.AlterPartitionRequest
+def alter_partition(ctx: "ControllerContext", req: api.AlterPartitionRequest
                     ) -> tuple[list, tuple[api.AlterPartitionResult, ...]]:
     """ISR changes from the leader of each partition (Kafka's AlterPartition, batched as Kafka
     batches it): each partition is checked and answered on its own; a change that makes every
@@ -350,7 +350,7 @@ def alter_partition(ctx: "ControllerCore", req: api.AlterPartitionRequest
     return records, tuple(results)
 
 
-def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr, policies: "TopicPolicies"
+def _alter_one(ctx: "ControllerContext", broker_id: int, c: api.PartitionIsr, policies: "TopicPolicies"
                ) -> tuple[Optional[pb.PartitionChangeRecord], api.AlterPartitionResult]:
     topic = ctx.spec.topics.topic(c.topic_id)
     if topic is None:
@@ -394,7 +394,7 @@ def _alter_one(ctx: "ControllerCore", broker_id: int, c: api.PartitionIsr, polic
     return record, result(p.merge(record))
 
 
-def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.PartitionChangeRecord], bool]:
+def balance_leaders(ctx: "ControllerContext", limit: int) -> tuple[list[pb.PartitionChangeRecord], bool]:
     """Preferred-replica elections for the brokers whose leader imbalance is past
     ``leader.imbalance.per.broker.percentage`` (the share of the partitions a broker is the preferred
     replica of that another broker leads): at most ``limit`` of them, and whether more remain (Kafka
@@ -424,7 +424,7 @@ def balance_leaders(ctx: "ControllerCore", limit: int) -> tuple[list[pb.Partitio
     return records, False
 
 
-def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+def move_off(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
     """Take ``broker`` out of every ISR it is in (unless it is the last member) and move its
     leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration."""
     def acceptable(b: int) -> bool:
@@ -434,7 +434,7 @@ def move_off(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecor
                     lambda p: [b for b in p.isr if b != broker])
 
 
-def restarted(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+def restarted(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
     """A new incarnation of ``broker`` registers (its process restarted): out of every ISR and ELR it
     is in, its leaderships moved (Kafka's handleBrokerUncleanShutdown, once metadata.version has
     ELR): whatever it held before the restart is not vouched for."""
@@ -446,7 +446,7 @@ def restarted(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeReco
                     TopicPolicies(ctx, unclean_shutdown=(broker,)))
 
 
-def elect_leaderless(ctx: "ControllerCore", broker: int) -> list[pb.PartitionChangeRecord]:
+def elect_leaderless(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
     """Leaderless partitions that ``broker``, which just became available, may lead: those whose ISR
     (or, with the ISR empty, ELR) holds it, and where ``unclean.leader.election.enable`` is on, those
     it is only a replica of."""
@@ -469,9 +469,9 @@ class TopicPolicies:
     the topic's effective ``min.insync.replicas`` (at most its replication factor, as Kafka's).
     ``unclean_shutdown``: brokers that restarted without a clean shutdown (never ELR members)."""
 
-    def __init__(self, ctx: "ControllerCore", unclean_shutdown: tuple[int, ...] = ()):
+    def __init__(self, ctx: "ControllerContext", unclean_shutdown: tuple[int, ...] = ()):
         self._image = ctx.spec
-        self._elr_on = features_control.elr_enabled(self._image)
+        self._elr_on = levels.elr_enabled(self._image)
         self._unclean_shutdown = unclean_shutdown
         self._known: dict[str, tuple[bool, Optional[Elr]]] = {}
 
@@ -499,7 +499,7 @@ class TopicPolicies:
         return Election.UNCLEAN if self(topic_id) else Election.ANY
 
 
-def _changes(ctx: "ControllerCore", partitions: Iterable[tuple[str, int]],
+def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
              acceptable: Callable[[int], bool], target_isr: Callable,
              policies: Optional[TopicPolicies] = None) -> list[pb.PartitionChangeRecord]:
     """Each partition's change; an election with no ISR member left to lead goes outside the ISR

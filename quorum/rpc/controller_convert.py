@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from quorum.controller import api
+from quorum.controller import api, registry
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.rpc.convert import error_from_code
@@ -239,41 +239,41 @@ def _alter_scram_from(m: pb.AlterUserScramCredentialsRequest) -> api.AlterUserSc
               for u in m.upsertions))
 
 
-# (request dataclass, its RPC name, to-proto, from-proto)
-_REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = [
-    (api.RegisterBrokerRequest, "RegisterBroker", _register_to,
+# (request dataclass, to-proto, from-proto); its RPC name is its registry row's (quorum/controller/registry.py)
+_REQUESTS: list[tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = [
+    (api.RegisterBrokerRequest, _register_to,
      lambda m: api.RegisterBrokerRequest(m.broker_id, m.cluster_id, m.incarnation_id,
                                          tuple(_endpoint_from(e) for e in m.endpoints), _opt_str(m, "rack"),
                                          m.min_metadata_version, m.max_metadata_version,
                                          tuple((f.name, f.min_version, f.max_version) for f in m.features))),
-    (api.BrokerHeartbeatRequest, "BrokerHeartbeat",
+    (api.BrokerHeartbeatRequest,
      lambda r: pb.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
                                          current_metadata_offset=r.current_metadata_offset,
                                          want_fence=r.want_fence, want_shutdown=r.want_shutdown),
      lambda m: api.BrokerHeartbeatRequest(m.broker_id, m.broker_epoch, m.current_metadata_offset, m.want_fence,
                                           m.want_shutdown)),
-    (api.UnregisterBrokerRequest, "UnregisterBroker",
+    (api.UnregisterBrokerRequest,
      lambda r: pb.UnregisterBrokerRequest(broker_id=r.broker_id),
      lambda m: api.UnregisterBrokerRequest(m.broker_id)),
-    (api.CreateTopicsRequest, "CreateTopics",
+    (api.CreateTopicsRequest,
      lambda r: pb.CreateTopicsRequest(topics=[_creatable_to(t) for t in r.topics], validate_only=r.validate_only),
      lambda m: api.CreateTopicsRequest(tuple(_creatable_from(t) for t in m.topics), m.validate_only)),
-    (api.DeleteTopicsRequest, "DeleteTopics",
+    (api.DeleteTopicsRequest,
      lambda r: pb.DeleteTopicsRequest(names=list(r.names), topic_ids=list(r.topic_ids)),
      lambda m: api.DeleteTopicsRequest(tuple(m.names), tuple(m.topic_ids))),
-    (api.CreatePartitionsRequest, "CreatePartitions",
+    (api.CreatePartitionsRequest,
      lambda r: pb.CreatePartitionsRequest(
          updates=[pb.PartitionCountUpdate(name=u.name, count=u.count, assignments=_lists_to(u.assignments))
                   for u in r.updates], validate_only=r.validate_only),
      lambda m: api.CreatePartitionsRequest(
          tuple(api.PartitionCountUpdate(u.name, u.count, _lists_from(u.assignments)) for u in m.updates),
          m.validate_only)),
-    (api.ElectLeadersRequest, "ElectLeaders",
+    (api.ElectLeadersRequest,
      lambda r: pb.ElectLeadersRequest(election_type=r.election_type, all_partitions=r.partitions is None,
                                       partitions=[_tp_to(tp) for tp in r.partitions or ()]),
      lambda m: api.ElectLeadersRequest(m.election_type or "PREFERRED",
                                        None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
-    (api.AlterPartitionRequest, "AlterPartition",
+    (api.AlterPartitionRequest,
      lambda r: pb.AlterPartitionRequest(
          broker_id=r.broker_id, broker_epoch=r.broker_epoch,
          partitions=[pb.PartitionIsr(topic_id=c.topic_id, partition=c.partition, leader_epoch=c.leader_epoch,
@@ -283,76 +283,76 @@ _REQUESTS: list[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]]] = 
          m.broker_id, m.broker_epoch,
          tuple(api.PartitionIsr(c.topic_id, c.partition, c.leader_epoch, c.partition_epoch, tuple(c.new_isr))
                for c in m.partitions))),
-    (api.AlterPartitionReassignmentsRequest, "AlterPartitionReassignments",
+    (api.AlterPartitionReassignmentsRequest,
      lambda r: pb.AlterPartitionReassignmentsRequest(partitions=[
          pb.ReassignablePartition(partition=_tp_to(p.partition), cancel=p.replicas is None,
                                   replicas=list(p.replicas or ())) for p in r.partitions]),
      lambda m: api.AlterPartitionReassignmentsRequest(tuple(
          api.ReassignablePartition(_tp_from(p.partition), None if p.cancel else tuple(p.replicas))
          for p in m.partitions))),
-    (api.ListPartitionReassignmentsRequest, "ListPartitionReassignments",
+    (api.ListPartitionReassignmentsRequest,
      lambda r: pb.ListPartitionReassignmentsRequest(all_partitions=r.partitions is None,
                                                     partitions=[_tp_to(tp) for tp in r.partitions or ()]),
      lambda m: api.ListPartitionReassignmentsRequest(
          None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
-    (api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", _alter_configs_to,
+    (api.IncrementalAlterConfigsRequest, _alter_configs_to,
      lambda m: api.IncrementalAlterConfigsRequest(
          tuple((_resource_from(r.resource),
                 tuple(api.AlterableConfig(c.name, c.op, _opt_str(c, "value")) for c in r.configs))
                for r in m.resources), m.validate_only)),
-    (api.DescribeConfigsRequest, "DescribeConfigs",
+    (api.DescribeConfigsRequest,
      lambda r: pb.DescribeConfigsRequest(resources=[_resource_to(k) for k in r.resources]),
      lambda m: api.DescribeConfigsRequest(tuple(_resource_from(k) for k in m.resources))),
-    (api.ListTopicsRequest, "ListTopics", lambda r: pb.ListTopicsRequest(), lambda m: api.ListTopicsRequest()),
-    (api.DescribeTopicsRequest, "DescribeTopics",
+    (api.ListTopicsRequest, lambda r: pb.ListTopicsRequest(), lambda m: api.ListTopicsRequest()),
+    (api.DescribeTopicsRequest,
      lambda r: pb.DescribeTopicsRequest(names=list(r.names), first_partition=r.first_partition,
                                         partition_limit=r.partition_limit),
      lambda m: api.DescribeTopicsRequest(tuple(m.names), m.first_partition, m.partition_limit)),
-    (api.DescribeClusterRequest, "DescribeCluster", lambda r: pb.DescribeClusterRequest(),
+    (api.DescribeClusterRequest, lambda r: pb.DescribeClusterRequest(),
      lambda m: api.DescribeClusterRequest()),
-    (api.UpdateFeaturesRequest, "UpdateFeatures",
+    (api.UpdateFeaturesRequest,
      lambda r: pb.UpdateFeaturesRequest(updates=[pb.FeatureUpdate(feature=f, max_level=lvl) for f, lvl in r.updates],
                                         upgrade_type="" if r.upgrade_type == "UPGRADE" else r.upgrade_type,
                                         validate_only=r.validate_only),
      lambda m: api.UpdateFeaturesRequest(tuple((u.feature, u.max_level) for u in m.updates), m.validate_only,
                                          m.upgrade_type or "UPGRADE")),
-    (api.DescribeFeaturesRequest, "DescribeFeatures", lambda r: pb.DescribeFeaturesRequest(),
+    (api.DescribeFeaturesRequest, lambda r: pb.DescribeFeaturesRequest(),
      lambda m: api.DescribeFeaturesRequest()),
-    (api.AlterClientQuotasRequest, "AlterClientQuotas",
+    (api.AlterClientQuotasRequest,
      lambda r: pb.AlterClientQuotasRequest(alterations=[_quota_alteration_to(a) for a in r.alterations],
                                            validate_only=r.validate_only),
      lambda m: api.AlterClientQuotasRequest(tuple(_quota_alteration_from(a) for a in m.alterations),
                                             m.validate_only)),
-    (api.DescribeClientQuotasRequest, "DescribeClientQuotas",
+    (api.DescribeClientQuotasRequest,
      lambda r: pb.DescribeClientQuotasRequest(
          components=[pb.QuotaFilterComponent(entity_type=t, match_type=kind, **({"match": n} if n is not None else {}))
                      for t, kind, n in r.components], strict=r.strict),
      lambda m: api.DescribeClientQuotasRequest(
          tuple((c.entity_type, c.match_type, _opt_str(c, "match")) for c in m.components), m.strict)),
-    (api.AllocateProducerIdsRequest, "AllocateProducerIds",
+    (api.AllocateProducerIdsRequest,
      lambda r: pb.AllocateProducerIdsRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch),
      lambda m: api.AllocateProducerIdsRequest(m.broker_id, m.broker_epoch)),
-    (api.CreateAclsRequest, "CreateAcls",
+    (api.CreateAclsRequest,
      lambda r: pb.CreateAclsRequest(bindings=[_acl_to(b) for b in r.bindings]),
      lambda m: api.CreateAclsRequest(tuple(_acl_from(b) for b in m.bindings))),
-    (api.DeleteAclsRequest, "DeleteAcls",
+    (api.DeleteAclsRequest,
      lambda r: pb.DeleteAclsRequest(filters=[_acl_to(b) for b in r.filters]),
      lambda m: api.DeleteAclsRequest(tuple(_acl_from(b) for b in m.filters))),
-    (api.DescribeAclsRequest, "DescribeAcls",
+    (api.DescribeAclsRequest,
      lambda r: pb.DescribeAclsRequest(filter=_acl_to(r.filter)),
      lambda m: api.DescribeAclsRequest(_acl_from(m.filter))),
-    (api.AlterUserScramCredentialsRequest, "AlterUserScramCredentials", _alter_scram_to, _alter_scram_from),
-    (api.DescribeUserScramCredentialsRequest, "DescribeUserScramCredentials",
+    (api.AlterUserScramCredentialsRequest, _alter_scram_to, _alter_scram_from),
+    (api.DescribeUserScramCredentialsRequest,
      lambda r: pb.DescribeUserScramCredentialsRequest(users=list(r.users)),
      lambda m: api.DescribeUserScramCredentialsRequest(tuple(m.users))),
-    (api.DescribeMigrationRequest, "DescribeMigration", lambda r: pb.DescribeMigrationRequest(),
+    (api.DescribeMigrationRequest, lambda r: pb.DescribeMigrationRequest(),
      lambda m: api.DescribeMigrationRequest()),
-    (api.FinalizeMigrationRequest, "FinalizeMigration", lambda r: pb.FinalizeMigrationRequest(),
+    (api.FinalizeMigrationRequest, lambda r: pb.FinalizeMigrationRequest(),
      lambda m: api.FinalizeMigrationRequest()),
 ]
-_BY_TYPE = {t: (name, to, frm) for t, name, to, frm in _REQUESTS}
-_BY_PB = {getattr(pb, f"{name}Request"): frm for _, name, _, frm in _REQUESTS}
-METHODS: tuple[str, ...] = tuple(name for _, name, _, _ in _REQUESTS)
+_BY_TYPE = {t: (registry.BY_TYPE[t].method, to, frm) for t, to, frm in _REQUESTS}
+_BY_PB = {getattr(pb, f"{name}Request"): frm for name, _, frm in _BY_TYPE.values()}
+METHODS: tuple[str, ...] = tuple(name for name, _, _ in _BY_TYPE.values())
 
 
 def method_of(request) -> str:

@@ -1,4 +1,6 @@
-"""What each Controller request needs to be allowed, as Kafka's brokers and controller check it.
+"""What each Controller request needs to be allowed, as Kafka's brokers and controller check it:
+each request's rule is a ``Needs`` in its registry row (quorum/controller/registry.py), carried
+out here.
 
 ``refusal(security, caller, request, topic_name)`` is None when the caller may make the request,
 else the SparkraftError it is answered with (TOPIC_AUTHORIZATION_FAILED naming the topics, or
@@ -26,24 +28,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from quorum.controller import api
+from quorum.controller import registry
 from quorum.errors import Errors, SparkraftError
-from quorum.security.authorizer import Action, cluster_action, topic_action
+from quorum.security.authorizer import cluster_action, topic_action
 from quorum.security.node_security import NodeSecurity
 from quorum.security.principal import Caller
 
 TopicName = Callable[[str], Optional[str]]  # topic id -> name, for DeleteTopics by id
-
-_CLUSTER_ALTER = (api.ElectLeadersRequest, api.AlterPartitionReassignmentsRequest, api.UnregisterBrokerRequest, api.UpdateFeaturesRequest,
-                  api.CreateAclsRequest, api.DeleteAclsRequest, api.AlterUserScramCredentialsRequest,
-                  api.FinalizeMigrationRequest)
-_BROKER_OWN = (api.RegisterBrokerRequest, api.BrokerHeartbeatRequest, api.AlterPartitionRequest,
-               api.AllocateProducerIdsRequest)
-
-
-def _config_action(operation: str, resource: api.ConfigResourceKey) -> Action:
-    return topic_action(operation, resource.name) if resource.type == "TOPIC" else cluster_action(operation)
-
 
 def _topic_refusal(security: NodeSecurity, caller: Caller, operation: str, names) -> Optional[SparkraftError]:
     denied = sorted({n for n in names if not security.allows(caller, topic_action(operation, n))})
@@ -63,48 +54,57 @@ def _cluster_refusal(security: NodeSecurity, caller: Caller, operation: str,
 
 
 def refusal(security: NodeSecurity, caller: Caller, request, topic_name: TopicName) -> Optional[SparkraftError]:
-    """None if ``caller`` may make ``request``; else the error it gets."""
+    """None if ``caller`` may make ``request``; else the error it gets. The rule is the request's
+    row in the registry (quorum/controller/registry.py), carried out by ``_BY_NEED``."""
     if security.authorizer is None or security.is_super_user(caller):
         return None
-    if isinstance(request, _BROKER_OWN):
-        if security.is_broker(caller, request.broker_id):
-            return None
-        return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"act for broker {request.broker_id}")
-    if isinstance(request, api.CreateTopicsRequest):
-        if security.allows(caller, cluster_action("CREATE")):
-            return None
-        return _topic_refusal(security, caller, "CREATE", [t.name for t in request.topics])
-    if isinstance(request, api.DeleteTopicsRequest):
-        names = list(request.names) + [topic_name(i) or i for i in request.topic_ids]
-        return _topic_refusal(security, caller, "DELETE", names)
-    if isinstance(request, api.CreatePartitionsRequest):
-        return _topic_refusal(security, caller, "ALTER", [u.name for u in request.updates])
-    if isinstance(request, api.DescribeTopicsRequest):
-        return _topic_refusal(security, caller, "DESCRIBE", request.names)
-    if isinstance(request, (api.IncrementalAlterConfigsRequest, api.DescribeConfigsRequest)):
-        alter = isinstance(request, api.IncrementalAlterConfigsRequest)
-        operation = "ALTER_CONFIGS" if alter else "DESCRIBE_CONFIGS"
-        resources = [r for r, _ in request.resources] if alter else list(request.resources)
-        topics = [r.name for r in resources if r.type == "TOPIC"]
-        if len(topics) < len(resources):
-            denied = _cluster_refusal(security, caller, operation, f"{operation.lower().replace('_', ' ')} of "
-                                      f"brokers or the cluster")
-            if denied is not None:
-                return denied
-        return _topic_refusal(security, caller, operation, topics)
-    if isinstance(request, _CLUSTER_ALTER):
-        return _cluster_refusal(security, caller, "ALTER", type(request).__name__.removesuffix("Request"))
-    if isinstance(request, api.AlterClientQuotasRequest):
-        return _cluster_refusal(security, caller, "ALTER_CONFIGS", "AlterClientQuotas")
-    if isinstance(request, api.DescribeClientQuotasRequest):
-        return _cluster_refusal(security, caller, "DESCRIBE_CONFIGS", "DescribeClientQuotas")
-    if isinstance(request, (api.DescribeAclsRequest, api.DescribeUserScramCredentialsRequest,
-                            api.ListPartitionReassignmentsRequest, api.DescribeMigrationRequest)):
-        return _cluster_refusal(security, caller, "DESCRIBE", type(request).__name__.removesuffix("Request"))
-    if isinstance(request, (api.ListTopicsRequest, api.DescribeClusterRequest, api.DescribeFeaturesRequest)):
+    row = registry.BY_TYPE.get(type(request))
+    if row is None:
+        return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
+                              f"{type(request).__name__} has no authorization rule; refused")
+    return _BY_NEED[row.needs.kind](security, caller, request, row.needs, topic_name)
+
+
+def _needs_cluster(security, caller, request, needs: registry.Needs, topic_name) -> Optional[SparkraftError]:
+    return _cluster_refusal(security, caller, needs.operation, type(request).__name__.removesuffix("Request"))
+
+
+def _needs_broker(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
+    if security.is_broker(caller, request.broker_id):
         return None
-    return SparkraftError(Errors.CLUSTER_AUTHORIZATION_FAILED,
-                          f"{type(request).__name__} has no authorization rule; refused")
+    return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"act for broker {request.broker_id}")
+
+
+def _needs_create_topics(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
+    if security.allows(caller, cluster_action("CREATE")):
+        return None
+    return _topic_refusal(security, caller, "CREATE", [t.name for t in request.topics])
+
+
+def _needs_topics(security, caller, request, needs: registry.Needs, topic_name) -> Optional[SparkraftError]:
+    names = needs.names(request) + [topic_name(i) or i for i in (needs.ids(request) if needs.ids else ())]
+    return _topic_refusal(security, caller, needs.operation, names)
+
+
+def _needs_configs(security, caller, request, needs: registry.Needs, topic_name) -> Optional[SparkraftError]:
+    operation = needs.operation
+    resources = needs.resources(request)
+    topics = [r.name for r in resources if r.type == "TOPIC"]
+    if len(topics) < len(resources):
+        denied = _cluster_refusal(security, caller, operation, f"{operation.lower().replace('_', ' ')} of "
+                                  f"brokers or the cluster")
+        if denied is not None:
+            return denied
+    return _topic_refusal(security, caller, operation, topics)
+
+
+def _needs_nothing(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
+    return None
+
+
+# Needs.kind -> how it is checked (a test checks that every kind has one)
+_BY_NEED = {"cluster": _needs_cluster, "broker": _needs_broker, "create_topics": _needs_create_topics,
+            "topics": _needs_topics, "configs": _needs_configs, "nothing": _needs_nothing}
 
 
 def visible_topics(security: NodeSecurity, caller: Caller, names) -> tuple[str, ...]:

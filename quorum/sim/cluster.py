@@ -13,7 +13,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import random
-from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from quorum.errors import Errors
@@ -28,6 +27,7 @@ from quorum.raft.ready import process_readies
 from quorum.raft.settings import RaftSettings
 from quorum.sim.invariants import Invariants, InvariantViolation, encode_snapshot
 from quorum.sim.network import Network, NetworkFaults
+from quorum.sim.nodes import Proposal, SimNode
 from quorum.snapshot.memory_store import MemorySnapshotStore
 
 SNAPSHOTS_KEPT = 2  # per node; the log start is the oldest one's end
@@ -35,32 +35,6 @@ SNAPSHOTS_KEPT = 2  # per node; the log start is the oldest one's end
 
 CLUSTER_ID = "sim-cluster-0000000000"
 DEFAULT_TRACE: Optional[Callable[[str], None]] = None  # ``python -m quorum.sim --trace`` sets it
-
-
-@dataclass
-class SimNode:
-    node_id: int
-    log: MemoryLog = field(default_factory=MemoryLog)
-    snapshots: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
-    persisted: ElectionState = field(default_factory=ElectionState.empty)
-    core: Optional[RaftCore] = None
-    incarnation: int = 0
-    next_tick: Optional[int] = None
-    last_epoch_seen: int = 0
-    last_hw_seen: int = 0
-    installs_seen: int = 0
-    directory_id: Optional[str] = None  # a dynamic quorum's replica key; a new one for each disk
-
-    @property
-    def alive(self) -> bool:
-        return self.core is not None
-
-
-@dataclass
-class Proposal:
-    epoch: int
-    last_offset: int
-    records: tuple[bytes, ...]
 
 
 class _CrashedBeforeFlush(Exception):

@@ -15,21 +15,29 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Protocol, Sequence
 
 from quorum.log import control_records
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import HEADER, encode_batch
 from quorum.log.voter_set import ReplicaKey
 from quorum.raft.roles import Leader
+from quorum.sim.nodes import Proposal, SimNode
 from quorum.snapshot.memory_store import seal, unseal
 
 # A KRAFT_VERSION control record's first bytes (its type, then its JSON); the simulation's own
 # records are short ASCII strings and never start so.
 _KRAFT_VERSION_PREFIX = control_records.encode_control(control_records.KRAFT_VERSION, {})[:3]
 
-if TYPE_CHECKING:  # the cluster holds the invariants; they only read it
-    from quorum.sim.cluster import Cluster, Proposal, SimNode
+class ClusterView(Protocol):
+    """What the invariants read of the cluster that holds them (cluster.py's Cluster)."""
+
+    seed: int
+    now: int
+    dynamic: bool
+    nodes: dict[int, SimNode]
+
+    voters: list[int]  # the initial voters
 
 
 def encode_snapshot(records: list[tuple[int, bytes]], raft_records: Sequence[bytes] = ()) -> bytes:
@@ -55,7 +63,7 @@ class InvariantViolation(AssertionError):
 
 
 class Invariants:
-    def __init__(self, cluster: "Cluster"):
+    def __init__(self, cluster: ClusterView):
         self.c = cluster
         self.leaders: dict[int, int] = {}  # epoch -> leader id
         self.committed: dict[int, tuple[int, bytes]] = {}  # offset -> (epoch, record)

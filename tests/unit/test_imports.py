@@ -163,3 +163,81 @@ def test_closure_covers_the_log_interface():
     files = _core_closure()
     assert "quorum/log/api.py" in files and "quorum/log/batch.py" in files
     assert "quorum/log/file_log.py" not in files
+
+
+def _module_name(rel: pathlib.Path) -> str:
+    parts = rel.with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_imports(path: pathlib.Path) -> set[str]:
+    """The modules of ours ``path`` imports, ``from quorum.controller import api`` naming the module
+    quorum.controller.api (not the package), wherever the import statement is (TYPE_CHECKING too)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                is_module = (ROOT / (sub.replace(".", "/") + ".py")).exists() or (ROOT / sub.replace(".", "/")).is_dir()
+                names.add(sub if is_module else node.module)
+    return {n for n in names if n.split(".")[0] in TOPS}
+
+
+def module_graph(top: str = "quorum") -> dict[str, set[str]]:
+    """Each module under ``top`` -> the modules under ``top`` it imports (a package counts as its
+    __init__)."""
+    graph = {}
+    for rel, path in _sources():
+        if rel.parts[0] == top:
+            graph[_module_name(rel)] = _module_imports(path)
+    return {m: {n for n in targets if n in graph and n != m} for m, targets in graph.items()}
+
+
+def test_no_module_of_quorum_imports_one_that_imports_it_back():
+    """No cycle between modules either, however long, TYPE_CHECKING and function-local imports
+    included: each module can be read knowing only what it imports."""
+    graph = module_graph()
+    state: dict[str, str] = {}
+    cycles = []
+
+    def visit(m: str, path: list[str]) -> None:
+        if state.get(m) == "done":
+            return
+        if state.get(m) == "open":
+            cycles.append(" -> ".join(path[path.index(m):] + [m]))
+            return
+        state[m] = "open"
+        for n in sorted(graph[m]):
+            visit(n, path + [m])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        visit(m, [])
+    assert not cycles, "module cycles:\n" + "\n".join(cycles)
+
+
+def test_the_request_handlers_know_the_controller_only_by_its_context():
+    """quorum/controller/core.py imports every *_control module; none of them, nor any module core
+    reaches, imports core back: they take a ControllerContext (context.py), whose members core has."""
+    from quorum.controller import context
+    from quorum.controller.core import ControllerCore
+
+    graph = module_graph()
+    reached, todo = set(), ["quorum.controller.core"]
+    while todo:
+        for n in graph[todo.pop()]:
+            if n not in reached:
+                reached.add(n)
+                todo.append(n)
+    assert "quorum.controller.core" not in reached
+    importers = sorted(m for m, targets in graph.items() if m.startswith("quorum.controller.")
+                       and "quorum.controller.core" in targets)
+    assert importers == ["quorum.controller.local"], importers  # LocalController wraps a core: above it
+    missing = [name for name in context.MEMBERS if not hasattr(ControllerCore, name)
+               and name not in ControllerCore.__init__.__code__.co_names]
+    assert not missing, f"ControllerCore lacks {missing} of ControllerContext"
+    assert set(context.MEMBERS) == set(context.ControllerContext.__annotations__) | {
+        n for n, v in vars(context.ControllerContext).items() if callable(v) or isinstance(v, property)} - {
+        "__init__", "__subclasshook__", "_is_protocol", "__class_getitem__", "__init_subclass__"}
