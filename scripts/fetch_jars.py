@@ -1,0 +1,65 @@
+"""Resolve the JVM artifacts the tests run (scripts/maven/*.xml, each a pinned Maven project) into
+a folder of jars each, with Maven: ``python scripts/fetch_jars.py [--into DIR]``.
+
+Run before the tests (.ci/run does), never during them: a test finds a folder with ``jars_for``
+(tests/apache_kafka.py) and skips with one line if it is missing. A folder already resolved from
+the same file is kept (its ``.resolved`` holds the file's SHA-256), so a second run costs nothing.
+Default place: $SPARKRAFT_JARS, else ~/.cache/sparkraft/jars.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MAVEN = Path(__file__).resolve().parent / "maven"
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars")
+
+
+def resolve(pom: Path, root: Path) -> Path:
+    """The folder of ``pom``'s jars under ``root``, resolved now unless it already was."""
+    into = root / pom.stem
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()
+    marker = into / ".resolved"
+    if marker.exists() and marker.read_text().strip() == digest:
+        print(f"{pom.stem}: already resolved in {into}", flush=True)
+        return into
+    if shutil.which("mvn") is None:
+        raise SystemExit("mvn is not installed (Debian's maven); .ci/run installs it")
+    staging = into.with_name(into.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    started = time.monotonic()
+    print(f"{pom.stem}: resolving with Maven into {into} ...", flush=True)
+    subprocess.run(["mvn", "-q", "-B", "-f", str(pom), "-Dstyle.color=never", "dependency:copy-dependencies",
+                    f"-DoutputDirectory={staging}", "-Dmdep.useBaseVersion=true"], check=True)
+    shutil.rmtree(into, ignore_errors=True)
+    staging.rename(into)
+    marker.write_text(digest + "\n")
+    jars = list(into.glob("*.jar"))
+    print(f"{pom.stem}: {len(jars)} jars, {sum(j.stat().st_size for j in jars) / 2**20:.0f} MiB "
+          f"in {time.monotonic() - started:.0f}s", flush=True)
+    return into
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--into", type=Path, default=None, help="where the folders go (default: $SPARKRAFT_JARS, "
+                        "else ~/.cache/sparkraft/jars)")
+    args = parser.parse_args(argv)
+    root = args.into or default_root()
+    root.mkdir(parents=True, exist_ok=True)
+    for pom in sorted(MAVEN.glob("*.xml")):
+        resolve(pom, root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""Apache Kafka's own command-line tools (4.4.0, the Java AdminClient inside them) against sparkraft
+brokers, each a real JVM process from Maven Central's jars (scripts/fetch_jars.py), each answer
+compared with what sparkraft's own CLI says of the same cluster; and Kafka's quorum tool against a
+real Apache Kafka node beside sparkraft's against a sparkraft quorum, field for field.
+
+Skipped with one line where the jars are not there (.ci/run resolves them before the tests)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from apache_kafka import KafkaNode, kafka_tool, need_kafka, without_jvm_noise
+from conftest import BrokerProcesses, ControllerProcesses, free_ports, sparkraft_cmd, wait_for
+
+from quorum.kafka.apis import SUPPORTED
+from quorum.log.meta_properties import random_cluster_id
+
+pytestmark = pytest.mark.slow
+
+BROKERS = (101, 102)
+SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    need_kafka()
+    root = tmp_path_factory.mktemp("kafka-java-tools")
+    (root / "q").mkdir()
+    cp = ControllerProcesses(root / "q", **SETTINGS)
+    brokers = None
+    try:
+        cp.format()
+        cp.start()
+        brokers = BrokerProcesses(root, cp, {b: None for b in BROKERS}, SETTINGS)
+        for b in BROKERS:
+            brokers.start(b)
+        wait_for(lambda: _unfenced(cp) == set(BROKERS), 60, "both brokers unfenced")
+        yield cp, brokers
+    except BaseException:
+        print(cp.dump_outputs(), brokers.dump() if brokers else "")
+        raise
+    finally:
+        if brokers is not None:
+            brokers.close()
+        cp.close()
+
+
+def _sparkraft(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def _unfenced(cp) -> set[int]:
+    out = _sparkraft("brokers", "list", "--json", "--bootstrap-controller", cp.bootstrap())
+    return {b["broker_id"] for b in json.loads(out.stdout) if not b["fenced"]} if out.returncode == 0 else set()
+
+
+def _tool(tool: str, *args: str) -> str:
+    out = kafka_tool(tool, *args)
+    assert out.returncode == 0, f"{tool} {' '.join(args)}: exit {out.returncode}\n{out.stderr[-3000:]}"
+    assert not [line for line in without_jvm_noise(out.stderr) if "ERROR" in line or "Exception" in line], out.stderr
+    return out.stdout
+
+
+def _partition_lines(text: str) -> dict[int, dict[str, str]]:
+    """kafka-topics --describe's partition lines, by partition: field -> value."""
+    rows = {}
+    for line in text.splitlines():
+        if "\tPartition: " in line:
+            fields = dict(re.findall(r"(\w+): ([^\t]*)", line))
+            rows[int(fields["Partition"])] = fields
+    return rows
+
+
+def test_kafka_topics_creates_lists_and_describes_as_sparkraft_sees_it(cluster):
+    cp, brokers = cluster
+    bs = f"127.0.0.1:{brokers.ports[101]}"
+    out = _tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "java-made", "--partitions", "4",
+                "--replication-factor", "2", "--config", "retention.ms=3600000")
+    assert "Created topic java-made." in out
+    assert "java-made" in _tool("kafka-topics", "--bootstrap-server", bs, "--list").split()
+    ours = json.loads(wait_for(lambda: (o := _sparkraft("topics", "describe", "--topic", "java-made", "--json",
+                                                          "--bootstrap-controller", cp.bootstrap())).returncode == 0
+                               and o.stdout, 30, "java-made at the controllers"))
+    wait_for(lambda: len(_partition_lines(_tool("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic",
+                                                "java-made"))) == 4, 30, "four partitions in broker 101's image")
+    theirs = _partition_lines(_tool("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", "java-made"))
+    assert len(ours["partitions"]) == 4
+    for p in ours["partitions"]:
+        row = theirs[p["partition"]]
+        assert int(row["Leader"]) == p["leader"]
+        assert [int(r) for r in row["Replicas"].split(",")] == p["replicas"]
+        assert [int(r) for r in row["Isr"].split(",")] == p["isr"]
+    configs = _tool("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "topics",
+                    "--entity-name", "java-made")
+    assert "retention.ms=3600000" in configs
+
+
+def test_kafka_cluster_and_api_versions_name_what_sparkraft_serves(cluster):
+    cp, brokers = cluster
+    bs = f"127.0.0.1:{brokers.ports[102]}"
+    assert _tool("kafka-cluster", "cluster-id", "--bootstrap-server", bs).strip() == f"Cluster ID: {cp.cluster_id}"
+    listing = _tool("kafka-broker-api-versions", "--bootstrap-server", bs)
+    for b in BROKERS:
+        assert f"127.0.0.1:{brokers.ports[b]} (id: {b} rack: null" in listing
+    advertised = dict(re.findall(r"\((\d+)\): (\d+ to \d+|\d+|UNSUPPORTED)", listing))
+    for key, (lo, hi) in SUPPORTED.items():
+        if str(key) in advertised:  # keys the Java client knows of
+            assert advertised[str(key)] == (f"{lo} to {hi}" if lo != hi else f"{lo}"), key
+
+
+def test_kafka_quorum_tool_on_apache_kafka_and_ours_on_sparkraft_print_the_same_fields(cluster, tmp_path):
+    """`kafka-metadata-quorum describe --status` against a real Apache Kafka node, and
+    `sparkraft quorum describe --status` against sparkraft: the same fields in the same order, each
+    the same kind of value."""
+    cp, _ = cluster
+    broker_port, controller_port = free_ports(2)
+    node = KafkaNode(tmp_path, broker_port, controller_port)
+    node.format(random_cluster_id())
+    node.start()
+    try:
+        def described():
+            out = kafka_tool("kafka-metadata-quorum", "--bootstrap-controller", node.bootstrap_controller,
+                             "describe", "--status", timeout=60)
+            return out.stdout if out.returncode == 0 and "HighWatermark" in out.stdout else None
+        theirs = wait_for(described, 120, "Apache Kafka's quorum to answer")
+    except BaseException:
+        print(node.log()[-5000:])
+        raise
+    finally:
+        node.stop()
+    ours = _sparkraft("quorum", "describe", "--status", "--bootstrap-controller", cp.bootstrap()).stdout
+
+    def fields(text: str) -> list[tuple[str, str]]:
+        out = []
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            value = value.strip()
+            kind = "list" if value.startswith("[") else "int" if re.fullmatch(r"-?\d+", value) else "text"
+            out.append((key, kind))
+        return out
+    assert fields(ours) == fields(theirs), (ours, theirs)
+    voters = json.loads(re.search(r"CurrentVoters:\s+(\[.*\])", theirs).group(1))
+    ours_voters = json.loads(re.search(r"CurrentVoters:\s+(\[.*\])", ours).group(1))
+    assert set(voters[0]) == set(ours_voters[0])  # id, directoryId, endpoints
