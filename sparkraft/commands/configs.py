@@ -67,8 +67,9 @@ def _entities(args: argparse.Namespace) -> list[tuple[str, object]]:
     if len(pairs) > 1 and not all(t in QUOTA_TYPES for t in types):
         raise SparkraftError(Errors.INVALID_REQUEST, "only client quotas take several entity types "
                                                      "(users with clients)")
-    if any(n is DEFAULT for t, n in pairs if t not in QUOTA_TYPES):
-        raise SparkraftError(Errors.INVALID_REQUEST, "--entity-default is for users, clients and ips")
+    if any(n is DEFAULT for t, n in pairs if t not in QUOTA_TYPES and t != "brokers"):
+        raise SparkraftError(Errors.INVALID_REQUEST, "--entity-default is for brokers (the cluster-wide default), "
+                                                     "users, clients and ips")
     args.entity_type, args.entity_name = pairs[0] if pairs[0][1] is not DEFAULT else (pairs[0][0], None)
     return pairs
 

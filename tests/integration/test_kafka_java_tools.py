@@ -145,3 +145,49 @@ def test_kafka_quorum_tool_on_apache_kafka_and_ours_on_sparkraft_print_the_same_
     voters = json.loads(re.search(r"CurrentVoters:\s+(\[.*\])", theirs).group(1))
     ours_voters = json.loads(re.search(r"CurrentVoters:\s+(\[.*\])", ours).group(1))
     assert set(voters[0]) == set(ours_voters[0])  # id, directoryId, endpoints
+
+
+def test_kafka_admin_tools_change_what_sparkraft_then_shows(cluster):
+    """Each change made with Kafka's tools through a sparkraft broker (forwarded to the active
+    controller), read back with sparkraft's CLI from the controllers."""
+    cp, brokers = cluster
+    bs, bc = f"127.0.0.1:{brokers.ports[102]}", cp.bootstrap()
+    _tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "tooled", "--partitions", "2",
+          "--replication-factor", "2")
+    _tool("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "tooled", "--partitions", "5")
+    described = json.loads(wait_for(lambda: (o := _sparkraft("topics", "describe", "--topic", "tooled", "--json",
+                                                             "--bootstrap-controller", bc)).returncode == 0
+                                    and len(json.loads(o.stdout)["partitions"]) == 5 and o.stdout, 30, "5 partitions"))
+    assert len(described["partitions"]) == 5
+
+    assert "Completed updating config for topic tooled." in _tool(
+        "kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name", "tooled",
+        "--add-config", "retention.ms=1000,cleanup.policy=compact")
+    assert "Completed updating default config for brokers in the cluster." in _tool(
+        "kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "brokers", "--entity-default",
+        "--add-config", "log.retention.ms=7200000")
+
+    def config(*entity: str) -> dict:
+        out = _sparkraft("configs", "describe", *entity, "--json", "--bootstrap-controller", bc)
+        assert out.returncode == 0, out.stderr
+        return {e["name"]: e["value"] for e in json.loads(out.stdout)}
+    assert config("--entity-type", "topics", "--entity-name", "tooled") == {"retention.ms": "1000",
+                                                                           "cleanup.policy": "compact"}
+    assert config("--entity-type", "brokers", "--entity-default")["log.retention.ms"] == "7200000"
+
+    _tool("kafka-acls", "--bootstrap-server", bs, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+          "--topic", "tooled")
+    acls = _sparkraft("acls", "--list", "--json", "--bootstrap-controller", bc)
+    assert acls.returncode == 0, acls.stderr
+    assert {"principal": "User:alice", "operation": "READ", "resource_name": "tooled"}.items() <= \
+        next(a for a in json.loads(acls.stdout) if a["resource_name"] == "tooled").items()
+    assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in _tool(
+        "kafka-acls", "--bootstrap-server", bs, "--list", "--topic", "tooled")
+
+    endpoints = _tool("kafka-cluster", "list-endpoints", "--bootstrap-server", bs)
+    for b in BROKERS:
+        assert re.search(rf"^{b}\s+127\.0\.0\.1\s+{brokers.ports[b]}\s+null\s+unfenced\s+broker", endpoints, re.M)
+
+    _tool("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "tooled")
+    wait_for(lambda: "tooled" not in json.loads(_sparkraft("topics", "list", "--json", "--bootstrap-controller",
+                                                           bc).stdout), 30, "tooled deleted")
