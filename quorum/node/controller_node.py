@@ -39,7 +39,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
@@ -47,7 +47,6 @@ from quorum.controller.api import (
     READ_REQUESTS,
     DescribeFeaturesRequest,
     DescribeMigrationRequest,
-    ItemResult,
     UpdateFeaturesRequest,
 )
 from quorum.controller.core import ControllerCore
@@ -56,8 +55,9 @@ from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.migration.driver import MigrationDriver
+from quorum.node.controller_events import Call, Check, Committed, Proposed, Request, SnapshotInstalled, Stop
+from quorum.node.controller_extras import update_features_with_kraft, with_kraft_version, with_migration_status
 from quorum.node.controller_reads import READS
-from quorum.node.listeners import SnapshotLoad
 from quorum.node.pending_replies import Pending, PendingReplies, not_controller
 from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
@@ -72,53 +72,6 @@ log = logging.getLogger(__name__)
 
 LEADERSHIP_POLL_S = 0.05  # how often the loop looks at the RaftNode's status when nothing arrives
 DEFAULT_TIMEOUT_S = 30.0
-
-
-# -- what arrives on the controller loop's queue, one type per kind (dispatched by _HANDLERS)
-@dataclass(frozen=True, slots=True)
-class _Committed:
-    """Committed batches from the RaftNode's listener thread, which waits on ``done``."""
-
-    batches: list[Batch]
-    done: threading.Event
-
-
-@dataclass(frozen=True, slots=True)
-class _SnapshotInstalled:
-    load: SnapshotLoad
-    done: threading.Event
-
-
-# Authorization of a write: None to go on, else the error that refuses it (quorum/rpc/request_actions.py).
-Check = Callable[[], Optional[SparkraftError]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    request: Any
-    future: concurrent.futures.Future
-    arrived_ms: int
-    check: Optional[Check] = None  # runs on the controller thread once this node is active
-
-
-@dataclass(frozen=True, slots=True)
-class _Proposed:
-    """One batch of a pending request's proposal is settled (committed or failed)."""
-
-    pending: Pending
-    index: int
-    proposal: concurrent.futures.Future
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    fn: Callable[[ControllerCore], Any]
-    future: concurrent.futures.Future
-
-
-@dataclass(frozen=True, slots=True)
-class _Stop:
-    pass
 
 
 class ControllerNode:
@@ -209,7 +162,7 @@ class ControllerNode:
         if self.migration is not None:
             self.migration.stop()
         if self._thread is not None and self._running:
-            self._inbox.put(_Stop())
+            self._inbox.put(Stop())
             self._thread.join(10)
         self._running = False
         self.raft.shutdown(graceful=graceful)
@@ -259,58 +212,15 @@ class ControllerNode:
                 future: concurrent.futures.Future = concurrent.futures.Future()
                 future.set_exception(denied)
                 return future
-            return self._update_features(request)
+            return update_features_with_kraft(self, request)
         future: concurrent.futures.Future = concurrent.futures.Future()
         if not self._running:
             future.set_exception(not_controller(self.node_id, self.leader_id()))
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            self._inbox.put(_Request(request, future, self.raft.now_ms(), check))
+            self._inbox.put(Request(request, future, self.raft.now_ms(), check))
         return future
-
-    def _update_features(self, req: UpdateFeaturesRequest) -> concurrent.futures.Future:
-        """UpdateFeatures naming kraft.version. That feature lives in the Raft log (KRAFT_VERSION
-        control records), so the Raft leader upgrades it (RaftCore.upgrade_kraft_version); the other
-        features go to the core as usual; the results keep the request's order."""
-        out: concurrent.futures.Future = concurrent.futures.Future()
-        level = next(lvl for n, lvl in req.updates if n == KRAFT_VERSION)
-        others = tuple(u for u in req.updates if u[0] != KRAFT_VERSION)
-
-        def finish(kraft: ItemResult, rest: Optional[concurrent.futures.Future]) -> None:
-            if rest is not None and rest.exception() is not None:
-                out.set_exception(rest.exception())
-                return
-            rest_results = iter(rest.result() if rest is not None else ())
-            results, seen = [], False
-            for name, _ in req.updates:
-                if name != KRAFT_VERSION:
-                    results.append(next(rest_results))
-                elif seen:
-                    results.append(ItemResult(Errors.INVALID_REQUEST, f"Feature {name} appears more than once"))
-                else:
-                    results.append(kraft)
-                    seen = True
-            out.set_result(tuple(results))
-
-        def after_raft(upgrade: concurrent.futures.Future) -> None:
-            e = upgrade.exception()
-            if isinstance(e, NotLeaderError):
-                out.set_exception(not_controller(self.node_id, e.leader_id))
-                return
-            if e is not None and not isinstance(e, SparkraftError):
-                out.set_exception(e)
-                return
-            kraft = ItemResult() if e is None else ItemResult(e.error, e.message)
-            if others:
-                self.submit(UpdateFeaturesRequest(others, req.validate_only, req.upgrade_type)).add_done_callback(
-                    lambda rest: finish(kraft, rest))
-            else:
-                finish(kraft, None)
-
-        self.raft.change_voters(lambda core, now: core.upgrade_kraft_version(level, now, req.validate_only)
-                                ).add_done_callback(after_raft)
-        return out
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
         """Run ``fn(core)`` on the controller thread (for reads of the replayed state)."""
@@ -318,7 +228,7 @@ class ControllerNode:
         if not self._running:
             future.set_exception(ControllerNotRunningError(f"controller {self.node_id} is not running"))
         else:
-            self._inbox.put(_Call(fn, future))
+            self._inbox.put(Call(fn, future))
         return future
 
     def read_async(self, request) -> concurrent.futures.Future:
@@ -327,46 +237,10 @@ class ControllerNode:
         answer = READS[type(request)]
         future = self.call(lambda core: answer(core, request, self.leader_id()))
         if isinstance(request, DescribeFeaturesRequest):
-            return self._with_kraft_version(future)
+            return with_kraft_version(self, future)
         if isinstance(request, DescribeMigrationRequest) and self.migration is not None:
-            return self._with_migration_status(future)
+            return with_migration_status(self, future)
         return future
-
-    def _with_migration_status(self, described: concurrent.futures.Future) -> concurrent.futures.Future:
-        """DescribeMigration with the driver's claim and lag (only the active controller's driver has them)."""
-        out: concurrent.futures.Future = concurrent.futures.Future()
-
-        def finish(_) -> None:
-            if described.exception() is not None:
-                out.set_exception(described.exception())
-                return
-            if self._active_epoch is None:
-                out.set_result(described.result())
-                return
-            status = self.migration.status(self.core.last_committed_offset)
-            out.set_result(replace(status, state=described.result().state))
-
-        described.add_done_callback(finish)
-        return out
-
-    def _with_kraft_version(self, described: concurrent.futures.Future) -> concurrent.futures.Future:
-        """DescribeFeatures with kraft.version, which the Raft log holds rather than the metadata."""
-        out: concurrent.futures.Future = concurrent.futures.Future()
-
-        def finish(level: concurrent.futures.Future) -> None:
-            d = described.result()
-            if level.exception() is None and level.result():
-                d = replace(d, finalized=d.finalized + ((KRAFT_VERSION, level.result()),))
-            out.set_result(d)
-
-        def after(_) -> None:
-            if described.exception() is not None:
-                out.set_exception(described.exception())
-            else:
-                self.raft.kraft_version().add_done_callback(finish)
-
-        described.add_done_callback(after)
-        return out
 
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
         return self.read_async(request).result(timeout)
@@ -380,13 +254,13 @@ class ControllerNode:
     # ------------------------------------------------------------------ commit listener (its own thread)
     def _on_snapshot(self, load) -> None:
         done = threading.Event()
-        self._inbox.put(_SnapshotInstalled(load, done))
+        self._inbox.put(SnapshotInstalled(load, done))
         while self._running and not done.wait(0.5):
             pass
 
     def _on_commit(self, batches: list[Batch]) -> None:
         done = threading.Event()
-        self._inbox.put(_Committed(batches, done))
+        self._inbox.put(Committed(batches, done))
         # Back-pressure: the RaftNode feeds a listener at most a few chunks ahead.
         while self._running and not done.wait(0.5):
             pass
@@ -416,7 +290,7 @@ class ControllerNode:
                     item = inbox.get_nowait()
                 except queue.Empty:
                     break
-                if isinstance(item, _Stop):
+                if isinstance(item, Stop):
                     return
                 _HANDLERS[type(item)](self, item)
             self._check_leadership()
@@ -434,11 +308,11 @@ class ControllerNode:
                 item = inbox.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
                 continue
-            if isinstance(item, _Stop):
+            if isinstance(item, Stop):
                 return
             _HANDLERS[type(item)](self, item)
 
-    def _on_committed(self, item: _Committed) -> None:
+    def _on_committed(self, item: Committed) -> None:
         try:
             for batch in item.batches:
                 self._replay(batch)
@@ -448,21 +322,21 @@ class ControllerNode:
         self._check_leadership()
         self._settle()
 
-    def _on_snapshot_installed(self, item: _SnapshotInstalled) -> None:
+    def _on_snapshot_installed(self, item: SnapshotInstalled) -> None:
         try:
             self.snapshots.installed(item.load)
             self._follow_security()
         finally:
             item.done.set()
 
-    def _on_request(self, item: _Request) -> None:
+    def _on_request(self, item: Request) -> None:
         if item.future.set_running_or_notify_cancel():
             self._handle_request(item.request, item.future, item.arrived_ms, item.check)
 
-    def _on_proposed(self, item: _Proposed) -> None:
+    def _on_proposed(self, item: Proposed) -> None:
         self._proposed(item.pending, item.index, item.proposal)
 
-    def _on_call(self, item: _Call) -> None:
+    def _on_call(self, item: Call) -> None:
         if item.future.set_running_or_notify_cancel():
             try:
                 item.future.set_result(item.fn(self.core))
@@ -550,7 +424,7 @@ class ControllerNode:
         pending = self._pending.add(op, future, self._active_epoch)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
-            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(_Proposed(p, i, f)))
+            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(Proposed(p, i, f)))
         self._settle()
 
     def _proposed(self, pending: Pending, index: int, proposal: concurrent.futures.Future) -> None:
@@ -584,21 +458,21 @@ class ControllerNode:
                 item = self._inbox.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(item, _Request) and not item.future.done():
+            if isinstance(item, Request) and not item.future.done():
                 item.future.set_exception(error)
-            elif isinstance(item, _Call) and not item.future.done():
+            elif isinstance(item, Call) and not item.future.done():
                 item.future.set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
-            elif isinstance(item, (_Committed, _SnapshotInstalled)):
+            elif isinstance(item, (Committed, SnapshotInstalled)):
                 item.done.set()
         with self._state_cond:
             self._state_cond.notify_all()
 
 
 _HANDLERS: dict[type, Callable[[ControllerNode, Any], None]] = {
-    _Committed: ControllerNode._on_committed,
-    _SnapshotInstalled: ControllerNode._on_snapshot_installed,
-    _Request: ControllerNode._on_request,
-    _Proposed: ControllerNode._on_proposed,
-    _Call: ControllerNode._on_call,
+    Committed: ControllerNode._on_committed,
+    SnapshotInstalled: ControllerNode._on_snapshot_installed,
+    Request: ControllerNode._on_request,
+    Proposed: ControllerNode._on_proposed,
+    Call: ControllerNode._on_call,
 }
-assert set(_HANDLERS) == {_Committed, _SnapshotInstalled, _Request, _Proposed, _Call}, "an item type has no handler"
+assert set(_HANDLERS) == {Committed, SnapshotInstalled, Request, Proposed, Call}, "an item type has no handler"
