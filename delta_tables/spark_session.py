@@ -49,7 +49,10 @@ def local_spark_session(app_name: str):
         # default log profile, INFO, is turned down
         builder = builder.config("spark.log.level", "ERROR")
     else:
-        builder = (builder.master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2]"))
+        # local[2, 4]: two threads, and a task tried up to 4 times (local mode's default is once), so
+        # a Python worker that dies under a task (a service manager's SIGTERM reaches PySpark's
+        # worker daemon, which handles it itself) costs a retry, not the micro-batch
+        builder = (builder.master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2,4]"))
                    .config("spark.ui.enabled", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
