@@ -12,49 +12,28 @@ import subprocess
 
 import pytest
 from apache_kafka import KafkaNode, kafka_tool, need_kafka, without_jvm_noise
-from conftest import BrokerProcesses, ControllerProcesses, free_ports, sparkraft_cmd, wait_for
+from conftest import free_ports, sparkraft_cmd, wait_for
+from test_kafka_clients import BROKERS
+from test_kafka_clients import cluster as cluster_of_kafka_clients  # noqa: F401 (a fixture)
 
 from quorum.kafka.apis import SUPPORTED
 from quorum.log.meta_properties import random_cluster_id
 
 pytestmark = pytest.mark.slow
 
-BROKERS = (101, 102)
-SETTINGS = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(cluster_of_kafka_clients):
+    """test_kafka_clients' cluster (3 controllers, brokers 101 and 102, their Kafka listeners
+    answering), with Kafka's jars required first."""
     need_kafka()
-    root = tmp_path_factory.mktemp("kafka-java-tools")
-    (root / "q").mkdir()
-    cp = ControllerProcesses(root / "q", **SETTINGS)
-    brokers = None
-    try:
-        cp.format()
-        cp.start()
-        brokers = BrokerProcesses(root, cp, {b: None for b in BROKERS}, SETTINGS)
-        for b in BROKERS:
-            brokers.start(b)
-        wait_for(lambda: _unfenced(cp) == set(BROKERS), 60, "both brokers unfenced")
-        yield cp, brokers
-    except BaseException:
-        print(cp.dump_outputs(), brokers.dump() if brokers else "")
-        raise
-    finally:
-        if brokers is not None:
-            brokers.close()
-        cp.close()
+    return cluster_of_kafka_clients
 
 
 def _sparkraft(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
-
-
-def _unfenced(cp) -> set[int]:
-    out = _sparkraft("brokers", "list", "--json", "--bootstrap-controller", cp.bootstrap())
-    return {b["broker_id"] for b in json.loads(out.stdout) if not b["fenced"]} if out.returncode == 0 else set()
 
 
 def _tool(tool: str, *args: str) -> str:
