@@ -72,6 +72,21 @@ KEYS: dict[str, tuple[str, ...]] = {
 
 PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"]}
 
+ROW_OF: dict[str, str] = {  # what one row is, for the reference docs
+    TOPICS: "One row per live topic.",
+    PARTITIONS: "One row per live partition (`elr`, `last_known_elr`: KIP-966's eligible leader replicas).",
+    BROKERS: "One row per registered broker.",
+    CONFIGS: "One row per config set on a topic, a broker or the cluster (`resource_name` empty: the cluster).",
+    ACLS: "One row per ACL binding.",
+    USERS: "One row per SCRAM credential: the mechanism and iterations, never a salt, a key or a password.",
+    VOTERS: "One row per controller in the quorum's voter set (from control records, not the image).",
+    RECORDS: "One row per record of the metadata log, kept for good: the history. `data` is the record as "
+             "JSON (credentials `(redacted)`); `raw` its frame, credentials cleared.",
+    SNAPSHOTS: "One row per consistent cut: the log offset and the version of each table at it. "
+               "`--as-of-offset N` reads every table at the newest cut at or below N.",
+}
+assert set(ROW_OF) == set(ALL_TABLES)
+
 
 def partition_bucket(topic_id: str) -> int:
     """The ``partitions`` table's bucket of a topic: all of a topic's partitions share one."""

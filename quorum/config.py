@@ -220,6 +220,24 @@ def _principal_template(s: str) -> str:
 REQUIRED = object()  # default of a key that has no default
 
 
+# Where a key's name comes from. Most are Apache Kafka's own (its KafkaConfig), and mean what they
+# mean there; a test holds these sets to Kafka 4.4's config definitions.
+KAFKA, KAFKA_AUTHORIZER, KAFKA_3, SPARKRAFT = "kafka", "kafka-authorizer", "kafka-3", "sparkraft"
+ORIGINS = {
+    KAFKA: "Apache Kafka's",
+    KAFKA_AUTHORIZER: "Apache Kafka's StandardAuthorizer's",
+    KAFKA_3: "Apache Kafka 3.x's (gone from 4.0)",
+    SPARKRAFT: "sparkraft's own",
+}
+_AUTHORIZER_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+_KAFKA_3_KEYS = frozenset({"zookeeper.metadata.migration.enable", "zookeeper.connect", "zookeeper.session.timeout.ms",
+                          "leader.imbalance.per.broker.percentage"})
+_SPARKRAFT_KEYS = frozenset({
+    "controller.quorum.wire.port", "controller.quorum.observer.idle.timeout.ms", "metadata.cache.interval.ms",
+    "max.partitions.per.request", "max.partitions", "metrics.listener", "socket.request.arrival.timeout.ms",
+    "controller.quorum.voter.principal", "broker.principal"})
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     name: str
@@ -227,11 +245,14 @@ class ConfigKey:
     parse: Callable[[str], Any]
     default: Any
     doc: str
+    origin: str  # a key of ORIGINS
 
 
 def _key(name: str, parse: Callable[[str], Any], default: Any, doc: str) -> ConfigKey:
     attr = name.removeprefix("controller.quorum.").removeprefix("metadata.").replace(".", "_")
-    return ConfigKey(name, attr, parse, default, doc)
+    origin = (KAFKA_AUTHORIZER if name in _AUTHORIZER_KEYS else KAFKA_3 if name in _KAFKA_3_KEYS
+              else SPARKRAFT if name in _SPARKRAFT_KEYS else KAFKA)
+    return ConfigKey(name, attr, parse, default, doc, origin)
 
 
 _MS = _int(0)

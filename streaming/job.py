@@ -127,6 +127,12 @@ def serve_metrics(materializer, listener: tuple[str, int]):
     from quorum.metrics.server import MetricsServer
 
     registry = Registry()
+    materializer_metrics(registry, materializer)
+    return MetricsServer(listener[0], listener[1], registry).start()
+
+
+def materializer_metrics(registry, materializer) -> None:
+    """The job's metrics, read from its materialiser when Prometheus scrapes."""
     registry.histogram("sparkraft_materializer_freshness_seconds",
                        "From a micro-batch's newest record's commit (its append time) to its cut being visible "
                        "in the Delta tables.", materializer.freshness)
@@ -134,7 +140,6 @@ def serve_metrics(materializer, listener: tuple[str, int]):
                    lambda: materializer.last_freshness_s)
     registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the tables hold.",
                    lambda: materializer.next_offset - 1)
-    return MetricsServer(listener[0], listener[1], registry).start()
 
 
 def _run(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str, trigger_s: Optional[float],

@@ -53,6 +53,10 @@ class Registry:
         self._metrics[name] = ("histogram", help, histogram)
         return histogram
 
+    def described(self) -> list[tuple[str, str, str]]:
+        """(name, type, help) of every metric, in registration order: the docs' reference reads it."""
+        return [(name, kind, help) for name, (kind, help, _) in self._metrics.items()]
+
     def render(self) -> str:
         lines: list[str] = []
         for name, (kind, help, source) in self._metrics.items():

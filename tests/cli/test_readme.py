@@ -1,8 +1,10 @@
-"""Every ``sh`` block of the README runs as pasted, in order, in one shell, as a newcomer would run it.
+"""Every ``sh`` block of the README, then of the docs' pages in the site's order, runs as pasted, in
+one shell, as a newcomer would run it.
 
 The first block is the fresh-machine pair (install and demo; the tests): ``.ci/run`` runs exactly
 those commands and ``test_quorum_cli`` runs the demo, so here it is only checked to be that pair.
-Every other block runs, unchanged, in one ``bash`` (jobs started with ``&`` in one block are stopped
+Every other block runs, unchanged, in one ``bash`` (the docs' pages after the README's walkthrough,
+in ``mkdocs.yml``'s order: a page may use what the walkthrough started) (jobs started with ``&`` in one block are stopped
 with ``kill %N`` in a later one, as in a terminal), with ``-e -o pipefail`` so that any failing
 command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 9193-9195, 7071-7073,
 7171) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
@@ -30,6 +32,23 @@ def shell_blocks(markdown: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^```sh\n(.*?)^```$", markdown, re.S | re.M)]
 
 
+def docs_pages_in_order() -> list[Path]:
+    """The site's pages in its navigation's order (``mkdocs.yml``)."""
+    return [ROOT / "docs" / page for page in re.findall(r":\s*([\w/.-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)]
+
+
+def every_block_in_order() -> list[str]:
+    """The README's blocks, then every docs page's, as the test runs them."""
+    return shell_blocks((ROOT / "README.md").read_text()) + [
+        block for page in docs_pages_in_order() for block in shell_blocks(page.read_text())]
+
+
+def test_the_docs_pages_are_read_in_the_sites_order():
+    pages = docs_pages_in_order()
+    assert len(pages) >= 30 and all(p.exists() for p in pages)
+    assert any(shell_blocks(p.read_text()) for p in pages), "no docs page has an sh block: is the pattern stale?"
+
+
 def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
     first = shell_blocks((ROOT / "README.md").read_text())[0]
     commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
@@ -51,7 +70,7 @@ def _port_taken(port: int) -> bool:
 def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     taken = [p for p in FIXED_PORTS if _port_taken(p)]
     assert not taken, f"ports {taken} are in use: the README walkthrough needs them (is a walkthrough running?)"
-    blocks = shell_blocks((ROOT / "README.md").read_text())[1:]
+    blocks = every_block_in_order()[1:]
     assert len(blocks) >= 5, "the walkthrough went missing"
     script = tmp_path / "readme.sh"
     # Each block is announced, then pasted unchanged.
