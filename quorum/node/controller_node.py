@@ -200,6 +200,23 @@ class ControllerNode:
         st = self.raft.status()
         return st.leader_id
 
+    # -- the rest of what the transports use (quorum/rpc/ports.py, ControllerPort)
+    def hold_client_slot(self, wire: bool) -> Callable[[], None]:
+        """A slot for a write waiting for its commit (the wire's own pool, or gRPC's); SparkraftError
+        REQUEST_TIMED_OUT when none is free."""
+        return (self.raft.wire_slots if wire else self.raft.client_slots).hold()
+
+    def last_committed_offset(self) -> int:
+        return self.core.last_committed_offset
+
+    def endpoint_of(self, node_id: int) -> str:
+        return self.raft.endpoint_of(node_id)
+
+    def topic_name(self, topic_id: str) -> Optional[str]:
+        """A live topic's name by id, or None; on the controller thread (an authorization check)."""
+        topic = self.core.image.topics.topic(topic_id)
+        return topic.name if topic is not None else None
+
     # ------------------------------------------------------------------ the API (any thread)
     def submit(self, request, check: Optional[Check] = None) -> concurrent.futures.Future:
         """Hand a write request to the core; the future resolves with its reply once committed, or

@@ -385,105 +385,186 @@ def _as_tuple(reply) -> tuple:
     return tuple(reply) if isinstance(reply, (list, tuple)) else (reply,)
 
 
-def _reply_fields(method: str, reply) -> dict:
-    if method == "RegisterBroker":
-        epoch = reply.broker_epoch if isinstance(reply, api.RegisterBrokerReply) else int(reply)
-        return {"broker_epoch": epoch}
-    if method == "BrokerHeartbeat":
-        return {"is_caught_up": reply.is_caught_up, "is_fenced": reply.is_fenced,
-                "should_shutdown": reply.should_shutdown}
-    if method == "UnregisterBroker":
-        return {}
-    if method == "CreateTopics":
-        out = []
-        for r in _as_tuple(reply):
-            m = pb.CreateTopicResult(name=r.name, error=int(r.error), error_message=r.message,
-                                     num_partitions=r.num_partitions, replication_factor=r.replication_factor)
-            if r.topic_id is not None:
-                m.topic_id = r.topic_id
-            out.append(m)
-        return {"topics": out}
-    if method in ("DeleteTopics", "CreatePartitions"):
-        out = []
-        for r in _as_tuple(reply):
-            m = pb.TopicResult(name=r.name, error=int(r.error), error_message=r.message)
-            if r.topic_id is not None:
-                m.topic_id = r.topic_id
-            out.append(m)
-        return {"topics": out}
-    if method == "DescribeClientQuotas":
-        return {"entries": [pb.ClientQuotaEntry(
+def _create_topics_to(reply) -> dict:
+    out = []
+    for r in _as_tuple(reply):
+        m = pb.CreateTopicResult(name=r.name, error=int(r.error), error_message=r.message,
+                                 num_partitions=r.num_partitions, replication_factor=r.replication_factor)
+        if r.topic_id is not None:
+            m.topic_id = r.topic_id
+        out.append(m)
+    return {"topics": out}
+
+
+def _topic_results_to(reply) -> dict:
+    out = []
+    for r in _as_tuple(reply):
+        m = pb.TopicResult(name=r.name, error=int(r.error), error_message=r.message)
+        if r.topic_id is not None:
+            m.topic_id = r.topic_id
+        out.append(m)
+    return {"topics": out}
+
+
+def _topic_results_from(m) -> tuple:
+    return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
+                 for r in m.topics)
+
+
+def _describe_topics_to(reply) -> dict:
+    out = []
+    for d in reply:
+        if isinstance(d, SparkraftError):
+            out.append(pb.TopicDescription(name=d.details.get("name", ""), error=int(d.error), error_message=d.message))
+        else:
+            out.append(_topic_description_to(d))
+    return {"topics": out}
+
+
+def _partition_results_from(m) -> tuple:
+    return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
+                 for r in m.results)
+
+
+def _items_to(reply) -> dict:
+    return {"results": [_item_to(r) for r in _as_tuple(reply)]}
+
+
+def _items_from(m) -> tuple:
+    return tuple(_item_from(r) for r in m.results)
+
+
+def _nothing_to(reply) -> dict:
+    return {}
+
+
+def _nothing_from(m) -> None:
+    return None
+
+
+# RPC name -> (the response's fields from the controller's reply, the reply from a response). A
+# partition-results reply (ElectLeaders, AlterPartitionReassignments) is written in place instead of
+# as fields: see reply_to_proto.
+_REPLIES: dict[str, tuple[Callable[[Any], dict], Callable[[Any], Any]]] = {
+    "RegisterBroker": (
+        lambda r: {"broker_epoch": r.broker_epoch if isinstance(r, api.RegisterBrokerReply) else int(r)},
+        lambda m: api.RegisterBrokerReply(m.broker_epoch)),
+    "BrokerHeartbeat": (
+        lambda r: {"is_caught_up": r.is_caught_up, "is_fenced": r.is_fenced, "should_shutdown": r.should_shutdown},
+        lambda m: api.BrokerHeartbeatReply(m.is_caught_up, m.is_fenced, m.should_shutdown)),
+    "UnregisterBroker": (_nothing_to, _nothing_from),
+    "CreateTopics": (
+        _create_topics_to,
+        lambda m: tuple(api.CreateTopicResult(r.name, error_from_code(r.error), r.error_message,
+                                              _opt_str(r, "topic_id"), r.num_partitions, r.replication_factor)
+                        for r in m.topics)),
+    "DeleteTopics": (_topic_results_to, _topic_results_from),
+    "CreatePartitions": (_topic_results_to, _topic_results_from),
+    "ElectLeaders": (None, _partition_results_from),
+    "AlterPartitionReassignments": (None, _partition_results_from),
+    "DescribeClientQuotas": (
+        lambda reply: {"entries": [pb.ClientQuotaEntry(
             entity=_quota_alteration_to(api.ClientQuotaAlteration(e.entity, ())).entity,
-            values=[pb.QuotaOp(key=k, value=v) for k, v in e.values]) for e in reply]}
-    if method == "DescribeFeatures":
-        return {"finalized": [pb.FinalizedFeature(name=n, level=lvl) for n, lvl in reply.finalized],
-                "supported": [pb.SupportedFeature(name=n, min_version=lo, max_version=hi)
-                              for n, lo, hi in reply.supported], "epoch": reply.epoch}
-    if method == "ListPartitionReassignments":
-        return {"reassignments": [pb.OngoingReassignment(
+            values=[pb.QuotaOp(key=k, value=v) for k, v in e.values]) for e in reply]},
+        lambda m: tuple(api.ClientQuotaEntry(tuple((e.entity_type, _opt_str(e, "name")) for e in x.entity),
+                                             tuple((v.key, v.value) for v in x.values)) for x in m.entries)),
+    "DescribeFeatures": (
+        lambda reply: {"finalized": [pb.FinalizedFeature(name=n, level=lvl) for n, lvl in reply.finalized],
+                       "supported": [pb.SupportedFeature(name=n, min_version=lo, max_version=hi)
+                                     for n, lo, hi in reply.supported], "epoch": reply.epoch},
+        lambda m: api.FeaturesDescription(tuple((f.name, f.level) for f in m.finalized),
+                                          tuple((f.name, f.min_version, f.max_version) for f in m.supported),
+                                          m.epoch)),
+    "ListPartitionReassignments": (
+        lambda reply: {"reassignments": [pb.OngoingReassignment(
             partition=_tp_to(r.partition), replicas=list(r.replicas), adding_replicas=list(r.adding_replicas),
-            removing_replicas=list(r.removing_replicas)) for r in reply]}
-    if method == "AlterPartition":
-        return {"results": [pb.AlterPartitionResult(
+            removing_replicas=list(r.removing_replicas)) for r in reply]},
+        lambda m: tuple(api.OngoingReassignment(_tp_from(r.partition), tuple(r.replicas), tuple(r.adding_replicas),
+                                                tuple(r.removing_replicas)) for r in m.reassignments)),
+    "AlterPartition": (
+        lambda reply: {"results": [pb.AlterPartitionResult(
             topic_id=r.topic_id, partition=r.partition, error=int(r.error), error_message=r.message,
             leader=r.leader, leader_epoch=r.leader_epoch, partition_epoch=r.partition_epoch, isr=list(r.isr))
-            for r in reply]}
-    if method == "IncrementalAlterConfigs":
-        return {"results": [pb.AlterConfigsResult(resource=_resource_to(r.resource), error=int(r.error),
-                                                  error_message=r.message) for r in _as_tuple(reply)]}
-    if method == "DescribeConfigs":
-        return {"results": [pb.DescribeConfigsResult(resource=_resource_to(key), error=int(error),
-                                                     error_message=message or "",
-                                                     entries=[_config_entry_to(e) for e in entries])
-                            for key, error, message, entries in reply]}
-    if method == "ListTopics":
-        return {"names": sorted(reply)}
-    if method == "DescribeTopics":
-        out = []
-        for d in reply:
-            if isinstance(d, SparkraftError):
-                out.append(pb.TopicDescription(name=d.details.get("name", ""), error=int(d.error),
-                                               error_message=d.message))
-            else:
-                out.append(_topic_description_to(d))
-        return {"topics": out}
-    if method == "DescribeCluster":
-        return {"cluster_id": reply.cluster_id, "controller_id": _opt(reply.controller_id),
-                "metadata_offset": reply.metadata_offset, "brokers": [_broker_to(b) for b in reply.brokers]}
-    if method in ("UpdateFeatures", "AlterClientQuotas", "CreateAcls"):
-        return {"results": [_item_to(r) for r in _as_tuple(reply)]}
-    if method == "AllocateProducerIds":
-        return {"first_producer_id": reply.first_producer_id, "size": reply.size}
-    if method == "DeleteAcls":
-        return {"results": [pb.DeleteAclsFilterResult(error=int(r.error), error_message=r.message,
-                                                      matching=[_acl_to(b) for b in matching])
-                            for r, matching in reply]}
-    if method == "DescribeAcls":
-        return {"bindings": [_acl_to(b) for b in reply]}
-    if method == "AlterUserScramCredentials":
-        return {"results": [pb.AlterUserScramCredentialsResult(user=r.user, error=int(r.error), error_message=r.message)
-                            for r in reply]}
-    if method == "DescribeUserScramCredentials":
-        return {"results": [pb.DescribeUserScramCredentialsResult(
+            for r in reply]},
+        lambda m: tuple(api.AlterPartitionResult(r.topic_id, r.partition, error_from_code(r.error), r.error_message,
+                                                 r.leader, r.leader_epoch, r.partition_epoch, tuple(r.isr))
+                        for r in m.results)),
+    "IncrementalAlterConfigs": (
+        lambda reply: {"results": [pb.AlterConfigsResult(resource=_resource_to(r.resource), error=int(r.error),
+                                                         error_message=r.message) for r in _as_tuple(reply)]},
+        lambda m: tuple(api.AlterConfigsResult(_resource_from(r.resource), error_from_code(r.error),
+                                               r.error_message) for r in m.results)),
+    "DescribeConfigs": (
+        lambda reply: {"results": [pb.DescribeConfigsResult(resource=_resource_to(key), error=int(error),
+                                                            error_message=message or "",
+                                                            entries=[_config_entry_to(e) for e in entries])
+                                   for key, error, message, entries in reply]},
+        lambda m: tuple((_resource_from(r.resource), error_from_code(r.error), r.error_message,
+                         tuple(_config_entry_from(e) for e in r.entries)) for r in m.results)),
+    "ListTopics": (lambda reply: {"names": sorted(reply)}, lambda m: tuple(m.names)),
+    "DescribeTopics": (
+        _describe_topics_to,
+        lambda m: tuple(_topic_description_from(d) if d.error == 0
+                        else SparkraftError(error_from_code(d.error), d.error_message, name=d.name)
+                        for d in m.topics)),
+    "DescribeCluster": (
+        lambda reply: {"cluster_id": reply.cluster_id, "controller_id": _opt(reply.controller_id),
+                       "metadata_offset": reply.metadata_offset, "brokers": [_broker_to(b) for b in reply.brokers]},
+        lambda m: api.ClusterDescription(m.cluster_id, _none_if_negative(m.controller_id), m.metadata_offset,
+                                         tuple(_broker_from(b) for b in m.brokers))),
+    "UpdateFeatures": (_items_to, _items_from),
+    "AlterClientQuotas": (_items_to, _items_from),
+    "CreateAcls": (_items_to, _items_from),
+    "AllocateProducerIds": (
+        lambda reply: {"first_producer_id": reply.first_producer_id, "size": reply.size},
+        lambda m: api.ProducerIdsBlock(m.first_producer_id, m.size)),
+    "DeleteAcls": (
+        lambda reply: {"results": [pb.DeleteAclsFilterResult(error=int(r.error), error_message=r.message,
+                                                             matching=[_acl_to(b) for b in matching])
+                                   for r, matching in reply]},
+        lambda m: tuple((api.ItemResult(error_from_code(r.error), r.error_message),
+                         tuple(_acl_from(b) for b in r.matching)) for r in m.results)),
+    "DescribeAcls": (lambda reply: {"bindings": [_acl_to(b) for b in reply]},
+                     lambda m: tuple(_acl_from(b) for b in m.bindings)),
+    "AlterUserScramCredentials": (
+        lambda reply: {"results": [pb.AlterUserScramCredentialsResult(user=r.user, error=int(r.error),
+                                                                      error_message=r.message) for r in reply]},
+        lambda m: tuple(api.UserResult(r.user, error_from_code(r.error), r.error_message) for r in m.results)),
+    "DescribeUserScramCredentials": (
+        lambda reply: {"results": [pb.DescribeUserScramCredentialsResult(
             user=r.user, error=int(r.error), error_message=r.message,
             credential_infos=[pb.ScramCredentialInfo(mechanism=m, iterations=i) for m, i in r.credentials])
-            for r in reply]}
-    if method == "DescribeMigration":
-        return {"state": reply.state, "zk_controller_epoch": reply.zk_controller_epoch,
-                "dual_write_lag_records": reply.dual_write_lag_records, "mirrored_offset": reply.mirrored_offset,
-                "migration_error": reply.error}
-    if method == "FinalizeMigration":
-        return {}
-    raise TypeError(f"unknown controller RPC {method!r}")
+            for r in reply]},
+        lambda m: tuple(api.UserScramCredentials(r.user, error_from_code(r.error), r.error_message,
+                                                 tuple((c.mechanism, c.iterations) for c in r.credential_infos))
+                        for r in m.results)),
+    "DescribeMigration": (
+        lambda reply: {"state": reply.state, "zk_controller_epoch": reply.zk_controller_epoch,
+                       "dual_write_lag_records": reply.dual_write_lag_records,
+                       "mirrored_offset": reply.mirrored_offset, "migration_error": reply.error},
+        lambda m: api.MigrationDescription(m.state, m.zk_controller_epoch, m.dual_write_lag_records,
+                                           m.mirrored_offset, m.migration_error)),
+    "FinalizeMigration": (_nothing_to, _nothing_from),
+}
+if set(_REPLIES) != set(METHODS):  # every request's reply converts both ways, and nothing else does
+    raise AssertionError(f"reply converters differ from the requests: {sorted(set(_REPLIES) ^ set(METHODS))}")
+
+
+def _converters(method: str):
+    try:
+        return _REPLIES[method]
+    except KeyError:
+        raise TypeError(f"unknown controller RPC {method!r}") from None
 
 
 def reply_to_proto(method: str, reply):
     """The successful response of RPC ``method`` for the controller's ``reply``."""
-    if method in ("ElectLeaders", "AlterPartitionReassignments"):
+    to_fields, _ = _converters(method)
+    if to_fields is None:
         response = _response(method)
         _fill_partition_results(response.results, _as_tuple(reply))
         return response
-    return _response(method, **_reply_fields(method, reply))
+    return _response(method, **to_fields(reply))
 
 
 def _fill_partition_results(results, reply: tuple) -> None:
@@ -500,72 +581,8 @@ def _fill_partition_results(results, reply: tuple) -> None:
 
 
 def reply_from_proto(method: str, m):
-    """The Python reply in a successful response (see :data:`REPLIES`)."""
-    if method == "RegisterBroker":
-        return api.RegisterBrokerReply(m.broker_epoch)
-    if method == "BrokerHeartbeat":
-        return api.BrokerHeartbeatReply(m.is_caught_up, m.is_fenced, m.should_shutdown)
-    if method == "UnregisterBroker":
-        return None
-    if method == "CreateTopics":
-        return tuple(api.CreateTopicResult(r.name, error_from_code(r.error), r.error_message,
-                                           _opt_str(r, "topic_id"), r.num_partitions, r.replication_factor)
-                     for r in m.topics)
-    if method in ("DeleteTopics", "CreatePartitions"):
-        return tuple(api.TopicResult(r.name, error_from_code(r.error), r.error_message, _opt_str(r, "topic_id"))
-                     for r in m.topics)
-    if method == "DescribeClientQuotas":
-        return tuple(api.ClientQuotaEntry(tuple((e.entity_type, _opt_str(e, "name")) for e in x.entity),
-                                          tuple((v.key, v.value) for v in x.values)) for x in m.entries)
-    if method == "DescribeFeatures":
-        return api.FeaturesDescription(tuple((f.name, f.level) for f in m.finalized),
-                                       tuple((f.name, f.min_version, f.max_version) for f in m.supported), m.epoch)
-    if method == "ListPartitionReassignments":
-        return tuple(api.OngoingReassignment(_tp_from(r.partition), tuple(r.replicas), tuple(r.adding_replicas),
-                                             tuple(r.removing_replicas)) for r in m.reassignments)
-    if method in ("ElectLeaders", "AlterPartitionReassignments"):
-        return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
-                     for r in m.results)
-    if method == "AlterPartition":
-        return tuple(api.AlterPartitionResult(r.topic_id, r.partition, error_from_code(r.error), r.error_message,
-                                              r.leader, r.leader_epoch, r.partition_epoch, tuple(r.isr))
-                     for r in m.results)
-    if method == "IncrementalAlterConfigs":
-        return tuple(api.AlterConfigsResult(_resource_from(r.resource), error_from_code(r.error), r.error_message)
-                     for r in m.results)
-    if method == "DescribeConfigs":
-        return tuple((_resource_from(r.resource), error_from_code(r.error), r.error_message,
-                      tuple(_config_entry_from(e) for e in r.entries)) for r in m.results)
-    if method == "ListTopics":
-        return tuple(m.names)
-    if method == "DescribeTopics":
-        return tuple(_topic_description_from(d) if d.error == 0
-                     else SparkraftError(error_from_code(d.error), d.error_message, name=d.name)
-                     for d in m.topics)
-    if method == "DescribeCluster":
-        return api.ClusterDescription(m.cluster_id, _none_if_negative(m.controller_id), m.metadata_offset,
-                                      tuple(_broker_from(b) for b in m.brokers))
-    if method in ("UpdateFeatures", "AlterClientQuotas", "CreateAcls"):
-        return tuple(_item_from(r) for r in m.results)
-    if method == "AllocateProducerIds":
-        return api.ProducerIdsBlock(m.first_producer_id, m.size)
-    if method == "DeleteAcls":
-        return tuple((api.ItemResult(error_from_code(r.error), r.error_message),
-                      tuple(_acl_from(b) for b in r.matching)) for r in m.results)
-    if method == "DescribeAcls":
-        return tuple(_acl_from(b) for b in m.bindings)
-    if method == "AlterUserScramCredentials":
-        return tuple(api.UserResult(r.user, error_from_code(r.error), r.error_message) for r in m.results)
-    if method == "DescribeUserScramCredentials":
-        return tuple(api.UserScramCredentials(r.user, error_from_code(r.error), r.error_message,
-                                              tuple((c.mechanism, c.iterations) for c in r.credential_infos))
-                     for r in m.results)
-    if method == "DescribeMigration":
-        return api.MigrationDescription(m.state, m.zk_controller_epoch, m.dual_write_lag_records,
-                                        m.mirrored_offset, m.migration_error)
-    if method == "FinalizeMigration":
-        return None
-    raise TypeError(f"unknown controller RPC {method!r}")
+    """The Python reply in a successful response."""
+    return _converters(method)[1](m)
 
 
 # -- errors -------------------------------------------------------------------------------------

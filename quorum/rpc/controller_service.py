@@ -33,21 +33,22 @@ from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import request_actions
 from quorum.rpc.deadline import time_left
+from quorum.rpc.ports import ControllerPort
 
 log = logging.getLogger(__name__)
 
 
 
 class ControllerService(controller_pb2_grpc.ControllerServicer):
-    def __init__(self, node: Optional[Any] = None):
+    def __init__(self, node: Optional[ControllerPort] = None):
         """``node``: the ControllerNode (quorum/node/controller_node.py), or None until ``attach``."""
         self._node = node
 
-    def attach(self, node) -> None:
+    def attach(self, node: ControllerPort) -> None:
         self._node = node
 
     @property
-    def node(self):
+    def node(self) -> Optional[ControllerPort]:
         """The ControllerNode, or None until ``attach``."""
         return self._node
 
@@ -73,7 +74,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
 
 
-def _authorizing_caller(node, context):
+def _authorizing_caller(node: ControllerPort, context):
     return node.security.authorizing_caller(context)
 
 
@@ -111,7 +112,8 @@ class PendingCall:
                                  "not answered before the deadline; the change may still be committed")
 
 
-def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], Any], wire: bool = False):
+def begin_call(node: Optional[ControllerPort], method: str, request_pb, authorizing_caller: Callable[[], Any],
+               wire: bool = False):
     """Start a controller request, whatever the transport: the response at once (a refusal, a bad
     request), or a :class:`PendingCall`. ``authorizing_caller()`` is NodeSecurity's for the
     request's transport (``wire``: the wire's, else gRPC's). ControllerNotRunningError if there is no
@@ -136,7 +138,7 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
         return cc.error_response(method, e.error, e.message)
     if caller is not None:
         def check():
-            return request_actions.refusal(security, caller, request, lambda topic_id: _topic_name(node, topic_id))
+            return request_actions.refusal(security, caller, request, node.topic_name)
 
         if is_read:  # any controller answers reads, by the ACLs it has replayed
             denied = check()
@@ -149,7 +151,7 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
         future = node.read_async(request)
     else:
         try:
-            release = (node.raft.wire_slots if wire else node.raft.client_slots).hold()
+            release = node.hold_client_slot(wire)
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
         future = node.submit(request, check)  # writes: checked by the active controller
@@ -160,26 +162,19 @@ def begin_call(node, method: str, request_pb, authorizing_caller: Callable[[], A
             reply = request_actions.visible_topics(security, caller, reply)
         response = cc.reply_to_proto(method, reply)
         if not is_read:  # answered once committed and replayed here: this is at or past its records
-            response.committed_offset = node.core.last_committed_offset
+            response.committed_offset = node.last_committed_offset()
         if is_read:
             leader = node.leader_id()
             if leader is not None:
                 response.leader_id = leader
-                response.leader_endpoint = node.raft.endpoint_of(leader)
+                response.leader_endpoint = node.endpoint_of(leader)
         return response
 
-    return PendingCall(method, future, finish, release, node.raft.endpoint_of)
+    return PendingCall(method, future, finish, release, node.endpoint_of)
 
 
 def _no_slot() -> None:
     pass
-
-
-def _topic_name(node, topic_id: str) -> Optional[str]:
-    """The name of a live topic by id (DeleteTopics by id is authorized by name), or None; called on
-    the controller thread, so the core's image is read directly."""
-    topic = node.core.image.topics.topic(topic_id)
-    return topic.name if topic is not None else None
 
 
 def _rpc(method: str):

@@ -13,6 +13,7 @@ from typing import Callable
 
 from quorum.errors import ControllerNotRunningError
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
+from quorum.rpc.ports import ControllerPort
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
@@ -41,7 +42,7 @@ class _Handler:
         return Deferred(call.future, lambda f: _answer(call, f), call.timed_out)
 
 
-def _caller(node, conn: WireConnection):
+def _caller(node: ControllerPort, conn: WireConnection):
     """NodeSecurity.authorizing_caller for a wire connection: by its certificate under mutual TLS."""
     if node.security.authorizer is None:
         return None

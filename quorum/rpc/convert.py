@@ -14,7 +14,7 @@ DescribeQuorum and Append, which only tools and the servicer use, have their own
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional, get_args
 
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import raft_pb2 as pb
@@ -30,6 +30,7 @@ from quorum.raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
+    Request,
     QuorumDescription,
     ReplicaDescription,
     VoteRequest,
@@ -66,102 +67,192 @@ def _oe_from_proto(m, field: str) -> Optional[OffsetAndEpoch]:
 
 
 # -- the Raft RPCs ------------------------------------------------------------------------------
+def _vote_request_to(msg: VoteRequest, dest: Optional[int]):
+    return pb.VoteRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, candidate_id=msg.candidate_id,
+                          last_epoch=msg.last_epoch, last_offset=msg.last_offset, pre_vote=msg.pre_vote,
+                          voter_id=_opt_id(dest), candidate_directory_id=msg.candidate_directory_id or "",
+                          voter_directory_id=msg.voter_directory_id or "")
+
+
+def _vote_response_to(msg: VoteResponse, dest: Optional[int]):
+    return pb.VoteResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                           granted=msg.granted, pre_vote=msg.pre_vote)
+
+
+def _begin_quorum_epoch_request_to(msg: BeginQuorumEpochRequest, dest: Optional[int]):
+    return pb.BeginQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
+                                      voter_directory_id=msg.voter_directory_id or "")
+
+
+def _begin_quorum_epoch_response_to(msg: BeginQuorumEpochResponse, dest: Optional[int]):
+    return pb.BeginQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch,
+                                       leader_id=_opt_id(msg.leader_id))
+
+
+def _end_quorum_epoch_request_to(msg: EndQuorumEpochRequest, dest: Optional[int]):
+    return pb.EndQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
+                                    preferred_successors=list(msg.preferred_successors),
+                                    preferred_successor_directory_ids=[
+                                        d or "" for d in msg.preferred_directory_ids])
+
+
+def _end_quorum_epoch_response_to(msg: EndQuorumEpochResponse, dest: Optional[int]):
+    return pb.EndQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id))
+
+
+def _fetch_request_to(msg: FetchRequest, dest: Optional[int]):
+    return pb.FetchRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
+                           fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch,
+                           max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes,
+                           replica_directory_id=msg.replica_directory_id or "",
+                           high_watermark=msg.high_watermark)
+
+
+def _fetch_response_to(msg: FetchResponse, dest: Optional[int]):
+    m = pb.FetchResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                         high_watermark=_opt_id(msg.high_watermark), log_start_offset=msg.log_start_offset,
+                         records=msg.records)
+    if msg.diverging is not None:
+        m.diverging.CopyFrom(_oe_to_proto(msg.diverging))
+    if msg.snapshot_id is not None:
+        m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
+    return m
+
+
+def _fetch_snapshot_request_to(msg: FetchSnapshotRequest, dest: Optional[int]):
+    return pb.FetchSnapshotRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
+                                   snapshot_id=_oe_to_proto(msg.snapshot_id), position=msg.position,
+                                   max_bytes=msg.max_bytes, replica_directory_id=msg.replica_directory_id or "")
+
+
+def _fetch_snapshot_response_to(msg: FetchSnapshotResponse, dest: Optional[int]):
+    m = pb.FetchSnapshotResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
+                                 size=msg.size, position=msg.position, data=msg.data)
+    if msg.snapshot_id is not None:
+        m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
+    return m
+
+
+_TO_PROTO: dict[type, Callable] = {  # every Raft message's writer
+    VoteRequest: _vote_request_to,
+    VoteResponse: _vote_response_to,
+    BeginQuorumEpochRequest: _begin_quorum_epoch_request_to,
+    BeginQuorumEpochResponse: _begin_quorum_epoch_response_to,
+    EndQuorumEpochRequest: _end_quorum_epoch_request_to,
+    EndQuorumEpochResponse: _end_quorum_epoch_response_to,
+    FetchRequest: _fetch_request_to,
+    FetchResponse: _fetch_response_to,
+    FetchSnapshotRequest: _fetch_snapshot_request_to,
+    FetchSnapshotResponse: _fetch_snapshot_response_to,
+}
+
+
+if set(_TO_PROTO) != set(get_args(Message)):
+    raise AssertionError("a Raft message without a protobuf writer")
+
+
 def to_proto(msg: Message, dest: Optional[int] = None):
     """The protobuf message for ``msg``; ``dest`` fills VoteRequest.voter_id (who it is meant for)."""
-    t = type(msg)
-    if t is VoteRequest:
-        return pb.VoteRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, candidate_id=msg.candidate_id,
-                              last_epoch=msg.last_epoch, last_offset=msg.last_offset, pre_vote=msg.pre_vote,
-                              voter_id=_opt_id(dest), candidate_directory_id=msg.candidate_directory_id or "",
-                              voter_directory_id=msg.voter_directory_id or "")
-    if t is VoteResponse:
-        return pb.VoteResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
-                               granted=msg.granted, pre_vote=msg.pre_vote)
-    if t is BeginQuorumEpochRequest:
-        return pb.BeginQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
-                                          voter_directory_id=msg.voter_directory_id or "")
-    if t is BeginQuorumEpochResponse:
-        return pb.BeginQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch,
-                                           leader_id=_opt_id(msg.leader_id))
-    if t is EndQuorumEpochRequest:
-        return pb.EndQuorumEpochRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, leader_id=msg.leader_id,
-                                        preferred_successors=list(msg.preferred_successors),
-                                        preferred_successor_directory_ids=[
-                                            d or "" for d in msg.preferred_directory_ids])
-    if t is EndQuorumEpochResponse:
-        return pb.EndQuorumEpochResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id))
-    if t is FetchRequest:
-        return pb.FetchRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
-                               fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch,
-                               max_wait_ms=msg.max_wait_ms, max_bytes=msg.max_bytes,
-                               replica_directory_id=msg.replica_directory_id or "",
-                               high_watermark=msg.high_watermark)
-    if t is FetchResponse:
-        m = pb.FetchResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
-                             high_watermark=_opt_id(msg.high_watermark), log_start_offset=msg.log_start_offset,
-                             records=msg.records)
-        if msg.diverging is not None:
-            m.diverging.CopyFrom(_oe_to_proto(msg.diverging))
-        if msg.snapshot_id is not None:
-            m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
-        return m
-    if t is FetchSnapshotRequest:
-        return pb.FetchSnapshotRequest(cluster_id=msg.cluster_id, epoch=msg.epoch, replica_id=msg.replica_id,
-                                       snapshot_id=_oe_to_proto(msg.snapshot_id), position=msg.position,
-                                       max_bytes=msg.max_bytes, replica_directory_id=msg.replica_directory_id or "")
-    if t is FetchSnapshotResponse:
-        m = pb.FetchSnapshotResponse(error=int(msg.error), epoch=msg.epoch, leader_id=_opt_id(msg.leader_id),
-                                     size=msg.size, position=msg.position, data=msg.data)
-        if msg.snapshot_id is not None:
-            m.snapshot_id.CopyFrom(_oe_to_proto(msg.snapshot_id))
-        return m
-    raise TypeError(f"not a Raft message: {t.__name__}")
+    try:
+        write = _TO_PROTO[type(msg)]
+    except KeyError:
+        raise TypeError(f"not a Raft message: {type(msg).__name__}") from None
+    return write(msg, dest)
+
+
+def _vote_request_from(m: pb.VoteRequest) -> Message:
+    return VoteRequest(m.cluster_id, m.epoch, m.candidate_id, m.last_epoch, m.last_offset, m.pre_vote,
+                       m.candidate_directory_id or None, m.voter_directory_id or None)
+
+
+def _vote_response_from(m: pb.VoteResponse) -> Message:
+    return VoteResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id), m.granted, m.pre_vote)
+
+
+def _begin_quorum_epoch_request_from(m: pb.BeginQuorumEpochRequest) -> Message:
+    return BeginQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, m.voter_directory_id or None)
+
+
+def _begin_quorum_epoch_response_from(m: pb.BeginQuorumEpochResponse) -> Message:
+    return BeginQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
+
+
+def _end_quorum_epoch_request_from(m: pb.EndQuorumEpochRequest) -> Message:
+    return EndQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, tuple(m.preferred_successors),
+                                 tuple(d or None for d in m.preferred_successor_directory_ids))
+
+
+def _end_quorum_epoch_response_from(m: pb.EndQuorumEpochResponse) -> Message:
+    return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
+
+
+def _fetch_request_from(m: pb.FetchRequest) -> Message:
+    return FetchRequest(m.cluster_id, m.epoch, m.replica_id, m.fetch_offset, m.last_fetched_epoch,
+                        m.max_wait_ms, m.max_bytes, m.replica_directory_id or None,
+                        m.high_watermark if m.HasField("high_watermark") else None)
+
+
+def _fetch_response_from(m: pb.FetchResponse) -> Message:
+    return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
+                         _id_or_none(m.high_watermark), m.log_start_offset, m.records,
+                         _oe_from_proto(m, "diverging"), _oe_from_proto(m, "snapshot_id"))
+
+
+def _fetch_snapshot_request_from(m: pb.FetchSnapshotRequest) -> Message:
+    return FetchSnapshotRequest(m.cluster_id, m.epoch, m.replica_id,
+                                OffsetAndEpoch(m.snapshot_id.offset, m.snapshot_id.epoch), m.position, m.max_bytes,
+                                m.replica_directory_id or None)
+
+
+def _fetch_snapshot_response_from(m: pb.FetchSnapshotResponse) -> Message:
+    return FetchSnapshotResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
+                                 _oe_from_proto(m, "snapshot_id"), m.size, m.position, m.data)
+
+
+_FROM_PROTO: dict[type, Callable] = {  # every Raft message's reader
+    pb.VoteRequest: _vote_request_from,
+    pb.VoteResponse: _vote_response_from,
+    pb.BeginQuorumEpochRequest: _begin_quorum_epoch_request_from,
+    pb.BeginQuorumEpochResponse: _begin_quorum_epoch_response_from,
+    pb.EndQuorumEpochRequest: _end_quorum_epoch_request_from,
+    pb.EndQuorumEpochResponse: _end_quorum_epoch_response_from,
+    pb.FetchRequest: _fetch_request_from,
+    pb.FetchResponse: _fetch_response_from,
+    pb.FetchSnapshotRequest: _fetch_snapshot_request_from,
+    pb.FetchSnapshotResponse: _fetch_snapshot_response_from,
+}
+
+
+if {getattr(pb, t.__name__) for t in get_args(Message)} != set(_FROM_PROTO):
+    raise AssertionError("a Raft message without a protobuf reader")
 
 
 def from_proto(m) -> Message:
     """The dataclass for a protobuf Raft message (VoteRequest.voter_id is dropped: the core knows who it is)."""
-    t = type(m)
-    if t is pb.VoteRequest:
-        return VoteRequest(m.cluster_id, m.epoch, m.candidate_id, m.last_epoch, m.last_offset, m.pre_vote,
-                           m.candidate_directory_id or None, m.voter_directory_id or None)
-    if t is pb.VoteResponse:
-        return VoteResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id), m.granted, m.pre_vote)
-    if t is pb.BeginQuorumEpochRequest:
-        return BeginQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, m.voter_directory_id or None)
-    if t is pb.BeginQuorumEpochResponse:
-        return BeginQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
-    if t is pb.EndQuorumEpochRequest:
-        return EndQuorumEpochRequest(m.cluster_id, m.epoch, m.leader_id, tuple(m.preferred_successors),
-                                     tuple(d or None for d in m.preferred_successor_directory_ids))
-    if t is pb.EndQuorumEpochResponse:
-        return EndQuorumEpochResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id))
-    if t is pb.FetchRequest:
-        return FetchRequest(m.cluster_id, m.epoch, m.replica_id, m.fetch_offset, m.last_fetched_epoch,
-                            m.max_wait_ms, m.max_bytes, m.replica_directory_id or None,
-                            m.high_watermark if m.HasField("high_watermark") else None)
-    if t is pb.FetchResponse:
-        return FetchResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
-                             _id_or_none(m.high_watermark), m.log_start_offset, m.records,
-                             _oe_from_proto(m, "diverging"), _oe_from_proto(m, "snapshot_id"))
-    if t is pb.FetchSnapshotRequest:
-        return FetchSnapshotRequest(m.cluster_id, m.epoch, m.replica_id,
-                                    OffsetAndEpoch(m.snapshot_id.offset, m.snapshot_id.epoch), m.position, m.max_bytes,
-                                    m.replica_directory_id or None)
-    if t is pb.FetchSnapshotResponse:
-        return FetchSnapshotResponse(error_from_code(m.error), m.epoch, _id_or_none(m.leader_id),
-                                     _oe_from_proto(m, "snapshot_id"), m.size, m.position, m.data)
-    raise TypeError(f"not a Raft protobuf message: {t.__name__}")
+    try:
+        read = _FROM_PROTO[type(m)]
+    except KeyError:
+        raise TypeError(f"not a Raft protobuf message: {type(m).__name__}") from None
+    return read(m)
+
+
+_SOURCE_OF: dict[type, Callable[[Any], int]] = {  # the field a request names its sender in
+    VoteRequest: lambda msg: msg.candidate_id,
+    BeginQuorumEpochRequest: lambda msg: msg.leader_id,
+    EndQuorumEpochRequest: lambda msg: msg.leader_id,
+    FetchRequest: lambda msg: msg.replica_id,
+    FetchSnapshotRequest: lambda msg: msg.replica_id,
+}
+if set(_SOURCE_OF) != set(get_args(Request)):
+    raise AssertionError("a Raft request whose sender is not known")
 
 
 def request_source(msg: Message) -> int:
     """The node a request comes from, as the request itself names it (-1: an anonymous observer)."""
-    if isinstance(msg, VoteRequest):
-        return msg.candidate_id
-    if isinstance(msg, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
-        return msg.leader_id
-    if isinstance(msg, (FetchRequest, FetchSnapshotRequest)):
-        return msg.replica_id
-    raise TypeError(f"not a Raft request: {type(msg).__name__}")
+    try:
+        return _SOURCE_OF[type(msg)](msg)
+    except KeyError:
+        raise TypeError(f"not a Raft request: {type(msg).__name__}") from None
 
 
 # -- DescribeQuorum -----------------------------------------------------------------------------

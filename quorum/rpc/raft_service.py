@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import grpc
 
@@ -29,6 +29,7 @@ from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter
 from quorum.rpc import convert, request_actions
 from quorum.rpc.deadline import time_left
+from quorum.rpc.ports import RaftPort
 from quorum.security.principal import Caller
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class RefusalLog:
 
 
 class RaftService(raft_pb2_grpc.RaftServicer):
-    def __init__(self, node):
+    def __init__(self, node: RaftPort):
         """``node``: the RaftNode (quorum/node/raft_node.py) whose core answers."""
         self._node = node
 
@@ -200,35 +201,60 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         return convert.describe_response(desc, node.cluster_id)
 
     def Append(self, request, context):
-        node = self._node
-        denied = self._authorized(request_actions.voter_change_refusal, context, -1)
-        if denied is not None:
-            return convert.append_error(denied.error, denied.message)
-        refusal = append_refusal(node, request)
-        if refusal is not None:
-            return refusal
-        records = list(request.records)
-        try:
-            release = node.client_slots.hold()
-        except SparkraftError as e:
-            return convert.append_error(e.error, e.message)
-        try:
-            future = node.propose(records)
-            done, _ = concurrent.futures.wait([future], timeout=time_left(context))
-        finally:
-            release()
+        call = begin_append(self._node, request, lambda: self._caller(context), wire=False)
+        if not isinstance(call, PendingAppend):
+            return call
+        done, _ = concurrent.futures.wait([call.future], timeout=time_left(context))
         if not done:
-            future.cancel()
-            return append_timed_out()
+            return call.timed_out()
         try:
-            return append_answer(node, future, len(records))
+            return call.answer(call.future)
         except NodeNotRunningError as e:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
 
 
-def append_refusal(node, request) -> Optional[raft_pb2.AppendResponse]:
-    """Why ``node`` takes no raw ``request`` (both transports' Append), or None: another cluster's,
-    a metadata controller's log, or no records."""
+@dataclasses.dataclass(eq=False)
+class PendingAppend:
+    """A raw Append proposed to the Raft core, whatever the transport: ``answer(future)`` once its
+    proposal is done (NodeNotRunningError: the transport's UNAVAILABLE), ``timed_out()`` if the
+    caller's deadline passes first. Either gives back the client slot it holds."""
+
+    node: RaftPort
+    future: concurrent.futures.Future
+    count: int
+    release: Callable[[], None]
+
+    def answer(self, future: concurrent.futures.Future) -> raft_pb2.AppendResponse:
+        self.release()
+        try:
+            last = future.result(timeout=0)
+        except NotLeaderError as e:
+            return convert.append_error(e.error, e.message, e.leader_id, e.epoch, self.node.endpoint_of(e.leader_id))
+        except SparkraftError as e:
+            return convert.append_error(e.error, e.message)
+        except concurrent.futures.CancelledError:
+            raise NodeNotRunningError("node is stopping") from None
+        epoch = future.epoch if future.epoch is not None else self.node.status().epoch
+        return convert.append_response(last - self.count + 1, last, epoch, self.node.node_id)
+
+    def timed_out(self) -> raft_pb2.AppendResponse:
+        self.future.cancel()
+        self.release()
+        return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
+                                    "the records may still be committed")
+
+
+def begin_append(node: RaftPort, request, caller: Callable[[], Caller], wire: bool):
+    """Start a raw Append on either transport: the response at once (a refusal), or a
+    :class:`PendingAppend`. ``caller()`` is the transport's authenticated caller, asked only where an
+    authorizer decides (Append is a benchmark's hot path). Refused: a caller without ALTER on the
+    cluster, another cluster's request, a metadata controller's log (it holds metadata records
+    only), no records, no free client slot."""
+    security = node.security
+    if security.authorizer is not None:
+        denied = request_actions.voter_change_refusal(security, caller(), -1)
+        if denied is not None:
+            return convert.append_error(denied.error, denied.message)
     if request.cluster_id and request.cluster_id != node.cluster_id:
         return convert.append_error(Errors.INCONSISTENT_CLUSTER_ID,
                                     f"this node is in cluster {node.cluster_id}, not {request.cluster_id}")
@@ -238,27 +264,14 @@ def append_refusal(node, request) -> Optional[raft_pb2.AppendResponse]:
             "metadata records; raw Append is served by `sparkraft controller start --raft-only` (benchmarks, tests)")
     if not request.records:
         return convert.append_error(Errors.INVALID_REQUEST, "Append needs at least one record")
-    return None
-
-
-def append_answer(node, future: concurrent.futures.Future, count: int) -> raft_pb2.AppendResponse:
-    """The answer to a raw Append of ``count`` records once its proposal ``future`` is done (both
-    transports); NodeNotRunningError if the node stopped first (the transport's UNAVAILABLE)."""
+    records = list(request.records)
     try:
-        last = future.result(timeout=0)
-    except NotLeaderError as e:
-        return convert.append_error(e.error, e.message, e.leader_id, e.epoch, node.endpoint_of(e.leader_id))
+        release = node.hold_client_slot(wire)
     except SparkraftError as e:
         return convert.append_error(e.error, e.message)
-    except concurrent.futures.CancelledError:
-        raise NodeNotRunningError("node is stopping") from None
-    epoch = future.epoch if future.epoch is not None else node.status().epoch
-    return convert.append_response(last - count + 1, last, epoch, node.node_id)
-
-
-def append_timed_out() -> raft_pb2.AppendResponse:
-    return convert.append_error(Errors.REQUEST_TIMED_OUT, "not committed before the deadline; "
-                                "the records may still be committed")
+    future = node.propose(records)
+    future.add_done_callback(lambda f: release())
+    return PendingAppend(node, future, len(records), release)
 
 
 def _voter_of(request, call: str) -> tuple[Optional[Voter], Optional[raft_pb2.VoterChangeResponse]]:

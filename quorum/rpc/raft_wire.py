@@ -15,12 +15,13 @@ import concurrent.futures
 import threading
 from typing import Callable
 
-from quorum.errors import NodeNotRunningError, SparkraftError
+from quorum.errors import NodeNotRunningError
 from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.rpc import convert, request_actions
 from quorum.rpc.peer_client import METADATA_KEY
 from quorum.rpc.peer_identity import NEEDS_PROOF
-from quorum.rpc.raft_service import append_answer, append_refusal, append_timed_out
+from quorum.rpc.ports import RaftPort
+from quorum.rpc.raft_service import PendingAppend, begin_append
 from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
@@ -29,7 +30,7 @@ _CHECK_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_p
 MAX_PROOF_CHECKS = 16
 
 
-def raft_handlers(node) -> dict[int, Callable]:
+def raft_handlers(node: RaftPort) -> dict[int, Callable]:
     """Method number -> handler for ``node`` (a RaftNode)."""
     to_core = _ToCore(node)
     handlers = {BY_NAME[name].number: to_core for name in
@@ -39,7 +40,7 @@ def raft_handlers(node) -> dict[int, Callable]:
 
 
 class _ToCore:
-    def __init__(self, node):
+    def __init__(self, node: RaftPort):
         self._node = node
         self._checks = threading.BoundedSemaphore(MAX_PROOF_CHECKS)
 
@@ -122,36 +123,20 @@ def _settle(target: concurrent.futures.Future, error: BaseException | None, resu
 
 
 class _Append:
-    def __init__(self, node):
+    def __init__(self, node: RaftPort):
         self._node = node
 
     def __call__(self, conn: WireConnection, request):
         node = self._node
-        security = node.security
-        if security.authorizer is not None:
-            denied = request_actions.voter_change_refusal(security, security.wire_caller(conn.peer, conn.peer_certificate),
-                                                          -1)
-            if denied is not None:
-                return convert.append_error(denied.error, denied.message)
-        refusal = append_refusal(node, request)
-        if refusal is not None:
-            return refusal
-        records = list(request.records)
-        try:
-            release = node.wire_slots.hold()
-        except SparkraftError as e:
-            return convert.append_error(e.error, e.message)
-        future = node.propose(records)
-        future.add_done_callback(lambda f: release())
+        call = begin_append(node, request, lambda: node.security.wire_caller(conn.peer, conn.peer_certificate),
+                            wire=True)
+        if not isinstance(call, PendingAppend):
+            return call
 
         def answer(f: concurrent.futures.Future):
             try:
-                return append_answer(node, f, len(records))
+                return call.answer(f)
             except NodeNotRunningError as e:
                 raise WireRefusal(Status.UNAVAILABLE, str(e) or "node is stopping") from None
 
-        def expired():
-            release()
-            return append_timed_out()
-
-        return Deferred(future, answer, expired)
+        return Deferred(call.future, answer, call.timed_out)

@@ -8,6 +8,12 @@ Readies are carried out by the same ``process_readies`` as the real node and the
 Commands (one per block; the output is compared with the block's expected text):
 
     add-nodes N                     voters 1..N, all Unattached in epoch 0 at time 0
+    add-nodes N dynamic             the same as a dynamic quorum (kraft.version 1, KIP-853): each node
+                                    has a directory id and a bootstrap snapshot holding the voter set
+    add-spare ID                    a controller formatted --no-initial-controllers and started: it
+                                    knows no voters and asks the others (bootstrap servers) for the leader
+    add-voter ID / remove-voter ID  the leader appends the voter set with / without ID's replica
+    voters ID                       the latest voter set in ID's log, and whether it is committed
     campaign ID                     move ID's clock to its election timer and tick it
     tick ID MS                      move ID's clock MS forward and tick it
     advance MS                      move every running node's clock MS forward and tick them
@@ -33,10 +39,12 @@ from typing import Callable, Optional
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
 from quorum.log.memory_log import MemoryLog
+from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.core import RaftCore
 from quorum.raft.messages import Outbound, describe_message
 from quorum.raft.ready import describe_ready, process_readies
 from quorum.raft.settings import RaftSettings
+from quorum.sim.invariants import encode_snapshot
 from quorum.snapshot.memory_store import MemorySnapshotStore, seal
 
 CLUSTER_ID = "scenario-cluster-000000"
@@ -49,6 +57,7 @@ SETTINGS = RaftSettings(high_watermark_linger_ms=0)
 @dataclass
 class _Node:
     node_id: int
+    directory_id: Optional[str] = None  # dynamic quorums: the replica's disk
     log: MemoryLog = field(default_factory=MemoryLog)
     snapshots: MemorySnapshotStore = field(default_factory=MemorySnapshotStore)
     persisted: ElectionState = field(default_factory=ElectionState.empty)
@@ -120,6 +129,7 @@ class Scenario:
         self.voters: list[int] = []
         self.wire: list[_OnWire] = []
         self.isolated: set[int] = set()
+        self.dynamic = False
 
     # -- commands ---------------------------------------------------------------------------
     def run(self, command: str) -> str:
@@ -138,15 +148,52 @@ class Scenario:
         latest = node.snapshots.latest()
         if latest is not None and latest.offset > node.log.end_offset:
             node.log.reset_to(latest)
-        node.core = RaftCore(node.node_id, self.voters, CLUSTER_ID, node.log, node.persisted, node.now, SETTINGS,
-                             random.Random(node.node_id), snapshots=node.snapshots)
+        voters = VoterSet() if self.dynamic else self.voters  # a dynamic node reads its set from its disk
+        node.core = RaftCore(node.node_id, voters, CLUSTER_ID, node.log, node.persisted, node.now, SETTINGS,
+                             random.Random(node.node_id), snapshots=node.snapshots, directory_id=node.directory_id,
+                             bootstrap=sorted(self.nodes) if self.dynamic else ())
 
     def add_nodes(self, args: list[str], out: list[str]) -> None:
         count = int(args[0])
+        self.dynamic = "dynamic" in args[1:]
         self.voters = list(range(1, count + 1))
         for i in self.voters:
-            self.nodes[i] = node = _Node(i)
-            self._start(node)
+            self.nodes[i] = _Node(i, f"dir{i}" if self.dynamic else None)
+        if self.dynamic:  # what `storage format --initial-controllers` writes on each
+            initial = VoterSet(Voter(ReplicaKey(i, self.nodes[i].directory_id)) for i in self.voters)
+            for i in self.voters:
+                self.nodes[i].snapshots.add(OffsetAndEpoch(0, 0),
+                                            encode_snapshot([], raft_state_records(initial, kraft_version=1)))
+        for i in self.voters:
+            self._start(self.nodes[i])
+
+    def add_spare(self, args: list[str], out: list[str]) -> None:
+        if not self.dynamic:
+            raise ValueError("add-spare needs a dynamic quorum (add-nodes N dynamic)")
+        node_id = int(args[0])
+        self.nodes[node_id] = node = _Node(node_id, f"dir{node_id}")
+        self._start(node)
+        out.append(f"{node_id} starts {node.core.state_name}, a voter: {node.core.is_voter}")
+
+    def add_voter(self, args: list[str], out: list[str]) -> None:
+        node_id = int(args[0])
+        leader = self._leader()
+        offset = leader.core.add_voter(Voter(ReplicaKey(node_id, self.nodes[node_id].directory_id)), leader.now)
+        out.append(f"{leader.node_id} appends the voter set with {node_id} at offset {offset}")
+
+    def remove_voter(self, args: list[str], out: list[str]) -> None:
+        node_id = int(args[0])
+        leader = self._leader()
+        offset = leader.core.remove_voter(ReplicaKey(node_id, self.nodes[node_id].directory_id), leader.now)
+        out.append(f"{leader.node_id} appends the voter set without {node_id} at offset {offset}")
+
+    def voters(self, args: list[str], out: list[str]) -> None:
+        node = self._node(args[0])
+        history = node.core.voter_history
+        at = history.latest_offset
+        committed = at is None or at < node.core.high_watermark
+        out.append(f"{node.node_id}: voters {sorted(history.latest.ids)}"
+                   f"{'' if at is None else f' from offset {at}'}, {'committed' if committed else 'not committed'}")
 
     def campaign(self, args: list[str], out: list[str]) -> None:
         node = self._node(args[0])
@@ -280,6 +327,12 @@ class Scenario:
             raise ValueError(f"node {arg} is down")
         return node
 
+    def _leader(self) -> _Node:
+        leaders = [n for n in self.nodes.values() if n.core is not None and n.core.is_leader]
+        if len(leaders) != 1:
+            raise ValueError(f"{len(leaders)} leaders")
+        return leaders[0]
+
     def _nodes(self, args: list[str]) -> list[_Node]:
         return [self.nodes[int(a)] for a in args] if args else [self.nodes[i] for i in sorted(self.nodes)]
 
@@ -290,6 +343,10 @@ def _dash(v: Optional[int]) -> str:
 
 COMMANDS: dict[str, Callable[[Scenario, list[str], list[str]], object]] = {
     "add-nodes": Scenario.add_nodes,
+    "add-spare": Scenario.add_spare,
+    "add-voter": Scenario.add_voter,
+    "remove-voter": Scenario.remove_voter,
+    "voters": Scenario.voters,
     "campaign": Scenario.campaign,
     "tick": Scenario.tick,
     "advance": Scenario.advance,
