@@ -181,6 +181,9 @@ class Membership:
         r.accumulator.next_offset = self.log.end_offset
         self.voter_history.note_batch(batch)
         r.progress.set_voters(voters, now)
+        # Fetches parked at the log end get the change now, as a drained batch's records do
+        # (polls.py); else it waited for their long poll to expire, up to max_wait_ms (500 ms).
+        self._complete_parked(r, now, only_expired=False)
         self._poll(now)
         return batch.base_offset + len(head)
 
