@@ -49,6 +49,23 @@ def kafka_tool(tool: str, *args: str, timeout: float = 120) -> subprocess.Comple
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def jshell(script: str, tmp: Path) -> str:
+    """What a jshell ``script`` prints with Kafka's jars on its class path: Kafka's own definitions
+    (config keys, record types) asked of Kafka itself. Skips the test without a JDK's jshell."""
+    import shutil
+
+    folder = need_kafka()
+    if shutil.which("jshell") is None:
+        pytest.skip("jshell (a JDK's) is not installed: .ci/run installs openjdk-17-jdk-headless")
+    path = tmp / "script.jsh"
+    path.write_text(script.rstrip() + "\n/exit\n")
+    class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
+    proc = subprocess.run(["jshell", "--class-path", class_path, str(path)], capture_output=True, text=True,
+                          timeout=180, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def without_jvm_noise(stderr: str) -> list[str]:
     """Kafka's tools' stderr without SLF4J's note that no logging backend is on the class path."""
     return [line for line in stderr.splitlines() if not line.startswith("SLF4J")]

@@ -7,6 +7,12 @@ checked batches (quorum/log/batch.py). Each record prints as one JSON object: ``
 ``data``); control records (LeaderChange, SnapshotHeader/Footer) print with their type names, and
 the records of a ``--raft-only`` log, which are opaque bytes, as base64 under ``raw``.
 
+Apache Kafka's own files (its ``__cluster_metadata-0/*.log`` segments and ``*.checkpoint``
+snapshots: record batches v2) are recognised by their format and printed the same way, each record
+as kafka-dump-log --cluster-metadata-decoder describes it (quorum/kafka_log/), with the batch's
+partition leader epoch as ``epoch``; credentials print as "(redacted)", and a record type newer
+than this sparkraft knows prints as ``UNKNOWN`` with its ``raw`` bytes and is counted on stderr.
+
 It streams batch by batch (constant memory, fine in a pipe to ``head``). A path that is not a log
 is one line on stderr and exit 1; a damaged tail is reported after everything good before it, and
 a tail of zeros (a running node's preallocated room) is the end.
@@ -34,7 +40,8 @@ def register(subparsers) -> None:
     parser = add_command(subparsers, "dump-log", "print the records of log segments and checkpoints as JSON",
                          run_dump_log)
     parser.add_argument("--files", required=True, metavar="PATH[,PATH]",
-                        help="segment (.log), .checkpoint or metadata-cache files, or a partition directory")
+                        help="segment (.log), .checkpoint or metadata-cache files, sparkraft's or Apache Kafka's, "
+                             "or a partition directory")
 
 
 def _paths(spec: str) -> list[Path]:
@@ -122,16 +129,63 @@ def record_json(offset: int, batch, raw: bytes) -> dict:
         return {**base, "type": "RAW", "raw": base64.b64encode(raw).decode()}
 
 
+def kafka_lines(path: Path) -> Iterator[dict]:
+    """The records of one of Apache Kafka's segment or snapshot files, as JSON objects."""
+    import mmap
+
+    from quorum.kafka_log.batches import KafkaBatchError, read_batches
+    from quorum.kafka_log.records import describe
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        position = 0
+        try:
+            for batch in read_batches(data):
+                position = batch.position + batch.size
+                for record in batch.records:
+                    d = describe(batch.control, record.key, record.value)
+                    line = {"offset": record.offset, "epoch": batch.partition_leader_epoch,
+                            "timestamp": record.timestamp, "type": d.type, "version": d.version}
+                    line.update({"data": d.data} if d.data is not None else {"raw": base64.b64encode(d.raw).decode()})
+                    yield line
+        except KafkaBatchError as e:
+            raise NotALogError(f"{path}: damaged at byte {position}: {e}") from None
+
+
+def _is_kafkas(path: Path) -> bool:
+    from quorum.kafka_log.batches import HEADER_SIZE, batch_size, looks_like_kafka
+
+    with open(path, "rb") as f:
+        head = f.read(HEADER_SIZE)
+        try:
+            size = batch_size(head) if len(head) == HEADER_SIZE and head[16] == 2 else None
+        except ValueError:
+            return False
+        if size is None:
+            return False
+        f.seek(0)
+        return looks_like_kafka(f.read(size))
+
+
 def run_dump_log(args: argparse.Namespace) -> int:
+    from quorum.kafka_log.records import UNKNOWN
+
     paths = _paths(args.files)
     out = sys.stdout
     try:
         for path in paths:
+            if path.stat().st_size and _is_kafkas(path):
+                for line in kafka_lines(path):
+                    out.write(json.dumps(line, separators=(",", ":")))
+                    out.write("\n")
+                continue
             for batch in batches(path):
                 for i, raw in enumerate(batch.records):
                     out.write(json.dumps(record_json(batch.base_offset + i, batch, raw), separators=(",", ":")))
                     out.write("\n")
         out.flush()
+        if UNKNOWN.by_type:
+            print(f"WARNING: records this sparkraft cannot decode were printed raw: {UNKNOWN.summary()}",
+                  file=sys.stderr)
     except BrokenPipeError:  # `| head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -3,12 +3,9 @@
 be Kafka's."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import pytest
 
-from apache_kafka import need_kafka
+from apache_kafka import jshell
 
 from quorum.config import KAFKA, KAFKA_3, KAFKA_AUTHORIZER, KEYS, SPARKRAFT
 
@@ -20,22 +17,14 @@ var names = new java.util.TreeSet<String>(org.apache.kafka.server.config.Abstrac
 System.out.println("CONFIG " + String.join(" ", names));
 System.out.println("AUTHORIZER " + org.apache.kafka.metadata.authorizer.StandardAuthorizer.SUPER_USERS_CONFIG + " "
     + org.apache.kafka.metadata.authorizer.StandardAuthorizer.ALLOW_EVERYONE_IF_NO_ACL_IS_FOUND_CONFIG);
-/exit
 """
 
 
 @pytest.fixture(scope="module")
 def kafka_names(tmp_path_factory) -> dict[str, set[str]]:
-    folder = need_kafka()
-    if shutil.which("jshell") is None:
-        pytest.skip("jshell (a JDK's) is not installed: .ci/run installs openjdk-17-jdk-headless")
-    script = tmp_path_factory.mktemp("jshell") / "names.jsh"
-    script.write_text(SCRIPT)
-    class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
-    proc = subprocess.run(["jshell", "--class-path", class_path, str(script)], capture_output=True, text=True,
-                          timeout=180, stdin=subprocess.DEVNULL)
-    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("CONFIG ", "AUTHORIZER ")))
-    assert set(lines) == {"CONFIG", "AUTHORIZER"}, proc.stdout + proc.stderr
+    stdout = jshell(SCRIPT, tmp_path_factory.mktemp("jshell"))
+    lines = dict(line.split(" ", 1) for line in stdout.splitlines() if line.startswith(("CONFIG ", "AUTHORIZER ")))
+    assert set(lines) == {"CONFIG", "AUTHORIZER"}, stdout
     return {kind: set(names.split()) for kind, names in lines.items()}
 
 

@@ -19,6 +19,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.gen": set(),
     "quorum.metrics": set(),
     "quorum.connection_limits": set(),
+    # Apache Kafka's metadata log formats: record batch v2 and the metadata records (generated)
+    "quorum.kafka_log": set(),
     "quorum.wire": {"quorum.gen", "quorum.connection_limits"},
     "quorum.log": {"quorum.errors", "quorum.properties", "quorum.uuids"},
     "quorum.metadata": {"quorum.errors", "quorum.uuids", "quorum.gen"},
@@ -49,7 +51,8 @@ MAY_IMPORT: dict[str, set[str]] = {
                   "quorum.security", "delta_tables"},
     "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
-                  "quorum.kafka", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security", "delta_tables", "streaming"},
+                  "quorum.kafka", "quorum.kafka_log", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",
+                  "delta_tables", "streaming"},
     "jobs": {"delta_tables", "sparkraft"},
 }
 

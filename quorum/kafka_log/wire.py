@@ -1,0 +1,114 @@
+"""Kafka's primitive encodings, read from bytes: big-endian integers, unsigned and zig-zag varints,
+flexible versions' compact strings, bytes and arrays, UUIDs and tagged-field sections.
+
+Bounds are checked as data is read: a length past the end of the buffer is a ValueError (the
+record is then reported as undecodable), never an over-read or a huge allocation.
+"""
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Callable, Optional, TypeVar
+
+T = TypeVar("T")
+_I16, _I32, _I64, _U16, _F64 = (struct.Struct(f) for f in (">h", ">i", ">q", ">H", ">d"))
+
+
+def uuid_text(raw: bytes) -> str:
+    """Kafka's text form of a UUID: URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+class Reader:
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0, end: Optional[int] = None):
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise ValueError(f"{n} bytes wanted at {self.pos}, {self.end - self.pos} left")
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def _fixed(self, s: struct.Struct):
+        if self.pos + s.size > self.end:
+            raise ValueError(f"{s.size} bytes wanted at {self.pos}, {self.end - self.pos} left")
+        (value,) = s.unpack_from(self.buf, self.pos)
+        self.pos += s.size
+        return value
+
+    def int8(self) -> int:
+        b = self.take(1)[0]
+        return b - 256 if b > 127 else b
+
+    def bool(self) -> bool:
+        return self.take(1)[0] != 0
+
+    def int16(self) -> int:
+        return self._fixed(_I16)
+
+    def uint16(self) -> int:
+        return self._fixed(_U16)
+
+    def int32(self) -> int:
+        return self._fixed(_I32)
+
+    def int64(self) -> int:
+        return self._fixed(_I64)
+
+    def float64(self) -> float:
+        return self._fixed(_F64)
+
+    def uvarint(self) -> int:
+        shift = value = 0
+        while True:
+            if self.pos >= self.end:
+                raise ValueError("a varint runs past the end")
+            b = self.buf[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise ValueError("a varint longer than 10 bytes")
+
+    def varint(self) -> int:
+        """A zig-zag signed varint (record fields: lengths, deltas)."""
+        u = self.uvarint()
+        return (u >> 1) ^ -(u & 1)
+
+    def uuid(self) -> str:
+        return uuid_text(self.take(16))
+
+    def compact_string(self) -> Optional[str]:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode("utf-8")
+
+    def compact_bytes(self) -> Optional[bytes]:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1)
+
+    def compact_array(self, item: Callable[["Reader"], T]) -> Optional[list[T]]:
+        n = self.uvarint()
+        if n == 0:
+            return None
+        if n - 1 > self.end - self.pos:  # every item takes at least a byte
+            raise ValueError(f"an array of {n - 1} items in {self.end - self.pos} bytes")
+        return [item(self) for _ in range(n - 1)]
+
+    def tagged_fields(self) -> dict[int, "Reader"]:
+        """A tagged-field section: tag -> a Reader over that field's bytes."""
+        out = {}
+        for _ in range(self.uvarint()):
+            tag = self.uvarint()
+            size = self.uvarint()
+            if self.pos + size > self.end:
+                raise ValueError(f"tagged field {tag} of {size} bytes runs past the end")
+            out[tag] = Reader(self.buf, self.pos, self.pos + size)
+            self.pos += size
+        return out

@@ -1,0 +1,188 @@
+"""Generate quorum/kafka_log/records_gen.py, the readers of Apache Kafka's metadata records, from
+the project's description of them (quorum/kafka_log/metadata_records.schema).
+
+    python scripts/gen_kafka_records.py           # rewrite the module
+    python scripts/gen_kafka_records.py --check   # exit 1 if it is stale (a test runs this)
+
+Each record type gets one function per struct, reading a version's fields in wire order (the
+fields, then the tagged-field section) and returning them as a dict in declaration order, keyed
+by the names kafka-dump-log prints (camelCase) and holding what it prints (UUIDs in Kafka's text
+form, bytes as base64); a tagged field equal to its default is left out, as Kafka leaves it out.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "quorum" / "kafka_log" / "metadata_records.schema"
+OUT = ROOT / "quorum" / "kafka_log" / "records_gen.py"
+
+PRIMITIVES = {  # type -> (how a Reader named {r} reads it, the default of a field that has none)
+    "int8": ("{r}.int8()", 0), "int16": ("{r}.int16()", 0), "int32": ("{r}.int32()", 0),
+    "int64": ("{r}.int64()", 0), "uint16": ("{r}.uint16()", 0), "float64": ("{r}.float64()", 0.0),
+    "bool": ("{r}.bool()", False), "string": ("{r}.compact_string()", ""),
+    "bytes": ("_b64({r}.compact_bytes())", ""), "uuid": ("{r}.uuid()", "AAAAAAAAAAAAAAAAAAAAAA"),
+}
+
+
+@dataclass
+class Field:
+    name: str
+    type: str  # a primitive, "[]T" or "[]Struct"
+    nullable: bool
+    since: int
+    tag: Optional[int]
+    default: object
+    fields: list["Field"] = field(default_factory=list)  # a struct array's fields
+
+    @property
+    def json_name(self) -> str:
+        return self.name[0].lower() + self.name[1:]
+
+    @property
+    def item(self) -> Optional[str]:
+        return self.type[2:] if self.type.startswith("[]") else None
+
+
+@dataclass
+class Record:
+    api_key: int
+    name: str
+    type_name: str
+    max_version: int
+    fields: list[Field]
+
+
+def _default(text: Optional[str], type_: str, nullable: bool) -> object:
+    if text is None:
+        return [] if type_.startswith("[]") else PRIMITIVES[type_][1]
+    if text == "null":
+        if not nullable:
+            raise ValueError(f"default=null on a field that is not nullable ({type_})")
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    return int(text)
+
+
+def parse(text: str) -> list[Record]:
+    records: list[Record] = []
+    stack: list[tuple[int, list[Field]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        words = line.split()
+        if words[0] == "record":
+            versions = words[4].split("-")
+            records.append(Record(int(words[1]), words[2], words[3], int(versions[-1]), []))
+            stack = [(0, records[-1].fields)]
+            continue
+        while stack and indent <= stack[-1][0] and len(stack) > 1:
+            stack.pop()
+        name, type_, *options = words
+        opts = dict(o.split("=", 1) if "=" in o else ("since", o) for o in options)
+        nullable = type_.endswith("?")
+        type_ = type_.rstrip("?")
+        item = type_[2:] if type_.startswith("[]") else type_
+        if item not in PRIMITIVES and not item[:1].isupper():
+            raise ValueError(f"line {number}: unknown type {type_}")
+        since = int(re.fullmatch(r"v(\d+)\+", opts["since"]).group(1)) if "since" in opts else 0
+        f = Field(name, type_, nullable, since, int(opts["tag"]) if "tag" in opts else None,
+                  _default(opts.get("default"), type_, nullable))
+        stack[-1][1].append(f)
+        if item not in PRIMITIVES:
+            stack.append((indent, f.fields))
+    return records
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _read_expr(f: Field, struct_fn: dict[str, str], reader: str) -> str:
+    """The expression that reads ``f`` from the Reader named ``reader``."""
+    item = f.item
+    if item is None:
+        return PRIMITIVES[f.type][0].format(r=reader)
+    inner = struct_fn[item] if item not in PRIMITIVES else f"lambda x: {PRIMITIVES[item][0].format(r='x')}"
+    expr = f"{reader}.compact_array({inner})"
+    return expr if f.nullable else f"_or_empty({expr})"
+
+
+def _struct(fn: str, fields: list[Field], out: list[str], prefix: str) -> None:
+    """Emit the reader of a struct (its nested structs first)."""
+    struct_fn: dict[str, str] = {}
+    for f in fields:
+        if f.fields:
+            struct_fn[f.item] = f"{prefix}_{_snake(f.item)}"
+            _struct(struct_fn[f.item], f.fields, out, prefix)
+    out.append(f"def {fn}(r: Reader, v: int = 0) -> dict:")
+    if not fields:
+        out.append("    r.tagged_fields()")
+        out.append("    return {}")
+        out += ["", ""]
+        return
+    values = {}
+    for i, f in enumerate(fields):
+        var = values[f.name] = f"f{i}"
+        if f.tag is None:
+            expr = _read_expr(f, struct_fn, "r")
+            out.append(f"    {var} = {expr} if v >= {f.since} else {f.default!r}" if f.since else f"    {var} = {expr}")
+    has_tags = any(f.tag is not None for f in fields)
+    out.append("    tagged = r.tagged_fields()" if has_tags else "    r.tagged_fields()")
+    for f in fields:
+        if f.tag is not None:
+            present = f"t is not None and v >= {f.since}" if f.since else "t is not None"
+            out.append(f"    t = tagged.get({f.tag})")
+            out.append(f"    {values[f.name]} = {_read_expr(f, struct_fn, 't')} if {present} else {f.default!r}")
+    out.append("    out = {}")
+    for f in fields:
+        var = values[f.name]
+        line = f"out[{f.json_name!r}] = {var}"
+        conditions = []
+        if f.since:
+            conditions.append(f"v >= {f.since}")
+        if f.tag is not None:
+            conditions.append(f"{var} is not None" if f.default is None else f"{var} != {f.default!r}")
+        out.append(f"    if {' and '.join(conditions)}:\n        {line}" if conditions else f"    {line}")
+    out.append("    return out")
+    out += ["", ""]
+
+
+def generate(records: list[Record]) -> str:
+    out = ['"""Readers of Apache Kafka\'s metadata records. Generated by scripts/gen_kafka_records.py from',
+           'quorum/kafka_log/metadata_records.schema: do not edit; change the description and run the script."""',
+           "# flake8: noqa", "from __future__ import annotations", "", "import base64", "",
+           "from quorum.kafka_log.wire import Reader", "", "",
+           "def _b64(raw):", "    return None if raw is None else base64.b64encode(raw).decode()", "", "",
+           "def _or_empty(items):", "    return [] if items is None else items", "", ""]
+    table = []
+    for rec in records:
+        fn = f"_read_{_snake(rec.name)}"
+        _struct(fn, rec.fields, out, f"_{_snake(rec.name)}")
+        table.append(f"    {rec.api_key}: ({rec.type_name!r}, {rec.max_version}, {fn}),")
+    out.append("# api key -> (the type's name as Kafka prints it, its newest version known here, its reader)")
+    out.append("RECORDS = {")
+    out.extend(table)
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    text = generate(parse(SCHEMA.read_text()))
+    if "--check" in sys.argv[1:]:
+        if not OUT.exists() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run python scripts/gen_kafka_records.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
