@@ -31,6 +31,7 @@ from quorum.sim.nodes import Proposal, SimNode
 from quorum.snapshot.memory_store import MemorySnapshotStore
 
 SNAPSHOTS_KEPT = 2  # per node; the log start is the oldest one's end
+MAX_DUE_AGAIN = 1000  # rounds in a row with a deadline still due before the simulation calls it a livelock
 
 
 CLUSTER_ID = "sim-cluster-0000000000"
@@ -180,6 +181,12 @@ class Cluster:
         except _CrashedBeforeFlush:
             return
         at = self.now + core.tick(self.now)
+        # Liveness: after its timers fired, a core's next deadline lies ahead. One that stays due
+        # would spin a real node's loop without end (a deadline computed from state that never moves).
+        n.due_again = n.due_again + 1 if at <= self.now else 0
+        if n.due_again > MAX_DUE_AGAIN:
+            raise InvariantViolation(f"seed {self.seed}: node {n.node_id} ({core.state_name}, epoch {core.epoch}) "
+                                     f"has a deadline due at {self.now} ms after {MAX_DUE_AGAIN} rounds: a livelock")
         if n.next_tick is None or at < n.next_tick or n.next_tick <= self.now:
             n.next_tick = at
             self._push(at, ("tick", n.node_id, n.incarnation))

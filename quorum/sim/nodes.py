@@ -24,6 +24,7 @@ class SimNode:
     last_hw_seen: int = 0
     installs_seen: int = 0
     directory_id: Optional[str] = None  # a dynamic quorum's replica key; a new one for each disk
+    due_again: int = 0  # rounds in a row after which the core said a deadline was still due (a livelock)
 
     @property
     def alive(self) -> bool:

@@ -1,5 +1,7 @@
 """The simulation must fail when the core is wrong: break it on purpose and watch it notice."""
 
+import pytest
+
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.core import RaftCore
 from quorum.sim.invariants import InvariantViolation
@@ -166,3 +168,16 @@ def test_a_controller_taking_any_scram_iteration_count_is_caught(monkeypatch):
     c.request(api.AlterUserScramCredentialsRequest(upsertions=(
         api.ScramCredentialUpsertion("alice", "SCRAM-SHA-256", 10, b"salt", bytes(32)),)))
     assert violations(c.core.image) == ["SCRAM credential of 'alice': 10 iterations"]
+
+
+def test_a_deadline_that_stays_due_is_caught_as_a_livelock(monkeypatch):
+    """A core whose next deadline never moves past now would spin a real node's event loop (an
+    injected fault in the leader's progress once made check-quorum's deadline do exactly that)."""
+    original = RaftCore._next_deadline
+
+    def stuck_when_leading(self):
+        return 0 if self.is_leader else original(self)
+
+    monkeypatch.setattr(RaftCore, "_next_deadline", stuck_when_leading)
+    with pytest.raises(InvariantViolation, match="livelock"):
+        chaos(0)
