@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -392,6 +394,21 @@ def rows_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_batches([_batch(rows)], schema=ARROW_SCHEMA)
 
 
+def _leave_stopping_to_the_driver() -> None:
+    """In the Python process Spark starts to run the stream reader (not in the driver), ignore SIGTERM.
+
+    A service manager stops the job by sending SIGTERM to its whole process group at once. Under
+    ``spark-submit`` the JVM is the user's, so the Python processes it starts keep SIGTERM's default,
+    and this one (Spark's streaming source runner, in the JVM's group) died mid-call and failed the
+    query while the driver was still finishing its micro-batch. The driver alone stops the job
+    (streaming/stop.py); this process ends when the JVM closes its socket. Spark's worker daemon,
+    which runs ``read``, already puts itself in a process group of its own."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 class SparkraftDataSource(DataSource):
     """``format("sparkraft")``: see the module docstring."""
 
@@ -403,6 +420,7 @@ class SparkraftDataSource(DataSource):
         return SCHEMA_DDL
 
     def streamReader(self, schema) -> SparkraftStreamReader:
+        _leave_stopping_to_the_driver()
         return SparkraftStreamReader(self.options)
 
     def reader(self, schema) -> "SparkraftBatchReader":
