@@ -82,6 +82,17 @@ def kafka_log(tmp_path_factory) -> Path:
                   "--operation", "Write", "--topic", "orders-", "--resource-pattern-type", "prefixed")
         _until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
         time.sleep(4)  # a snapshot after the last change
+        # what Kafka's own tools say of the cluster now, for the image read from its files
+        described = {name: kafka_tool(*args).stdout for name, args in {
+            "topics": ("kafka-topics", "--bootstrap-server", bs, "--describe"),
+            "orders": ("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "topics",
+                       "--entity-name", "orders"),
+            "defaults": ("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "brokers",
+                         "--entity-default"),
+            "users": ("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "users"),
+            "acls": ("kafka-acls", "--bootstrap-server", bs, "--list"),
+            "quorum": ("kafka-metadata-quorum", "--bootstrap-server", bs, "describe", "--status")}.items()}
+        (root / "described.json").write_text(json.dumps(described))
     finally:
         node.stop()
     return root / "data" / "__cluster_metadata-0"
@@ -151,7 +162,12 @@ def test_a_damaged_kafka_segment_prints_what_is_good_then_says_where(kafka_log, 
     segment = tmp_path / ("0" * 20 + ".log")
     shutil.copy(kafka_log / segment.name, segment)
     data = bytearray(segment.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    # the last byte of the batch holding the middle of the file: inside what its CRC-32C covers (a
+    # batch's offset, length and leader epoch come before the CRC, and no CRC can catch a flip there)
+    from quorum.kafka_log.batches import read_batches
+
+    middle = next(b for b in read_batches(bytes(data)) if b.position + b.size > len(data) // 2)
+    data[middle.position + middle.size - 1] ^= 0xFF
     segment.write_bytes(bytes(data))
     proc = subprocess.run([sys.executable, "-m", "sparkraft", "dump-log", "--files", str(segment)],
                           capture_output=True, text=True, timeout=120)
@@ -173,3 +189,100 @@ for (var t : org.apache.kafka.common.metadata.MetadataRecordType.values())
                                                             if line.startswith("TYPE "))}
     assert kafkas, stdout
     assert {k: (name, v) for k, (name, v, _) in RECORDS.items()} == kafkas
+
+
+def _kafkas_topics(text: str) -> dict:
+    """kafka-topics --describe: name -> (topic id, configs, {partition: (leader, replicas, isr, elr)})."""
+    topics: dict = {}
+
+    def ids(value: str) -> tuple:
+        return tuple(int(x) for x in value.split(",") if x.strip())
+
+    for line in text.splitlines():
+        fields = dict(re.findall(r"(\w+): ([^\t]*)", line))
+        if "Partition" in fields:
+            topics[fields["Topic"]][2][int(fields["Partition"])] = (
+                int(fields["Leader"]), ids(fields["Replicas"]), ids(fields["Isr"]), ids(fields.get("Elr", "")))
+        elif "TopicId" in fields:
+            configs = dict(c.split("=", 1) for c in fields.get("Configs", "").split(",") if "=" in c)
+            topics[fields["Topic"]] = (fields["TopicId"], configs, {})
+    return topics
+
+
+def _dynamic_configs(text: str) -> dict[str, str]:
+    """kafka-configs --describe: the ``  name=value sensitive=... synonyms={...}`` lines."""
+    return dict(re.findall(r"^  ([\w.]+)=(\S*) sensitive=", text, re.M))
+
+
+def _images(kafka_log: Path, end: int):
+    """The image before offset ``end`` twice: Kafka's newest snapshot before it with the segments
+    replayed on top, and the segments alone replayed from offset 0."""
+    from quorum.kafka_import.files import kafka_snapshot_image, replay_segments, snapshot_id_of
+
+    segments = sorted(kafka_log.glob("*.log"))
+    snapshot = max((p for p in kafka_log.glob("*.checkpoint") if 0 < snapshot_id_of(p)[0] <= end),
+                   key=lambda p: p.name)
+    return (replay_segments(segments, kafka_snapshot_image(snapshot), end=end),
+            replay_segments(segments, end=end))
+
+
+def test_kafkas_files_replay_to_the_cluster_kafkas_own_tools_described(kafka_log):
+    """sparkraft's image of a real Kafka cluster, read from Kafka's files (its newest snapshot, and its
+    segments replayed from offset 0, both up to the high watermark of that moment), holds what Kafka's tools described before the node stopped:
+    topics with their ids and configs, every partition's leader, replicas, ISR and ELR, the brokers'
+    default configs, SCRAM users (iterations only: no secret is carried), quotas and ACLs. (Kafka
+    4.4 writes a cluster-wide min.insync.replicas of its own when it enables ELR.)"""
+    from quorum.metadata.configs import ConfigResource
+
+    described = json.loads((kafka_log.parent.parent / "described.json").read_text())
+    kafkas = _kafkas_topics(described["topics"])
+    assert set(kafkas) == {"orders"}, described["topics"]
+    # the node stopped after describing: the image at the high watermark it had then
+    high_watermark = int(re.search(r"HighWatermark:\s+(\d+)", described["quorum"]).group(1))
+    for image in _images(kafka_log, high_watermark):
+        assert set(image.topics.topic_names()) == set(kafkas)
+        for name, (topic_id, _, partitions) in kafkas.items():
+            topic = image.topics.topic_by_name(name)
+            assert topic.topic_id == topic_id
+            assert {p: (r.leader, r.replicas, r.isr, r.elr) for p, r in topic.partitions.items()} == partitions
+        topic_configs = _dynamic_configs(described["orders"])
+        assert dict(image.configs.configs(ConfigResource(2, "orders"))) == topic_configs == {"cleanup.policy": "compact"}
+        defaults = _dynamic_configs(described["defaults"])
+        assert dict(image.configs.configs(ConfigResource(4, ""))) == defaults
+        assert defaults["log.cleaner.threads"] == "2"
+        scram = [(r.name, r.mechanism, r.iterations, r.salt, r.stored_key) for r in image.scram.records()]
+        assert scram == [("alice", 1, 8192, b"", b"")]
+        assert "SCRAM-SHA-256=iterations=8192" in described["users"]
+        quotas = [(tuple((e.entity_type, e.entity_name) for e in r.entity), r.key, r.value)
+                  for r in image.client_quotas.records()]
+        assert quotas == [((("user", "bob"),), "producer_byte_rate", 1024.0)]
+        assert "producer_byte_rate=1024.0" in described["users"]
+        acls = [(r.principal, r.operation, r.resource_type, r.resource_name, r.pattern_type, r.host)
+                for r in image.acls.records()]
+        assert acls == [("User:alice", 3, 2, "orders", 3, "*")]  # READ, TOPIC, LITERAL
+        assert described["acls"].count("(principal=") == 1 and "principal=User:alice" in described["acls"]
+        broker = image.cluster.broker(1)
+        assert [(e.name, e.host, e.port) for e in broker.endpoints][:1] == [("PLAINTEXT", "127.0.0.1",
+                                                                              int(_broker_port(kafka_log)))]
+
+
+def _broker_port(kafka_log: Path) -> str:
+    config = (kafka_log.parent.parent / "server.properties").read_text()
+    return re.search(r"PLAINTEXT://127\.0\.0\.1:(\d+)", config).group(1)
+
+
+def test_sparkraft_shell_browses_a_kafka_snapshot(kafka_log):
+    from quorum.kafka_import.files import kafka_snapshot_image
+
+    newest = max((p for p in kafka_log.glob("*.checkpoint")), key=lambda p: p.name)
+    proc = subprocess.run([sys.executable, "-m", "sparkraft", "shell", "--snapshot", str(newest)],
+                          input="ls topics/byName\ncat topics/byName/orders/0\n", capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    listing, _, partition = proc.stdout.partition("\n")
+    assert listing == "orders/"
+    registration = kafka_snapshot_image(newest).topics.topic_by_name("orders").partitions[0]
+    shown = json.loads(partition)
+    assert (shown["leader"], shown["replicas"], shown["isr"], shown["elr"]) == (
+        registration.leader, list(registration.replicas), list(registration.isr), list(registration.elr))
+    assert shown["replicas"] == [1]

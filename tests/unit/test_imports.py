@@ -46,12 +46,14 @@ MAY_IMPORT: dict[str, set[str]] = {
                     "quorum.migration"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
     "quorum.shell": {"quorum.metadata"},
+    # Apache Kafka's metadata as sparkraft's: its records converted, its files as an image
+    "quorum.kafka_import": {"quorum.gen", "quorum.kafka_log", "quorum.log", "quorum.metadata"},
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
     "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.metrics", "quorum.snapshot", "quorum.rpc",
                   "quorum.security", "delta_tables"},
     "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
-                  "quorum.kafka", "quorum.kafka_log", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",
+                  "quorum.kafka", "quorum.kafka_log", "quorum.kafka_import", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",
                   "delta_tables", "streaming"},
     "jobs": {"delta_tables", "sparkraft"},
 }

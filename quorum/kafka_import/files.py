@@ -1,0 +1,59 @@
+"""Apache Kafka's own ``__cluster_metadata`` files as sparkraft's metadata image: a ``.checkpoint``
+snapshot (``sparkraft shell --snapshot``), or a snapshot and the log segments after it."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from quorum.kafka_import.records import metadata_record
+from quorum.kafka_log.batches import KafkaBatchError, read_batches
+from quorum.metadata.image import MetadataImage, Provenance
+from quorum.metadata.loader import MetadataLoader, image_from_records
+from quorum.metadata.records import AnyRecord
+
+# Kafka names a snapshot by the offset it ends before and that offset's epoch
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+
+class KafkaFileError(ValueError):
+    """The file is damaged, or not one of Kafka's metadata log files."""
+
+
+def snapshot_id_of(path: Path) -> tuple[int, int]:
+    """(end offset, epoch) from a Kafka snapshot's file name; (-1, -1) if it is named otherwise."""
+    m = _SNAPSHOT_NAME.match(path.name)
+    return (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
+
+
+def _records(data: bytes, where: str) -> Iterator[tuple[int, int, AnyRecord]]:
+    """(offset, leader epoch, record) of each metadata record in ``data``, control records left out."""
+    try:
+        for batch in read_batches(data):
+            if batch.control:
+                continue
+            for record in batch.records:
+                yield record.offset, batch.partition_leader_epoch, metadata_record(record.value)[0]
+    except (KafkaBatchError, ValueError) as e:
+        raise KafkaFileError(f"{where} is damaged: {e}") from None
+
+
+def kafka_snapshot_image(path: str | Path) -> MetadataImage:
+    """The image a Kafka ``.checkpoint`` snapshot holds (KafkaFileError if it is damaged)."""
+    path = Path(path)
+    end, epoch = snapshot_id_of(path)
+    return image_from_records((r for _, _, r in _records(path.read_bytes(), str(path))), Provenance(end - 1, epoch))
+
+
+def replay_segments(paths: Iterable[str | Path], image: MetadataImage = MetadataImage.EMPTY,
+                    end: Optional[int] = None) -> MetadataImage:
+    """``image`` with Kafka's log segments replayed onto it in order (their transactions included),
+    up to before offset ``end`` (None: all of them)."""
+    loader = MetadataLoader(image)
+    for path in paths:
+        for offset, epoch, record in _records(Path(path).read_bytes(), str(path)):
+            if end is not None and offset >= end:
+                return loader.flush()
+            if offset > loader.last_offset:  # a segment may begin inside what the image holds
+                loader.replay(record, offset, epoch)
+    return loader.flush()
