@@ -52,9 +52,9 @@ def test_the_docs_pages_are_read_in_the_sites_order():
 def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
     first = shell_blocks((ROOT / "README.md").read_text())[0]
     commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
-    assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q"]
+    assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q -n 2"]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\npython -m pip install -e '.[test]' && python -m pytest -q\n" in ci
+    assert "\npython -m pip install -e '.[test]' && python -m pytest -q -n 2\n" in ci
 
 
 def _port_taken(port: int) -> bool:

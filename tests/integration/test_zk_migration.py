@@ -77,9 +77,17 @@ def migrating(controller_processes, zookeeper, **kw):
 
 
 def status(cp, timeout=20) -> dict:
-    result = subprocess.run(sparkraft_cmd("migrate", "status", "--bootstrap-controller", cp.bootstrap(), "--json",
-                                          "--timeout", str(timeout)),
-                            capture_output=True, text=True, timeout=timeout + 30)
+    """``migrate status --json``; while the controllers just started are not listening yet (the
+    command says so after 1.5 s of refused connections, sooner than a busy machine starts them),
+    asked again until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = subprocess.run(sparkraft_cmd("migrate", "status", "--bootstrap-controller", cp.bootstrap(),
+                                              "--json", "--timeout", str(timeout)),
+                                capture_output=True, text=True, timeout=timeout + 30)
+        if result.returncode == 0 or "nothing listens" not in result.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
