@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from delta_tables.spark_session import local_spark_session
 from quorum.security.client import ClientSecurity
@@ -88,21 +88,21 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
         timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None,
         security: Optional[ClientSecurity] = None, remote: Optional[str] = None,
-        metrics_listener: Optional[tuple[str, int]] = None) -> None:
+        metrics_listener: Optional[tuple[str, int]] = None, protocol: str = "sparkraft") -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up).
 
     ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
     materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
-    everything at once."""
+    everything at once. ``protocol``: whose quorum it reads, sparkraft's or Apache Kafka's ("kafka")."""
     from delta_tables.writer import DeltaRsWriter
-    from quorum.rpc.raft_client import RaftClient
     from streaming.materializer import Materializer
+    from streaming.source import cluster_id_of
 
-    with RaftClient(bootstrap, timeout=timeout, security=security) as client:
-        cluster_id = client.describe_quorum().cluster_id
+    source = Source(bootstrap, protocol, security)
+    cluster_id = cluster_id_of(protocol, bootstrap, timeout, security)
     if remote is not None:
-        _run_remote(remote_spark_session(remote), bootstrap, cluster_id, warehouse, checkpoint, trigger_s,
-                    available_now, max_records_per_trigger, idle_flush_s, security, timeout)
+        _run_remote(remote_spark_session(remote), source, cluster_id, warehouse, checkpoint, trigger_s,
+                    available_now, max_records_per_trigger, idle_flush_s, timeout)
         return
     check_checkpoint(checkpoint, cluster_id)
     spark = spark or spark_session()
@@ -114,8 +114,8 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         materializer = Materializer(DeltaRsWriter(warehouse))
     metrics = serve_metrics(materializer, metrics_listener) if metrics_listener else None
     try:
-        _run(spark, materializer, bootstrap, cluster_id, checkpoint, trigger_s, available_now,
-             max_records_per_trigger, idle_flush_s, security, timeout)
+        _run(spark, materializer, source, cluster_id, checkpoint, trigger_s, available_now,
+             max_records_per_trigger, idle_flush_s, timeout)
     finally:
         if metrics is not None:
             metrics.stop()
@@ -142,25 +142,34 @@ def materializer_metrics(registry, materializer) -> None:
                    lambda: materializer.next_offset - 1)
 
 
-def _run(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
+class Source(NamedTuple):
+    """Which quorum the job reads: its controllers, whose they are (sparkraft's, or Apache Kafka's:
+    "kafka") and how to reach them."""
+
+    bootstrap: str
+    protocol: str = "sparkraft"
+    security: Optional[ClientSecurity] = None
+
+
+def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
          available_now: bool, max_records_per_trigger: Optional[int], idle_flush_s: Optional[float],
-         security: Optional[ClientSecurity], timeout: float) -> None:
+         timeout: float) -> None:
     if not available_now:
-        _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
-                   idle_flush_s, security)
+        _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
+                   idle_flush_s)
         return
     # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
     # watermark it sees when the query starts, in as many micro-batches as the limits make)
-    target = _high_watermark(bootstrap, cluster_id, security, timeout)
-    _run_query(spark, materializer, bootstrap, cluster_id, checkpoint, max_records_per_trigger, None, 0.0, security)
+    target = _high_watermark(source, cluster_id, timeout)
+    _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger, None, 0.0)
     _check_reached(target, materializer.next_offset - 1)
 
 
-def _high_watermark(bootstrap: str, cluster_id: str, security: Optional[ClientSecurity], timeout: float) -> int:
+def _high_watermark(source: Source, cluster_id: str, timeout: float) -> int:
     """The quorum's high watermark now: what an available-now run must reach."""
-    from quorum.rpc.log_reader import MetadataLogReader
+    from streaming.source import log_reader
 
-    with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
+    with log_reader(source.protocol, source.bootstrap, cluster_id, timeout, source.security) as reader:
         return reader.high_watermark()
 
 
@@ -170,38 +179,39 @@ def _check_reached(target: int, applied: Optional[int]) -> None:
         raise RuntimeError(f"the tables did not reach offset {target - 1} (at {applied})")
 
 
-def _stream(spark, bootstrap: str, cluster_id: str, max_records_per_trigger: Optional[int],
-            idle_flush_s: Optional[float], security: Optional[ClientSecurity]):
+def _stream(spark, source: Source, cluster_id: str, max_records_per_trigger: Optional[int],
+            idle_flush_s: Optional[float]):
     """The ``sparkraft`` source's DataFrame with the job's options."""
-    reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", bootstrap)
+    reader = (spark.readStream.format("sparkraft").option("bootstrap.controllers", source.bootstrap)
+              .option("quorum.protocol", source.protocol)
               .option("cluster.id", cluster_id).option("startingOffsets", "earliest"))
     if idle_flush_s is not None:
         reader = reader.option("idleFlushSeconds", str(idle_flush_s))
-    for key, value in (security.options() if security is not None else {}).items():
+    for key, value in (source.security.options() if source.security is not None else {}).items():
         reader = reader.option(key, value)
     if max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
     return reader.load()
 
 
-def _run_remote(spark, bootstrap: str, cluster_id: str, warehouse: str, checkpoint: str,
+def _run_remote(spark, source: Source, cluster_id: str, warehouse: str, checkpoint: str,
                 trigger_s: Optional[float], available_now: bool, max_records_per_trigger: Optional[int],
-                idle_flush_s: Optional[float], security: Optional[ClientSecurity], timeout: float) -> None:
+                idle_flush_s: Optional[float], timeout: float) -> None:
     """The query through Spark Connect: the source's driver side and the materialiser run on the
     Connect server (its checkpoint path is the server's); this process only starts and stops it."""
     from delta_tables import storage
     from delta_tables.writer import DeltaRsWriter, latest_applied
 
     DeltaRsWriter(warehouse).ensure_tables()  # a bad warehouse or store: one line here, not in a server log
-    target = _high_watermark(bootstrap, cluster_id, security, timeout)
-    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, 0.0 if available_now else idle_flush_s,
-                      security).writeStream.foreachBatch(RemoteBatchSink(warehouse, storage.options()))
+    target = _high_watermark(source, cluster_id, timeout)
+    writer = (_stream(spark, source, cluster_id, max_records_per_trigger, 0.0 if available_now else idle_flush_s)
+              .writeStream.foreachBatch(RemoteBatchSink(warehouse, storage.options()))
               .option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(
         processingTime=f"{trigger_s} seconds")
     with GracefulStop() as stop:
         query = writer.start()
-        log.info("Materializing %s into %s through Spark Connect (checkpoint %s on the server)", bootstrap,
+        log.info("Materializing %s into %s through Spark Connect (checkpoint %s on the server)", source.bootstrap,
                  warehouse, checkpoint)
         try:
             while not stop.requested.is_set() and not query.awaitTermination(0.5):
@@ -217,18 +227,20 @@ def _run_remote(spark, bootstrap: str, cluster_id: str, warehouse: str, checkpoi
     log.info("Stopped: the tables hold the log up to offset %s", applied)
 
 
-def _run_query(spark, materializer, bootstrap: str, cluster_id: str, checkpoint: str,
+def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint: str,
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float] = None, security: Optional[ClientSecurity] = None) -> None:
+               idle_flush_s: Optional[float] = None) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
-    writer = (_stream(spark, bootstrap, cluster_id, max_records_per_trigger, idle_flush_s, security)
+    writer = (_stream(spark, source, cluster_id, max_records_per_trigger, idle_flush_s)
               .writeStream.foreachBatch(materializer.foreach_batch).option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
         processingTime=f"{trigger_s} seconds")
     with GracefulStop() as stop:
         stop.watch_jvm(spark)
         query = writer.start()
-        log.info("Materializing %s into %s (checkpoint %s)", bootstrap, materializer.writer.warehouse, checkpoint)
+        log.info("Materializing %s%s into %s (checkpoint %s)", source.bootstrap,
+                 " (Apache Kafka's controllers)" if source.protocol == "kafka" else "",
+                 materializer.writer.warehouse, checkpoint)
         try:
             while not stop.requested.is_set() and not query.awaitTermination(0.2):
                 pass

@@ -8,7 +8,8 @@ read). Options: ``bootstrap.controllers`` (required), ``startingOffsets`` (``ear
 or a number; default ``earliest``), ``maxRecordsPerTrigger`` and ``maxBytesPerTrigger`` (admission
 control through Spark's read-limit API; with both, a batch keeps to both), ``idleFlushSeconds``
 (below; default 60, 0 = off), ``recordsPerPartition`` (a batch's ranges, read by executors in parallel;
-default 100,000). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
+default 100,000), ``quorum.protocol`` (``sparkraft``, the default, or ``kafka``: the controllers
+are Apache Kafka's, read with Kafka's own Fetch as an observer). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
 one query reads everything committed when it starts, then ends. The query's progress shows the
 high watermark last seen (``latestOffset``) beside each batch's end, which is how far it is behind.
 
@@ -42,7 +43,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -102,15 +103,16 @@ def split_range(reader, start: int, end: int, per_partition: int) -> list[LogRan
 _json_text = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
-def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool) -> tuple:
-    """One record as the source's columns (type and version from its JSON form); a SCRAM credential's
-    salt and keys are cleared, in the JSON and in the raw frame."""
-    if control:
+def record_row(offset: int, epoch: int, append_time_ms: int, data: bytes, control: bool,
+               form: Optional[dict] = None) -> tuple:
+    """One record as the source's columns (type and version from its JSON form, or ``form`` where the
+    reader gave one); a SCRAM credential's salt and keys are cleared, in the JSON and in the raw frame."""
+    if form is None and control:
         from quorum.log.control_records import decode_control
 
         c = decode_control(data)
         form = {"type": c.type_name, "version": c.data.get("version", 0), "data": c.data}
-    else:
+    elif form is None:
         from quorum.metadata.records import decode_record, encode_record, redacted, to_json
 
         record = decode_record(data)
@@ -158,6 +160,7 @@ class QuorumOptions:
     bootstrap: str
     cluster_id: str
     security: object  # ClientSecurity
+    protocol: str = "sparkraft"  # whose quorum: "sparkraft" or "kafka" (Apache Kafka's controllers)
 
     @classmethod
     def parse(cls, options: dict) -> "QuorumOptions":
@@ -169,12 +172,41 @@ class QuorumOptions:
         # security.protocol, ssl.*, sasl.*: Kafka's client keys, as options (Spark redacts the password)
         security = ClientSecurity.from_properties({k: str(v) for k, v in options.items() if k in CLIENT_KEYS},
                                                   source="the sparkraft source's options")
-        return cls(bootstrap, options.get("cluster.id", ""), security)
+        protocol = options.get("quorum.protocol", "sparkraft")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"quorum.protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        return cls(bootstrap, options.get("cluster.id", ""), security, protocol)
 
     def reader(self, timeout: float):
-        from quorum.rpc.log_reader import MetadataLogReader
+        return log_reader(self.protocol, self.bootstrap, self.cluster_id, timeout, self.security)
 
-        return MetadataLogReader(self.bootstrap, cluster_id=self.cluster_id, timeout=timeout, security=self.security)
+
+PROTOCOLS = ("sparkraft", "kafka")
+
+
+def log_reader(protocol: str, bootstrap: str, cluster_id: str = "", timeout: float = 15.0, security=None):
+    """The committed log's reader for a quorum of ``protocol``: sparkraft's controllers (gRPC and the
+    wire), or Apache Kafka's (Kafka's Fetch as an observer, quorum/kafka_import/reader.py). Both
+    give the same records (sparkraft's frames), chunks and snapshots."""
+    if protocol == "kafka":
+        from quorum.kafka_import.reader import KafkaMetadataLogReader
+
+        return KafkaMetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security)
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    return MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security)
+
+
+def cluster_id_of(protocol: str, bootstrap: str, timeout: float, security=None) -> str:
+    """The quorum's cluster id (DescribeQuorum of sparkraft's; DescribeCluster of Kafka's controllers)."""
+    if protocol == "kafka":
+        with log_reader(protocol, bootstrap, timeout=timeout, security=security) as reader:
+            reader.discover(time.monotonic() + timeout)
+            return reader.cluster_id
+    from quorum.rpc.raft_client import RaftClient
+
+    with RaftClient(bootstrap, timeout=timeout, security=security) as client:
+        return client.describe_quorum().cluster_id
 
 
 def _positive(options: dict, name: str) -> int | None:
@@ -229,7 +261,7 @@ def read_range(quorum: QuorumOptions, partition: LogRange) -> Iterator[pa.Record
             for r in chunk.records:
                 if r.offset >= partition.end:
                     break
-                rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control))
+                rows.append(record_row(r.offset, r.epoch, r.append_time_ms, r.data, r.control, r.form))
                 if len(rows) >= ROWS_PER_ARROW_BATCH:
                     yield _batch(rows)
                     rows = []

@@ -45,6 +45,30 @@ def kafka_snapshot_image(path: str | Path) -> MetadataImage:
     return image_from_records((r for _, _, r in _records(path.read_bytes(), str(path))), Provenance(end - 1, epoch))
 
 
+def checkpoint_of_kafka_snapshot(data: bytes, snapshot_id, cluster_id: str) -> bytes:
+    """A Kafka snapshot's bytes as sparkraft's checkpoint: the image its records hold, and the
+    quorum's kraft.version and voters from its header batch, under the header a sparkraft
+    snapshot of ``snapshot_id`` (offset, epoch) carries."""
+    from quorum.kafka_import.records import control_record
+    from quorum.snapshot.checkpoint import checkpoint_bytes
+
+    raft_records = []
+    try:
+        for batch in read_batches(data):
+            if not batch.control:
+                break
+            for record in batch.records:
+                frame = control_record(record.key, record.value)[0]
+                if frame is not None:
+                    raft_records.append(frame)
+    except (KafkaBatchError, ValueError) as e:
+        raise KafkaFileError(f"Kafka's snapshot {snapshot_id} is damaged: {e}") from None
+    image = image_from_records((r for _, _, r in _records(data, f"Kafka's snapshot {snapshot_id}")),
+                               Provenance(snapshot_id.offset - 1, snapshot_id.epoch))
+    return checkpoint_bytes(image, {"cluster_id": cluster_id, "end_offset": snapshot_id.offset,
+                                    "epoch": snapshot_id.epoch}, raft_records)
+
+
 def replay_segments(paths: Iterable[str | Path], image: MetadataImage = MetadataImage.EMPTY,
                     end: Optional[int] = None) -> MetadataImage:
     """``image`` with Kafka's log segments replayed onto it in order (their transactions included),

@@ -64,6 +64,7 @@ class LogRecord:
     append_time_ms: int
     data: bytes
     control: bool = False
+    form: Optional[dict] = None  # the record's JSON form where its frame cannot say it (a Kafka-only type)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,14 @@ def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict
     ``header`` goes into the SnapshotHeader record beside the format version and the image's
     provenance; ``raft_records`` (the quorum's KRAFT_VERSION and KRAFT_VOTERS at the snapshot's end,
     quorum/raft/voter_history.py) follow it in the same first batch, where the Raft core reads them."""
+    data = checkpoint_bytes(image, header, raft_records)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, data)
+    return len(data)
+
+
+def checkpoint_bytes(image: MetadataImage, header: dict, raft_records: Sequence[bytes] = ()) -> bytes:
+    """``image`` in the checkpoint format (see ``write_checkpoint``)."""
     head = control_records.encode_control(control_records.SNAPSHOT_HEADER, {
         "version": FORMAT_VERSION, "image_offset": image.provenance.offset,
         "image_epoch": image.provenance.epoch, **header})
@@ -52,10 +60,7 @@ def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict
         parts.append(encode_batch(1 + i, 0, 0, records[i:i + RECORDS_PER_BATCH]))
     footer = control_records.encode_control(control_records.SNAPSHOT_FOOTER, {"records": len(records)})
     parts.append(encode_batch(1 + len(records), 0, 0, [footer], control=True))
-    data = b"".join(parts)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, data)
-    return len(data)
+    return b"".join(parts)
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict, MetadataImage]:

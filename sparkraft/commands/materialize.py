@@ -1,6 +1,7 @@
 """``sparkraft materialize``: run the streaming job that keeps the Delta tables current.
 
     sparkraft materialize --bootstrap-controller HOST:PORT --warehouse URI --checkpoint URI [--trigger SECONDS]
+    sparkraft materialize --source kafka --bootstrap-controller HOST:PORT ...   # an Apache Kafka cluster's
 
 A Structured Streaming query reads the committed metadata log (the ``sparkraft`` source) and
 merges each micro-batch into the seven tables under ``--warehouse`` (delta-rs), exactly once; Spark's
@@ -20,6 +21,9 @@ def register(subparsers) -> None:
                          run_materialize, log_default="INFO")
     parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
                         help="any controllers of the quorum (down or standby ones are fine)")
+    parser.add_argument("--source", choices=("sparkraft", "kafka"), default="sparkraft",
+                        help="whose quorum the controllers are: sparkraft's (default) or an Apache Kafka "
+                             "cluster's (its controller listener, read with Kafka's own Fetch as an observer)")
     parser.add_argument("--warehouse", required=True, metavar="URI", help="where the seven tables live")
     parser.add_argument("--checkpoint", required=True, metavar="URI", help="the streaming query's checkpoint")
     add_storage_options(parser)
@@ -54,7 +58,8 @@ def run_materialize(args: argparse.Namespace) -> int:
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
             timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,
             security=client_security(args), remote=args.remote,
-            metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None)
+            metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None,
+            protocol=args.source)
 
 
 def _host_port(text: str) -> tuple[str, int]:

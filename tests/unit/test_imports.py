@@ -46,11 +46,13 @@ MAY_IMPORT: dict[str, set[str]] = {
                     "quorum.migration"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
     "quorum.shell": {"quorum.metadata"},
-    # Apache Kafka's metadata as sparkraft's: its records converted, its files as an image
-    "quorum.kafka_import": {"quorum.gen", "quorum.kafka_log", "quorum.log", "quorum.metadata"},
+    # Apache Kafka's metadata as sparkraft's: its records converted, its files as an image, its quorum's
+    # log read over Kafka's protocol (kio's framing from quorum.kafka) as rpc's log reader reads ours
+    "quorum.kafka_import": {"quorum.errors", "quorum.gen", "quorum.kafka_log", "quorum.log", "quorum.metadata",
+                            "quorum.snapshot", "quorum.security", "quorum.kafka", "quorum.rpc"},
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
     "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.metrics", "quorum.snapshot", "quorum.rpc",
-                  "quorum.security", "delta_tables"},
+                  "quorum.security", "quorum.kafka_import", "delta_tables"},
     "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
                   "quorum.kafka", "quorum.kafka_log", "quorum.kafka_import", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",

@@ -88,3 +88,38 @@ def test_kafkas_leader_change_becomes_sparkraft_s():
     assert kafkas.type == "LEADER_CHANGE"
     assert control_records.decode_control(raw).data == {"version": 0, "leader_id": 2, "voters": [1, 2, 3],
                                                         "granting_voters": [1, 2]}
+
+
+def test_the_kafka_reader_refuses_sasl_it_cannot_speak_rather_than_connect_unauthenticated():
+    import pytest
+
+    from quorum.kafka_import.reader import KafkaMetadataLogReader
+    from quorum.security.client import ClientSecurity
+
+    security = ClientSecurity("SASL_SSL", sasl_mechanism="SCRAM-SHA-256", sasl_username="u", sasl_password="p")
+    with pytest.raises(ValueError, match="does not log in with SASL yet"):
+        KafkaMetadataLogReader("127.0.0.1:9093", security=security)
+    with pytest.raises(ValueError, match="invalid controller address"):
+        KafkaMetadataLogReader("nohost")
+
+
+def test_a_partial_last_batch_is_left_for_the_next_fetch():
+    """Kafka may end a Fetch answer inside a batch: the records before it are kept, nothing fails."""
+    import crc32c  # the batches below are built by hand: header, CRC-32C, one record each
+
+    from quorum.kafka_import.reader import _committed
+
+    def batch(base_offset: int, value: bytes) -> bytes:
+        record = bytes([0]) + uvarint(0 << 1) + uvarint(0) + uvarint(1) + uvarint(len(value) << 1) + value + uvarint(0)
+        records = uvarint(len(record) << 1) + record
+        after_crc = (struct.pack(">hiqqqhii", 0, 0, 0, 0, -1, -1, -1, 1) + records)
+        crc = crc32c.crc32c(after_crc)
+        body = struct.pack(">ibI", 0, 2, crc) + after_crc
+        return struct.pack(">qi", base_offset, len(body)) + body
+
+    topic = frame(2, 0, uvarint(7) + b"orders" + TOPIC_ID + tagged({}))
+    data = batch(0, topic) + batch(1, topic)
+    chunk = _committed(data[:-5], 0, 10, None, 0)
+    assert [r.offset for r in chunk.records] == [0] and chunk.next_offset == 1
+    chunk = _committed(data, 0, 1, None, 0)  # offset 1 is past the high watermark: not returned
+    assert [r.offset for r in chunk.records] == [0] and chunk.next_offset == 1
