@@ -123,3 +123,88 @@ class KafkaNode:
 
     def log(self) -> str:
         return (self.root / "kafka.log").read_text(errors="replace")
+
+
+class KafkaQuorum:
+    """Apache Kafka as people run it: three controllers (``process.roles=controller``, a static voter
+    set) and one broker, each a JVM process of its own on 127.0.0.1, formatted with Kafka's storage
+    tool. ``extra`` is added to every node's configuration."""
+
+    CONTROLLERS = (1, 2, 3)
+    BROKER = 101
+
+    def __init__(self, root: Path, ports: list[int], extra: Optional[dict] = None):
+        self.root = root
+        self.controller_ports = dict(zip(self.CONTROLLERS, ports[:3]))
+        self.broker_port = ports[3]
+        voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.controller_ports.items())
+        common = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
+                  "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                  "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
+                  "transaction.state.log.min.isr": 1, **(extra or {})}
+        self.configs: dict[int, Path] = {}
+        for node_id, port in self.controller_ports.items():
+            self._write(node_id, {"process.roles": "controller", "node.id": node_id,
+                                  "listeners": f"CONTROLLER://127.0.0.1:{port}", **common})
+        self._write(self.BROKER, {"process.roles": "broker", "node.id": self.BROKER,
+                                  "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port}",
+                                  "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port}", **common})
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    def _write(self, node_id: int, config: dict) -> None:
+        path = self.root / f"node-{node_id}.properties"
+        config = {**config, "log.dirs": self.root / f"data-{node_id}"}
+        path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        self.configs[node_id] = path
+
+    @property
+    def bootstrap_server(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def bootstrap_controller(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.controller_ports.values())
+
+    def metadata_dir(self, node_id: int) -> Path:
+        return self.root / f"data-{node_id}" / "__cluster_metadata-0"
+
+    def format(self, cluster_id: str) -> None:
+        for node_id, config in self.configs.items():
+            out = kafka_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(config))
+            assert out.returncode == 0, out.stderr
+
+    def start(self, node_id: int) -> None:
+        folder = need_kafka()
+        out = open(self.root / f"node-{node_id}.log", "ab")
+        self.procs[node_id] = subprocess.Popen(
+            ["java", "-Xmx384m", "-cp", f"{folder}/*", "kafka.Kafka", str(self.configs[node_id])],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        out.close()
+
+    def start_all(self) -> None:
+        for node_id in self.configs:
+            self.start(node_id)
+
+    def kill(self, node_id: int) -> None:
+        proc = self.procs.pop(node_id)
+        proc.kill()
+        proc.wait(30)
+
+    def stop_all(self) -> None:
+        for node_id in list(self.procs):
+            proc = self.procs.pop(node_id)
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    def leader(self) -> Optional[int]:
+        """The quorum's leader, as kafka-metadata-quorum says (None while there is none)."""
+        import re
+
+        out = kafka_tool("kafka-metadata-quorum", "--bootstrap-controller", self.bootstrap_controller, "describe",
+                         "--status")
+        m = re.search(r"LeaderId:\s+(\d+)", out.stdout)
+        return int(m.group(1)) if out.returncode == 0 and m else None

@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from apache_kafka import KafkaNode, kafka_tool, need_kafka
+from apache_kafka import KafkaNode, KafkaQuorum, kafka_tool, need_kafka
 from conftest import sparkraft_cmd
 
 from delta_tables.cut import latest_cut, read_table, tables_at
@@ -67,14 +67,14 @@ def _kafkas_partitions(bootstrap_server: str) -> dict:
     return out
 
 
-def _materialize(kafka: KafkaNode, wh, ck) -> None:
+def _materialize(kafka, wh, ck) -> None:
     proc = subprocess.run(sparkraft_cmd("materialize", "--source", "kafka", "--bootstrap-controller",
                                         kafka.bootstrap_controller, "--warehouse", str(wh), "--checkpoint", str(ck),
                                         "--available-now"), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 
-def _tables_match_kafka(kafka: KafkaNode, wh) -> None:
+def _tables_match_kafka(kafka, wh):
     cut = latest_cut(str(wh))
     tables = tables_at(str(wh), cut)
     topics = {r["name"]: r for r in read_table(tables[TOPICS]).to_pylist()}
@@ -83,8 +83,13 @@ def _tables_match_kafka(kafka: KafkaNode, wh) -> None:
     kafkas = _kafkas_partitions(kafka.bootstrap_server)
     assert partitions == kafkas
     assert {name: r["topic_id"] for name, r in topics.items()} == {t: v[0] for (t, _), v in kafkas.items()}
-    offsets = read_table(tables[RECORDS]).column("offset").to_pylist()
-    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset of Kafka's log exactly once"
+    records = read_table(tables[RECORDS])
+    offsets = sorted(o for o, t in zip(records.column("offset").to_pylist(), records.column("type").to_pylist())
+                     if t != "SNAPSHOT")
+    snapshots = [o for o, t in zip(records.column("offset").to_pylist(), records.column("type").to_pylist())
+                 if t == "SNAPSHOT"]
+    first = snapshots[0] + 1 if snapshots else 0  # a snapshot row stands for every offset before its end
+    assert offsets == list(range(first, cut.offset + 1)), "every offset of Kafka's log exactly once"
     return tables
 
 
@@ -128,3 +133,61 @@ def test_a_checkpoint_of_another_cluster_is_refused_in_one_line(kafka, tmp_path)
     assert proc.returncode == 1
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "belongs to cluster AAAAAAAAAAAAAAAAAAAAAA" in lines[0], proc.stderr
+
+
+@pytest.fixture(scope="module")
+def kafka_quorum(tmp_path_factory):
+    """Three Kafka controllers and a broker that snapshot every second and let go of log segments
+    older than a second and a half: a reader starting at offset 0 must load a snapshot first."""
+    need_kafka()
+    root = tmp_path_factory.mktemp("kafka-quorum")
+    quorum = KafkaQuorum(root, [_free_port() for _ in range(4)], {
+        "metadata.log.max.snapshot.interval.ms": 1000, "metadata.log.max.record.bytes.between.snapshots": 1000,
+        "metadata.log.segment.ms": 1500, "metadata.max.retention.ms": 1000})
+    quorum.format(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+    quorum.start_all()
+    try:
+        _until_ok("kafka-topics", "--bootstrap-server", quorum.bootstrap_server, "--list")
+        yield quorum
+    finally:
+        quorum.stop_all()
+
+
+def _log_start(quorum: KafkaQuorum) -> int:
+    from quorum.kafka_import.reader import KafkaMetadataLogReader
+    from quorum.rpc.log_reader import SnapshotRequired
+
+    with KafkaMetadataLogReader(quorum.bootstrap_controller, timeout=30) as reader:
+        try:
+            reader.read(0, max_records=1)
+        except SnapshotRequired as e:
+            return e.log_start_offset
+    return 0
+
+
+def test_a_kafka_quorum_is_read_from_its_snapshot_and_followed_through_a_leader_sigkill(kafka_quorum, tmp_path):
+    """The job starts where the Kafka leader's log no longer begins at 0 (FetchSnapshot, turned into
+    sparkraft's checkpoint), then Kafka's active controller is SIGKILLed and the next run finds the
+    new leader from the controllers it is given; after each, the tables equal Kafka's description."""
+    bs = kafka_quorum.bootstrap_server
+    wh, ck = tmp_path / "wh", tmp_path / "ck"
+    for i in range(3):
+        _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", f"t{i}", "--partitions", "20")
+    deadline = time.monotonic() + 120
+    while _log_start(kafka_quorum) == 0:
+        assert time.monotonic() < deadline, "Kafka's log still starts at offset 0"
+        time.sleep(1)
+    _materialize(kafka_quorum, wh, ck)
+    tables = _tables_match_kafka(kafka_quorum, wh)
+    assert "SNAPSHOT" in read_table(tables[RECORDS]).column("type").to_pylist()
+
+    leader = kafka_quorum.leader()
+    kafka_quorum.kill(leader)
+    deadline = time.monotonic() + 120
+    while kafka_quorum.leader() in (None, leader):
+        assert time.monotonic() < deadline, "no new Kafka leader"
+        time.sleep(1)
+    _until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "t0", "--partitions", "25")
+    _until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "t1")
+    _materialize(kafka_quorum, wh, ck)
+    _tables_match_kafka(kafka_quorum, wh)
