@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "cluster": "bench.cluster_bench",
     "kafka": "bench.kafka_bench",
     "zk_migration": "bench.zk_migration_bench",
+    "kafka_source": "bench.kafka_source_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -201,8 +201,11 @@ class KafkaMetadataLogReader:
                 if error is Errors.NONE:
                     return part
                 if error in _LEADER_MOVED:
+                    known = (self._epoch, self._leader)
                     self._follow(error, int(part.current_leader.leader_id), int(part.current_leader.leader_epoch),
                                  resp.node_endpoints)
+                    if (self._epoch, self._leader) != known and self._leader is not None:
+                        continue  # the answer named the leader (or a newer epoch): ask there at once
             if error is Errors.INCONSISTENT_CLUSTER_ID:
                 raise SparkraftError(error, f"the Kafka controllers at {_text(self.bootstrap)} are not of cluster "
                                             f"{self.cluster_id}")
