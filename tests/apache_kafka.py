@@ -49,6 +49,19 @@ def kafka_tool(tool: str, *args: str, timeout: float = 120) -> subprocess.Comple
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def until_ok(*args: str) -> str:
+    """A Kafka tool's output, the tool retried while the cluster is still starting (its listener not
+    open yet, its metadata not propagated)."""
+    import time
+
+    for _ in range(60):
+        out = kafka_tool(*args)
+        if out.returncode == 0:
+            return out.stdout
+        time.sleep(1)
+    raise AssertionError(f"{args[0]} {' '.join(args[1:4])} kept failing: {out.stderr[-2000:]}")
+
+
 def jshell(script: str, tmp: Path) -> str:
     """What a jshell ``script`` prints with Kafka's jars on its class path: Kafka's own definitions
     (config keys, record types) asked of Kafka itself. Skips the test without a JDK's jshell."""

@@ -8,7 +8,6 @@ import base64
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from apache_kafka import KafkaNode, jshell, kafka_tool, need_kafka
+from apache_kafka import KafkaNode, jshell, kafka_tool, need_kafka, until_ok
+from conftest import free_ports
 
 pytestmark = pytest.mark.slow
 
@@ -28,29 +28,13 @@ LINE = re.compile(r"^\| offset: (\d+) .*?headerKeys: \[[^\]]*\] (payload:|" + "|
 SECRET_FIELDS = {"USER_SCRAM_CREDENTIAL_RECORD": ("salt", "storedKey", "serverKey")}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _until_ok(*args: str) -> None:
-    """A Kafka tool, retried while the node is still starting (its listener not open yet)."""
-    for _ in range(60):
-        out = kafka_tool(*args)
-        if out.returncode == 0:
-            return
-        time.sleep(1)
-    raise AssertionError(f"{args[0]} {' '.join(args[1:4])} kept failing: {out.stderr[-2000:]}")
-
-
 @pytest.fixture(scope="module")
 def kafka_log(tmp_path_factory) -> Path:
     """A Kafka node's metadata log directory after topics, configs, SCRAM users, quotas, ACLs and a
     deletion were made with Kafka's tools; snapshots every couple of seconds, so checkpoints exist."""
     need_kafka()
     root = tmp_path_factory.mktemp("kafka-log")
-    node = KafkaNode(root, _free_port(), _free_port())
+    node = KafkaNode(root, *free_ports(2))
     with open(node.config, "a") as f:
         f.write("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
                 "super.users=User:ANONYMOUS\n"
@@ -60,27 +44,27 @@ def kafka_log(tmp_path_factory) -> Path:
     node.start()
     try:
         bs = node.bootstrap_server
-        _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
+        until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
                   "--config", "retention.ms=60000")
-        _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", "1")
-        _until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "5")
-        _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
+        until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", "1")
+        until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "5")
+        until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
                   "orders", "--add-config", "cleanup.policy=compact")
-        _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
+        until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
                   "orders", "--delete-config", "retention.ms")
-        _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "brokers", "--entity-default",
+        until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "brokers", "--entity-default",
                   "--add-config", "log.cleaner.threads=2")
-        _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "users", "--entity-name",
+        until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "users", "--entity-name",
                   "alice", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]")
-        _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "users", "--entity-name",
+        until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "users", "--entity-name",
                   "bob", "--add-config", "producer_byte_rate=1024")
-        _until_ok("kafka-acls", "--bootstrap-server", bs, "--add", "--allow-principal", "User:alice", "--operation",
+        until_ok("kafka-acls", "--bootstrap-server", bs, "--add", "--allow-principal", "User:alice", "--operation",
                   "Read", "--topic", "orders")
-        _until_ok("kafka-acls", "--bootstrap-server", bs, "--add", "--allow-principal", "User:bob", "--operation",
+        until_ok("kafka-acls", "--bootstrap-server", bs, "--add", "--allow-principal", "User:bob", "--operation",
                   "Write", "--topic", "orders-", "--resource-pattern-type", "prefixed")
-        _until_ok("kafka-acls", "--bootstrap-server", bs, "--remove", "--force", "--allow-principal", "User:bob",
+        until_ok("kafka-acls", "--bootstrap-server", bs, "--remove", "--force", "--allow-principal", "User:bob",
                   "--operation", "Write", "--topic", "orders-", "--resource-pattern-type", "prefixed")
-        _until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
+        until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
         time.sleep(4)  # a snapshot after the last change
         # what Kafka's own tools say of the cluster now, for the image read from its files
         described = {name: kafka_tool(*args).stdout for name, args in {

@@ -13,8 +13,8 @@ import time
 import uuid
 
 import pytest
-from apache_kafka import KafkaNode, KafkaQuorum, kafka_tool, need_kafka
-from conftest import sparkraft_cmd
+from apache_kafka import KafkaNode, KafkaQuorum, need_kafka, until_ok
+from conftest import free_ports, sparkraft_cmd
 
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.schemas import CONFIGS, PARTITIONS, RECORDS, TOPICS
@@ -22,32 +22,15 @@ from delta_tables.schemas import CONFIGS, PARTITIONS, RECORDS, TOPICS
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _until_ok(*args: str) -> str:
-    for _ in range(60):
-        out = kafka_tool(*args)
-        if out.returncode == 0:
-            return out.stdout
-        time.sleep(1)
-    raise AssertionError(f"{args[0]} {' '.join(args[1:4])} kept failing: {out.stderr[-2000:]}")
-
-
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
     need_kafka()
     root = tmp_path_factory.mktemp("kafka")
-    node = KafkaNode(root, _free_port(), _free_port())
+    node = KafkaNode(root, *free_ports(2))
     node.format(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
     node.start()
     try:
-        _until_ok("kafka-topics", "--bootstrap-server", node.bootstrap_server, "--list")
+        until_ok("kafka-topics", "--bootstrap-server", node.bootstrap_server, "--list")
         yield node
     finally:
         node.stop()
@@ -56,7 +39,7 @@ def kafka(tmp_path_factory):
 def _kafkas_partitions(bootstrap_server: str) -> dict:
     """(topic, partition) -> (topic id, leader, replicas, isr), as kafka-topics --describe says."""
     out = {}
-    for line in _until_ok("kafka-topics", "--bootstrap-server", bootstrap_server, "--describe").splitlines():
+    for line in until_ok("kafka-topics", "--bootstrap-server", bootstrap_server, "--describe").splitlines():
         fields = dict(re.findall(r"(\w+): ([^\t]*)", line))
         if "TopicId" in fields:
             topic_id = fields["TopicId"]
@@ -96,16 +79,16 @@ def _tables_match_kafka(kafka, wh):
 def test_a_kafka_clusters_metadata_is_materialised_and_followed_across_restarts(kafka, tmp_path):
     bs = kafka.bootstrap_server
     wh, ck = tmp_path / "wh", tmp_path / "ck"
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
               "--config", "retention.ms=60000")
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", "2")
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "gone", "--partitions", "2")
     _materialize(kafka, wh, ck)
     _tables_match_kafka(kafka, wh)
 
     # a second round of changes, and the job started again on the same checkpoint
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "5")
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
-    _until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "orders", "--partitions", "5")
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "gone")
+    until_ok("kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "topics", "--entity-name",
               "orders", "--add-config", "cleanup.policy=compact")
     _materialize(kafka, wh, ck)
     tables = _tables_match_kafka(kafka, wh)
@@ -141,13 +124,13 @@ def kafka_quorum(tmp_path_factory):
     older than a second and a half: a reader starting at offset 0 must load a snapshot first."""
     need_kafka()
     root = tmp_path_factory.mktemp("kafka-quorum")
-    quorum = KafkaQuorum(root, [_free_port() for _ in range(4)], {
+    quorum = KafkaQuorum(root, free_ports(4), {
         "metadata.log.max.snapshot.interval.ms": 1000, "metadata.log.max.record.bytes.between.snapshots": 1000,
         "metadata.log.segment.ms": 1500, "metadata.max.retention.ms": 1000})
     quorum.format(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
     quorum.start_all()
     try:
-        _until_ok("kafka-topics", "--bootstrap-server", quorum.bootstrap_server, "--list")
+        until_ok("kafka-topics", "--bootstrap-server", quorum.bootstrap_server, "--list")
         yield quorum
     finally:
         quorum.stop_all()
@@ -172,7 +155,7 @@ def test_a_kafka_quorum_is_read_from_its_snapshot_and_followed_through_a_leader_
     bs = kafka_quorum.bootstrap_server
     wh, ck = tmp_path / "wh", tmp_path / "ck"
     for i in range(3):
-        _until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", f"t{i}", "--partitions", "20")
+        until_ok("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", f"t{i}", "--partitions", "20")
     deadline = time.monotonic() + 120
     while _log_start(kafka_quorum) == 0:
         assert time.monotonic() < deadline, "Kafka's log still starts at offset 0"
@@ -187,7 +170,7 @@ def test_a_kafka_quorum_is_read_from_its_snapshot_and_followed_through_a_leader_
     while kafka_quorum.leader() in (None, leader):
         assert time.monotonic() < deadline, "no new Kafka leader"
         time.sleep(1)
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "t0", "--partitions", "25")
-    _until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "t1")
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--alter", "--topic", "t0", "--partitions", "25")
+    until_ok("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "t1")
     _materialize(kafka_quorum, wh, ck)
     _tables_match_kafka(kafka_quorum, wh)
