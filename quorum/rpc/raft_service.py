@@ -90,6 +90,8 @@ class RaftService(raft_pb2_grpc.RaftServicer):
         return self._to_core(request, context)
 
     def _to_core(self, request, context):
+        if not self._node.running:  # before any identity check: a node still probing its cluster id
+            context.abort(grpc.StatusCode.UNAVAILABLE, "node is not running")  # must not log refusals
         msg = convert.from_proto(request)
         refusal = self._principal_refusal(type(msg).__name__.removesuffix("Request"), convert.request_source(msg),
                                           context)

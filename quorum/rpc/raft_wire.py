@@ -46,6 +46,8 @@ class _ToCore:
 
     def __call__(self, conn: WireConnection, request):
         node = self._node
+        if not node.running:  # before any identity check: a node still probing its cluster id
+            raise WireRefusal(Status.UNAVAILABLE, "node is not running")  # must not log refusals
         msg = convert.from_proto(request)
         src = convert.request_source(msg)
         security = node.security

@@ -10,15 +10,18 @@ import socket
 import threading
 import time
 
+import grpc
 import pytest
 
 from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.log import control_records
 from quorum.log.batch import Batch
 from quorum.log.errors import StorageError
 from quorum.log.meta_properties import format_storage, random_cluster_id
 from quorum.node import RaftNode
 from quorum.raft.settings import RaftSettings
+from quorum.rpc.peer_identity import METADATA_KEY
 from quorum.rpc.raft_client import RaftClient
 
 SETTINGS = RaftSettings(election_timeout_ms=200, fetch_timeout_ms=1000, request_timeout_ms=1000)
@@ -348,6 +351,30 @@ def test_a_node_formatted_for_another_cluster_refuses_to_start(quorum, tmp_path)
         assert e.value.error is Errors.INCONSISTENT_CLUSTER_ID
         assert quorum.cluster_id in str(e.value)
     finally:
+        node.shutdown()
+
+
+def test_a_node_not_yet_running_answers_unavailable_and_logs_no_refusal(quorum, tmp_path, caplog):
+    """While a node still asks the voters for their cluster id it already listens; the leader's
+    BeginQuorumEpoch arriving then must be told to come back, not checked against a voter that will
+    not vouch for it (a node of another cluster used to log a refused impersonation before its one
+    INCONSISTENT_CLUSTER_ID line)."""
+    leader = quorum.leader()
+    foreign_dir = tmp_path / "foreign"
+    format_storage(foreign_dir, random_cluster_id(), 3)
+    node = RaftNode(3, dict(quorum.addresses), ("127.0.0.1", 0), foreign_dir, SETTINGS)
+    channel = grpc.insecure_channel(f"127.0.0.1:{node.port}")
+    begin = raft_pb2.BeginQuorumEpochRequest(cluster_id=quorum.cluster_id, epoch=leader.status().epoch,
+                                             leader_id=leader.node_id)
+    try:
+        with caplog.at_level("WARNING"), pytest.raises(grpc.RpcError) as e:
+            raft_pb2_grpc.RaftStub(channel).BeginQuorumEpoch(
+                begin, timeout=5, metadata=((METADATA_KEY, f"{leader.node_id}:{'ab' * 16}"),))
+        assert e.value.code() is grpc.StatusCode.UNAVAILABLE, e.value
+        assert "not running" in e.value.details()
+        assert not [r for r in caplog.records if "refused" in r.getMessage()]
+    finally:
+        channel.close()
         node.shutdown()
 
 
