@@ -15,18 +15,17 @@ yet: freshness at 1,000 changes/s and the 2,000,000-partition Kafka snapshot.
 """
 from __future__ import annotations
 
-import base64
 import re
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 from bench.harness.plots import grouped_bar_chart, largest_size
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
+from quorum.uuids import random_uuid
 
 NAME = "kafka_source"
 TITLE = "A Kafka cluster's metadata into Delta: first materialisation, Apache Kafka's quorum vs sparkraft's"
@@ -53,7 +52,7 @@ def _kafka_node(work: Path):
     node = KafkaNode(work, _free_port(), _free_port())
     with open(node.config, "a") as f:
         f.write("num.partitions=1\nlog.index.size.max.bytes=65536\n")  # 20,000 small partition logs
-    node.format(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+    node.format(random_uuid())
     node.start()
     return node
 

@@ -88,7 +88,9 @@ class KafkaNode:
     """One Apache Kafka node in combined mode (broker and controller), formatted with Kafka's
     storage tool as a standalone dynamic quorum, listening on 127.0.0.1."""
 
-    def __init__(self, root: Path, broker_port: int, controller_port: int, node_id: int = 1):
+    def __init__(self, root: Path, broker_port: int, controller_port: int, node_id: int = 1,
+                 extra: Optional[dict] = None):
+        """``extra``: added to the node's configuration (an authorizer, say)."""
         self.root, self.node_id = root, node_id
         self.broker_port, self.controller_port = broker_port, controller_port
         self.config = root / "server.properties"
@@ -100,7 +102,7 @@ class KafkaNode:
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": root / "data", "offsets.topic.replication.factor": 1,
-            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+            "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1, **(extra or {}),
         }.items()))
         self.proc: Optional[subprocess.Popen] = None
 
@@ -112,8 +114,10 @@ class KafkaNode:
     def bootstrap_controller(self) -> str:
         return f"127.0.0.1:{self.controller_port}"
 
-    def format(self, cluster_id: str) -> None:
-        out = kafka_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(self.config), "--standalone")
+    def format(self, cluster_id: str, release_version: Optional[str] = None) -> None:
+        """Kafka's storage tool's format, at ``release_version`` (e.g. 3.9-IV0) or Kafka's newest."""
+        out = kafka_tool("kafka-storage", "format", f"--cluster-id={cluster_id}", "-c", str(self.config), "--standalone",
+                         *(("--release-version", release_version) if release_version else ()))
         assert out.returncode == 0, out.stderr
 
     def start(self) -> None:
@@ -183,7 +187,7 @@ class KafkaQuorum:
 
     def format(self, cluster_id: str) -> None:
         for node_id, config in self.configs.items():
-            out = kafka_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(config))
+            out = kafka_tool("kafka-storage", "format", f"--cluster-id={cluster_id}", "-c", str(config))
             assert out.returncode == 0, out.stderr
 
     def start(self, node_id: int) -> None:
@@ -221,3 +225,44 @@ class KafkaQuorum:
                          "--status")
         m = re.search(r"LeaderId:\s+(\d+)", out.stdout)
         return int(m.group(1)) if out.returncode == 0 and m else None
+
+
+_DESCRIBE = """
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+var props = new Properties();
+props.put("%(key)s", "%(bootstrap)s");
+var admin = Admin.create(props);
+for (var b : admin.describeAcls(AclBindingFilter.ANY).values().get()) System.out.println("ACL\\t" + b.entry().principal() + "\\t" + b.entry().host() + "\\t" + b.entry().operation() + "\\t" + b.entry().permissionType() + "\\t" + b.pattern().resourceType() + "\\t" + b.pattern().name() + "\\t" + b.pattern().patternType());
+for (var e : admin.describeUserScramCredentials().all().get().entrySet()) for (var c : e.getValue().credentialInfos()) System.out.println("USER\\t" + e.getKey() + "\\t" + c.mechanism().mechanismName() + "\\t" + c.iterations());
+for (var e : admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get().entrySet()) for (var q : e.getValue().entrySet()) System.out.println("QUOTA\\t" + new TreeMap<>(e.getKey().entries()) + "\\t" + q.getKey() + "\\t" + q.getValue());
+for (var e : admin.describeFeatures().featureMetadata().get().finalizedFeatures().entrySet()) System.out.println("FEATURE\\t" + e.getKey() + "\\t" + e.getValue().maxVersionLevel());
+var nodes = admin.describeCluster(new DescribeClusterOptions().includeFencedBrokers(true)).nodes().get();
+for (var n : nodes) System.out.println("BROKER\\t" + n.id() + "\\t" + n.isFenced() + "\\t" + n.host() + "\\t" + n.port() + "\\t" + n.rack());
+var resources = new ArrayList<ConfigResource>(); resources.add(new ConfigResource(ConfigResource.Type.BROKER, ""));
+for (var n : nodes) resources.add(new ConfigResource(ConfigResource.Type.BROKER, String.valueOf(n.id())));
+for (var e : admin.describeConfigs(resources).all().get().entrySet()) for (var c : e.getValue().entries()) if (c.source() == (e.getKey().name().isEmpty() ? ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG : ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG)) System.out.println("CONFIG\\t" + e.getKey().name() + "\\t" + c.name() + "\\t" + c.value());
+admin.close();
+"""
+
+
+def admin_describe(tmp: Path, bootstrap_server: str = "", bootstrap_controller: str = "") -> dict[str, set]:
+    """What Kafka's own AdminClient describes beyond topics, as sets of tuples: ``acls``
+    (principal, host, operation, permission, resource type, name, pattern type), ``users`` (name,
+    mechanism, iterations), ``quotas`` (entity, key, value), ``features`` (name, finalized level),
+    ``brokers`` (id, fenced, host, port, rack), ``configs`` (broker id or "" for the cluster
+    default, name, value: dynamic broker configs). A sensitive config's value is None, as Kafka
+    hides it."""
+    key, bootstrap = (("bootstrap.controllers", bootstrap_controller) if bootstrap_controller
+                      else ("bootstrap.servers", bootstrap_server))
+    out: dict[str, set] = {"acls": set(), "users": set(), "quotas": set(), "features": set(), "brokers": set(),
+                           "configs": set()}
+    names = {"ACL": "acls", "USER": "users", "QUOTA": "quotas", "FEATURE": "features", "BROKER": "brokers",
+             "CONFIG": "configs"}
+    for line in jshell(_DESCRIBE % {"key": key, "bootstrap": bootstrap}, tmp).splitlines():
+        kind, _, rest = line.partition("\t")
+        if kind in names:
+            out[names[kind]].add(tuple(None if f == "null" else f for f in rest.split("\t")))
+    return out

@@ -31,6 +31,19 @@ class Pki:
         tmp.replace(path)  # as an operator rotates: the new file appears whole
         return path
 
+    def jvm_keystore(self, cn: str) -> Path:
+        """The same as ``keystore`` with the private key in PKCS#8, the only PEM key form Apache
+        Kafka's JVM reads (``ssl.keystore.type=PEM``)."""
+        from cryptography.hazmat.primitives import serialization
+
+        cert = self.ca.issue_cert(*HOSTS, common_name=cn)
+        key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+        path = self.root / f"{self.name}-{cn}-pkcs8.pem"
+        path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption())
+                         + b"".join(c.bytes() for c in cert.cert_chain_pems))
+        return path
+
     def expired_keystore(self, cn: str) -> Path:
         now = datetime.datetime.now(datetime.timezone.utc)
         return self.keystore(cn, file=f"{self.name}-{cn}-expired.pem", not_before=now - datetime.timedelta(days=30),

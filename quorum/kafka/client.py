@@ -1,23 +1,30 @@
-"""KafkaConnection: a bare, blocking Kafka-protocol connection to one broker, kio's types over one
-socket, for the tests and benchmarks.
+"""KafkaConnection: a bare, blocking Kafka-protocol connection to one broker or controller, kio's
+types over one socket (TLS and a SASL/SCRAM login when its ClientSecurity says so).
 
 Real clients (librdkafka, kafka-python, aiokafka) pick brokers themselves; what must ask one
-particular broker, time one request, or send what no client would (a bad frame, an unknown API)
-uses this. It is no client library: no retries, no routing, no ApiVersions negotiation.
+particular node uses this: the reader of an Apache Kafka quorum's log (quorum/kafka_import/reader.py),
+and tests and benchmarks that time one request or send what no client would (a bad frame, an
+unknown API). It is no client library: no retries, no routing, no ApiVersions negotiation.
 """
 from __future__ import annotations
 
 import io
 import socket
 import struct
-from typing import Any
+from typing import Any, Optional
 
 from kio.index import load_response_schema
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseV1
 from kio.serial import entity_reader, entity_writer
+
+from quorum.errors import Errors, SparkraftError
+from quorum.security import scram
+from quorum.security.client import ClientSecurity
 
 
 def encode_request(body: Any, correlation_id: int) -> bytes:
@@ -42,9 +49,47 @@ def decode_response(body_type_of_request: Any, payload: bytes) -> Any:
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, timeout: float = 10.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host: str, port: int, timeout: float = 10.0, security: Optional[ClientSecurity] = None):
+        """Connected, TLS's handshake done and SASL's login made when ``security`` asks for them;
+        SparkraftError SASL_AUTHENTICATION_FAILED (Kafka's message) when the login is refused."""
+        sock = socket.create_connection((host, port), timeout=timeout)
+        context = security.ssl_context() if security is not None else None
+        try:
+            self.sock = context.wrap_socket(sock, server_hostname=host) if context else sock
+        except BaseException:
+            sock.close()
+            raise
         self.correlation_id = 0
+        if security is not None and security.sasl_mechanism:
+            try:
+                self._log_in(security)
+            except BaseException:
+                self.close()
+                raise
+
+    def _log_in(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1 then SCRAM's two SaslAuthenticate rounds (KIP-152); the server's proof
+        that it holds the credential is checked too."""
+        mechanism = security.sasl_mechanism
+        shaken = self.request(SaslHandshakeRequest(mechanism=mechanism))
+        if int(shaken.error_code) != 0:
+            raise SparkraftError(Errors.UNSUPPORTED_SASL_MECHANISM, f"the server does not take {mechanism} "
+                                 f"(it takes {', '.join(shaken.mechanisms) or 'none'})")
+        client = scram.ClientExchange(scram.mechanism(mechanism), security.sasl_username, security.sasl_password)
+        first = self.request(SaslAuthenticateRequest(auth_bytes=client.first()))
+        if int(first.error_code) == 0:
+            final = self.request(SaslAuthenticateRequest(auth_bytes=client.final(first.auth_bytes)))
+        else:
+            final = first
+        if int(final.error_code) != 0:
+            raise SparkraftError(Errors.SASL_AUTHENTICATION_FAILED,
+                                 f"{mechanism} login as {security.sasl_username!r} refused: "
+                                 f"{final.error_message or Errors(int(final.error_code)).name}")
+        try:
+            client.verify(final.auth_bytes)
+        except scram.ScramError as e:
+            raise SparkraftError(Errors.SASL_AUTHENTICATION_FAILED,
+                                 f"the server could not prove it holds {security.sasl_username!r}'s credential: {e}")
 
     def close(self) -> None:
         self.sock.close()
@@ -74,16 +119,20 @@ class KafkaConnection:
     def _exactly(self, n: int) -> bytes:
         out = bytearray()
         while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
+            chunk = self.sock.recv(min(n - len(out), 1 << 20))
             if not chunk:
-                raise ConnectionError("closed by the broker")
+                raise ConnectionError("the other side closed the connection")
             out += chunk
         return bytes(out)
 
-    def request(self, body: Any) -> Any:
-        """Send ``body`` (a kio request dataclass) and read its response."""
+    def request(self, body: Any, timeout: Optional[float] = None) -> Any:
+        """Send ``body`` (a kio request dataclass) and read its response (within ``timeout``
+        seconds, else the connection's). ConnectionError on an answer to another request."""
         self.correlation_id += 1
+        if timeout is not None:
+            self.sock.settimeout(timeout)
         self.send_raw(encode_request(body, self.correlation_id))
         correlation_id, response = decode_response(body, self.read_frame())
-        assert correlation_id == self.correlation_id
+        if correlation_id != self.correlation_id:
+            raise ConnectionError(f"answer {correlation_id} to request {self.correlation_id}")
         return response

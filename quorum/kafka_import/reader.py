@@ -18,13 +18,14 @@ still truncate, so the tail past the high watermark is dropped and fetched again
 leader's current epoch as the last fetched epoch is valid for any offset at or below the high
 watermark, so reading from any committed offset needs no history of epochs.
 
-Records come back as sparkraft's frames (quorum/kafka_import/records.py). TLS comes from Kafka's
-client keys (``security.protocol=SSL``, ``ssl.truststore.location``, ``ssl.keystore.location``).
+Records come back as sparkraft's frames (quorum/kafka_import/records.py). TLS and a SASL/SCRAM login
+come from Kafka's client keys (``security.protocol`` SSL or SASL_SSL, ``ssl.truststore.location``,
+``ssl.keystore.location``, ``sasl.mechanism``, ``sasl.username``, ``sasl.password``); a refused
+login fails at once with Kafka's reason, it is not tried again.
 """
 from __future__ import annotations
 
 import datetime
-import socket
 import time
 import uuid
 from typing import Optional
@@ -36,7 +37,7 @@ from kio.schema.fetch_snapshot.v1.request import SnapshotId as KioSnapshotId
 from kio.schema.fetch_snapshot.v1.request import TopicSnapshot
 
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka.client import decode_response, encode_request
+from quorum.kafka.client import KafkaConnection
 from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, batch_size, read_batches
 from quorum.log.api import OffsetAndEpoch
@@ -52,6 +53,18 @@ _LEADER_MOVED = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Erro
 _RETRIABLE = _LEADER_MOVED | {Errors.BROKER_NOT_AVAILABLE, Errors.REQUEST_TIMED_OUT, Errors.LEADER_NOT_AVAILABLE}
 
 
+# Apache Kafka 4.4's controllers answer DescribeCluster to a principal with Alter on the cluster, and
+# Fetch and FetchSnapshot of the metadata log to one with ClusterAction (found against Kafka running)
+ACL_NEEDED = ("the reader's principal needs Alter and ClusterAction on Kafka's cluster resource "
+              "(kafka-acls --add --allow-principal User:NAME --operation Alter --operation ClusterAction --cluster)")
+
+
+def _hint(error: Errors) -> str:
+    """What to do about ``error`` ("" if nothing more useful than Kafka's own message)."""
+    return f"Kafka's controllers refused the reader: {ACL_NEEDED}" if error is Errors.CLUSTER_AUTHORIZATION_FAILED \
+        else ""
+
+
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (x.strip() for x in text.split(",") if x.strip()):
@@ -64,38 +77,6 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
     return out
 
 
-class _Connection:
-    """One blocking Kafka-protocol connection (kio's types; TLS when the security says so)."""
-
-    def __init__(self, address: tuple[str, int], security: ClientSecurity, timeout: float):
-        sock = socket.create_connection(address, timeout=timeout)
-        context = security.ssl_context()
-        self.sock = context.wrap_socket(sock, server_hostname=address[0]) if context else sock
-        self.correlation_id = 0
-
-    def request(self, body, timeout: float):
-        self.correlation_id += 1
-        self.sock.settimeout(timeout)
-        self.sock.sendall(encode_request(body, self.correlation_id))
-        size = int.from_bytes(self._exactly(4), "big", signed=True)
-        correlation_id, response = decode_response(body, self._exactly(size))
-        if correlation_id != self.correlation_id:
-            raise ConnectionError(f"answer {correlation_id} to request {self.correlation_id}")
-        return response
-
-    def _exactly(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(min(n - len(out), 1 << 20))
-            if not chunk:
-                raise ConnectionError("the controller closed the connection")
-            out += chunk
-        return bytes(out)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 class KafkaMetadataLogReader:
     """Not thread-safe: one reader per thread."""
 
@@ -105,14 +86,11 @@ class KafkaMetadataLogReader:
         self.cluster_id = cluster_id  # "": learnt with DescribeCluster on first use
         self.timeout, self.rpc_timeout, self.backoff, self.max_bytes = timeout, rpc_timeout, backoff, max_bytes
         self.security = security or ClientSecurity()
-        if self.security.sasl_mechanism or self.security.protocol.startswith("SASL"):
-            raise ValueError(f"security.protocol={self.security.protocol}: reading an Apache Kafka quorum does not "
-                             f"log in with SASL yet; use PLAINTEXT or SSL (mutual TLS) on the controller listener")
         self.bytes_fetched = 0
         self._epoch = 0  # the newest leader epoch an answer named
         self._leader: Optional[tuple[str, int]] = None  # the leader's address on this listener, once known
         self._next = 0  # the bootstrap address to try next while the leader is unknown
-        self._connection: Optional[_Connection] = None
+        self._connection: Optional[KafkaConnection] = None
         self._address: Optional[tuple[str, int]] = None
 
     # -- connections ------------------------------------------------------------------------------
@@ -135,7 +113,7 @@ class KafkaMetadataLogReader:
             try:
                 if self._connection is None or self._address != address:
                     self.close()
-                    self._connection = _Connection(address, self.security, self.rpc_timeout)
+                    self._connection = KafkaConnection(*address, timeout=self.rpc_timeout, security=self.security)
                     self._address = address
                 wait = getattr(body, "max_wait", datetime.timedelta(0)).total_seconds()
                 return self._connection.request(body, self.rpc_timeout + wait)
@@ -162,8 +140,9 @@ class KafkaMetadataLogReader:
                                          f"not {self.cluster_id}")
                 self.cluster_id = resp.cluster_id
                 return
-            if time.monotonic() >= deadline:
-                raise SparkraftError(error, f"DescribeCluster: {resp.error_message or error.name}")
+            if error not in _RETRIABLE or time.monotonic() >= deadline:
+                reason = _hint(error) or f"DescribeCluster: {resp.error_message or error.name}"
+                raise SparkraftError(error, reason)
             time.sleep(self.backoff)
 
     def _follow(self, error: Errors, leader_id: int, epoch: int, endpoints) -> None:
@@ -210,7 +189,7 @@ class KafkaMetadataLogReader:
                 raise SparkraftError(error, f"the Kafka controllers at {_text(self.bootstrap)} are not of cluster "
                                             f"{self.cluster_id}")
             if error not in _RETRIABLE and error is not Errors.NONE:
-                raise SparkraftError(error, f"Fetch of {METADATA_TOPIC} at offset {offset}: {error.name}")
+                raise SparkraftError(error, _hint(error) or f"Fetch of {METADATA_TOPIC} at offset {offset}: {error.name}")
             if time.monotonic() >= deadline:
                 raise SparkraftError(Errors.NOT_LEADER_OR_FOLLOWER,
                                      f"no leader of the Kafka quorum at {_text(self.bootstrap)} answered in time")

@@ -4,20 +4,20 @@ Central's jars) is driven with Kafka's own tools, stopped, and then ``sparkraft 
 what Kafka's ``kafka-dump-log --cluster-metadata-decoder`` prints for the same files."""
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from apache_kafka import KafkaNode, jshell, kafka_tool, need_kafka, until_ok
 from conftest import free_ports
+
+from quorum.uuids import random_uuid
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def kafka_log(tmp_path_factory) -> Path:
                 "super.users=User:ANONYMOUS\n"
                 "metadata.log.max.record.bytes.between.snapshots=2000\n"
                 "metadata.log.max.snapshot.interval.ms=2000\n")
-    node.format(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+    node.format(random_uuid())
     node.start()
     try:
         bs = node.bootstrap_server
