@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, str] = {
     "kafka": "bench.kafka_bench",
     "zk_migration": "bench.zk_migration_bench",
     "kafka_source": "bench.kafka_source_bench",
+    "kafka_snapshot": "bench.kafka_snapshot_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -89,9 +89,10 @@ class KafkaNode:
     storage tool as a standalone dynamic quorum, listening on 127.0.0.1."""
 
     def __init__(self, root: Path, broker_port: int, controller_port: int, node_id: int = 1,
-                 extra: Optional[dict] = None):
-        """``extra``: added to the node's configuration (an authorizer, say)."""
-        self.root, self.node_id = root, node_id
+                 extra: Optional[dict] = None, heap: str = "512m"):
+        """``extra``: added to the node's configuration (an authorizer, say; a key given None is
+        left out); ``heap``: the JVM's -Xmx."""
+        self.root, self.node_id, self.heap = root, node_id, heap
         self.broker_port, self.controller_port = broker_port, controller_port
         self.config = root / "server.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in {
@@ -103,7 +104,7 @@ class KafkaNode:
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": root / "data", "offsets.topic.replication.factor": 1,
             "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1, **(extra or {}),
-        }.items()))
+        }.items() if v is not None))
         self.proc: Optional[subprocess.Popen] = None
 
     @property
@@ -114,16 +115,18 @@ class KafkaNode:
     def bootstrap_controller(self) -> str:
         return f"127.0.0.1:{self.controller_port}"
 
-    def format(self, cluster_id: str, release_version: Optional[str] = None) -> None:
-        """Kafka's storage tool's format, at ``release_version`` (e.g. 3.9-IV0) or Kafka's newest."""
-        out = kafka_tool("kafka-storage", "format", f"--cluster-id={cluster_id}", "-c", str(self.config), "--standalone",
+    def format(self, cluster_id: str, release_version: Optional[str] = None, standalone: bool = True) -> None:
+        """Kafka's storage tool's format, at ``release_version`` (e.g. 3.9-IV0) or Kafka's newest;
+        ``standalone``: a dynamic quorum of this node (else the static ``controller.quorum.voters``)."""
+        out = kafka_tool("kafka-storage", "format", f"--cluster-id={cluster_id}", "-c", str(self.config),
+                         *(("--standalone",) if standalone else ()),
                          *(("--release-version", release_version) if release_version else ()))
         assert out.returncode == 0, out.stderr
 
     def start(self) -> None:
         folder = need_kafka()
         self._out = open(self.root / "kafka.log", "ab")
-        self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", f"{folder}/*", "kafka.Kafka", str(self.config)],
+        self.proc = subprocess.Popen(["java", f"-Xmx{self.heap}", "-cp", f"{folder}/*", "kafka.Kafka", str(self.config)],
                                      stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env={**os.environ})
 
