@@ -21,8 +21,6 @@ Goal (issue 40): the 2,000,000-partition Kafka snapshot materialised <= 60 s. --
 """
 from __future__ import annotations
 
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +29,6 @@ from pathlib import Path
 from bench.harness.plots import grouped_bar_chart, largest_size
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
-from quorum.uuids import random_uuid
 
 NAME = "kafka_snapshot"
 TITLE = "A 2,000,000-partition Kafka snapshot written by Kafka's code: decoded and materialised"
@@ -43,8 +40,7 @@ PARTITIONS_PER_TOPIC = 100
 BROKERS = 300
 SNAPSHOT_OFFSET = 10_000_000  # past anything the controller's own log holds: Kafka starts from it
 GOAL_2M_S = 60.0
-JOB_TIMEOUT_S = 3600
-WRITER = Path(__file__).resolve().parent / "kafka" / "write_snapshot.jsh"
+JOB_TIMEOUT_S = 1200
 
 
 def _harness():
@@ -64,18 +60,9 @@ def _free_port() -> int:
 
 def write_snapshot(directory: Path, partitions: int, ctx: Context) -> Path:
     """Kafka's own code writes the snapshot into ``directory``; its path."""
-    folder = _harness().need_kafka()
-    class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
-    props = {"dir": directory, "topics": partitions // PARTITIONS_PER_TOPIC, "per_topic": PARTITIONS_PER_TOPIC,
-             "brokers": BROKERS, "offset": SNAPSHOT_OFFSET}
-    done = subprocess.run(["jshell", "-R-Xmx8g", *(f"-R-Dsparkraft.{k}={v}" for k, v in props.items()),
-                           "--class-path", class_path, str(WRITER)],
-                          capture_output=True, text=True, timeout=JOB_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    wrote = re.search(r"WROTE .*", done.stdout)
-    if wrote is None:
-        raise RuntimeError(f"Kafka's snapshot writer failed: {done.stdout[-2000:]} {done.stderr[-2000:]}")
-    ctx.progress.line(f"  {wrote.group(0)}")
-    (path,) = directory.glob("*.checkpoint")
+    path, wrote = _harness().write_kafka_snapshot(directory, partitions // PARTITIONS_PER_TOPIC, PARTITIONS_PER_TOPIC,
+                                                  BROKERS, SNAPSHOT_OFFSET, heap="8g")
+    ctx.progress.line(f"  {wrote}")
     return path
 
 
@@ -89,18 +76,6 @@ def _decode(path: Path, partitions: int) -> dict:
     if held != partitions:
         raise RuntimeError(f"sparkraft read {held:,} partitions from Kafka's snapshot, not {partitions:,}")
     return {"seconds": seconds, "partitions": held, "bytes": path.stat().st_size}
-
-
-def _controller(work: Path):
-    """A controller-only Kafka node with one static voter (kraft.version 0, as the snapshot says)."""
-    harness = _harness()
-    port = _free_port()
-    node = harness.KafkaNode(work, _free_port(), port, heap="10g", extra={
-        "process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{port}", "advertised.listeners": None,
-        "controller.quorum.bootstrap.servers": None, "controller.quorum.voters": f"1@127.0.0.1:{port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "broker.session.timeout.ms": 3_600_000})
-    node.format(random_uuid(), standalone=False)
-    return node
 
 
 def _wait_serving(node, partitions: int, limit_s: float = 1800) -> float:
@@ -159,13 +134,9 @@ def _one_size(partitions: int, ctx: Context) -> dict:
     with ctx.progress.phase("sparkraft decodes it (kafka_snapshot_image)"):
         out["decode"] = _decode(path, partitions)
         ctx.progress.line(f"  {out['decode']['bytes'] / 1e6:,.0f} MB in {out['decode']['seconds']:.1f}s")
-    node = _controller(work / "kafka")
+    with ctx.progress.phase("a Kafka controller, started once, then given the snapshot"):
+        node = _harness().restored_controller(work / "kafka", _free_port(), path, heap="10g")
     try:
-        with ctx.progress.phase("a Kafka controller, started once"):
-            node.start()
-            _wait_serving_any(node)
-            node.stop()
-        shutil.copy(path, node.root / "data" / "__cluster_metadata-0" / path.name)
         with ctx.progress.phase("the Kafka controller loads the snapshot"):
             node.start()
             out["kafka_load_s"] = _wait_serving(node, partitions)
@@ -176,22 +147,6 @@ def _one_size(partitions: int, ctx: Context) -> dict:
     ctx.progress.line(f"  Kafka loaded it in {out['kafka_load_s']:.1f}s; materialised in "
                       f"{out['materialize']['seconds']:.1f}s")
     return out
-
-
-def _wait_serving_any(node, limit_s: float = 300) -> None:
-    """Until the freshly formatted controller answers Fetch (it has elected itself)."""
-    from quorum.kafka_import.reader import KafkaMetadataLogReader
-
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        try:
-            with KafkaMetadataLogReader(node.bootstrap_controller, timeout=5) as reader:
-                if reader.high_watermark() > 0:
-                    return
-        except Exception:
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"the Kafka controller did not start: {node.log()[-3000:]}")
 
 
 def run(ctx: Context) -> dict:

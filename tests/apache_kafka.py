@@ -269,3 +269,57 @@ def admin_describe(tmp: Path, bootstrap_server: str = "", bootstrap_controller: 
         if kind in names:
             out[names[kind]].add(tuple(None if f == "null" else f for f in rest.split("\t")))
     return out
+
+
+SNAPSHOT_WRITER = Path(__file__).resolve().parent.parent / "bench" / "kafka" / "write_snapshot.jsh"
+
+
+def write_kafka_snapshot(directory: Path, topics: int, per_topic: int, brokers: int, offset: int,
+                         heap: str = "2g") -> tuple[Path, str]:
+    """A ``__cluster_metadata`` snapshot written by Kafka's own image and snapshot writer (the jshell
+    program bench/kafka/write_snapshot.jsh) into ``directory``: its path, and what the program said."""
+    import re
+    import shutil
+
+    folder = need_kafka()
+    if shutil.which("jshell") is None:
+        pytest.skip("jshell (a JDK's) is not installed: .ci/run installs openjdk-17-jdk-headless")
+    props = {"dir": directory, "topics": topics, "per_topic": per_topic, "brokers": brokers, "offset": offset}
+    class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
+    done = subprocess.run(["jshell", f"-R-Xmx{heap}", *(f"-R-Dsparkraft.{k}={v}" for k, v in props.items()),
+                           "--class-path", class_path, str(SNAPSHOT_WRITER)],
+                          capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+    wrote = re.search(r"WROTE .*", done.stdout)
+    assert wrote is not None, f"Kafka's snapshot writer failed: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    (path,) = directory.glob("*.checkpoint")
+    return path, wrote.group(0)
+
+
+def restored_controller(root: Path, port: int, snapshot: Path, heap: str = "512m") -> KafkaNode:
+    """A controller-only Kafka node (one static voter) whose log is restored from ``snapshot``: formatted,
+    started once until it leads, stopped, then the snapshot put in its metadata directory, where
+    Kafka takes it, at the next start, as the newest state of its log (the snapshot ends past
+    everything the log holds). Returned stopped. Its broker session timeout is an hour, so the
+    brokers the snapshot registers, which never heartbeat, stay unfenced while a test runs."""
+    import time
+
+    node = KafkaNode(root, 0, port, heap=heap, extra={
+        "process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{port}", "advertised.listeners": None,
+        "controller.quorum.bootstrap.servers": None, "controller.quorum.voters": f"1@127.0.0.1:{port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "broker.session.timeout.ms": 3_600_000})
+    from quorum.uuids import random_uuid
+
+    node.format(random_uuid(), standalone=False)
+    node.start()
+    try:
+        deadline = time.monotonic() + 120
+        while "LeaderId:" not in kafka_tool("kafka-metadata-quorum", "--bootstrap-controller", node.bootstrap_controller,
+                                            "describe", "--status").stdout:
+            assert time.monotonic() < deadline and node.proc.poll() is None, node.log()[-3000:]
+            time.sleep(1)
+    finally:
+        node.stop()
+    import shutil
+
+    shutil.copy(snapshot, root / "data" / "__cluster_metadata-0" / snapshot.name)
+    return node

@@ -88,6 +88,10 @@ class KafkaMetadataLogReader:
         self.security = security or ClientSecurity()
         self.bytes_fetched = 0
         self._epoch = 0  # the newest leader epoch an answer named
+        # offset -> the epoch of the record before it, where that is known not to be the current epoch:
+        # a snapshot's end. Kafka answers a Fetch at its log start offset with "load the snapshot"
+        # unless the last fetched epoch is the snapshot's own (KafkaMetadataLog.validateOffsetAndEpoch).
+        self._epoch_before: dict[int, int] = {}
         self._leader: Optional[tuple[str, int]] = None  # the leader's address on this listener, once known
         self._next = 0  # the bootstrap address to try next while the leader is unknown
         self._connection: Optional[KafkaConnection] = None
@@ -167,7 +171,8 @@ class KafkaMetadataLogReader:
                 isolation_level=0, session_id=0, session_epoch=-1, topics=(FetchTopic(
                     topic_id=METADATA_TOPIC_ID, partitions=(FetchPartition(
                         partition=0, current_leader_epoch=self._epoch, fetch_offset=offset,
-                        last_fetched_epoch=self._epoch, log_start_offset=-1, partition_max_bytes=limit,
+                        last_fetched_epoch=self._epoch_before.get(offset, self._epoch), log_start_offset=-1,
+                        partition_max_bytes=limit,
                         replica_directory_id=None),)),),
                 forgotten_topics_data=(), rack_id="")
             resp = self._call(request, deadline)
@@ -207,6 +212,11 @@ class KafkaMetadataLogReader:
             remaining = int(max(0.0, poll_until - time.monotonic()) * 1000)
             part = self._fetch(offset, remaining, deadline, max_bytes)
             snapshot = part.snapshot_id
+            if snapshot.end_offset == offset and snapshot.epoch >= 0 and self._epoch_before.get(offset) != snapshot.epoch:
+                # asked at the snapshot's end naming another epoch (the leader's has moved on since the
+                # snapshot): the records from there are valid, ask again naming the snapshot's epoch
+                self._epoch_before[offset] = int(snapshot.epoch)
+                continue
             if snapshot.end_offset >= 0 and snapshot.epoch >= 0:
                 raise SnapshotRequired(offset, OffsetAndEpoch(int(snapshot.end_offset), int(snapshot.epoch)),
                                        int(part.log_start_offset))
@@ -237,6 +247,7 @@ class KafkaMetadataLogReader:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         if not self.cluster_id:
             self.discover(deadline)
+        self._epoch_before[snapshot_id.offset] = snapshot_id.epoch  # where the next Fetch starts
         parts: list[bytes] = []
         position = 0
         while True:

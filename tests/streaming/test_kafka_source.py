@@ -11,7 +11,8 @@ import subprocess
 import time
 
 import pytest
-from apache_kafka import KafkaNode, KafkaQuorum, admin_describe, need_kafka, until_ok
+from apache_kafka import (KafkaNode, KafkaQuorum, admin_describe, need_kafka, restored_controller, until_ok,
+                          write_kafka_snapshot)
 from conftest import free_ports, sparkraft_cmd
 from pki import Pki
 
@@ -402,3 +403,37 @@ def test_a_kafka_quorum_is_read_over_sasl_ssl_with_scram_and_mutual_tls(kafka_sa
                                        username="reader", password="reader-secret")
     line = _refused(node, address, no_certificate, tmp_path)
     assert "reader-secret" not in line, line
+
+
+def test_a_kafka_controller_restored_from_a_snapshot_of_an_older_epoch_is_read_once(tmp_path):
+    """A Kafka controller started on a snapshot written by Kafka's own code (in epoch 1) leads in a
+    later epoch. Kafka answers a Fetch at its log start naming any epoch but the snapshot's with
+    "load the snapshot" again: the reader used to download it again and again, forever. Now the job
+    loads it once, reads on from its end, and the tables hold what sparkraft's reading of the same
+    file (checked against Kafka's own tools in test_kafka_log_files) holds."""
+    from quorum.kafka_import.files import kafka_snapshot_image
+
+    need_kafka()
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "kafka").mkdir()
+    path, _ = write_kafka_snapshot(tmp_path / "snapshot", topics=20, per_topic=10, brokers=30, offset=5000)
+    (port,) = free_ports(1)
+    node = restored_controller(tmp_path / "kafka", port, path)
+    node.start()
+    try:
+        wh, ck = tmp_path / "wh", tmp_path / "ck"
+        _materialize(node, wh, ck)
+        tables = tables_at(str(wh), latest_cut(str(wh)))
+        records = read_table(tables[RECORDS]).to_pylist()
+        assert [(r["offset"], r["epoch"]) for r in records if r["type"] == "SNAPSHOT"] == [(4999, 1)]
+        offsets = sorted(r["offset"] for r in records if r["type"] != "SNAPSHOT")
+        assert offsets == list(range(5000, latest_cut(str(wh)).offset + 1)) and offsets, offsets
+        assert {r["epoch"] for r in records if r["type"] != "SNAPSHOT"} - {1}, "Kafka leads in a later epoch"
+        image = kafka_snapshot_image(path)
+        expected = {(topic.name, pid): (list(p.replicas), list(p.isr), p.leader)
+                    for topic in image.topics.by_id.values() for pid, p in topic.partitions.items()}
+        partitions = {(r["topic_name"], r["partition"]): (r["replicas"], r["isr"], r["leader"])
+                      for r in read_table(tables[PARTITIONS]).to_pylist()}
+        assert len(partitions) == 200 and partitions == expected
+    finally:
+        node.stop()
