@@ -28,6 +28,10 @@ PRIMITIVES = {  # type -> (how a Reader named {r} reads it, the default of a fie
     "bytes": ("_b64({r}.compact_bytes())", ""), "uuid": ("{r}.uuid()", "AAAAAAAAAAAAAAAAAAAAAA"),
 }
 
+ARRAY_READERS = {  # arrays of these are read whole (one unpack): a snapshot holds millions of them
+    "int32": "{r}.int32_array()", "uuid": "{r}.uuid_array()",
+}
+
 
 @dataclass
 class Field:
@@ -109,8 +113,11 @@ def _read_expr(f: Field, struct_fn: dict[str, str], reader: str) -> str:
     item = f.item
     if item is None:
         return PRIMITIVES[f.type][0].format(r=reader)
-    inner = struct_fn[item] if item not in PRIMITIVES else f"lambda x: {PRIMITIVES[item][0].format(r='x')}"
-    expr = f"{reader}.compact_array({inner})"
+    if item in ARRAY_READERS:
+        expr = ARRAY_READERS[item].format(r=reader)
+    else:
+        inner = struct_fn[item] if item not in PRIMITIVES else f"lambda x: {PRIMITIVES[item][0].format(r='x')}"
+        expr = f"{reader}.compact_array({inner})"
     return expr if f.nullable else f"_or_empty({expr})"
 
 

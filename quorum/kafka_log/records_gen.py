@@ -54,9 +54,9 @@ def _read_register_broker_record(r: Reader, v: int = 0) -> dict:
     f8 = r.bool() if v >= 1 else False
     tagged = r.tagged_fields()
     t = tagged.get(0)
-    f9 = _or_empty(t.compact_array(lambda x: x.uuid())) if t is not None and v >= 3 else []
+    f9 = _or_empty(t.uuid_array()) if t is not None and v >= 3 else []
     t = tagged.get(1)
-    f10 = t.compact_array(lambda x: x.uuid()) if t is not None and v >= 4 else None
+    f10 = t.uuid_array() if t is not None and v >= 4 else None
     out = {}
     out['brokerId'] = f0
     if v >= 2:
@@ -99,21 +99,21 @@ def _read_topic_record(r: Reader, v: int = 0) -> dict:
 def _read_partition_record(r: Reader, v: int = 0) -> dict:
     f0 = r.int32()
     f1 = r.uuid()
-    f2 = _or_empty(r.compact_array(lambda x: x.int32()))
-    f3 = _or_empty(r.compact_array(lambda x: x.int32()))
-    f4 = _or_empty(r.compact_array(lambda x: x.int32()))
-    f5 = _or_empty(r.compact_array(lambda x: x.int32()))
+    f2 = _or_empty(r.int32_array())
+    f3 = _or_empty(r.int32_array())
+    f4 = _or_empty(r.int32_array())
+    f5 = _or_empty(r.int32_array())
     f6 = r.int32()
     f8 = r.int32()
     f9 = r.int32()
-    f10 = _or_empty(r.compact_array(lambda x: x.uuid())) if v >= 1 else []
+    f10 = _or_empty(r.uuid_array()) if v >= 1 else []
     tagged = r.tagged_fields()
     t = tagged.get(0)
     f7 = t.int8() if t is not None else 0
     t = tagged.get(1)
-    f11 = t.compact_array(lambda x: x.int32()) if t is not None and v >= 2 else None
+    f11 = t.int32_array() if t is not None and v >= 2 else None
     t = tagged.get(2)
-    f12 = t.compact_array(lambda x: x.int32()) if t is not None and v >= 2 else None
+    f12 = t.int32_array() if t is not None and v >= 2 else None
     out = {}
     out['partitionId'] = f0
     out['topicId'] = f1
@@ -154,23 +154,23 @@ def _read_partition_change_record(r: Reader, v: int = 0) -> dict:
     f1 = r.uuid()
     tagged = r.tagged_fields()
     t = tagged.get(0)
-    f2 = t.compact_array(lambda x: x.int32()) if t is not None else None
+    f2 = t.int32_array() if t is not None else None
     t = tagged.get(1)
     f3 = t.int32() if t is not None else -2
     t = tagged.get(2)
-    f4 = t.compact_array(lambda x: x.int32()) if t is not None else None
+    f4 = t.int32_array() if t is not None else None
     t = tagged.get(3)
-    f5 = t.compact_array(lambda x: x.int32()) if t is not None else None
+    f5 = t.int32_array() if t is not None else None
     t = tagged.get(4)
-    f6 = t.compact_array(lambda x: x.int32()) if t is not None else None
+    f6 = t.int32_array() if t is not None else None
     t = tagged.get(5)
     f7 = t.int8() if t is not None else -1
     t = tagged.get(8)
-    f8 = t.compact_array(lambda x: x.uuid()) if t is not None and v >= 1 else None
+    f8 = t.uuid_array() if t is not None and v >= 1 else None
     t = tagged.get(6)
-    f9 = t.compact_array(lambda x: x.int32()) if t is not None and v >= 2 else None
+    f9 = t.int32_array() if t is not None and v >= 2 else None
     t = tagged.get(7)
-    f10 = t.compact_array(lambda x: x.int32()) if t is not None and v >= 2 else None
+    f10 = t.int32_array() if t is not None and v >= 2 else None
     out = {}
     out['partitionId'] = f0
     out['topicId'] = f1
@@ -316,9 +316,9 @@ def _read_broker_registration_change_record(r: Reader, v: int = 0) -> dict:
     t = tagged.get(1)
     f3 = t.int8() if t is not None and v >= 1 else 0
     t = tagged.get(2)
-    f4 = _or_empty(t.compact_array(lambda x: x.uuid())) if t is not None and v >= 2 else []
+    f4 = _or_empty(t.uuid_array()) if t is not None and v >= 2 else []
     t = tagged.get(3)
-    f5 = t.compact_array(lambda x: x.uuid()) if t is not None and v >= 3 else None
+    f5 = t.uuid_array() if t is not None and v >= 3 else None
     out = {}
     out['brokerId'] = f0
     out['brokerEpoch'] = f1

@@ -12,6 +12,7 @@ from typing import Callable, Optional, TypeVar
 
 T = TypeVar("T")
 _I16, _I32, _I64, _U16, _F64 = (struct.Struct(f) for f in (">h", ">i", ">q", ">H", ">d"))
+_INT32S = [struct.Struct(f">{n}i") for n in range(16)]  # the usual lengths of a broker id list
 
 
 def uuid_text(raw: bytes) -> str:
@@ -64,6 +65,12 @@ class Reader:
         return self._fixed(_F64)
 
     def uvarint(self) -> int:
+        pos = self.pos
+        if pos < self.end:  # most are one byte: lengths, counts, tags
+            b = self.buf[pos]
+            if b < 0x80:
+                self.pos = pos + 1
+                return b
         shift = value = 0
         while True:
             if self.pos >= self.end:
@@ -100,6 +107,31 @@ class Reader:
         if n - 1 > self.end - self.pos:  # every item takes at least a byte
             raise ValueError(f"an array of {n - 1} items in {self.end - self.pos} bytes")
         return [item(self) for _ in range(n - 1)]
+
+    def int32_array(self) -> Optional[list[int]]:
+        """A compact array of int32 (broker ids: replicas, ISR), in one unpack."""
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        size = 4 * n
+        if self.pos + size > self.end:
+            raise ValueError(f"an array of {n} int32 in {self.end - self.pos} bytes")
+        s = _INT32S[n] if n < len(_INT32S) else struct.Struct(f">{n}i")
+        values = list(s.unpack_from(self.buf, self.pos))
+        self.pos += size
+        return values
+
+    def uuid_array(self) -> Optional[list[str]]:
+        """A compact array of UUIDs (a partition's log directories), as Kafka's text."""
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        start, end = self.pos, self.pos + 16 * n
+        if end > self.end:
+            raise ValueError(f"an array of {n} UUIDs in {self.end - self.pos} bytes")
+        buf = self.buf
+        self.pos = end
+        return [base64.urlsafe_b64encode(buf[p:p + 16])[:22].decode() for p in range(start, end, 16)]
 
     def tagged_fields(self) -> dict[int, "Reader"]:
         """A tagged-field section: tag -> a Reader over that field's bytes."""
