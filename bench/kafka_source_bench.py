@@ -21,6 +21,7 @@ Goals (issue 40): the first materialisation of 20,000 Kafka partitions <= 10 s; 
 """
 from __future__ import annotations
 
+import bisect
 import concurrent.futures
 import re
 import socket
@@ -168,11 +169,12 @@ def _materialize(source: str, bootstrap: str, work: Path, partitions: int) -> di
             "source_s": sum(a for a, _ in batches), "delta_s": sum(b for _, b in batches)}
 
 
-def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, str]]], None], topics: list[str],
+def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, int]]], None], topics: list[str],
                seconds: float, ctx: Context) -> dict:
     """The job following ``source`` into a new warehouse while ``alter([(topic, value), ...])`` sets
-    ``retention.ms`` on CHANGES_PER_REQUEST topics a call, CHANGES_PER_S a second; for each change,
-    acknowledgement -> the value visible in ``configs`` to a second reader."""
+    ``retention.ms`` on CHANGES_PER_REQUEST topics a call, CHANGES_PER_S a second, each value higher
+    than the last; for each change, acknowledgement -> ``configs`` showing it (or a later value of
+    the same topic) to a second reader."""
     from delta_tables.cut import CutFollower
     from delta_tables.writer import DeltaRsWriter
     from streaming import job
@@ -190,11 +192,13 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, str
     while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):
         time.sleep(0.05)  # its first trigger: the catch-up from nothing
     time.sleep(1.0)
-    acked: dict[tuple[str, str], float] = {}
-    seen: dict[tuple[str, str], float] = {}
+    acked: dict[tuple[str, int], float] = {}
+    seen: dict[str, list[tuple[int, float]]] = {}  # topic -> (value, when first seen), values rising
     stop = threading.Event()
 
     def watch():
+        """A cut holds each topic's newest value only: a change counts as visible once the topic shows
+        it or a later one (the values a topic is given only grow)."""
         follower, last = CutFollower(wh), None
         while not stop.is_set():
             try:
@@ -202,12 +206,19 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, str
                 if last is not None and cut.offset != last.offset:
                     rows = follower.changes("configs", last, cut)
                     now = time.monotonic()
-                    for name, value in zip(rows.column("resource_name").to_pylist(), rows.column("value").to_pylist()):
-                        seen.setdefault((name, value), now)
+                    for name, key, value in zip(rows.column("resource_name").to_pylist(),
+                                                rows.column("name").to_pylist(), rows.column("value").to_pylist()):
+                        if key == "retention.ms" and value is not None:
+                            seen.setdefault(name, []).append((int(value), now))
                 last = cut
             except Exception:  # no cut yet
                 pass
             time.sleep(0.02)
+
+    def visible_at(topic: str, value: int):
+        shown = seen.get(topic, [])
+        i = bisect.bisect_left(shown, (value, float("-inf")))
+        return shown[i][1] if i < len(shown) else None
 
     def send(batch: list[tuple[str, str]]) -> None:
         alter(batch)
@@ -220,28 +231,32 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, str
     sent = 0
     try:
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
-            interval = CHANGES_PER_REQUEST / CHANGES_PER_S
+            per = min(CHANGES_PER_REQUEST, len(topics))  # a topic appears once in a request
+            interval = per / CHANGES_PER_S
             end = next_at = time.monotonic()
             end += seconds
             futures = []
             while time.monotonic() < end:
-                batch = [(topics[(sent + i) % len(topics)], str(86_400_000 + sent + i))
-                         for i in range(CHANGES_PER_REQUEST)]
+                batch = [(topics[(sent + i) % len(topics)], 86_400_000 + sent + i) for i in range(per)]
                 sent += len(batch)
                 futures.append(pool.submit(send, batch))
                 next_at += interval
                 time.sleep(max(0.0, next_at - time.monotonic()))
             for f in futures:
                 f.result()
+        last_value: dict[str, int] = {}
+        for topic, value in acked:
+            last_value[topic] = max(value, last_value.get(topic, value))
         wait_until = time.monotonic() + 60
-        while time.monotonic() < wait_until and len(seen.keys() & acked.keys()) < len(acked):
+        while time.monotonic() < wait_until and any(visible_at(t, v) is None for t, v in last_value.items()):
             time.sleep(0.1)
     finally:
         stop.set()
         for q in spark.streams.active:
             q.stop()
         query.join(60)
-    delays = [seen[k] - acked[k] for k in acked if k in seen]
+    shown = {k: visible_at(*k) for k in acked}
+    delays = [shown[k] - acked[k] for k in acked if shown[k] is not None]
     out = {"changes": len(acked), "changes_per_s": len(acked) / seconds, "visible": len(delays),
            "p50_s": percentile(delays, 50) if delays else None, "p99_s": percentile(delays, 99) if delays else None}
     ctx.progress.line(f"  {out['changes']:,} changes ({out['changes_per_s']:,.0f}/s), {out['visible']:,} seen: "
@@ -249,27 +264,28 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, str
     return out
 
 
-def _kafka_alter(bootstrap_server: str) -> Callable[[list[tuple[str, str]]], None]:
+def _kafka_alter(bootstrap_server: str) -> Callable[[list[tuple[str, int]]], None]:
     """IncrementalAlterConfigs through a Kafka broker, with librdkafka's AdminClient."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
     admin = AdminClient({"bootstrap.servers": bootstrap_server})
 
-    def alter(batch: list[tuple[str, str]]) -> None:
+    def alter(batch: list[tuple[str, int]]) -> None:
         resources = [ConfigResource("TOPIC", topic, incremental_configs=[
-            ConfigEntry("retention.ms", value, incremental_operation=AlterConfigOpType.SET)]) for topic, value in batch]
+            ConfigEntry("retention.ms", str(value), incremental_operation=AlterConfigOpType.SET)])
+            for topic, value in batch]
         for future in admin.incremental_alter_configs(resources).values():
             future.result(60)
     return alter
 
 
-def _sparkraft_alter(client) -> Callable[[list[tuple[str, str]]], None]:
+def _sparkraft_alter(client) -> Callable[[list[tuple[str, int]]], None]:
     """IncrementalAlterConfigs to sparkraft's active controller, with ControllerClient."""
     from quorum.controller import api
 
-    def alter(batch: list[tuple[str, str]]) -> None:
+    def alter(batch: list[tuple[str, int]]) -> None:
         results = client.incremental_alter_configs([(api.ConfigResourceKey("TOPIC", topic),
-                                                     [api.AlterableConfig("retention.ms", "SET", value)])
+                                                     [api.AlterableConfig("retention.ms", "SET", str(value))])
                                                     for topic, value in batch])
         failed = [r for r in results if r.error]
         if failed:
