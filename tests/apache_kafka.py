@@ -25,6 +25,7 @@ TOOLS = {  # what Kafka's bin/*.sh scripts run
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 
 
@@ -147,15 +148,17 @@ class KafkaNode:
 
 class KafkaQuorum:
     """Apache Kafka as people run it: three controllers (``process.roles=controller``, a static voter
-    set) and one broker, each a JVM process of its own on 127.0.0.1, formatted with Kafka's storage
-    tool. ``extra`` is added to every node's configuration."""
+    set) and brokers 101, 102..., each a JVM process of its own on 127.0.0.1, formatted with Kafka's
+    storage tool. ``extra`` is added to every node's configuration."""
 
     CONTROLLERS = (1, 2, 3)
     BROKER = 101
 
-    def __init__(self, root: Path, ports: list[int], extra: Optional[dict] = None):
+    def __init__(self, root: Path, ports: list[int], extra: Optional[dict] = None, brokers: int = 1):
+        """``ports``: three for the controllers, then one for each broker."""
         self.root = root
         self.controller_ports = dict(zip(self.CONTROLLERS, ports[:3]))
+        self.broker_ports = {self.BROKER + i: ports[3 + i] for i in range(brokers)}
         self.broker_port = ports[3]
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.controller_ports.items())
         common = {"controller.quorum.voters": voters, "controller.listener.names": "CONTROLLER",
@@ -166,9 +169,10 @@ class KafkaQuorum:
         for node_id, port in self.controller_ports.items():
             self._write(node_id, {"process.roles": "controller", "node.id": node_id,
                                   "listeners": f"CONTROLLER://127.0.0.1:{port}", **common})
-        self._write(self.BROKER, {"process.roles": "broker", "node.id": self.BROKER,
-                                  "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port}",
-                                  "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port}", **common})
+        for node_id, port in self.broker_ports.items():
+            self._write(node_id, {"process.roles": "broker", "node.id": node_id,
+                                  "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                                  "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}", **common})
         self.procs: dict[int, subprocess.Popen] = {}
 
     def _write(self, node_id: int, config: dict) -> None:
