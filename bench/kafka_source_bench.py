@@ -67,7 +67,7 @@ def _kafka_node(work: Path):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from apache_kafka import KafkaNode
 
-    node = KafkaNode(work, _free_port(), _free_port())
+    node = KafkaNode(work, _free_port(), _free_port(), heap="2g")  # 512m ran out at 20,000 partitions
     with open(node.config, "a") as f:
         f.write("num.partitions=1\nlog.index.size.max.bytes=65536\n")  # 20,000 small partition logs
     node.format(random_uuid())
@@ -76,7 +76,8 @@ def _kafka_node(work: Path):
 
 
 def _create_with_kafkas_admin_client(node, partitions: int, work: Path, ctx: Context) -> None:
-    """Topics k00000... of 100 partitions, RF 1, with Kafka's own AdminClient (a jshell program)."""
+    """Topics k00000... of 100 partitions, RF 1, and FRESH_TOPICS of one partition, with Kafka's own
+    AdminClient (a jshell program)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from apache_kafka import need_kafka
 
@@ -103,7 +104,17 @@ try (var admin = Admin.create(props)) {{
             if (!(e.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException)) throw e;
         }}
     }}
-    for (int i = 0; i < 600 && admin.listTopics().names().get().size() < {topics}; i++) Thread.sleep(100);
+    var fresh = new java.util.ArrayList<NewTopic>();  // the freshness runs' single-partition topics
+    for (int i = 0; i < {FRESH_TOPICS}; i++) {{
+        var name = String.format("fresh-%02d", i);
+        if (!existing.contains(name)) fresh.add(new NewTopic(name, 1, (short) 1));
+    }}
+    try {{
+        if (!fresh.isEmpty()) admin.createTopics(fresh).all().get();
+    }} catch (java.util.concurrent.ExecutionException e) {{
+        if (!(e.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException)) throw e;
+    }}
+    for (int i = 0; i < 600 && admin.listTopics().names().get().size() < {topics + FRESH_TOPICS}; i++) Thread.sleep(100);
     System.out.println("CREATED " + admin.listTopics().names().get().size());
 }} catch (Exception e) {{
     System.out.println("FAILED " + e);
@@ -116,7 +127,7 @@ try (var admin = Admin.create(props)) {{
     while True:  # the node's listener may not be open yet; a run cut short is carried on (idempotent)
         done = subprocess.run(["jshell", "--class-path", class_path, str(script)], capture_output=True, text=True,
                               timeout=JOB_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        if f"CREATED {topics}" in done.stdout:
+        if f"CREATED {topics + FRESH_TOPICS}" in done.stdout:
             return
         ctx.progress.line(f"  Kafka's AdminClient: {done.stdout.strip()[-300:]} (trying again)")
         if time.monotonic() > deadline:
@@ -267,15 +278,6 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, int
     return out
 
 
-def _kafka_create(bootstrap_server: str, names: list[str]) -> None:
-    """Single-partition topics on the Kafka node, with librdkafka's AdminClient."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap_server})
-    for future in admin.create_topics([NewTopic(name, 1, 1) for name in names]).values():
-        future.result(120)
-
-
 def _kafka_alter(bootstrap_server: str) -> Callable[[list[tuple[str, int]]], None]:
     """IncrementalAlterConfigs through a Kafka broker, with librdkafka's AdminClient."""
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
@@ -327,8 +329,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         with ctx.progress.phase("materialise Kafka's log (--source kafka)"):
             out["kafka"] = _materialize("kafka", node.bootstrap_controller, work / "job-kafka", partitions)
         with ctx.progress.phase(f"freshness on Kafka at {CHANGES_PER_S:,} config changes/s for {seconds:g}s"):
-            fresh = [f"fresh-{i:02d}" for i in range(FRESH_TOPICS)]
-            _kafka_create(node.bootstrap_server, fresh)
+            fresh = [f"fresh-{i:02d}" for i in range(FRESH_TOPICS)]  # created with the others, above
             spark = job.spark_session("sparkraft-bench")
             out["kafka"]["freshness"] = _freshness(
                 spark, job.Source(node.bootstrap_controller, "kafka"), work / "fresh-kafka",
