@@ -45,7 +45,10 @@ TITLE = "A Kafka cluster's metadata into Delta: first materialisation, Apache Ka
 REQUIRES: tuple[str, ...] = ()
 
 QUICK_SIZES = (2_000,)
-FULL_SIZES = (20_000,)
+# 19,000: this machine's hard open-files limit is 20,000, and a Kafka broker keeps each partition's
+# log open; 20,000 partitions plus the freshness topics, its jars and its sockets went past it and the
+# broker stopped (Kafka 4.4, one log directory)
+FULL_SIZES = (19_000,)
 PARTITIONS_PER_TOPIC = 100
 GOAL_20K_S = 10.0
 GOAL_P50_S, GOAL_P99_S = 1.0, 2.0
