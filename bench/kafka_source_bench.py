@@ -380,13 +380,13 @@ def report(document: dict) -> str:
              f"28 brokers, topics of 100 partitions, RF 3.", "",
              markdown_table(["partitions", "Kafka's log: records", "Kafka: s", "sparkraft's log: records",
                              "sparkraft: s", "Kafka ÷ sparkraft"], rows), "",
-             f"Goal: the first materialisation of 20,000 Kafka partitions ≤ {GOAL_20K_S:g} s.", ""]
+             f"Goal: the first materialisation of 20,000 Kafka partitions ≤ {GOAL_20K_S:g} s."]
     fresh = [[f"{s['partitions']:,}", system, f"{f['changes']:,}", fmt_number(f["changes_per_s"], 0),
               f"{f['visible']:,}", fmt_number(f["p50_s"], 2), fmt_number(f["p99_s"], 2)]
              for s in document["results"]["sizes"] for system, f in
              (("Apache Kafka", s["kafka"].get("freshness")), ("sparkraft", s["sparkraft"].get("freshness"))) if f]
     if fresh:
-        lines += [f"Freshness: a topic config set at {CHANGES_PER_S:,} changes/s ({CHANGES_PER_REQUEST} topics a "
+        lines += ["", f"Freshness: a topic config set at {CHANGES_PER_S:,} changes/s ({CHANGES_PER_REQUEST} topics a "
                   f"request) while the job runs (0.2 s trigger); acknowledgement → visible in `configs` to a "
                   f"second reader.", "",
                   markdown_table(["partitions", "quorum", "changes", "changes/s", "seen", "p50 s", "p99 s"], fresh),

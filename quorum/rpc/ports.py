@@ -57,6 +57,10 @@ class RaftPort(Protocol):
     cluster_id: str
     security: "NodeSecurity"
     identities: "PeerIdentities"  # voters' session tokens (peer_identity.py)
+
+    @property
+    def running(self) -> bool:
+        """Started and not stopping: a node still asking the voters for their cluster id is not."""
     refusals: RefusalNotes
     raw_appends: bool  # `controller start --raft-only`: takes raw Append
 
