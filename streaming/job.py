@@ -7,6 +7,7 @@ Delta tables own what has been applied (writer.py): the two together give exactl
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import NamedTuple, Optional
@@ -18,6 +19,35 @@ from streaming.stop import GracefulStop
 log = logging.getLogger(__name__)
 
 CLUSTER_MARKER = "sparkraft-cluster-id"
+
+
+class QueryFailed(RuntimeError):
+    """The streaming query ended with an error. Its message is the cause (a Python error raised in
+    the source or the materialiser, or Spark's own first line), not Spark's whole report, which
+    ``--debug`` still prints as the chained exception."""
+
+    @classmethod
+    def of(cls, error: BaseException) -> "QueryFailed":
+        return cls(f"the streaming query failed: {query_failure_cause(str(error))}")
+
+
+_PYTHON_ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b:? ?.*$")
+
+
+def query_failure_cause(report: str) -> str:
+    """The line of Spark's report of a failed query that says what went wrong: the last Python
+    exception line of a traceback in it (Spark wraps the source's and the materialiser's errors),
+    else the report's first line without Spark's query identifiers."""
+    lines = report.splitlines()
+    tracebacks = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")
+                  or line.endswith("Traceback (most recent call last):")]
+    if tracebacks:
+        after = lines[tracebacks[-1] + 1:]
+        errors = [line.strip() for line in after if _PYTHON_ERROR_LINE.match(line)]
+        if errors:
+            return errors[-1]
+    first = lines[0] if lines else report
+    return re.sub(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ?", "", first).strip() or first
 
 
 class CheckpointError(ValueError):
@@ -214,13 +244,13 @@ def _run_remote(spark, source: Source, cluster_id: str, warehouse: str, checkpoi
         log.info("Materializing %s into %s through Spark Connect (checkpoint %s on the server)", source.bootstrap,
                  warehouse, checkpoint)
         try:
-            while not stop.requested.is_set() and not query.awaitTermination(0.5):
+            while not stop.requested.is_set() and not _ended(query, 0.5):
                 pass
         finally:
             if query.isActive:
                 query.stop()  # a batch cut short is replayed at the next start: exactly once either way
     if query.exception() is not None:
-        raise RuntimeError(f"the streaming query failed: {query.exception()}")
+        raise QueryFailed.of(query.exception())
     applied = latest_applied(DeltaRsWriter(warehouse))
     if available_now:
         _check_reached(target, applied)
@@ -242,7 +272,7 @@ def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint:
                  " (Apache Kafka's controllers)" if source.protocol == "kafka" else "",
                  materializer.writer.warehouse, checkpoint)
         try:
-            while not stop.requested.is_set() and not query.awaitTermination(0.2):
+            while not stop.requested.is_set() and not _ended(query, 0.2):
                 pass
             if stop.requested.is_set():
                 _stop_between_batches(spark, query, materializer)
@@ -253,7 +283,17 @@ def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint:
             if query.isActive:
                 query.stop()
     if query.exception() is not None:
-        raise RuntimeError(f"the streaming query failed: {query.exception()}")
+        raise QueryFailed.of(query.exception())
+
+
+def _ended(query, seconds: float) -> bool:
+    """``query.awaitTermination(seconds)``, with a failed query's error said by its cause."""
+    try:
+        return query.awaitTermination(seconds)
+    except Exception as e:
+        if type(e).__name__ != "StreamingQueryException":
+            raise
+        raise QueryFailed.of(e) from e
 
 
 class _NotARefusal(logging.Filter):

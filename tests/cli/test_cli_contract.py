@@ -37,8 +37,8 @@ def test_a_malformed_command_line_is_one_line_and_exit_1(args, expected):
 
 
 def test_an_address_where_nothing_listens_is_said_within_seconds():
-    """Every connection refused and nothing ever answered: the command says so after 1.5 s of
-    trying, not at --timeout (it waited the whole 15 s)."""
+    """Every connection refused and nothing ever answered: the command says so after 10 s of
+    trying (a controller started a moment before has time to listen), not at --timeout."""
     (port,) = free_ports(1)  # nothing listens there
     result = sparkraft("topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "60")
     assert result.returncode == 1
@@ -47,7 +47,7 @@ def test_an_address_where_nothing_listens_is_said_within_seconds():
         f"{result.stderr.split(' for ')[1].split('s ')[0]}s (is the controller running, and is this the address "
         f"of its controller listener?)"]
     waited = float(result.stderr.split(" for ")[1].split("s ")[0])
-    assert 1.5 <= waited < 60
+    assert 10 <= waited < 60
 
 
 @pytest.mark.slow

@@ -78,7 +78,7 @@ def migrating(controller_processes, zookeeper, **kw):
 
 def status(cp, timeout=20) -> dict:
     """``migrate status --json``; while the controllers just started are not listening yet (the
-    command says so after 1.5 s of refused connections, sooner than a busy machine starts them),
+    command says so after 10 s of refused connections, which a very busy machine can still exceed),
     asked again until ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
