@@ -302,6 +302,8 @@ class ControllerNode:
         inbox = self._inbox
         while True:
             self._check_leadership()
+            if not self.loaded:  # the leader's word may come after the last delivery it needs
+                self._follow_security()
             while True:
                 try:
                     item = inbox.get_nowait()
@@ -377,11 +379,19 @@ class ControllerNode:
 
     def _follow_security(self) -> None:
         """The authorizer and the SCRAM logins take the committed ACLs and credentials after each
-        delivery (all of it at once), so every controller decides by the committed log. Until the
-        node has replayed what its log held at start (less what Raft truncated since), it is not
-        ``loaded``: it checks no login, and refuses no read by its ACLs, which may lack a grant."""
-        self._replay_to_load = min(self._replay_to_load, self.raft.status().log_end_offset)
-        self.loaded = self.loaded or self.core.last_committed_offset + 1 >= self._replay_to_load
+        delivery (all of it at once), so every controller decides by the committed log.
+
+        Until the node is ``loaded`` it checks no login, and refuses no read by its ACLs, which may
+        lack a grant. Loaded, as Kafka's metadata loader waits to publish: a leader has told it a
+        high watermark since it started (it heard from a quorum: a node alone, or one whose log
+        was empty or behind when it stopped, knows nothing of what was committed meanwhile), and it
+        has replayed up to that first high watermark and up to what its own log held at start
+        (less what Raft truncated since)."""
+        st = self.raft.status()
+        self._replay_to_load = min(self._replay_to_load, st.log_end_offset)
+        told = st.first_leader_high_watermark
+        self.loaded = self.loaded or (told is not None and
+                                      self.core.last_committed_offset + 1 >= max(self._replay_to_load, told))
         if self.security.authorizer is not None:
             self.security.authorizer.follow(self.core.image.acls)
         if self.security.scram is not None:

@@ -229,7 +229,7 @@ class RaftRounds:
         core = self.core
         self._status.publish(NodeStatus(self.node_id, core.state_name, core.epoch, core.leader_id,
                                         core.high_watermark, self.log.end_offset, self.log.start_offset,
-                                        core.snapshots_installed))
+                                        core.snapshots_installed, core.first_leader_high_watermark))
 
     def _note_cluster_rejection(self, src: int) -> None:
         if src not in self.voters or src in self._cluster_rejections:

@@ -25,6 +25,8 @@ class NodeStatus:
     log_end_offset: int
     log_start_offset: int = 0  # the log holds nothing below it: a snapshot does
     snapshots_fetched: int = 0  # snapshots downloaded from the leader (FetchSnapshot) since start
+    # the first high watermark a leader told the node since start (None: none has yet)
+    first_leader_high_watermark: Optional[int] = None
 
 
 class StatusBoard:

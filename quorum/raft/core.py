@@ -106,6 +106,10 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
         # snapshot, so committed.
         self.high_watermark = log.start_offset
         self._exposed_hw = self.high_watermark
+        # The first high watermark a leader told this core since it started (its own, leading):
+        # what was committed when it first heard from a quorum, which it may not hold yet. None
+        # until then: a node alone knows nothing of what the others committed while it was down.
+        self.first_leader_high_watermark: Optional[int] = None
         self._persisted = election
         self._outbox: list[Outbound] = []
         self._violations: list[tuple[int, str]] = []  # see Ready.violations
@@ -240,6 +244,8 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
         return self._in_recent_voter_sets(self.key) and not self.rejoining
 
     def _maybe_finish_rejoin(self, leader_hw: Optional[int]) -> None:
+        if self.first_leader_high_watermark is None and leader_hw is not None:
+            self.first_leader_high_watermark = leader_hw
         if not self.rejoining or leader_hw is None:
             return
         if self._rejoin_target is None:

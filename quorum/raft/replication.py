@@ -97,6 +97,8 @@ class ReplicationRpcs:
         p50 0.74-0.77 -> 0.58-0.66 ms in alternating runs). Idle, they learn it 1 ms later.
         Voters only: an observer (a broker) is answered at once, as its read-your-writes waits."""
         self._set_high_watermark(r.progress.high_watermark)
+        if self.first_leader_high_watermark is None:
+            self.first_leader_high_watermark = self.high_watermark
         for (src, corr), (req, deadline) in list(r.parked.items()):
             linger = self._hw_linger_ms(self._is_voter_replica(src, req.replica_directory_id))
             if linger:

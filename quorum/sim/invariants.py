@@ -112,6 +112,11 @@ class Invariants:
             if expected is not None and core.voter_history.kraft_version_at(hw - 1) != expected:
                 self.fail(f"node {n.node_id} says kraft.version {core.voter_history.kraft_version_at(hw - 1)} "
                           f"at its high watermark {hw}, the committed records say {expected}")
+        for n in c.nodes.values():  # after every node's commits are noted: a leader's may be new this step
+            told = n.core.first_leader_high_watermark if n.alive else None
+            if told is not None and told > self.committed_end:
+                self.fail(f"node {n.node_id} was told high watermark {told} by a leader, beyond what any node "
+                          f"committed ({self.committed_end}): it would call itself loaded on records not committed")
 
     def _snapshot_records(self, data: bytes) -> list:
         hit = self._decoded.get(id(data))

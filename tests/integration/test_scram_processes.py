@@ -28,8 +28,9 @@ ADMIN_SECRET, ALICE_SECRET = "admin-secret,with]odd=chars", "alice-secret-1"
 REAUTH_MS = 3000
 
 
-@pytest.fixture
-def scram(controller_processes, tmp_path):
+def _formatted(controller_processes, tmp_path):
+    """Three controllers with SSL listeners, the StandardAuthorizer, and ``User:admin`` (a super
+    user, SCRAM-SHA-512) in their bootstrap metadata; formatted, not started."""
     pki = Pki(tmp_path / "pki")
     cp = controller_processes(per_node=lambda i: {
         "listener.security.protocol.map": "CONTROLLER:SSL",
@@ -45,6 +46,12 @@ def scram(controller_processes, tmp_path):
     cp.security = ClientSecurity.from_file(str(cp.admin))
     cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=admin,password={ADMIN_SECRET}]"]
                        for i in cp.voters})
+    return cp
+
+
+@pytest.fixture
+def scram(controller_processes, tmp_path):
+    cp = _formatted(controller_processes, tmp_path)
     cp.start()
     cp.wait_leader(timeout=30)
     # one broker, registering as the admin user (a super user), so topics can be placed
@@ -179,6 +186,28 @@ def test_a_restarted_controller_calls_no_password_wrong_before_it_has_replayed_i
     cp.start([i for i in cp.voters if i != lone])
     with ControllerClient(cp.bootstrap([lone]), timeout=30, security=cp.security) as client:
         wait_for(lambda: _lists_topics(client), 30, f"controller {lone} checking logins again")
+
+
+def test_a_controller_that_never_heard_from_a_quorum_checks_no_login(controller_processes, tmp_path):
+    """A voter whose log was empty when the others stopped (it lagged, or never ran) holds none of
+    the users; alone it must not call their passwords wrong. It waits for a leader's high watermark
+    (Kafka's metadata loader waits the same way) and then checks logins."""
+    cp = _formatted(controller_processes, tmp_path)
+    lone, *others = cp.voters
+    cp.start(others)
+    cp.wait_leader(timeout=30)
+    with ControllerClient(cp.bootstrap(others), timeout=30, security=cp.security) as client:
+        wait_for(lambda: _lists_topics(client), 30, "the admin's login on the two that formed the quorum")
+    for i in others:
+        cp.kill(i)
+    cp.start([lone])
+    with ControllerClient(cp.bootstrap([lone]), timeout=15, security=cp.security) as client:
+        with pytest.raises(SparkraftError) as e:
+            client.list_topics()
+    assert e.value.error is Errors.NOT_CONTROLLER and "replaying" in e.value.message, e.value
+    cp.start(others)
+    with ControllerClient(cp.bootstrap([lone]), timeout=30, security=cp.security) as client:
+        wait_for(lambda: _lists_topics(client), 60, f"controller {lone} checking logins once it heard from a leader")
 
 
 def _lists_topics(client) -> bool:

@@ -181,3 +181,17 @@ def test_a_deadline_that_stays_due_is_caught_as_a_livelock(monkeypatch):
     monkeypatch.setattr(RaftCore, "_next_deadline", stuck_when_leading)
     with pytest.raises(InvariantViolation, match="livelock"):
         chaos(0)
+
+
+def test_a_node_taking_its_own_log_end_for_what_a_leader_committed_is_caught(monkeypatch):
+    # A controller is "loaded" (it checks logins and ACLs) once it has replayed what a leader first
+    # told it was committed; taking its own log end instead counts records no quorum holds.
+    original = RaftCore._maybe_finish_rejoin
+
+    def own_log_end(self, leader_hw):
+        if self.first_leader_high_watermark is None and leader_hw is not None:
+            self.first_leader_high_watermark = self.log.end_offset
+        original(self, leader_hw)
+
+    monkeypatch.setattr(RaftCore, "_maybe_finish_rejoin", own_log_end)
+    assert _violations(range(60)) > 0
