@@ -478,6 +478,14 @@ class NodeConfig:
     def controller_listener_name(self) -> str | None:
         return self.controller_listener_names[0] if self.controller_listener_names else None
 
+    def more_controller_listeners(self) -> tuple:
+        """The controller listeners after the first (Endpoints): where it answers Kafka's protocol
+        (quorum/kafka/controller_apis.py)."""
+        from quorum.log.voter_set import Endpoint
+
+        names = (self.controller_listener_names or ())[1:] if self.is_controller else ()
+        return tuple(Endpoint(n, *self.listeners[n]) for n in names if n in (self.listeners or {}))
+
     @property
     def controller_listener(self) -> HostPort | None:
         """The address this controller serves the quorum on (first controller listener)."""
@@ -593,10 +601,10 @@ class NodeConfig:
             if protocol in TLS_PROTOCOLS and not self.ssl_keystore_location:
                 fail(f"listener {name} is {protocol} (listener.security.protocol.map) but ssl.keystore.location "
                      f"is not set")
-            if protocol.startswith("SASL_") and name in (self.controller_listener_names or ()):
-                fail(f"controller listener {name} is {protocol}: a controller listener is PLAINTEXT or SSL "
-                     f"(SCRAM clients log in over SSL with security.protocol=SASL_SSL; SASL_ listeners are "
-                     f"brokers' Kafka listeners)")
+            if protocol.startswith("SASL_") and name == self.controller_listener_name:
+                fail(f"controller listener {name} is {protocol}: the first controller listener (the quorum's) is "
+                     f"PLAINTEXT or SSL (SCRAM clients log in over SSL with security.protocol=SASL_SSL; SASL_ "
+                     f"listeners are Kafka listeners: a broker's, or a controller's after the first)")
         if self.ssl_client_auth == "required" and not self.ssl_truststore_location:
             fail("ssl.client.auth=required needs ssl.truststore.location (the CAs that sign client certificates)")
         if self.is_broker:

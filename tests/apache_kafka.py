@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from fetch_jars import default_root  # noqa: E402
 
 KAFKA = "kafka-4.4.0"  # scripts/maven/kafka-4.4.0.xml
+OLD_TOOLS = ("kafka-tools-3.7.2", "kafka-tools-3.9.1")  # older clients' tools (scripts/maven/kafka-tools-*.xml)
 TOOLS = {  # what Kafka's bin/*.sh scripts run
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
@@ -34,18 +35,18 @@ def jars(name: str = KAFKA) -> Optional[Path]:
     return folder if (folder / ".resolved").exists() else None
 
 
-def need_kafka() -> Path:
-    """The Kafka jars' folder, or skip the test with one line."""
-    folder = jars()
+def need_kafka(name: str = KAFKA) -> Path:
+    """The folder of Kafka jars ``name``, or skip the test with one line."""
+    folder = jars(name)
     if folder is None:
-        pytest.skip(f"Apache Kafka's jars are not in {default_root() / KAFKA} (python scripts/fetch_jars.py; "
+        pytest.skip(f"Apache Kafka's jars are not in {default_root() / name} (python scripts/fetch_jars.py; "
                     f".ci/run does it)")
     return folder
 
 
-def kafka_tool(tool: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Kafka's ``bin/<tool>.sh ARGS``, as a JVM process from the jars."""
-    folder = need_kafka()
+def kafka_tool(tool: str, *args: str, timeout: float = 120, kafka: str = KAFKA) -> subprocess.CompletedProcess:
+    """Kafka's ``bin/<tool>.sh ARGS``, as a JVM process from the jars (``kafka``: which release's)."""
+    folder = need_kafka(kafka)
     return subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", TOOLS[tool], *args], capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -81,8 +82,9 @@ def jshell(script: str, tmp: Path) -> str:
 
 
 def without_jvm_noise(stderr: str) -> list[str]:
-    """Kafka's tools' stderr without SLF4J's note that no logging backend is on the class path."""
-    return [line for line in stderr.splitlines() if not line.startswith("SLF4J")]
+    """Kafka's tools' stderr without SLF4J's (4.x) or log4j's (3.x) note that no logging backend
+    is set up."""
+    return [line for line in stderr.splitlines() if not line.startswith(("SLF4J", "log4j:WARN"))]
 
 
 class KafkaNode:

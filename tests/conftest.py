@@ -27,14 +27,55 @@ FAST_TIMEOUTS = {
 }
 
 
-def free_ports(n: int) -> list[int]:
-    socks = []
+def _listening_port_range() -> tuple[int, int]:
+    """Where free_ports draws from: below the kernel's ephemeral range, so that no outgoing
+    connection (a gRPC channel, a JVM's client) is given the port between its pick and the server's
+    bind (CI saw a controller's second listener lose its port so); each xdist worker its own slice."""
     try:
-        for _ in range(n):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    top, bottom = low, max(1024, low - 12000)
+    if top - bottom < 2000:
+        return 0, 0  # no room below it: let the kernel pick
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) % workers if worker[2:].isdigit() else 0
+    span = (top - bottom) // workers
+    return bottom + index * span, bottom + (index + 1) * span
+
+
+_handed_out: set[int] = set()  # not handed out twice by this process while others remain
+
+
+def free_ports(n: int) -> list[int]:
+    import random
+
+    low, high = _listening_port_range()
+    socks, ports = [], []
+    try:
+        if high == 0:
+            for _ in range(n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", 0))
+                socks.append(s)
+            return [s.getsockname()[1] for s in socks]
+        if len(_handed_out) > (high - low) // 2:
+            _handed_out.clear()
+        while len(ports) < n:
+            port = random.randrange(low, high)
+            if port in _handed_out or port in ports:
+                continue
             s = socket.socket()
-            s.bind(("127.0.0.1", 0))
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
             socks.append(s)
-        return [s.getsockname()[1] for s in socks]
+            ports.append(port)
+        _handed_out.update(ports)
+        return ports
     finally:
         for s in socks:
             s.close()
@@ -121,11 +162,13 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 class ControllerProcesses:
     def __init__(self, root: Path, voters=(1, 2, 3), raft_only: bool = False, metrics: bool = False,
-                 dynamic: bool = False, per_node=None, security=None, **overrides: str):
+                 dynamic: bool = False, per_node=None, security=None, kafka_listener: Optional[str] = None,
+                 **overrides: str):
         """``dynamic``: a dynamic quorum's controllers (KIP-853): controller.quorum.bootstrap.servers
         (every controller) instead of controller.quorum.voters; format them with ``format_dynamic``.
         ``per_node(i)``: more properties for controller i (its key store...); ``security``: the
-        ClientSecurity the test's own clients use."""
+        ClientSecurity the test's own clients use. ``kafka_listener``: the name of a second
+        controller listener, speaking Kafka's protocol, on ``kafka_ports[i]``."""
         self.security = security
         self.root = root
         self.raft_only = raft_only  # run `controller start --raft-only` (the tests append raw records)
@@ -133,6 +176,7 @@ class ControllerProcesses:
         self.ports = dict(zip(self.voters, free_ports(len(self.voters))))
         # metrics.listener ports, one per controller, when asked for
         self.metrics_ports = dict(zip(self.voters, free_ports(len(self.voters)))) if metrics else {}
+        self.kafka_ports = dict(zip(self.voters, free_ports(len(self.voters)))) if kafka_listener else {}
         self.cluster_id = random_cluster_id()
         self.procs: dict[int, subprocess.Popen] = {}
         self._outputs: list = []
@@ -143,8 +187,9 @@ class ControllerProcesses:
                 "node.id": str(i),
                 **({"controller.quorum.bootstrap.servers": self.bootstrap()} if dynamic
                    else {"controller.quorum.voters": voter_list}),
-                "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}",
-                "controller.listener.names": "CONTROLLER",
+                "listeners": f"CONTROLLER://127.0.0.1:{self.ports[i]}" + (
+                    f",{kafka_listener}://127.0.0.1:{self.kafka_ports[i]}" if kafka_listener else ""),
+                "controller.listener.names": "CONTROLLER" + (f",{kafka_listener}" if kafka_listener else ""),
                 "metadata.log.dir": str(self.log_dir(i)),
                 **FAST_TIMEOUTS,
                 **({"metrics.listener": f"127.0.0.1:{self.metrics_ports[i]}"} if metrics else {}),

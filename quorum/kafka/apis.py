@@ -1,10 +1,11 @@
-"""What a broker's Kafka listener implements: one table from API key to versions and handler.
+"""What a Kafka listener implements: one table (:class:`ApiTable`) from API key to versions and
+handler, per kind of listener: :data:`BROKER` here, the controllers' in controller_apis.py.
 
-ApiVersions advertises exactly this table (each range cut to the versions ``kio`` has types for).
-sparkraft brokers carry metadata only: the requests a producer or consumer starts with (Produce,
-Fetch, ListOffsets, FindCoordinator, InitProducerId) are answered with an error clients treat as
-final (data_plane.py); anything else is unsupported.
-:func:`handle` is the one dispatch: a decoded request in, a kio response out.
+ApiVersions advertises exactly the listener's table (each range cut to the versions ``kio`` has
+types for). sparkraft brokers carry metadata only: the requests a producer or consumer starts with
+(Produce, Fetch, ListOffsets, FindCoordinator, InitProducerId) are answered with an error clients
+treat as final (data_plane.py); anything else is unsupported.
+:meth:`ApiTable.handle` is the one dispatch: a decoded request in, a kio response out.
 """
 from __future__ import annotations
 
@@ -47,12 +48,17 @@ class KafkaContext:
     sasl: Optional[SaslSession] = None  # the connection's login, on a SASL_ listener (sasl.py)
     # the broker's own configuration file's keys (DescribeConfigs of this broker: STATIC_BROKER_CONFIG)
     static_configs: dict = field(default_factory=dict)
+    apis: Optional["ApiTable"] = None  # what the listener answers: BROKER unless given
+    # on a controller's Kafka listener: the quorum behind it (controller_apis.QuorumSide); None on a broker
+    quorum: Optional[object] = None
     _acl_lock: threading.Lock = field(default_factory=threading.Lock)
     _decoy_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
     def __post_init__(self):
         if self.metadata_answers is None:
             self.metadata_answers = MetadataAnswers(self.listener)
+        if self.apis is None:
+            self.apis = BROKER
 
     def for_caller(self, caller: Caller) -> "KafkaContext":
         """This context for one connection's client (what is kept is shared); on a SASL_ listener,
@@ -80,18 +86,27 @@ class KafkaContext:
     def controller_id(self) -> int:
         """What Metadata and DescribeCluster call the controller. Clients send controller-bound
         requests (CreateTopics...) there; a KRaft broker names a live broker, which forwards them, so
-        this broker names itself (it answers only once its own registration is in its image)."""
+        this broker names itself (it answers only once its own registration is in its image). A
+        controller names the active controller where its listener's address is known."""
+        if self.quorum is not None:
+            return self.quorum.controller_id(self.listener)
         return self.broker_id
+
+
+def supported_features(features, version: int) -> list[dict]:
+    """ApiVersions' supported features from (name, lowest, highest): in v0-v3 a feature whose lowest
+    version is 0 is left out (Kafka's KAFKA-17011: clients before v4 refuse such a range, and the
+    Java client of Kafka 3.7 ends its network thread on one)."""
+    return [{"name": n, "min_version": lo, "max_version": hi} for n, lo, hi in features if lo > 0 or version >= 4]
 
 
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     image = ctx.image()
-    supported = [{"name": n, "min_version": lo, "max_version": hi} for n, lo, hi in BROKER_FEATURES]
-    supported.append({"name": "metadata.version", "min_version": CONTROLLER_FEATURES["metadata.version"][0],
-                      "max_version": CONTROLLER_FEATURES["metadata.version"][1]})
+    features = [*BROKER_FEATURES, ("metadata.version", *CONTROLLER_FEATURES["metadata.version"])]
     finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
                  for n, level in sorted(image.features.levels.items()) if level > 0]
-    return {"error_code": 0, "api_keys": api_keys(), "throttle_time": 0, "supported_features": supported,
+    return {"error_code": 0, "api_keys": ctx.apis.api_keys(), "throttle_time": 0,
+            "supported_features": supported_features(features, version),
             "finalized_features_epoch": image.offset, "finalized_features": finalized}
 
 
@@ -127,33 +142,37 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
 }
 
 
-def _supported() -> dict[int, tuple[int, int]]:
-    out = {}
-    for key, (lo, hi, _handler) in IMPLEMENTED.items():
-        versions = schema_name_map[api_key_map[key]]
-        lo, hi = max(lo, min(versions)), min(hi, max(versions))
-        if lo <= hi:
-            out[key] = (lo, hi)
-    return out
+class ApiTable:
+    """One kind of listener's requests: ``implemented`` maps an API key to (lowest, highest version
+    implemented, handler); what is advertised is that cut to the versions ``kio`` has types for."""
+
+    def __init__(self, name: str, implemented: dict[int, tuple[int, int, Callable]]):
+        self.name = name
+        self.implemented = implemented
+        self.supported: dict[int, tuple[int, int]] = {}
+        for key, (lo, hi, _handler) in implemented.items():
+            versions = schema_name_map[api_key_map[key]]
+            lo, hi = max(lo, min(versions)), min(hi, max(versions))
+            if lo <= hi:
+                self.supported[key] = (lo, hi)
+
+    def api_keys(self) -> list[dict]:
+        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(self.supported.items())]
+
+    def handle(self, ctx: KafkaContext, request: Request):
+        """The kio response to ``request`` (already checked against ``supported``), or its Encoded body."""
+        _lo, _hi, handler = self.implemented[request.api_key]
+        answer = handler(ctx, request.body, request.api_version)
+        if isinstance(answer, Encoded):
+            return answer
+        return materialize(response_type(request.api_key, request.api_version), answer)
+
+    def unsupported_api_versions_response(self):
+        """ApiVersions v0 with UNSUPPORTED_VERSION: what a client that asked in a version this
+        listener does not know reads, to pick one it does."""
+        return materialize(response_type(18, 0), {"error_code": Errors.UNSUPPORTED_VERSION,
+                                                  "api_keys": self.api_keys()})
 
 
-SUPPORTED: dict[int, tuple[int, int]] = _supported()
-
-
-def api_keys() -> list[dict]:
-    return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(SUPPORTED.items())]
-
-
-def handle(ctx: KafkaContext, request: Request):
-    """The kio response to ``request`` (already checked against SUPPORTED), or its Encoded body."""
-    _lo, _hi, handler = IMPLEMENTED[request.api_key]
-    answer = handler(ctx, request.body, request.api_version)
-    if isinstance(answer, Encoded):
-        return answer
-    return materialize(response_type(request.api_key, request.api_version), answer)
-
-
-def unsupported_api_versions_response():
-    """ApiVersions v0 with UNSUPPORTED_VERSION: what a client that asked in a version this broker
-    does not know reads, to pick one it does."""
-    return materialize(response_type(18, 0), {"error_code": Errors.UNSUPPORTED_VERSION, "api_keys": api_keys()})
+BROKER = ApiTable("broker", IMPLEMENTED)
+SUPPORTED: dict[int, tuple[int, int]] = BROKER.supported  # a broker's listener's: what tests check against

@@ -1,4 +1,5 @@
-"""KafkaListener: a broker's Kafka-protocol listener, on an asyncio loop of its own thread.
+"""KafkaListener: a Kafka-protocol listener (a broker's, or a controller's: what it answers is its
+context's ApiTable), on an asyncio loop of its own thread.
 
 Per connection, requests are read, handled and answered one at a time, in order (Kafka mutes a
 connection while its request is handled), so a connection costs at most one frame's bytes and one
@@ -212,10 +213,10 @@ class KafkaListener:
     def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext) -> Optional[bytes]:
         """The framed response, or None to close the connection."""
         try:
-            request = decode_request(payload, apis.SUPPORTED)
+            request = decode_request(payload, ctx.apis.supported)
         except UnsupportedRequest as e:
             if e.api_key == API_VERSIONS_KEY:
-                return encode_response(API_VERSIONS_KEY, e.correlation_id, apis.unsupported_api_versions_response())
+                return encode_response(API_VERSIONS_KEY, e.correlation_id, ctx.apis.unsupported_api_versions_response())
             self._refuse(peer, str(e))
             return None
         except MalformedRequest as e:
@@ -226,7 +227,7 @@ class KafkaListener:
                          else f"API key {request.api_key} after its SASL login expired")
             return None
         try:
-            return encode_response(request.api_key, request.correlation_id, apis.handle(ctx, request))
+            return encode_response(request.api_key, request.correlation_id, ctx.apis.handle(ctx, request))
         except Exception:
             log.warning("Kafka listener %s:%d: API key %d v%d from %s failed; closing the connection", self.host,
                         self.port, request.api_key, request.api_version, peer, exc_info=True)

@@ -127,7 +127,7 @@ class ControllerNode:
                           listener_name=config.controller_listener_name, auto_join=config.auto_join_enable,
                           security=config.node_security(config.controller_listener_name),
                           wire_port=config.wire_port if config.wire_port >= 0 else None,
-                          limits=config.connection_limits())
+                          limits=config.connection_limits(), more_listeners=config.more_controller_listeners())
         node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
         interval = config.log_max_snapshot_interval_ms
         node.snapshots.interval_s = interval / 1000 if interval else None

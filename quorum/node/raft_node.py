@@ -88,11 +88,12 @@ class RaftNode(RaftRounds):
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
                  security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
                  wire_handlers: Optional[Mapping[int, Callable]] = None,
-                 limits: ConnectionLimits = DEFAULT_LIMITS):
+                 limits: ConnectionLimits = DEFAULT_LIMITS, more_listeners: Sequence[Endpoint] = ()):
         """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none), over TLS
         where the listener is SSL. ``wire_handlers``: more of the wire's methods (the controller's),
         as ``servicers`` are more gRPC services. ``limits``: what connections may cost the
-        listeners (quorum/connection_limits.py)."""
+        listeners (quorum/connection_limits.py). ``more_listeners``: the controller's other
+        listeners (Kafka's protocol), announced with its own when it joins a dynamic quorum."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
         # The Append RPC writes opaque records. Only a quorum without a metadata controller
@@ -148,7 +149,8 @@ class RaftNode(RaftRounds):
         # Announcing its endpoints needs an address others can reach: not a wildcard bind address.
         announce = self.listen[0] not in ("", "0.0.0.0", "::", "[::]")
         self.self_membership = (SelfMembership(node_id, listener_name, self.listen,
-                                               auto_join and self.addresses.dynamic, security.client)
+                                               auto_join and self.addresses.dynamic, security.client,
+                                               more_listeners)
                                 if announce or auto_join else None)
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id},
                                  **self.addresses.bootstrap},
@@ -191,7 +193,7 @@ class RaftNode(RaftRounds):
                    auto_join=config.auto_join_enable,
                    security=config.node_security(config.controller_listener_name),
                    wire_port=config.wire_port if config.wire_port >= 0 else None,
-                   limits=config.connection_limits())
+                   limits=config.connection_limits(), more_listeners=config.more_controller_listeners())
 
     def reload_tls(self) -> None:
         """SIGHUP: read the key and trust stores again, for the listener's next handshakes and for new

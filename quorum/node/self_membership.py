@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 from quorum.errors import SparkraftError
 from quorum.log.voter_set import Endpoint, ReplicaKey
@@ -34,12 +34,13 @@ RETRY_S = 1.0
 
 class SelfMembership:
     def __init__(self, node_id: int, listener_name: str, listen: tuple[str, int], auto_join: bool,
-                 security: Optional[ClientSecurity] = None):
+                 security: Optional[ClientSecurity] = None, more_listeners: Sequence[Endpoint] = ()):
         self.node_id = node_id
         self.security = security  # how it reaches the leader's listener
         self.listener_name = listener_name
         self.listen = listen
-        self.endpoints = (Endpoint(listener_name, *listen),)
+        # the quorum's listener first, then its Kafka listeners (DescribeCluster names them, KIP-919)
+        self.endpoints = (Endpoint(listener_name, *listen), *more_listeners)
         self.joining = auto_join  # cleared once a voter during this run: never again
         self._busy: Optional[threading.Thread] = None
         self._next_try = 0.0
@@ -75,7 +76,7 @@ class SelfMembership:
         from quorum.rpc.raft_client import RaftClient
 
         what, key = step
-        listeners = [(self.listener_name, *self.listen)]
+        listeners = [(e.name, e.host, e.port) for e in self.endpoints]
         try:
             with RaftClient([leader], timeout=5, rpc_timeout=5, cluster_id=cluster_id,
                             security=self.security) as client:

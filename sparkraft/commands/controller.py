@@ -35,6 +35,7 @@ def register(subparsers) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from quorum.config import ConfigError, load_config
+    from quorum.kafka.controller_apis import ControllerKafkaListeners
     from quorum.node.controller_node import ControllerNode
 
     config = load_config(args.config)
@@ -64,7 +65,14 @@ def run_start(args: argparse.Namespace) -> int:
     else:
         node = ControllerNode.from_config(config)
     raft = node if args.raft_only else node.raft
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda *_: raft.reload_tls())
+    kafka = None if args.raft_only else ControllerKafkaListeners(config, node, raft.cluster_id)
+
+    def reload_tls(*_) -> None:
+        raft.reload_tls()
+        if kafka is not None:
+            kafka.reload_tls()
+
+    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, reload_tls)
     metrics = None
     try:
         if config.metrics_listener:
@@ -79,19 +87,27 @@ def run_start(args: argparse.Namespace) -> int:
                 controller_metrics(registry, node)
             metrics = MetricsServer(*config.metrics_listener, registry).start()
         node.start()
+        if kafka is not None:
+            kafka.start(threading.Event())
         while not stop.is_set():
             if node.wait_stopped(0.2):
                 break
     except BaseException:
+        if kafka is not None:
+            kafka.stop()
         node.shutdown(graceful=False)
         raise
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     if node.fatal_error is not None:
+        if kafka is not None:
+            kafka.stop()
         node.shutdown(graceful=False)
         raise node.fatal_error
     log.info("Controller %d stopping (%s)", config.node_id, received[0] if received else "stopped")
+    if kafka is not None:
+        kafka.stop()
     node.shutdown(graceful=True)
     if metrics is not None:
         metrics.stop()

@@ -1,0 +1,290 @@
+"""What a controller's Kafka listener answers (KIP-919: Kafka's admin tools and AdminClient given
+``--bootstrap-controller``): :data:`CONTROLLER`, an ApiTable like a broker's, over the same
+handlers where the request is the same, through the :class:`QuorumSide` of the controller it runs in.
+
+A controller serves Kafka's protocol on each of its ``controller.listener.names`` after the first
+(the first carries Raft and sparkraft's own protocols, on gRPC and the wire). As on Apache Kafka's
+controllers:
+
+- DescribeCluster describes the controllers (endpoint type 2; a broker endpoint type is refused with
+  UNSUPPORTED_ENDPOINT_TYPE), each at its address on the listener the request came in on, and names
+  the active controller where that address is known;
+- there is no Metadata request: topics are described through a broker;
+- DescribeQuorum, AddRaftVoter and RemoveRaftVoter are served, from and through the quorum's leader.
+
+Writes are forwarded to the active controller as a broker forwards them (KIP-590), on behalf of the
+connection's principal, so any controller answers any request; a write's answer waits until this
+controller has replayed it, so the client's next read here shows it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Optional
+
+from quorum.errors import Errors, SparkraftError
+from quorum.kafka import answers, forwarding
+from quorum.kafka.apis import ApiTable, KafkaContext, supported_features
+from quorum.kafka.codec import topic_id_text, topic_uuid
+from quorum.kafka.sasl import authenticate, handshake
+from quorum.security.authorizer import cluster_action
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC = "__cluster_metadata"
+CONTROLLER_ENDPOINTS = 2  # DescribeCluster's endpoint_type for controllers (KIP-919)
+
+
+class QuorumSide:
+    """What a controller's Kafka listener needs of the controller and its quorum: the committed
+    image's offset here, the quorum's Raft calls (DescribeQuorum and voter changes go to the leader,
+    through ``raft``: a RaftClient), and where each controller listens for Kafka clients."""
+
+    def __init__(self, node, raft, own_endpoints: dict[str, tuple[str, int]]):
+        self.node = node  # the ControllerNode: its committed offset, its leader, its voters' endpoints
+        self.raft = raft
+        self.own_endpoints = own_endpoints  # listener name -> (host, port) of this controller's listeners
+
+    def wait_for(self, offset: int, timeout: float) -> bool:
+        """Whether this controller has replayed up to ``offset`` within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.node.last_committed_offset() < offset:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def controllers(self, listener: str) -> list[tuple[int, str, int]]:
+        """(id, host, port) of each voter with a ``listener`` endpoint known here: the voter set's
+        endpoints in a dynamic quorum (each controller registers all its controller listeners), and
+        always this controller's own."""
+        node_id = self.node.node_id
+        found: dict[int, tuple[str, int]] = {}
+        for voter_id in sorted(self.node.raft.voters):
+            for e in self.node.raft.endpoints_of(voter_id):
+                if e.name == listener:
+                    found[voter_id] = (e.host, e.port)
+        if listener in self.own_endpoints:
+            found[node_id] = self.own_endpoints[listener]
+        return [(i, *found[i]) for i in sorted(found)]
+
+    def features(self):
+        """The controller's FeaturesDescription: what it supports, and the finalized levels (with
+        kraft.version, which the Raft log holds), as ``sparkraft features describe`` reads them."""
+        from quorum.controller.api import DescribeFeaturesRequest
+
+        return self.node.read(DescribeFeaturesRequest())
+
+    def controller_id(self, listener: str) -> int:
+        """The active controller if a client can reach it on ``listener``, else this controller
+        (which forwards writes there)."""
+        leader = self.node.leader_id()
+        if leader is not None and any(i == leader for i, _h, _p in self.controllers(listener)):
+            return leader
+        return self.node.node_id
+
+
+# --- ApiVersions ------------------------------------------------------------------------------------
+
+def controller_api_versions(ctx: KafkaContext, req, version: int) -> dict:
+    """The controller's table, and its features as a controller sees them (kraft.version among
+    them, which a broker does not advertise: Kafka's controllers do)."""
+    d = ctx.quorum.features()
+    finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
+                 for n, level in sorted(d.finalized) if level > 0]
+    return {"error_code": 0, "api_keys": ctx.apis.api_keys(), "throttle_time": 0,
+            "supported_features": supported_features(d.supported, version),
+            "finalized_features_epoch": d.epoch, "finalized_features": finalized}
+
+
+# --- DescribeCluster ------------------------------------------------------------------------------
+
+def describe_cluster(ctx: KafkaContext, req, version: int) -> dict:
+    if getattr(req, "endpoint_type", 1) != CONTROLLER_ENDPOINTS:
+        return {"error_code": Errors.UNSUPPORTED_ENDPOINT_TYPE, "error_message":
+                "a controller describes controllers (endpoint type 2) only: ask a broker for brokers",
+                "cluster_id": ctx.cluster_id, "brokers": []}
+    controllers = [{"broker_id": i, "host": host, "port": port, "rack": None, "is_fenced": False}
+                   for i, host, port in ctx.quorum.controllers(ctx.listener)]
+    return {"throttle_time": 0, "error_code": Errors.NONE, "error_message": None,
+            "endpoint_type": CONTROLLER_ENDPOINTS, "cluster_id": ctx.cluster_id, "controller_id": ctx.controller_id,
+            "brokers": controllers, "cluster_authorized_operations": answers.AUTHORIZED_OPERATIONS_OMITTED}
+
+
+# --- the quorum (KIP-595, KIP-853) -----------------------------------------------------------------
+
+def _quorum_call(ctx: KafkaContext, operation: str, call: Callable[[], object]):
+    """``call()``'s result, or the error dict a Raft request answers with."""
+    if not ctx.may(cluster_action(operation)):
+        return {"error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": f"{operation} on the cluster is not allowed"}
+    try:
+        return call()
+    except SparkraftError as e:
+        return {"error_code": e.error if e.error < 10_000 else Errors.UNKNOWN_SERVER_ERROR, "error_message": e.message}
+
+
+def _replica(r) -> dict:
+    return {"replica_id": r.replica_id, "replica_directory_id": topic_uuid(r.directory_id) if r.directory_id else None,
+            "log_end_offset": r.log_end_offset,
+            "last_fetch_timestamp": -1 if r.last_fetch_ms is None else r.last_fetch_ms,
+            "last_caught_up_timestamp": -1 if r.last_caught_up_ms is None else r.last_caught_up_ms}
+
+
+def describe_quorum(ctx: KafkaContext, req, version: int) -> dict:
+    asked = [(t.topic_name, p.partition_index) for t in req.topics for p in t.partitions]
+    if asked != [(METADATA_TOPIC, 0)]:
+        return {"error_code": Errors.INVALID_REQUEST,
+                "error_message": f"DescribeQuorum describes {METADATA_TOPIC} partition 0 only", "topics": []}
+    info = _quorum_call(ctx, "DESCRIBE", ctx.quorum.raft.describe_quorum)
+    if isinstance(info, dict):
+        return {**info, "topics": []}
+    partition = {"partition_index": 0, "error_code": Errors.NONE, "error_message": None, "leader_id": info.leader_id,
+                 "leader_epoch": info.leader_epoch, "high_watermark": info.high_watermark,
+                 "current_voters": [_replica(v) for v in info.voters],
+                 "observers": [_replica(o) for o in info.observers]}
+    nodes = [{"node_id": v.replica_id, "listeners": [{"name": e.name, "host": e.host, "port": e.port}
+                                                      for e in v.endpoints]} for v in info.voters]
+    return {"error_code": Errors.NONE, "error_message": None,
+            "topics": [{"topic_name": METADATA_TOPIC, "partitions": [partition]}], "nodes": nodes}
+
+
+def _check_cluster(ctx: KafkaContext, req) -> Optional[dict]:
+    if req.cluster_id and req.cluster_id != ctx.cluster_id:
+        return {"error_code": Errors.INCONSISTENT_CLUSTER_ID,
+                "error_message": f"this quorum is cluster {ctx.cluster_id}, not {req.cluster_id}"}
+    return None
+
+
+def add_raft_voter(ctx: KafkaContext, req, version: int) -> dict:
+    refused = _check_cluster(ctx, req)
+    if refused is not None:
+        return refused
+    listeners = [(lst.name, lst.host, lst.port) for lst in req.listeners]
+    done = _quorum_call(ctx, "ALTER", lambda: ctx.quorum.raft.add_voter(
+        req.voter_id, topic_id_text(req.voter_directory_id), listeners))
+    return done if isinstance(done, dict) else {"error_code": Errors.NONE, "error_message": None}
+
+
+def remove_raft_voter(ctx: KafkaContext, req, version: int) -> dict:
+    refused = _check_cluster(ctx, req)
+    if refused is not None:
+        return refused
+    done = _quorum_call(ctx, "ALTER", lambda: ctx.quorum.raft.remove_voter(
+        req.voter_id, topic_id_text(req.voter_directory_id)))
+    return done if isinstance(done, dict) else {"error_code": Errors.NONE, "error_message": None}
+
+
+# api key -> (lowest, highest version implemented, handler): what Kafka's ControllerApis answers of
+# the requests an admin client sends (not the quorum's own Vote, Fetch, ... nor broker registration)
+CONTROLLER = ApiTable("controller", {
+    18: (0, 4, controller_api_versions),
+    17: (1, 1, handshake),
+    36: (0, 2, authenticate),
+    60: (1, 2, describe_cluster),  # v0 has no endpoint type: a controller has no brokers to describe
+    55: (0, 2, describe_quorum),
+    80: (0, 1, add_raft_voter),
+    81: (0, 0, remove_raft_voter),
+    32: (1, 4, answers.describe_configs),
+    29: (1, 3, answers.describe_acls),
+    46: (0, 0, answers.list_partition_reassignments),
+    48: (0, 1, answers.describe_client_quotas),
+    19: (2, 7, forwarding.create_topics),
+    20: (1, 6, forwarding.delete_topics),
+    37: (0, 3, forwarding.create_partitions),
+    44: (0, 1, forwarding.incremental_alter_configs),
+    33: (0, 2, forwarding.alter_configs),
+    30: (1, 3, forwarding.create_acls),
+    31: (1, 3, forwarding.delete_acls),
+    45: (0, 0, forwarding.alter_partition_reassignments),
+    43: (0, 2, forwarding.elect_leaders),
+    49: (0, 1, forwarding.alter_client_quotas),
+    51: (0, 0, forwarding.alter_user_scram_credentials),
+    57: (0, 1, forwarding.update_features),
+})
+
+
+class ControllerKafkaListeners:
+    """A controller's Kafka listeners: one KafkaListener per controller listener after the first,
+    opened once the controller runs, closed when it stops."""
+
+    def __init__(self, config, node, cluster_id: str):
+        from quorum.rpc.controller_client import ControllerClient
+        from quorum.rpc.raft_client import RaftClient
+
+        self.config = config
+        names = (config.controller_listener_names or ())[1:]
+        self.names = [n for n in names if n in (config.listeners or {})]
+        own = {n: config.listeners[n] for n in self.names}
+        raft_address = config.controller_listener
+        bootstrap = _quorum_bootstrap(config, raft_address)
+        security = config.node_security(config.controller_listener_name).client
+        self.forwarding = ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0, security=security)
+        self.raft = RaftClient(bootstrap, timeout=30.0, cluster_id=cluster_id, security=security)
+        self.side = QuorumSide(node, self.raft, own)
+        self.node = node
+        self.cluster_id = cluster_id
+        self.listeners: list = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def start(self, stop: threading.Event) -> "ControllerKafkaListeners":
+        """Open the listeners once the controller has loaded its log (heard from a quorum and
+        replayed what it was told was committed), as Kafka's controller enables its request
+        processing only once its authorizer and SCRAM credentials are loaded: before that, a login
+        or an ACL would be judged on an image that may lack them."""
+        self._stop = stop
+        if self.names:
+            threading.Thread(target=self._open_when_loaded, name="controller-kafka-listeners", daemon=True).start()
+        return self
+
+    def _open_when_loaded(self) -> None:
+        from quorum.kafka.server import KafkaListener
+
+        while not self.node.loaded:
+            if self._stop.wait(0.05):
+                return
+        for name in self.names:
+            host, port = self.config.listeners[name]
+            security = self.config.node_security(name)
+            ssl_context = security.tls.wire_context() if security.tls is not None else None
+            ctx = KafkaContext(self.config.node_id, self.cluster_id, name, lambda: self.node.core.image,
+                               self.forwarding, self.side.wait_for, security=security,
+                               static_configs=dict(self.config.given), apis=CONTROLLER, quorum=self.side)
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                try:
+                    listener = KafkaListener(ctx, host, port, ssl_context=ssl_context,
+                                             limits=self.config.connection_limits()).start()
+                except OSError as err:
+                    log.error("Controller %d: cannot listen on %s://%s:%d for Kafka clients: %s",
+                              self.config.node_id, name, host, port, err)
+                    continue
+                self.listeners.append(listener)
+            log.info("Controller %d: Kafka's admin clients are answered on %s://%s:%d (--bootstrap-controller)",
+                     self.config.node_id, name, host, listener.port)
+        return self
+
+    def reload_tls(self) -> None:
+        for listener in self.listeners:
+            tls = listener.ctx.security.tls
+            if tls is not None:
+                tls.reload()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            for listener in self.listeners:
+                listener.stop()
+            self.listeners.clear()
+        self.forwarding.close()
+        self.raft.close()
+
+
+def _quorum_bootstrap(config, own: tuple[str, int]) -> str:
+    from quorum.rpc.convert import format_endpoint
+
+    addresses = [own, *(config.voters.values() if config.voters else (config.bootstrap_servers or ()))]
+    return ",".join(dict.fromkeys(format_endpoint(h, p) for h, p in addresses))

@@ -1,0 +1,254 @@
+"""Apache Kafka's own tools (4.4.0, from Maven Central's jars) given ``--bootstrap-controller``
+(KIP-919) against sparkraft controller processes whose second controller listener speaks Kafka's
+protocol: each answer compared with what sparkraft's own CLI says of the same quorum, field by field.
+
+Skipped with one line where the jars are not there (.ci/run resolves them before the tests)."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import struct
+import subprocess
+
+import pytest
+from apache_kafka import OLD_TOOLS, kafka_tool, need_kafka, without_jvm_noise
+from conftest import ControllerProcesses, wait_for
+
+from quorum.kafka.controller_apis import CONTROLLER
+
+pytestmark = pytest.mark.slow
+
+
+def _sparkraft_json(*args: str):
+    from conftest import sparkraft_cmd
+
+    out = subprocess.run(sparkraft_cmd(*args, "--json"), capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _tool(tool: str, *args: str, kafka: str = "kafka-4.4.0") -> str:
+    out = kafka_tool(tool, *args, kafka=kafka)
+    assert out.returncode == 0, f"{tool} {' '.join(args)}: exit {out.returncode}\n{out.stderr[-3000:]}"
+    assert not [line for line in without_jvm_noise(out.stderr) if "ERROR" in line or "Exception" in line], out.stderr
+    return out.stdout
+
+
+def _kafka(cp: ControllerProcesses, i: int) -> str:
+    return f"127.0.0.1:{cp.kafka_ports[i]}"
+
+
+def _status(text: str) -> dict:
+    """``kafka-metadata-quorum describe --status`` as a dict (the voter lists parsed)."""
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        value = value.strip()
+        out[key] = json.loads(value) if value.startswith("[") else int(value) if re.fullmatch(r"-?\d+", value) else value
+    return out
+
+
+def _replication(text: str) -> dict[int, dict]:
+    """``describe --replication``'s rows by node id."""
+    lines = [re.split(r"\s+", line.strip()) for line in text.strip().splitlines()]
+    header = lines[0]
+    return {int(row[0]): dict(zip(header, row)) for row in lines[1:]}
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory):
+    """A static quorum of three sparkraft controllers, each also answering Kafka's protocol."""
+    need_kafka()
+    cp = ControllerProcesses(tmp_path_factory.mktemp("controllers"), kafka_listener="KAFKA")
+    cp.format()
+    cp.start()
+    try:
+        cp.wait_leader(timeout=30)
+        yield cp
+    finally:
+        cp.close()
+
+
+def test_kafka_metadata_quorum_describes_the_quorum_as_sparkraft_does(quorum):
+    cp = quorum
+    ours = _sparkraft_json("quorum", "describe", "--status", "--bootstrap-controller", cp.bootstrap())
+    theirs = _status(_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 2), "describe", "--status"))
+    assert list(theirs) == list(ours)  # the same fields, in the same order
+    for key in ("ClusterId", "LeaderId", "LeaderEpoch", "CurrentVoters", "CurrentObservers"):
+        assert theirs[key] == ours[key], key
+    assert theirs["HighWatermark"] >= ours["HighWatermark"] > 0
+
+    theirs = _replication(_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 3), "describe",
+                                "--replication"))
+    ours = {r["NodeId"]: r for r in _sparkraft_json("quorum", "describe", "--replication",
+                                                     "--bootstrap-controller", cp.bootstrap())}
+    assert set(theirs) == set(ours) == set(cp.voters)
+    for node_id, row in theirs.items():
+        assert row["Status"] == ours[node_id]["Status"]
+        assert row["DirectoryId"] == ours[node_id]["DirectoryId"]
+        assert int(row["LastFetchTimestamp"]) > 0 and int(row["LogEndOffset"]) > 0
+
+
+def test_kafka_cluster_and_features_through_a_controller(quorum):
+    cp = quorum
+    assert _tool("kafka-cluster", "cluster-id", "--bootstrap-controller", _kafka(cp, 1)).strip() == \
+        f"Cluster ID: {cp.cluster_id}"
+    endpoints = _tool("kafka-cluster", "list-endpoints", "--bootstrap-controller", _kafka(cp, 1))
+    # a static quorum's controllers know each other's Raft address only: each names itself
+    assert re.search(rf"^1\s+127\.0\.0\.1\s+{cp.kafka_ports[1]}\s+null\s+controller", endpoints, re.M), endpoints
+
+    described = _tool("kafka-features", "--bootstrap-controller", _kafka(cp, 2), "describe")
+    theirs = {m["Feature"]: m for m in (dict(re.findall(r"(\w+): (\S+(?: \d+)?)", line))
+                                        for line in described.splitlines() if line.startswith("Feature:"))}
+    ours = {f["feature"]: f for f in _sparkraft_json("features", "describe", "--bootstrap-controller", cp.bootstrap())}
+    assert set(theirs) == set(ours)
+    for name, f in ours.items():
+        levels = [theirs[name][k].split()[-1] for k in ("SupportedMinVersion", "SupportedMaxVersion",
+                                                           "FinalizedVersionLevel")]
+        # metadata.version prints as "UNKNOWN n": sparkraft's levels are not Kafka's release levels
+        assert levels == [str(f["supported_min_version"]), str(f["supported_max_version"]),
+                          str(f["finalized_version_level"])], name
+    assert "eligible.leader.replicas.version can be upgraded to 1." in _tool(
+        "kafka-features", "--bootstrap-controller", _kafka(cp, 2), "upgrade", "--feature",
+        "eligible.leader.replicas.version=1", "--dry-run")
+
+
+def test_kafka_configs_and_acls_through_a_controller_change_what_sparkraft_shows(quorum):
+    cp = quorum
+    assert "Completed updating default config for brokers in the cluster." in _tool(
+        "kafka-configs", "--bootstrap-controller", _kafka(cp, 3), "--alter", "--entity-type", "brokers",
+        "--entity-default", "--add-config", "log.retention.ms=3600000")
+    ours = {c["name"]: c for c in _sparkraft_json("configs", "describe", "--entity-type", "brokers",
+                                                   "--entity-default", "--bootstrap-controller", cp.bootstrap())}
+    assert ours["log.retention.ms"]["value"] == "3600000"
+    # read back through another controller: it has replayed the change before the write was answered
+    assert "log.retention.ms=3600000 sensitive=false" in _tool(
+        "kafka-configs", "--bootstrap-controller", _kafka(cp, 1), "--describe", "--entity-type", "brokers",
+        "--entity-default")
+
+    _tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 1), "--add", "--allow-principal", "User:alice",
+          "--operation", "Read", "--topic", "orders", "--resource-pattern-type", "prefixed")
+    acls = [a for a in _sparkraft_json("acls", "--list", "--bootstrap-controller", cp.bootstrap())
+            if a["resource_name"] == "orders"]
+    assert [(a["principal"], a["operation"], a["pattern_type"]) for a in acls] == [("User:alice", "READ", "PREFIXED")]
+    assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in _tool(
+        "kafka-acls", "--bootstrap-controller", _kafka(cp, 2), "--list")
+    _tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 2), "--remove", "--force", "--allow-principal",
+          "User:alice", "--operation", "Read", "--topic", "orders", "--resource-pattern-type", "prefixed")
+    assert not [a for a in _sparkraft_json("acls", "--list", "--bootstrap-controller", cp.bootstrap())
+                if a["resource_name"] == "orders"]
+
+
+def test_a_controller_advertises_only_what_it_answers_and_refuses_what_it_does_not(quorum):
+    cp = quorum
+    listing = kafka_tool("kafka-broker-api-versions", "--bootstrap-server", _kafka(cp, 1))
+    # the broker tool asks Metadata, which a controller does not serve (as Kafka's controllers do not)
+    assert listing.returncode != 0
+    advertised = {key for key in CONTROLLER.supported}
+    assert 3 not in advertised and 0 not in advertised and 1 not in advertised  # no Metadata, Produce, Fetch
+    assert {55, 60, 80, 81, 18} <= advertised
+
+
+@pytest.mark.parametrize("release", OLD_TOOLS)
+def test_the_tools_of_older_kafka_releases_negotiate_with_a_controller(quorum, release):
+    """Kafka 3.7's and 3.9's clients ask ApiVersions v3, in which a feature whose lowest version is 0
+    must be left out (3.7's client ended its network thread on one, KAFKA-17011)."""
+    need_kafka(release)
+    cp = quorum
+    assert _tool("kafka-cluster", "cluster-id", "--bootstrap-controller", _kafka(cp, 2), kafka=release).strip() == \
+        f"Cluster ID: {cp.cluster_id}"
+    status = _tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 3), "describe", "--status",
+                   kafka=release)
+    ours = _sparkraft_json("quorum", "describe", "--status", "--bootstrap-controller", cp.bootstrap())
+    assert f"LeaderId:               {ours['LeaderId']}" in status
+    features = _tool("kafka-features", "--bootstrap-controller", _kafka(cp, 1), "describe", kafka=release)
+    ours = sorted(f["feature"] for f in _sparkraft_json("features", "describe", "--bootstrap-controller",
+                                                        cp.bootstrap()))
+    # 3.7 asks ApiVersions v3: only the features whose lowest version is above 0 (metadata.version);
+    # 3.9 asks v4, which carries them all
+    expected = ["metadata.version"] if release == "kafka-tools-3.7.2" else ours
+    assert sorted(re.findall(r"Feature: (\S+)", features)) == expected
+    # 3.x still names sparkraft's metadata.version levels 1-3 (Kafka's 3.0-IV1 to 3.2-IV0); 4.x no longer does
+    assert "SupportedMinVersion: 3.0-IV1" in features and "FinalizedVersionLevel: 3.2-IV0" in features
+
+
+def _frame(api_key: int, version: int, body: bytes = b"", correlation: int = 7) -> bytes:
+    header = struct.pack(">hhih", api_key, version, correlation, -1)  # request header v1, no client id
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def _closed(address: tuple[str, int], data: bytes) -> bool:
+    with socket.create_connection(address, timeout=10) as s:
+        s.sendall(data)
+        s.settimeout(10)
+        try:
+            return s.recv(4096) == b""
+        except ConnectionResetError:
+            return True
+
+
+def test_bad_frames_on_a_controllers_kafka_listener_close_the_connection_and_change_nothing(quorum):
+    cp = quorum
+    before = cp.wait_leader()
+    address = ("127.0.0.1", cp.kafka_ports[before.leader_id])
+    assert _closed(address, struct.pack(">i", 2**31 - 1))  # a 2 GiB frame
+    assert _closed(address, struct.pack(">i", -5))  # a negative one
+    assert _closed(address, _frame(3, 12))  # Metadata: not served by a controller
+    assert _closed(address, _frame(9999, 0))  # an unknown API key
+    assert _closed(address, _frame(55, 2, b"\xff\xff\xff"))  # DescribeQuorum that does not decode
+    after = cp.wait_leader()
+    assert (after.leader_id, after.leader_epoch) == (before.leader_id, before.leader_epoch)
+    assert "ClusterId" in _tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, before.leader_id),
+                                "describe", "--status")
+
+
+def test_kafka_metadata_quorum_adds_and_removes_sparkraft_controllers(tmp_path):
+    """A dynamic quorum grown and shrunk with Kafka's tool: add-controller reads each new
+    controller's own properties file and meta.properties, as an operator runs it; the voters then
+    announce their Kafka listeners, which DescribeCluster (list-endpoints) names."""
+    need_kafka()
+    cp = ControllerProcesses(tmp_path, dynamic=True, kafka_listener="KAFKA")
+    try:
+        cp.format_dynamic({1: ["--standalone"], 2: ["--no-initial-controllers"], 3: ["--no-initial-controllers"]})
+        cp.start()
+        cp.wait_leader(timeout=30)
+        for i in (2, 3):
+            out = _tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 1), "--command-config",
+                        str(cp.config(i)), "add-controller")
+            assert re.match(rf"Added controller {i} with directory id \S+ and endpoints: "
+                            rf"CONTROLLER://127.0.0.1:{cp.ports[i]}, KAFKA://127.0.0.1:{cp.kafka_ports[i]}", out), out
+        status = _sparkraft_json("quorum", "describe", "--status", "--bootstrap-controller", cp.bootstrap())
+        assert sorted(v["id"] for v in status["CurrentVoters"]) == [1, 2, 3]
+        for v in status["CurrentVoters"]:
+            assert f"KAFKA://127.0.0.1:{cp.kafka_ports[v['id']]}" in v["endpoints"]
+        endpoints = _tool("kafka-cluster", "list-endpoints", "--bootstrap-controller", _kafka(cp, 3))
+        for i in cp.voters:
+            assert re.search(rf"^{i}\s+127\.0\.0\.1\s+{cp.kafka_ports[i]}\s+null\s+controller", endpoints, re.M)
+
+        directory = next(v["directoryId"] for v in status["CurrentVoters"] if v["id"] == 2)
+        assert f"Removed KRaft controller 2 with directory id {directory}" in _tool(
+            "kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 3), "remove-controller", "--controller-id",
+            "2", "--controller-directory-id", directory)
+        rows = _replication(_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 3), "describe",
+                                  "--replication"))
+        wait_for(lambda: _replication(_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 1),
+                                            "describe", "--replication"))[2]["Status"] == "Observer", 30,
+                 "controller 2 shown as an observer")
+        ours = {r["NodeId"]: r["Status"] for r in _sparkraft_json("quorum", "describe", "--replication",
+                                                                   "--bootstrap-controller", cp.bootstrap())}
+        assert ours[2] == "Observer" and sorted(s for i, s in ours.items() if i != 2) == ["Follower", "Leader"]
+        assert set(rows) == {1, 2, 3}
+        # a wrong directory id is Kafka's error, and changes nothing
+        out = kafka_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 1), "remove-controller",
+                         "--controller-id", "3", "--controller-directory-id", directory)
+        assert out.returncode != 0 and "VoterNotFoundException" in out.stderr, out.stderr[-2000:]
+        assert sorted(v["id"] for v in _sparkraft_json("quorum", "describe", "--status", "--bootstrap-controller",
+                                                      cp.bootstrap())["CurrentVoters"]) == [1, 3]
+    except BaseException:
+        print(cp.dump_outputs())
+        raise
+    finally:
+        cp.close()
