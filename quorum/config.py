@@ -276,7 +276,8 @@ KEYS: dict[str, ConfigKey] = {
              "it over gRPC), -1 serves none."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
         _key("controller.listener.names", _listener_names, None,
-             "Which listeners are the controller's (the first one serves the quorum)."),
+             "Which listeners are the controller's: the first serves the quorum (gRPC and the wire); "
+             "each one after it answers Kafka's protocol (--bootstrap-controller, KIP-919)."),
         _key("metadata.log.dir", _non_empty, REQUIRED, "Directory of __cluster_metadata."),
         _key("controller.quorum.election.timeout.ms", _POSITIVE, 1000,
              "Base time without a leader before a (pre-)vote; randomised up to twice this."),
@@ -478,13 +479,11 @@ class NodeConfig:
     def controller_listener_name(self) -> str | None:
         return self.controller_listener_names[0] if self.controller_listener_names else None
 
-    def more_controller_listeners(self) -> tuple:
-        """The controller listeners after the first (Endpoints): where it answers Kafka's protocol
-        (quorum/kafka/controller_apis.py)."""
-        from quorum.log.voter_set import Endpoint
-
+    def more_controller_listeners(self) -> tuple[tuple[str, str, int], ...]:
+        """(name, host, port) of the controller listeners after the first: where it answers Kafka's
+        protocol (quorum/kafka/controller_apis.py)."""
         names = (self.controller_listener_names or ())[1:] if self.is_controller else ()
-        return tuple(Endpoint(n, *self.listeners[n]) for n in names if n in (self.listeners or {}))
+        return tuple((n, *self.listeners[n]) for n in names if n in (self.listeners or {}))
 
     @property
     def controller_listener(self) -> HostPort | None:

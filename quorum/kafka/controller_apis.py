@@ -209,19 +209,16 @@ class ControllerKafkaListeners:
     """A controller's Kafka listeners: one KafkaListener per controller listener after the first,
     opened once the controller runs, closed when it stops."""
 
-    def __init__(self, config, node, cluster_id: str):
-        from quorum.rpc.controller_client import ControllerClient
-        from quorum.rpc.raft_client import RaftClient
-
+    def __init__(self, config, node, cluster_id: str, forwarding, raft):
+        """``forwarding``: a ControllerClient to the quorum (writes go to the active controller
+        through it, as a broker's do); ``raft``: a RaftClient to the quorum (DescribeQuorum and voter
+        changes, answered by the leader). Both are closed with the listeners."""
         self.config = config
         names = (config.controller_listener_names or ())[1:]
         self.names = [n for n in names if n in (config.listeners or {})]
         own = {n: config.listeners[n] for n in self.names}
-        raft_address = config.controller_listener
-        bootstrap = _quorum_bootstrap(config, raft_address)
-        security = config.node_security(config.controller_listener_name).client
-        self.forwarding = ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0, security=security)
-        self.raft = RaftClient(bootstrap, timeout=30.0, cluster_id=cluster_id, security=security)
+        self.forwarding = forwarding
+        self.raft = raft
         self.side = QuorumSide(node, self.raft, own)
         self.node = node
         self.cluster_id = cluster_id
@@ -265,7 +262,6 @@ class ControllerKafkaListeners:
                 self.listeners.append(listener)
             log.info("Controller %d: Kafka's admin clients are answered on %s://%s:%d (--bootstrap-controller)",
                      self.config.node_id, name, host, listener.port)
-        return self
 
     def reload_tls(self) -> None:
         for listener in self.listeners:
@@ -282,9 +278,3 @@ class ControllerKafkaListeners:
         self.forwarding.close()
         self.raft.close()
 
-
-def _quorum_bootstrap(config, own: tuple[str, int]) -> str:
-    from quorum.rpc.convert import format_endpoint
-
-    addresses = [own, *(config.voters.values() if config.voters else (config.bootstrap_servers or ()))]
-    return ",".join(dict.fromkeys(format_endpoint(h, p) for h, p in addresses))

@@ -88,7 +88,7 @@ class RaftNode(RaftRounds):
                  listener_name: str = "CONTROLLER", auto_join: bool = False,
                  security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
                  wire_handlers: Optional[Mapping[int, Callable]] = None,
-                 limits: ConnectionLimits = DEFAULT_LIMITS, more_listeners: Sequence[Endpoint] = ()):
+                 limits: ConnectionLimits = DEFAULT_LIMITS, more_listeners: Sequence[tuple[str, str, int]] = ()):
         """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none), over TLS
         where the listener is SSL. ``wire_handlers``: more of the wire's methods (the controller's),
         as ``servicers`` are more gRPC services. ``limits``: what connections may cost the
@@ -150,7 +150,7 @@ class RaftNode(RaftRounds):
         announce = self.listen[0] not in ("", "0.0.0.0", "::", "[::]")
         self.self_membership = (SelfMembership(node_id, listener_name, self.listen,
                                                auto_join and self.addresses.dynamic, security.client,
-                                               more_listeners)
+                                               tuple(Endpoint(*e) for e in more_listeners))
                                 if announce or auto_join else None)
         self.peers = PeerClient({**{v: a for v, a in self.voters.items() if v != node_id},
                                  **self.addresses.bootstrap},

@@ -35,7 +35,6 @@ def register(subparsers) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from quorum.config import ConfigError, load_config
-    from quorum.kafka.controller_apis import ControllerKafkaListeners
     from quorum.node.controller_node import ControllerNode
 
     config = load_config(args.config)
@@ -65,7 +64,7 @@ def run_start(args: argparse.Namespace) -> int:
     else:
         node = ControllerNode.from_config(config)
     raft = node if args.raft_only else node.raft
-    kafka = None if args.raft_only else ControllerKafkaListeners(config, node, raft.cluster_id)
+    kafka = None if args.raft_only else _kafka_listeners(config, node)
 
     def reload_tls(*_) -> None:
         raft.reload_tls()
@@ -112,3 +111,22 @@ def run_start(args: argparse.Namespace) -> int:
     if metrics is not None:
         metrics.stop()
     return 0
+
+
+def _kafka_listeners(config, node):
+    """The controller's Kafka listeners (its controller listeners after the first), with the
+    clients they reach the quorum through: this controller first, then the configured voters or
+    bootstrap servers (both follow the leader)."""
+    from quorum.kafka.controller_apis import ControllerKafkaListeners
+    from quorum.rpc.controller_client import ControllerClient
+    from quorum.rpc.convert import format_endpoint
+    from quorum.rpc.raft_client import RaftClient
+
+    addresses = [config.controller_listener, *(config.voters.values() if config.voters
+                                               else (config.bootstrap_servers or ()))]
+    bootstrap = ",".join(dict.fromkeys(format_endpoint(h, p) for h, p in addresses))
+    security = config.node_security(config.controller_listener_name).client
+    return ControllerKafkaListeners(
+        config, node, node.raft.cluster_id,
+        forwarding=ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0, security=security),
+        raft=RaftClient(bootstrap, timeout=30.0, cluster_id=node.raft.cluster_id, security=security))

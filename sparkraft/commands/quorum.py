@@ -106,7 +106,10 @@ def run_add_controller(args: argparse.Namespace) -> None:
     host, port = config.controller_listener
     with RaftClient(args.bootstrap_controller, timeout=args.timeout, cluster_id=meta.cluster_id,
                     security=client_security(args)) as client:
-        client.add_voter(config.node_id, meta.directory_id, [(config.controller_listener_name, host, port)])
+        # every controller listener, as Kafka's add-controller sends: the ones after the first are
+        # where it answers Kafka's protocol, which DescribeCluster then names (KIP-919)
+        client.add_voter(config.node_id, meta.directory_id,
+                         [(config.controller_listener_name, host, port), *config.more_controller_listeners()])
     print(f"Added controller {config.node_id} (directory {meta.directory_id}) at "
           f"{config.controller_listener_name}://{host}:{port} to the voters")
 

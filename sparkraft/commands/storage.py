@@ -212,7 +212,7 @@ def _standalone(config, directory_id: str):
     host, port = config.controller_listener
     return VoterSet([Voter(ReplicaKey(config.node_id, directory_id),
                            (Endpoint(config.controller_listener_name, host, port),
-                            *config.more_controller_listeners()))])
+                            *(Endpoint(*e) for e in config.more_controller_listeners())))])
 
 
 def run_info(args: argparse.Namespace) -> None:

@@ -87,7 +87,7 @@ def test_node_security_keys(tmp_path):
     assert NodeConfig.from_properties(BASE).node_security("CONTROLLER").tls is None
     for extra, problem in [({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location is not set"),
                            ({"listener.security.protocol.map": "CONTROLLER:SASL_SSL", "ssl.keystore.location": "k"},
-                            "the first controller listener (the quorum's) is PLAINTEXT or SSL"),
+                            r"the first controller listener \(the quorum's\) is PLAINTEXT or SSL"),
                            ({"listener.security.protocol.map": "CONTROLLER:TLS"}, "PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
                            ({"ssl.client.auth": "always"}, "none, requested, required"),
                            ({"ssl.client.auth": "required"}, "needs ssl.truststore.location"),
