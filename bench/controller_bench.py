@@ -142,10 +142,10 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.05):
 
 
 def start_rig(work: Path, ctx: Context, process_brokers: tuple[int, ...] = PROCESS_BROKERS,
-              overrides: dict[str, str] | None = None) -> Rig:
+              overrides: dict[str, str] | None = None, kafka_listeners: bool = False) -> Rig:
     from quorum.rpc.controller_client import ControllerClient
 
-    cluster = SparkraftCluster(work / "controllers", raft_only=False,
+    cluster = SparkraftCluster(work / "controllers", raft_only=False, kafka_listeners=kafka_listeners,
                                overrides={"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                                           **(overrides or {})}).__enter__()
     try:
@@ -278,12 +278,12 @@ def _failover(rig: Rig) -> dict:
     return {"seconds": elapsed, "killed": leader}
 
 
-def rig_with_partitions(partitions: int, ctx: Context) -> tuple[Rig, Path, float]:
+def rig_with_partitions(partitions: int, ctx: Context, **rig_options) -> tuple[Rig, Path, float]:
     """A rig in its own directory with ``partitions`` created: (rig, directory, seconds to create)."""
     work = ctx.work_dir / f"p{partitions}"
     work.mkdir()
     with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
-        rig = start_rig(work, ctx)
+        rig = start_rig(work, ctx, **rig_options)
     try:
         with ctx.progress.phase(f"create {partitions:,} partitions"):
             return rig, work, create_partitions(rig, partitions, ctx)

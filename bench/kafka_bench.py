@@ -19,8 +19,16 @@ two ``sparkraft broker start`` processes, topics of 100 partitions, RF 3) at 200
   (forwarded) and sent to the active controller directly; p50 and p99. The difference of the p50s
   is what forwarding adds (it includes the broker waiting until its image has the topic).
 
+- **A controller's Kafka listener** (issue 41): DescribeQuorum and CreateTopics, 200 of each one at
+  a time, sent in Kafka's protocol to the active controller's second controller listener, and the
+  same over gRPC (RaftClient, ControllerClient) in the same run; p50 and p99.
+- **Java AdminClient ``describeTopics``** of every topic through broker 129 (Apache Kafka 4.4's
+  client in jshell, from Maven Central's jars): the first call and the median of the next two.
+
 Goals (issue 20): >= 5,000 single-topic Metadata requests/s from one broker, a full-cluster answer
-at 2,000,000 partitions in <= 2 s, forwarding adds <= 2 ms at p50.
+at 2,000,000 partitions in <= 2 s, forwarding adds <= 2 ms at p50. Issue 41: a controller's Kafka
+listener within 1 ms of gRPC at p50 for DescribeQuorum and CreateTopics; the Java AdminClient's
+``describeTopics`` of 200,000 partitions in <= 2 s.
 """
 from __future__ import annotations
 
@@ -47,6 +55,26 @@ CREATES = 200
 GOAL_SINGLE_TOPIC_RPS = 5000.0
 GOAL_FULL_CLUSTER_2M_S = 2.0
 GOAL_FORWARDING_MS = 2.0
+QUORUM_CALLS = 200
+GOAL_CONTROLLER_KAFKA_VS_GRPC_MS = 1.0
+GOAL_JAVA_DESCRIBE_S = 2.0
+JAVA_DESCRIBE = """
+import org.apache.kafka.clients.admin.*;
+var props = new Properties();
+props.put("bootstrap.servers", "127.0.0.1:%(port)d");
+props.put("default.api.timeout.ms", "600000");
+props.put("request.timeout.ms", "600000");
+var admin = Admin.create(props);
+var names = admin.listTopics().names().get();
+for (int i = 0; i < 3; i++) {
+    long started = System.nanoTime();
+    var described = admin.describeTopics(names).allTopicNames().get();
+    long took = System.nanoTime() - started;
+    int partitions = described.values().stream().mapToInt(d -> d.partitions().size()).sum();
+    System.out.println("RUN " + took + " " + partitions);
+}
+admin.close();
+"""
 
 
 def _broker_port(work: Path, broker: int) -> int:
@@ -161,6 +189,73 @@ def _create_latencies(port: int, bootstrap: str, prefix: str) -> dict:
     return {"broker_ms": latency_summary_ms(through_broker), "controller_ms": latency_summary_ms(direct)}
 
 
+def _controller_kafka_vs_grpc(rig, prefix: str) -> dict:
+    """DescribeQuorum and CreateTopics one at a time: in Kafka's protocol to the active controller's
+    Kafka listener, and over gRPC, in the same run (ms: p50, p99)."""
+    from kio.schema.create_topics.v7 import request as create
+    from kio.schema.describe_quorum.v2 import request as quorum
+
+    from quorum.kafka.client import KafkaConnection
+    from quorum.rpc.controller_client import ControllerClient
+
+    cluster = rig.cluster
+    leader = cluster.leader_id()
+    describe = quorum.DescribeQuorumRequest(topics=(quorum.TopicData(
+        topic_name="__cluster_metadata", partitions=(quorum.PartitionData(partition_index=0),)),))
+    timed: dict[str, list[float]] = {"kafka_describe": [], "grpc_describe": [], "kafka_create": [], "grpc_create": []}
+    with KafkaConnection("127.0.0.1", cluster.kafka_ports[leader], timeout=60) as c:
+        c.request(describe)  # the connection's first answer is not the steady state's
+        for _ in range(QUORUM_CALLS):
+            started = time.monotonic()
+            answer = c.request(describe)
+            timed["kafka_describe"].append(time.monotonic() - started)
+            if answer.error_code != 0 or answer.topics[0].partitions[0].error_code != 0:
+                raise RuntimeError(f"DescribeQuorum through the Kafka listener failed: {answer}")
+        for i in range(CREATES):
+            body = create.CreateTopicsRequest(topics=(create.CreatableTopic(
+                name=f"{prefix}-k{i}", num_partitions=1, replication_factor=3, assignments=(), configs=()),),
+                timeout=datetime.timedelta(seconds=30), validate_only=False)
+            started = time.monotonic()
+            answer = c.request(body)
+            timed["kafka_create"].append(time.monotonic() - started)
+            if answer.topics[0].error_code != 0:
+                raise RuntimeError(f"create through the controller's Kafka listener failed: {answer.topics[0]}")
+    raft = cluster.client
+    raft.describe_quorum()
+    for _ in range(QUORUM_CALLS):
+        started = time.monotonic()
+        raft.describe_quorum()
+        timed["grpc_describe"].append(time.monotonic() - started)
+    with ControllerClient(cluster.bootstrap, timeout=60, rpc_timeout=60) as client:
+        client.create_topic(f"{prefix}-gwarm", 1, 3)
+        for i in range(CREATES):
+            started = time.monotonic()
+            client.create_topic(f"{prefix}-g{i}", 1, 3)
+            timed["grpc_create"].append(time.monotonic() - started)
+    out = {k: latency_summary_ms(v) for k, v in timed.items()}
+    out["describe_adds_ms"] = out["kafka_describe"]["p50"] - out["grpc_describe"]["p50"]
+    out["create_adds_ms"] = out["kafka_create"]["p50"] - out["grpc_create"]["p50"]
+    return out
+
+
+def _java_describe_topics(port: int, partitions: int, work: Path) -> dict:
+    """Apache Kafka's AdminClient ``describeTopics`` of every topic through a broker: the first
+    call's seconds and the median of the next two."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import apache_kafka
+
+    out = apache_kafka.jshell(JAVA_DESCRIBE % {"port": port}, work)
+    runs = [line.split() for line in out.splitlines() if line.startswith("RUN ")]
+    if len(runs) != 3:
+        raise RuntimeError(f"the AdminClient program printed {out[-500:]!r}")
+    seconds = [int(r[1]) / 1e9 for r in runs]
+    if any(int(r[2]) != partitions for r in runs):
+        raise RuntimeError(f"describeTopics saw {runs[0][2]} partitions, not {partitions:,}")
+    return {"first_s": seconds[0], "again_s": sorted(seconds[1:])[0], "partitions": partitions}
+
+
 def _in_process_full_cluster(partitions: int, ctx: Context) -> dict:
     """The whole-cluster answer over an image of ``partitions``, as the listener makes it: cold
     (every topic encoded as it is asked), the warming a broker does before it opens a listener,
@@ -193,7 +288,7 @@ def _in_process_full_cluster(partitions: int, ctx: Context) -> dict:
 
 def _one_size(partitions: int, ctx: Context) -> dict:
     seconds = 3.0 if ctx.quick else 10.0
-    rig, work, create_s = rig_with_partitions(partitions, ctx)
+    rig, work, create_s = rig_with_partitions(partitions, ctx, kafka_listeners=True)
     try:
         out: dict = {"partitions": partitions, "create_s": create_s}
         settle(rig, ctx)
@@ -218,6 +313,20 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         c["forwarding_adds_ms"] = c["broker_ms"]["p50"] - c["controller_ms"]["p50"]
         ctx.progress.line(f"  CreateTopics p50: broker {c['broker_ms']['p50']:.2f} ms, controller "
                           f"{c['controller_ms']['p50']:.2f} ms")
+        settle(rig, ctx)
+        with ctx.progress.phase(f"DescribeQuorum and CreateTopics x{QUORUM_CALLS}/{CREATES}: a controller's Kafka "
+                                f"listener vs gRPC"):
+            out["controller_kafka"] = k = _controller_kafka_vs_grpc(rig, f"ck{partitions}")
+        ctx.progress.line(f"  DescribeQuorum p50: Kafka {k['kafka_describe']['p50']:.2f} ms, gRPC "
+                          f"{k['grpc_describe']['p50']:.2f} ms; CreateTopics p50: Kafka {k['kafka_create']['p50']:.2f} "
+                          f"ms, gRPC {k['grpc_create']['p50']:.2f} ms")
+        expected = partitions + 2 * (CREATES + 1) + 2 * CREATES  # the creates above, 1 partition each
+        with ctx.progress.phase(f"Java AdminClient describeTopics of {expected:,} partitions through broker {broker}"):
+            try:
+                out["java_describe"] = j = _java_describe_topics(port, expected, work)
+                ctx.progress.line(f"  describeTopics: {j['first_s']:.2f} s first, {j['again_s']:.2f} s again")
+            except Exception as e:
+                out["java_describe"] = {"error": f"{type(e).__name__}: {e}"}
         return out
     finally:
         stop_rig(rig)
@@ -265,10 +374,36 @@ def report(document: dict) -> str:
                       f"broker warmed its answers ({full['warm_s']:.2f} s of warming, before the listener "
                       f"opens and then off the request path), {full['kept_s']:.3f} s again; "
                       f"{full['cold_s']:.2f} s cold (never warmed: every topic encoded while the client waits)."]
+    controller_rows, java_lines = [], []
+    for s in results["sizes"]:
+        k = s.get("controller_kafka")
+        if k:
+            controller_rows.append([f"{s['partitions']:,}",
+                                    f"{k['kafka_describe']['p50']:.2f} / {k['kafka_describe']['p99']:.2f}",
+                                    f"{k['grpc_describe']['p50']:.2f} / {k['grpc_describe']['p99']:.2f}",
+                                    f"{k['describe_adds_ms']:+.2f}",
+                                    f"{k['kafka_create']['p50']:.2f} / {k['kafka_create']['p99']:.2f}",
+                                    f"{k['grpc_create']['p50']:.2f} / {k['grpc_create']['p99']:.2f}",
+                                    f"{k['create_adds_ms']:+.2f}"])
+        j = s.get("java_describe")
+        if j and "error" in j:
+            java_lines.append(f"Java AdminClient describeTopics at {s['partitions']:,} partitions: {j['error']}")
+        elif j:
+            java_lines.append(f"Java AdminClient (Kafka 4.4) `describeTopics` of all {j['partitions']:,} partitions "
+                              f"through a broker: {j['first_s']:.2f} s the first call, {j['again_s']:.2f} s again.")
+    if controller_rows:
+        lines += ["", f"A controller's Kafka listener against gRPC, {QUORUM_CALLS} DescribeQuorum and {CREATES} "
+                      f"CreateTopics one at a time to the active controller (ms, p50 / p99):", "",
+                  markdown_table(["partitions", "DescribeQuorum, Kafka", "gRPC", "Kafka adds (p50)",
+                                  "CreateTopics, Kafka", "gRPC", "Kafka adds (p50)"], controller_rows)]
+    if java_lines:
+        lines += [""] + java_lines
     errors = results.get("systems", {}).get("sparkraft", {}).get("errors", [])
     lines += ["", f"Goals: ≥ {GOAL_SINGLE_TOPIC_RPS:,.0f} single-topic Metadata requests/s, the whole cluster at "
                   f"2,000,000 partitions in ≤ {GOAL_FULL_CLUSTER_2M_S:g} s, forwarding adds ≤ "
-                  f"{GOAL_FORWARDING_MS:g} ms at p50."]
+                  f"{GOAL_FORWARDING_MS:g} ms at p50; a controller's Kafka listener within "
+                  f"{GOAL_CONTROLLER_KAFKA_VS_GRPC_MS:g} ms of gRPC at p50; Java describeTopics of 200,000 "
+                  f"partitions ≤ {GOAL_JAVA_DESCRIBE_S:g} s."]
     lines += [f"Errors: {e}" for e in errors]
     return "\n".join(lines)
 

@@ -12,9 +12,10 @@ controllers:
 - there is no Metadata request: topics are described through a broker;
 - DescribeQuorum, AddRaftVoter and RemoveRaftVoter are served, from and through the quorum's leader.
 
-Writes are forwarded to the active controller as a broker forwards them (KIP-590), on behalf of the
-connection's principal, so any controller answers any request; a write's answer waits until this
-controller has replayed it, so the client's next read here shows it.
+Writes are handed to this controller when it is the active one, else forwarded to the active
+controller as a broker forwards them (KIP-590); either way on behalf of the connection's principal,
+so any controller answers any request. A write's answer waits until this controller has replayed
+it, so the client's next read here shows it.
 """
 from __future__ import annotations
 
@@ -68,6 +69,22 @@ class QuorumSide:
         if listener in self.own_endpoints:
             found[node_id] = self.own_endpoints[listener]
         return [(i, *found[i]) for i in sorted(found)]
+
+    def describe_quorum(self):
+        """The leader's QuorumDescription (voters with their endpoints): from this node when it
+        leads (no loopback hop), else from the leader through ``raft``."""
+        import concurrent.futures
+        import dataclasses
+
+        raft = self.node.raft
+        if raft.status().state == "Leader":
+            try:
+                d = raft.describe_quorum(timeout=5.0)
+                return dataclasses.replace(d, voters=tuple(
+                    dataclasses.replace(v, endpoints=raft.endpoints_of(v.replica_id)) for v in d.voters))
+            except (SparkraftError, concurrent.futures.TimeoutError):
+                pass  # no longer the leader: ask the one that is
+        return self.raft.describe_quorum()
 
     def features(self):
         """The controller's FeaturesDescription: what it supports, and the finalized levels (with
@@ -137,7 +154,7 @@ def describe_quorum(ctx: KafkaContext, req, version: int) -> dict:
     if asked != [(METADATA_TOPIC, 0)]:
         return {"error_code": Errors.INVALID_REQUEST,
                 "error_message": f"DescribeQuorum describes {METADATA_TOPIC} partition 0 only", "topics": []}
-    info = _quorum_call(ctx, "DESCRIBE", ctx.quorum.raft.describe_quorum)
+    info = _quorum_call(ctx, "DESCRIBE", ctx.quorum.describe_quorum)
     if isinstance(info, dict):
         return {**info, "topics": []}
     partition = {"partition_index": 0, "error_code": Errors.NONE, "error_message": None, "leader_id": info.leader_id,
@@ -210,9 +227,9 @@ class ControllerKafkaListeners:
     opened once the controller runs, closed when it stops."""
 
     def __init__(self, config, node, cluster_id: str, forwarding, raft):
-        """``forwarding``: a ControllerClient to the quorum (writes go to the active controller
-        through it, as a broker's do); ``raft``: a RaftClient to the quorum (DescribeQuorum and voter
-        changes, answered by the leader). Both are closed with the listeners."""
+        """``forwarding``: what writes go through (``call_committed`` as a ControllerClient's:
+        quorum/node/local_first.py); ``raft``: a RaftClient to the quorum (DescribeQuorum when this
+        node does not lead, and voter changes). Both are closed with the listeners."""
         self.config = config
         names = (config.controller_listener_names or ())[1:]
         self.names = [n for n in names if n in (config.listeners or {})]

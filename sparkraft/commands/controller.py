@@ -118,6 +118,7 @@ def _kafka_listeners(config, node):
     clients they reach the quorum through: this controller first, then the configured voters or
     bootstrap servers (both follow the leader)."""
     from quorum.kafka.controller_apis import ControllerKafkaListeners
+    from quorum.node.local_first import LocalFirstController
     from quorum.rpc.controller_client import ControllerClient
     from quorum.rpc.convert import format_endpoint
     from quorum.rpc.raft_client import RaftClient
@@ -128,5 +129,6 @@ def _kafka_listeners(config, node):
     security = config.node_security(config.controller_listener_name).client
     return ControllerKafkaListeners(
         config, node, node.raft.cluster_id,
-        forwarding=ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0, security=security),
+        forwarding=LocalFirstController(node, ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0,
+                                                               security=security)),
         raft=RaftClient(bootstrap, timeout=30.0, cluster_id=node.raft.cluster_id, security=security))
