@@ -20,7 +20,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
-from quorum.kafka import answers, data_plane, forwarding
+from quorum.kafka import answers, data_plane, forwarding, quorum_answers
 from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.kafka.sasl import SaslSession, authenticate, handshake
@@ -120,6 +120,7 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
     32: (1, 4, answers.describe_configs),
     29: (1, 3, answers.describe_acls),
     46: (0, 0, answers.list_partition_reassignments),
+    55: (0, 2, quorum_answers.describe_quorum),  # from the quorum's leader (ctx.quorum), as Kafka's brokers forward it
     48: (0, 1, answers.describe_client_quotas),
     19: (2, 7, forwarding.create_topics),
     20: (1, 6, forwarding.delete_topics),

@@ -19,9 +19,11 @@ log = logging.getLogger(__name__)
 
 class KafkaListeners:
     def __init__(self, config, endpoints, cluster_id: str, metadata, controller, broker_epoch: Callable[[], int],
-                 stop: threading.Event):
+                 stop: threading.Event, quorum=None):
         """``endpoints``: the BrokerEndpoints the broker registers; ``metadata``: its
-        BrokerMetadataClient; ``broker_epoch()``: -1 until it is registered."""
+        BrokerMetadataClient; ``broker_epoch()``: -1 until it is registered; ``quorum``: how
+        DescribeQuorum reaches the quorum's leader (quorum_answers.RemoteQuorum)."""
+        self.quorum = quorum
         self.config = config
         self.endpoints = endpoints
         self.cluster_id = cluster_id
@@ -57,7 +59,8 @@ class KafkaListeners:
                     self._tls.append(security.tls)
                     ssl_context = security.tls.wire_context()
                 ctx = KafkaContext(node_id, self.cluster_id, e.name, lambda: self.metadata.image, self.controller,
-                                   self.metadata.wait_for, security=security, static_configs=dict(self.config.given))
+                                   self.metadata.wait_for, security=security, static_configs=dict(self.config.given),
+                                   quorum=self.quorum)
                 ctx.metadata_answers.warm(self.metadata.image)
                 try:
                     listener = KafkaListener(ctx, e.host, e.port, ssl_context=ssl_context,

@@ -166,8 +166,10 @@ class BrokerRuntime:
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.broker.metadata_client import BrokerMetadataClient
         from quorum.kafka.listeners import KafkaListeners
+        from quorum.kafka.quorum_answers import RemoteQuorum
         from quorum.log.meta_properties import META_PROPERTIES_FILE, check_storage, random_uuid
         from quorum.rpc.controller_client import ControllerClient
+        from quorum.rpc.raft_client import RaftClient
 
         config, stop = self.config, self.stopping
         endpoints = broker_endpoints(config)
@@ -210,8 +212,12 @@ class BrokerRuntime:
             kafka_client = ControllerClient(controllers_of(config), timeout=30.0, rpc_timeout=10.0,
                                             security=self.security)
             closing.append(kafka_client)
+            raft_client = RaftClient(controllers_of(config), timeout=30.0, cluster_id=cluster_id,
+                                     security=self.security)  # DescribeQuorum, from the quorum's leader
+            closing.append(raft_client)
             self.kafka = KafkaListeners(config, endpoints, cluster_id, metadata, kafka_client,
-                                        lambda: lifecycle.state.broker_epoch, stop).start()
+                                        lambda: lifecycle.state.broker_epoch, stop,
+                                        quorum=RemoteQuorum(raft_client, config.node_id)).start()
             if stopped_with is not None:
                 threading.Thread(target=self._watch, args=(stopped_with,), name="combined-watch",
                                  daemon=True).start()

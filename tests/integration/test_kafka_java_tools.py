@@ -170,3 +170,21 @@ def test_kafka_admin_tools_change_what_sparkraft_then_shows(cluster):
     _tool("kafka-topics", "--bootstrap-server", bs, "--delete", "--topic", "tooled")
     wait_for(lambda: "tooled" not in json.loads(_sparkraft("topics", "list", "--json", "--bootstrap-controller",
                                                            bc).stdout), 30, "tooled deleted")
+
+
+def test_kafka_metadata_quorum_through_a_broker_describes_the_quorum_as_sparkraft_does(cluster):
+    """A broker answers DescribeQuorum from the quorum's leader, as Kafka's brokers forward it."""
+    cp, brokers = cluster
+    bs = f"127.0.0.1:{brokers.ports[101]}"
+    theirs = _tool("kafka-metadata-quorum", "--bootstrap-server", bs, "describe", "--status")
+    ours = json.loads(_sparkraft("quorum", "describe", "--status", "--json", "--bootstrap-controller",
+                                cp.bootstrap()).stdout)
+    values = dict(line.split(":", 1) for line in theirs.splitlines() if ":" in line)
+    assert [k.strip() for k in values] == list(ours)
+    assert values["ClusterId"].strip() == cp.cluster_id
+    assert int(values["LeaderId"]) == ours["LeaderId"] and int(values["LeaderEpoch"]) == ours["LeaderEpoch"]
+    assert json.loads(values["CurrentVoters"]) == ours["CurrentVoters"]
+    replication = _tool("kafka-metadata-quorum", "--bootstrap-server", bs, "describe", "--replication")
+    rows = {int(line.split()[0]): line.split()[-1] for line in replication.strip().splitlines()[1:]}
+    assert rows == {r["NodeId"]: r["Status"] for r in json.loads(_sparkraft(
+        "quorum", "describe", "--replication", "--json", "--bootstrap-controller", cp.bootstrap()).stdout)}

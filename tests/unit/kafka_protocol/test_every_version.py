@@ -57,6 +57,7 @@ def sample(key: int, version: int) -> dict:
         49: {"entries": [{"entity": [{"entity_type": "user", "entity_name": "alice"}],
                           "ops": [{"key": "producer_byte_rate", "value": 1024.0 + version, "remove": False}]}]},
         51: {"deletions": [], "upsertions": []},
+        55: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
         57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": 3, "upgrade_type": 1,
                                   "allow_downgrade": False}], "validate_only": True, "timeout": 1000},
         # the data plane: refused (data_plane.py)
@@ -97,9 +98,29 @@ def errors_in(value) -> list[int]:
 CASES = [(key, v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)]
 
 
+@pytest.fixture(scope="module")
+def leader_of_a_quorum(tmp_path_factory):
+    """DescribeQuorum's way to a leader, as a broker's: a RaftClient to three in-process RaftNodes."""
+    from inprocess_quorum import Quorum
+
+    from quorum.kafka.quorum_answers import RemoteQuorum
+    from quorum.rpc.raft_client import RaftClient
+
+    q = Quorum(tmp_path_factory.mktemp("quorum"))
+    q.leader()
+    client = RaftClient(q.bootstrap(), timeout=10)
+    try:
+        yield RemoteQuorum(client, 1)
+    finally:
+        client.close()
+        q.close()
+
+
 @pytest.mark.parametrize("key,version", CASES, ids=[f"key{k}-v{v}" for k, v in CASES])
-def test_each_version_is_answered_and_reads_back(key, version):
+def test_each_version_is_answered_and_reads_back(key, version, request):
     c, ctx = broker_with_orders()
+    if key == 55:
+        ctx.quorum = request.getfixturevalue("leader_of_a_quorum")
     if key == 20:
         c.request(api.CreateTopicsRequest((api.CreatableTopic(f"gone-{version}", 1, 1),)))
     body = materialize(load_request_schema(key, version), sample(key, version))
