@@ -27,6 +27,10 @@ TOOLS = {  # what Kafka's bin/*.sh scripts run
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
 }
 
 

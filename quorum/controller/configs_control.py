@@ -51,7 +51,10 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     _k("file.delete.delay.ms", "LONG", "60000", at_least=0, synonym="log.segment.delete.delay.ms"),
     _k("flush.messages", "LONG", str(LONG_MAX), at_least=1, synonym="log.flush.interval.messages"),
     _k("flush.ms", "LONG", str(LONG_MAX), at_least=0, synonym="log.flush.interval.ms"),
+    # replication throttles (a reassignment sets and clears them: kafka-reassign-partitions --throttle, --verify)
+    _k("follower.replication.throttled.replicas", "LIST", ""),
     _k("index.interval.bytes", "INT", "4096", at_least=0, synonym="log.index.interval.bytes"),
+    _k("leader.replication.throttled.replicas", "LIST", ""),
     _k("local.retention.bytes", "LONG", "-2", at_least=-2, synonym="log.local.retention.bytes"),
     _k("local.retention.ms", "LONG", "-2", at_least=-2, synonym="log.local.retention.ms"),
     _k("max.compaction.lag.ms", "LONG", str(LONG_MAX), at_least=1,
@@ -84,6 +87,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     _k("compression.type", "STRING", "producer", one_of=COMPRESSION_TYPES),
     _k("default.replication.factor", "INT", "1", at_least=1),
     _k("delete.topic.enable", "BOOLEAN", "true"),
+    _k("follower.replication.throttled.rate", "LONG", str(LONG_MAX), at_least=0),
+    _k("leader.replication.throttled.rate", "LONG", str(LONG_MAX), at_least=0),
     _k("log.cleaner.delete.retention.ms", "LONG", "86400000", at_least=0),
     _k("log.cleaner.max.compaction.lag.ms", "LONG", str(LONG_MAX), at_least=1),
     _k("log.cleaner.min.cleanable.ratio", "DOUBLE", "0.5", at_least=0, at_most=1),
@@ -119,6 +124,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     _k("num.partitions", "INT", "1", at_least=1),
     _k("num.recovery.threads.per.data.dir", "INT", "2", at_least=1),
     _k("num.replica.fetchers", "INT", "1"),
+    _k("replica.alter.log.dirs.io.max.bytes.per.second", "LONG", str(LONG_MAX), at_least=0),
     _k("unclean.leader.election.enable", "BOOLEAN", "false"),
 ]}
 

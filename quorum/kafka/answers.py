@@ -165,6 +165,31 @@ def list_partition_reassignments(ctx, req, version: int) -> dict:
             "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}
 
 
+def describe_log_dirs(ctx, req, version: int) -> dict:
+    """The broker's one log directory (``log.dirs``' first, else ``metadata.log.dir``), with the
+    replicas its image places on this broker, each of size 0 and no lag: sparkraft brokers hold no
+    partition data. Kafka's reassignment tool reads it to map each replica to its directory."""
+    refused = _cluster_refused(ctx, "DESCRIBE")
+    if refused is not None:
+        return {"throttle_time": 0, "error_code": refused["error_code"], "results": []}
+    image, broker = ctx.image(), ctx.broker_id
+    wanted = None if req.topics is None else {t.topic: set(t.partitions) for t in req.topics}
+    topics = []
+    for name in image.topics.topic_names() if wanted is None else sorted(wanted):
+        topic = image.topics.topic_by_name(name)
+        if topic is None:
+            continue
+        partitions = [{"partition_index": i, "partition_size": 0, "offset_lag": 0, "is_future_key": False}
+                      for i, p in sorted(topic.partitions.items())
+                      if broker in p.replicas and (wanted is None or i in wanted[name])]
+        if partitions:
+            topics.append({"name": name, "partitions": partitions})
+    given = ctx.static_configs
+    log_dir = (given.get("log.dirs") or "").split(",")[0] or given.get("metadata.log.dir") or "/"
+    return {"throttle_time": 0, "error_code": Errors.NONE, "results": [
+        {"error_code": Errors.NONE, "log_dir": log_dir, "topics": topics, "total_bytes": -1, "usable_bytes": -1}]}
+
+
 QUOTA_MATCH = {0: "EXACT", 1: "DEFAULT", 2: "ANY"}
 
 

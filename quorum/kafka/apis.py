@@ -120,6 +120,7 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
     32: (1, 4, answers.describe_configs),
     29: (1, 3, answers.describe_acls),
     46: (0, 0, answers.list_partition_reassignments),
+    35: (1, 4, answers.describe_log_dirs),  # its replicas, no data: what kafka-reassign-partitions reads
     55: (0, 2, quorum_answers.describe_quorum),  # from the quorum's leader (ctx.quorum), as Kafka's brokers forward it
     48: (0, 1, answers.describe_client_quotas),
     19: (2, 7, forwarding.create_topics),

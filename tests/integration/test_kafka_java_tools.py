@@ -188,3 +188,62 @@ def test_kafka_metadata_quorum_through_a_broker_describes_the_quorum_as_sparkraf
     rows = {int(line.split()[0]): line.split()[-1] for line in replication.strip().splitlines()[1:]}
     assert rows == {r["NodeId"]: r["Status"] for r in json.loads(_sparkraft(
         "quorum", "describe", "--replication", "--json", "--bootstrap-controller", cp.bootstrap()).stdout)}
+
+
+
+def test_what_a_metadata_cluster_does_not_serve_is_refused_by_kafkas_tools_at_once(cluster):
+    """Consumer groups and transactions are not in the brokers' ApiVersions, so Kafka's own tools
+    stop at once with Kafka's UnsupportedVersionException naming the request, instead of waiting
+    for a coordinator that will never come."""
+    _, brokers = cluster
+    bs = f"127.0.0.1:{brokers.ports[101]}"
+    groups = kafka_tool("kafka-consumer-groups", "--bootstrap-server", bs, "--list", timeout=120)
+    assert "UnsupportedVersionException" in groups.stdout + groups.stderr
+    assert "The node does not support LIST_GROUPS" in groups.stdout + groups.stderr
+    transactions = kafka_tool("kafka-transactions", "--bootstrap-server", bs, "list", timeout=120)
+    assert transactions.returncode != 0
+    assert "Failed to list transactions: The node does not support LIST_TRANSACTIONS" in transactions.stderr
+
+
+def test_kafka_leader_election_elects_the_preferred_leader_as_sparkraft_sees_it(cluster):
+    cp, brokers = cluster
+    bs, bc = f"127.0.0.1:{brokers.ports[101]}", cp.bootstrap()
+    _tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "elected", "--partitions", "2",
+          "--replication-factor", "2")
+    out = kafka_tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type", "preferred", "--topic",
+                     "elected", "--partition", "0")
+    # the preferred replica already leads: Kafka's tool says so (ELECTION_NOT_NEEDED) and exits 0
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Valid replica already elected for partitions elected-0" in out.stdout, out.stdout
+    described = json.loads(_sparkraft("topics", "describe", "--topic", "elected", "--json", "--bootstrap-controller",
+                                      bc).stdout)
+    first = next(p for p in described["partitions"] if p["partition"] == 0)
+    assert first["leader"] == first["replicas"][0]
+
+
+def test_kafka_reassign_partitions_moves_a_replica_as_sparkraft_then_shows(cluster, tmp_path):
+    """kafka-topics --replica-assignment places it; kafka-reassign-partitions --generate proposes,
+    --execute moves, --verify waits for the move, as sparkraft's own describe then shows."""
+    cp, brokers = cluster
+    bs, bc = f"127.0.0.1:{brokers.ports[101]}", cp.bootstrap()
+    _tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "moved", "--replica-assignment", "101")
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "moved"}]}))
+    proposed = _tool("kafka-reassign-partitions", "--bootstrap-server", bs, "--generate", "--topics-to-move-json-file",
+                     str(topics), "--broker-list", "102")
+    # the current assignment names broker 101's log directory, which its DescribeLogDirs answered
+    assert re.search(r'\{"topic":"moved","partition":0,"replicas":\[101\],"log_dirs":\["/[^"]*b101"\]\}', proposed), \
+        proposed
+    assert '{"topic":"moved","partition":0,"replicas":[102],"log_dirs":["any"]}' in proposed, proposed
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [102]}]}))
+    assert "Successfully started partition reassignment for moved-0" in _tool(
+        "kafka-reassign-partitions", "--bootstrap-server", bs, "--execute", "--reassignment-json-file", str(plan))
+    def verified():
+        out = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", bs, "--verify", "--reassignment-json-file",
+                         str(plan))
+        return "Reassignment of partition moved-0 is completed." in out.stdout and out.returncode == 0
+    wait_for(verified, 60, "the move verified complete")
+    described = json.loads(_sparkraft("topics", "describe", "--topic", "moved", "--json", "--bootstrap-controller",
+                                      bc).stdout)
+    assert [(p["replicas"], p["leader"]) for p in described["partitions"]] == [([102], 102)]

@@ -57,6 +57,7 @@ def sample(key: int, version: int) -> dict:
         49: {"entries": [{"entity": [{"entity_type": "user", "entity_name": "alice"}],
                           "ops": [{"key": "producer_byte_rate", "value": 1024.0 + version, "remove": False}]}]},
         51: {"deletions": [], "upsertions": []},
+        35: {"topics": None},
         55: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
         57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": 3, "upgrade_type": 1,
                                   "allow_downgrade": False}], "validate_only": True, "timeout": 1000},
