@@ -11,7 +11,7 @@ import re
 import subprocess
 
 import pytest
-from apache_kafka import KafkaNode, kafka_tool, need_kafka, without_jvm_noise
+from apache_kafka import OLD_TOOLS, KafkaNode, kafka_tool, need_kafka, without_jvm_noise
 from conftest import free_ports, sparkraft_cmd, wait_for
 from test_kafka_clients import BROKERS
 from test_kafka_clients import cluster as cluster_of_kafka_clients  # noqa: F401 (a fixture)
@@ -247,3 +247,40 @@ def test_kafka_reassign_partitions_moves_a_replica_as_sparkraft_then_shows(clust
     described = json.loads(_sparkraft("topics", "describe", "--topic", "moved", "--json", "--bootstrap-controller",
                                       bc).stdout)
     assert [(p["replicas"], p["leader"]) for p in described["partitions"]] == [([102], 102)]
+
+
+@pytest.mark.parametrize("release", OLD_TOOLS)
+def test_the_tools_of_older_kafka_releases_negotiate_with_a_broker(cluster, release):
+    cp, brokers = cluster
+    need_kafka(release)
+    bs = f"127.0.0.1:{brokers.ports[102]}"
+    out = kafka_tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", f"old-{release}",
+                     "--partitions", "2", "--replication-factor", "2", kafka=release)
+    assert out.returncode == 0, out.stderr[-2000:]
+    out = kafka_tool("kafka-topics", "--bootstrap-server", bs, "--describe", "--topic", f"old-{release}",
+                     kafka=release)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = _partition_lines(out.stdout)
+    ours = json.loads(_sparkraft("topics", "describe", "--topic", f"old-{release}", "--json",
+                                 "--bootstrap-controller", cp.bootstrap()).stdout)
+    assert sorted(rows) == [p["partition"] for p in ours["partitions"]]
+    for p in ours["partitions"]:
+        assert int(rows[p["partition"]]["Leader"]) == p["leader"]
+    out = kafka_tool("kafka-cluster", "cluster-id", "--bootstrap-server", bs, kafka=release)
+    assert out.stdout.strip() == f"Cluster ID: {cp.cluster_id}", out.stderr[-2000:]
+
+
+def test_kafka_configs_alters_client_quotas_as_sparkraft_then_shows(cluster):
+    cp, brokers = cluster
+    bs = f"127.0.0.1:{brokers.ports[101]}"
+    assert "Completed updating config for client c-quota." in _tool(
+        "kafka-configs", "--bootstrap-server", bs, "--alter", "--entity-type", "clients", "--entity-name", "c-quota",
+        "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048")
+    described = _tool("kafka-configs", "--bootstrap-server", bs, "--describe", "--entity-type", "clients",
+                      "--entity-name", "c-quota")
+    assert "producer_byte_rate=1024.0" in described and "consumer_byte_rate=2048.0" in described, described
+    out = _sparkraft("configs", "describe", "--entity-type", "clients", "--entity-name", "c-quota", "--json",
+                     "--bootstrap-controller", cp.bootstrap())
+    assert out.returncode == 0, out.stderr
+    assert {(e["name"], float(e["value"])) for e in json.loads(out.stdout)} >= {("producer_byte_rate", 1024.0),
+                                                                                ("consumer_byte_rate", 2048.0)}

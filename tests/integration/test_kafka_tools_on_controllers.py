@@ -111,6 +111,18 @@ def test_kafka_cluster_and_features_through_a_controller(quorum):
     assert "eligible.leader.replicas.version can be upgraded to 1." in _tool(
         "kafka-features", "--bootstrap-controller", _kafka(cp, 2), "upgrade", "--feature",
         "eligible.leader.replicas.version=1", "--dry-run")
+    ELR = "eligible.leader.replicas.version"
+
+    def elr() -> int:
+        return next(f["finalized_version_level"] for f in _sparkraft_json(
+            "features", "describe", "--bootstrap-controller", cp.bootstrap()) if f["feature"] == ELR)
+    assert elr() == 0, "the dry run changed nothing"
+    assert f"{ELR} was upgraded to 1." in _tool("kafka-features", "--bootstrap-controller", _kafka(cp, 3), "upgrade",
+                                                 "--feature", f"{ELR}=1")
+    assert elr() == 1
+    assert f"{ELR} was downgraded to 0." in _tool("kafka-features", "--bootstrap-controller", _kafka(cp, 1),
+                                                   "downgrade", "--feature", f"{ELR}=0")
+    assert elr() == 0
 
 
 def test_kafka_configs_and_acls_through_a_controller_change_what_sparkraft_shows(quorum):
