@@ -219,6 +219,11 @@ def test_kafka_leader_election_elects_the_preferred_leader_as_sparkraft_sees_it(
                                       bc).stdout)
     first = next(p for p in described["partitions"] if p["partition"] == 0)
     assert first["leader"] == first["replicas"][0]
+    # unclean: a live in-sync leader needs no election either
+    out = kafka_tool("kafka-leader-election", "--bootstrap-server", bs, "--election-type", "unclean", "--topic",
+                     "elected", "--partition", "1")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Valid replica already elected for partitions elected-1" in out.stdout, out.stdout
 
 
 def test_kafka_reassign_partitions_moves_a_replica_as_sparkraft_then_shows(cluster, tmp_path):
@@ -244,6 +249,11 @@ def test_kafka_reassign_partitions_moves_a_replica_as_sparkraft_then_shows(clust
                          str(plan))
         return "Reassignment of partition moved-0 is completed." in out.stdout and out.returncode == 0
     wait_for(verified, 60, "the move verified complete")
+    cancelled = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", bs, "--cancel", "--reassignment-json-file",
+                           str(plan))
+    # nothing left to cancel once it completed: Kafka's tool says so, and clears the throttles
+    assert cancelled.returncode == 0, cancelled.stderr[-2000:]
+    assert "None of the specified partition reassignments are active." in cancelled.stdout, cancelled.stdout
     described = json.loads(_sparkraft("topics", "describe", "--topic", "moved", "--json", "--bootstrap-controller",
                                       bc).stdout)
     assert [(p["replicas"], p["leader"]) for p in described["partitions"]] == [([102], 102)]
@@ -284,3 +294,36 @@ def test_kafka_configs_alters_client_quotas_as_sparkraft_then_shows(cluster):
     assert out.returncode == 0, out.stderr
     assert {(e["name"], float(e["value"])) for e in json.loads(out.stdout)} >= {("producer_byte_rate", 1024.0),
                                                                                 ("consumer_byte_rate", 2048.0)}
+
+
+def test_a_fenced_broker_is_listed_so_and_nothing_is_moved_onto_it(cluster, tmp_path):
+    """Broker 102 paused (SIGSTOP): it is fenced, and `kafka-cluster list-endpoints
+    --include-fenced-brokers` says so (KIP-1073), the plain listing leaves it out, and Kafka's
+    reassignment tool will not move a replica onto it."""
+    import signal
+
+    cp, brokers = cluster
+    bs, bc = f"127.0.0.1:{brokers.ports[101]}", cp.bootstrap()
+    _tool("kafka-topics", "--bootstrap-server", bs, "--create", "--topic", "stuck", "--replica-assignment", "101")
+    paused = brokers.procs[102]
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        def listed_fenced():
+            out = kafka_tool("kafka-cluster", "list-endpoints", "--bootstrap-server", bs, "--include-fenced-brokers")
+            return re.search(rf"^102\s+127\.0\.0\.1\s+{brokers.ports[102]}\s+null\s+fenced\s+broker", out.stdout, re.M)
+        wait_for(listed_fenced, 60, "broker 102 listed as fenced")
+        assert not re.search(r"^102\s", _tool("kafka-cluster", "list-endpoints", "--bootstrap-server", bs), re.M)
+        plan = tmp_path / "stuck.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "stuck", "partition": 0,
+                                                                  "replicas": [101, 102]}]}))
+        # Kafka's tool moves nothing onto a broker it is not told of (a fenced one), as against Kafka
+        refused = kafka_tool("kafka-reassign-partitions", "--bootstrap-server", bs, "--execute",
+                             "--reassignment-json-file", str(plan))
+        assert "Unknown broker id 102" in refused.stdout, refused.stdout[-2000:]
+        described = json.loads(_sparkraft("topics", "describe", "--topic", "stuck", "--json",
+                                          "--bootstrap-controller", bc).stdout)
+        assert [p["replicas"] for p in described["partitions"]] == [[101]]
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    wait_for(lambda: re.search(r"^102\s.*\bunfenced\b", _tool("kafka-cluster", "list-endpoints", "--bootstrap-server",
+                                                              bs), re.M), 60, "broker 102 unfenced again")

@@ -348,3 +348,54 @@ def test_a_controllers_sasl_ssl_kafka_listener_logs_users_in_and_authorizes_them
         raise
     finally:
         cp.close()
+
+
+def _jvm_tls_client(pki, name: str, cn) -> str:
+    """A Kafka tool's --command-config: SSL, with CN=``cn``'s certificate (None: none)."""
+    path = pki.root / f"{name}.properties"
+    lines = ["security.protocol=SSL", "ssl.truststore.type=PEM", f"ssl.truststore.location={pki.truststore}"]
+    if cn is not None:
+        lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={pki.jvm_keystore(cn)}"]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_controllers_ssl_kafka_listener_knows_its_clients_by_certificate(tmp_path):
+    """Mutual TLS on a controller's Kafka listener with Kafka's authorizer: the super user by its
+    certificate, another user refused until granted, a client without a certificate refused."""
+    from pki import MAPPING_RULES, Pki
+
+    need_kafka()
+    pki = Pki(tmp_path / "pki")
+    (tmp_path / "quorum").mkdir()
+    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener="KAFKA", per_node=lambda i: {
+        "listener.security.protocol.map": "CONTROLLER:SSL,KAFKA:SSL",
+        "ssl.keystore.location": str(pki.keystore(f"controller-{i}")),
+        "ssl.truststore.location": str(pki.truststore),
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": MAPPING_RULES,
+        "authorizer.class.name": "StandardAuthorizer",
+        "super.users": "User:admin"})
+    try:
+        cp.format()
+        cp.start()
+        admin, bob = _jvm_tls_client(pki, "admin-tls", "admin"), _jvm_tls_client(pki, "bob-tls", "bob")
+
+        def described(config: str):
+            return kafka_tool("kafka-metadata-quorum", "--bootstrap-controller", _kafka(cp, 2), "--command-config",
+                              config, "describe", "--status")
+
+        wait_for(lambda: described(admin).returncode == 0, 120, "the admin's DescribeQuorum by certificate")
+        refused = described(bob)
+        assert refused.returncode != 0 and "ClusterAuthorizationException" in refused.stderr, refused.stderr[-2000:]
+        nameless = described(_jvm_tls_client(pki, "no-certificate", None))
+        assert nameless.returncode != 0 and ("SslAuthenticationException" in nameless.stderr
+                                             or "TimeoutException" in nameless.stderr), nameless.stderr[-2000:]
+        _tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 3), "--command-config", admin, "--add",
+              "--allow-principal", "User:bob", "--operation", "Describe", "--cluster")
+        wait_for(lambda: described(bob).returncode == 0, 60, "bob granted DESCRIBE on the cluster")
+    except BaseException:
+        print(cp.dump_outputs())
+        raise
+    finally:
+        cp.close()
