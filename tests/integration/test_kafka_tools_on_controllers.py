@@ -64,9 +64,20 @@ def quorum(tmp_path_factory):
     cp.start()
     try:
         cp.wait_leader(timeout=30)
+        # each opens its Kafka listener once it has replayed what a leader told it was committed
+        for i in cp.voters:
+            wait_for(lambda i=i: _listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
         yield cp
     finally:
         cp.close()
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return True
+    except OSError:
+        return False
 
 
 def test_kafka_metadata_quorum_describes_the_quorum_as_sparkraft_does(quorum):

@@ -39,6 +39,14 @@ def test_histograms_and_gauges_render_in_prometheus_text_format():
     assert "\nbroken " not in text  # no sample rather than a made-up one
 
 
+def _scraped(port: int):
+    """The metrics at ``port``, or None while nothing listens there yet."""
+    try:
+        return scrape(port)
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
 def test_controllers_and_a_broker_serve_their_metrics(controller_processes, tmp_path):
     cp = controller_processes(metrics=True)
     cp.format()
@@ -54,7 +62,8 @@ def test_controllers_and_a_broker_serve_their_metrics(controller_processes, tmp_
     assert values["sparkraft_raft_current_epoch"] == info.leader_epoch
     assert 0 < values["sparkraft_raft_high_watermark"] <= values["sparkraft_raft_log_end_offset"]
     for follower in (i for i in cp.voters if i != info.leader_id):
-        v = scrape(cp.metrics_ports[follower])
+        # a follower may still be starting (its metrics listener opens as its process does)
+        v = wait_for(lambda f=follower: _scraped(cp.metrics_ports[f]), 30, f"controller {follower}'s metrics")
         assert v["sparkraft_raft_current_state"] == 5 and v["sparkraft_raft_current_leader"] == info.leader_id
 
     broker_port, metrics_port = free_ports(2)
