@@ -160,23 +160,29 @@ def _full_cluster(port: int, repeats: int) -> dict:
     return {"first_s": times[0], "kept_s": rest[len(rest) // 2], "bytes": size}
 
 
-def _create_latencies(port: int, bootstrap: str, prefix: str) -> dict:
+def _timed_kafka_create(c, name: str, through: str) -> float:
+    """Seconds for one CreateTopics of a 1-partition, RF 3 topic over Kafka connection ``c``."""
     from kio.schema.create_topics.v7 import request as create
 
+    body = create.CreateTopicsRequest(topics=(create.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=3, assignments=(), configs=()),),
+        timeout=datetime.timedelta(seconds=30), validate_only=False)
+    started = time.monotonic()
+    answer = c.request(body)
+    took = time.monotonic() - started
+    if answer.topics[0].error_code != 0:
+        raise RuntimeError(f"create through {through} failed: {answer.topics[0]}")
+    return took
+
+
+def _create_latencies(port: int, bootstrap: str, prefix: str) -> dict:
     from quorum.kafka.client import KafkaConnection
     from quorum.rpc.controller_client import ControllerClient
 
     through_broker, direct = [], []
     with KafkaConnection("127.0.0.1", port, timeout=60) as c:
         for i in range(CREATES):
-            body = create.CreateTopicsRequest(topics=(create.CreatableTopic(
-                name=f"{prefix}-b{i}", num_partitions=1, replication_factor=3, assignments=(), configs=()),),
-                timeout=datetime.timedelta(seconds=30), validate_only=False)
-            started = time.monotonic()
-            answer = c.request(body)
-            through_broker.append(time.monotonic() - started)
-            if answer.topics[0].error_code != 0:
-                raise RuntimeError(f"create through the broker failed: {answer.topics[0]}")
+            through_broker.append(_timed_kafka_create(c, f"{prefix}-b{i}", "the broker"))
     client = ControllerClient(bootstrap, timeout=60, rpc_timeout=60)
     try:
         client.create_topic(f"{prefix}-warm", 1, 3)
@@ -192,7 +198,6 @@ def _create_latencies(port: int, bootstrap: str, prefix: str) -> dict:
 def _controller_kafka_vs_grpc(rig, prefix: str) -> dict:
     """DescribeQuorum and CreateTopics one at a time: in Kafka's protocol to the active controller's
     Kafka listener, and over gRPC, in the same run (ms: p50, p99)."""
-    from kio.schema.create_topics.v7 import request as create
     from kio.schema.describe_quorum.v2 import request as quorum
 
     from quorum.kafka.client import KafkaConnection
@@ -212,14 +217,7 @@ def _controller_kafka_vs_grpc(rig, prefix: str) -> dict:
             if answer.error_code != 0 or answer.topics[0].partitions[0].error_code != 0:
                 raise RuntimeError(f"DescribeQuorum through the Kafka listener failed: {answer}")
         for i in range(CREATES):
-            body = create.CreateTopicsRequest(topics=(create.CreatableTopic(
-                name=f"{prefix}-k{i}", num_partitions=1, replication_factor=3, assignments=(), configs=()),),
-                timeout=datetime.timedelta(seconds=30), validate_only=False)
-            started = time.monotonic()
-            answer = c.request(body)
-            timed["kafka_create"].append(time.monotonic() - started)
-            if answer.topics[0].error_code != 0:
-                raise RuntimeError(f"create through the controller's Kafka listener failed: {answer.topics[0]}")
+            timed["kafka_create"].append(_timed_kafka_create(c, f"{prefix}-k{i}", "the controller's Kafka listener"))
     raft = cluster.client
     raft.describe_quorum()
     for _ in range(QUORUM_CALLS):

@@ -100,28 +100,32 @@ def supported_features(features, version: int) -> list[dict]:
     return [{"name": n, "min_version": lo, "max_version": hi} for n, lo, hi in features if lo > 0 or version >= 4]
 
 
+def api_versions_answer(ctx: KafkaContext, version: int, supported, finalized_levels, epoch: int) -> dict:
+    """ApiVersions from the listener's table and a node's features: ``supported`` (name, lowest,
+    highest) and ``finalized_levels`` (name, level) read at metadata offset ``epoch``."""
+    finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
+                 for n, level in sorted(finalized_levels) if level > 0]
+    return {"error_code": 0, "api_keys": ctx.apis.api_keys(), "throttle_time": 0,
+            "supported_features": supported_features(supported, version),
+            "finalized_features_epoch": epoch, "finalized_features": finalized}
+
+
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     image = ctx.image()
     features = [*BROKER_FEATURES, ("metadata.version", *CONTROLLER_FEATURES["metadata.version"])]
-    finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
-                 for n, level in sorted(image.features.levels.items()) if level > 0]
-    return {"error_code": 0, "api_keys": ctx.apis.api_keys(), "throttle_time": 0,
-            "supported_features": supported_features(features, version),
-            "finalized_features_epoch": image.offset, "finalized_features": finalized}
+    return api_versions_answer(ctx, version, features, image.features.levels.items(), image.offset)
 
 
-# api key -> (lowest, highest version implemented, handler)
-IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
-    18: (0, 4, api_versions),
+# api key -> (lowest, highest version implemented, handler): what a broker's and a controller's
+# Kafka listeners both answer, with the same handler: the SASL login, the admin reads from the
+# listener's image, DescribeQuorum from the quorum's leader, the writes sent to the active controller
+SHARED: dict[int, tuple[int, int, Callable]] = {
     17: (1, 1, handshake),  # v0 (SASL tokens outside Kafka's framing) is not served
     36: (0, 2, authenticate),
-    3: (0, 13, answers.metadata),
-    60: (0, 2, answers.describe_cluster),
     32: (1, 4, answers.describe_configs),
     29: (1, 3, answers.describe_acls),
     46: (0, 0, answers.list_partition_reassignments),
-    35: (1, 4, answers.describe_log_dirs),  # its replicas, no data: what kafka-reassign-partitions reads
-    55: (0, 2, quorum_answers.describe_quorum),  # from the quorum's leader (ctx.quorum), as Kafka's brokers forward it
+    55: (0, 2, quorum_answers.describe_quorum),  # a broker asks the quorum's leader, as Kafka's brokers forward it
     48: (0, 1, answers.describe_client_quotas),
     19: (2, 7, forwarding.create_topics),
     20: (1, 6, forwarding.delete_topics),
@@ -135,6 +139,15 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
     49: (0, 1, forwarding.alter_client_quotas),
     51: (0, 0, forwarding.alter_user_scram_credentials),
     57: (0, 1, forwarding.update_features),
+}
+
+# a broker's listener: the shared requests, and what only a broker answers
+IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
+    18: (0, 4, api_versions),
+    3: (0, 13, answers.metadata),
+    60: (0, 2, answers.describe_cluster),
+    35: (1, 4, answers.describe_log_dirs),  # its replicas, no data: what kafka-reassign-partitions reads
+    **SHARED,
     # refused, so that data clients give up at once (data_plane.py)
     0: (3, 13, data_plane.produce),
     1: (4, 18, data_plane.fetch),

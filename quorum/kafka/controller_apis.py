@@ -23,10 +23,9 @@ import logging
 import threading
 import time
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka import answers, forwarding
-from quorum.kafka.apis import ApiTable, KafkaContext, supported_features
-from quorum.kafka.quorum_answers import add_raft_voter, describe_quorum, remove_raft_voter
-from quorum.kafka.sasl import authenticate, handshake
+from quorum.kafka import answers
+from quorum.kafka.apis import SHARED, ApiTable, KafkaContext, api_versions_answer
+from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +103,7 @@ def controller_api_versions(ctx: KafkaContext, req, version: int) -> dict:
     """The controller's table, and its features as a controller sees them (kraft.version among
     them, which a broker does not advertise: Kafka's controllers do)."""
     d = ctx.quorum.features()
-    finalized = [{"name": n, "max_version_level": level, "min_version_level": level}
-                 for n, level in sorted(d.finalized) if level > 0]
-    return {"error_code": 0, "api_keys": ctx.apis.api_keys(), "throttle_time": 0,
-            "supported_features": supported_features(d.supported, version),
-            "finalized_features_epoch": d.epoch, "finalized_features": finalized}
+    return api_versions_answer(ctx, version, d.supported, d.finalized, d.epoch)
 
 
 # --- DescribeCluster ------------------------------------------------------------------------------
@@ -129,28 +124,10 @@ def describe_cluster(ctx: KafkaContext, req, version: int) -> dict:
 # the requests an admin client sends (not the quorum's own Vote, Fetch, ... nor broker registration)
 CONTROLLER = ApiTable("controller", {
     18: (0, 4, controller_api_versions),
-    17: (1, 1, handshake),
-    36: (0, 2, authenticate),
     60: (1, 2, describe_cluster),  # v0 has no endpoint type: a controller has no brokers to describe
-    55: (0, 2, describe_quorum),
     80: (0, 1, add_raft_voter),
     81: (0, 0, remove_raft_voter),
-    32: (1, 4, answers.describe_configs),
-    29: (1, 3, answers.describe_acls),
-    46: (0, 0, answers.list_partition_reassignments),
-    48: (0, 1, answers.describe_client_quotas),
-    19: (2, 7, forwarding.create_topics),
-    20: (1, 6, forwarding.delete_topics),
-    37: (0, 3, forwarding.create_partitions),
-    44: (0, 1, forwarding.incremental_alter_configs),
-    33: (0, 2, forwarding.alter_configs),
-    30: (1, 3, forwarding.create_acls),
-    31: (1, 3, forwarding.delete_acls),
-    45: (0, 0, forwarding.alter_partition_reassignments),
-    43: (0, 2, forwarding.elect_leaders),
-    49: (0, 1, forwarding.alter_client_quotas),
-    51: (0, 0, forwarding.alter_user_scram_credentials),
-    57: (0, 1, forwarding.update_features),
+    **SHARED,
 })
 
 
@@ -163,9 +140,8 @@ class ControllerKafkaListeners:
         quorum/node/local_first.py); ``raft``: a RaftClient to the quorum (DescribeQuorum when this
         node does not lead, and voter changes). Both are closed with the listeners."""
         self.config = config
-        names = (config.controller_listener_names or ())[1:]
-        self.names = [n for n in names if n in (config.listeners or {})]
-        own = {n: config.listeners[n] for n in self.names}
+        own = {name: (host, port) for name, host, port in config.more_controller_listeners()}
+        self.names = list(own)
         self.forwarding = forwarding
         self.raft = raft
         self.side = QuorumSide(node, self.raft, own)

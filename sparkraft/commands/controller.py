@@ -114,18 +114,17 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def _kafka_listeners(config, node):
-    """The controller's Kafka listeners (its controller listeners after the first), with the
-    clients they reach the quorum through: this controller first, then the configured voters or
-    bootstrap servers (both follow the leader)."""
+    """The controller's Kafka listeners (its controller listeners after the first; None if it has
+    none), with the clients they reach the quorum through (both follow the leader)."""
     from quorum.kafka.controller_apis import ControllerKafkaListeners
     from quorum.node.local_first import LocalFirstController
     from quorum.rpc.controller_client import ControllerClient
-    from quorum.rpc.convert import format_endpoint
     from quorum.rpc.raft_client import RaftClient
+    from sparkraft.commands.broker import controllers_of
 
-    addresses = [config.controller_listener, *(config.voters.values() if config.voters
-                                               else (config.bootstrap_servers or ()))]
-    bootstrap = ",".join(dict.fromkeys(format_endpoint(h, p) for h, p in addresses))
+    if not config.more_controller_listeners():
+        return None
+    bootstrap = controllers_of(config)
     security = config.node_security(config.controller_listener_name).client
     return ControllerKafkaListeners(
         config, node, node.raft.cluster_id,

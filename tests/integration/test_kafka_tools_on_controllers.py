@@ -290,23 +290,25 @@ def _jvm_client(pki, name: str, user: str, password: str) -> str:
     return str(path)
 
 
+def _secured_quorum(root, kafka_protocol: str):
+    """Three controllers, formatted by the caller: the quorum's listener SSL with client
+    certificates, the Kafka listener ``kafka_protocol``, Kafka's authorizer with User:admin a super
+    user (pki.secure_controller_props); and their Pki."""
+    from pki import Pki, secure_controller_props
+
+    pki = Pki(root / "pki")
+    (root / "quorum").mkdir()
+    cp = ControllerProcesses(root / "quorum", kafka_listener="KAFKA", per_node=lambda i: secure_controller_props(
+        pki, i, **{"listener.security.protocol.map": f"CONTROLLER:SSL,KAFKA:{kafka_protocol}"}))
+    return cp, pki
+
+
 def test_a_controllers_sasl_ssl_kafka_listener_logs_users_in_and_authorizes_them(tmp_path):
     """SCRAM over TLS on a controller's Kafka listener, with Kafka's authorizer: the super user
     manages users and ACLs through it, a user is refused until granted, a wrong password is Kafka's
     authentication error; through the active controller (handled there) and another (forwarded)."""
-    from pki import MAPPING_RULES, Pki
-
     need_kafka()
-    pki = Pki(tmp_path / "pki")
-    (tmp_path / "quorum").mkdir()
-    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener="KAFKA", per_node=lambda i: {
-        "listener.security.protocol.map": "CONTROLLER:SSL,KAFKA:SASL_SSL",
-        "ssl.keystore.location": str(pki.keystore(f"controller-{i}")),
-        "ssl.truststore.location": str(pki.truststore),
-        "ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": MAPPING_RULES,
-        "authorizer.class.name": "StandardAuthorizer",
-        "super.users": "User:admin"})
+    cp, pki = _secured_quorum(tmp_path, "SASL_SSL")
     try:
         cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=admin,password={ADMIN_SECRET}]"]
                            for i in cp.voters})
@@ -374,19 +376,8 @@ def _jvm_tls_client(pki, name: str, cn) -> str:
 def test_a_controllers_ssl_kafka_listener_knows_its_clients_by_certificate(tmp_path):
     """Mutual TLS on a controller's Kafka listener with Kafka's authorizer: the super user by its
     certificate, another user refused until granted, a client without a certificate refused."""
-    from pki import MAPPING_RULES, Pki
-
     need_kafka()
-    pki = Pki(tmp_path / "pki")
-    (tmp_path / "quorum").mkdir()
-    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener="KAFKA", per_node=lambda i: {
-        "listener.security.protocol.map": "CONTROLLER:SSL,KAFKA:SSL",
-        "ssl.keystore.location": str(pki.keystore(f"controller-{i}")),
-        "ssl.truststore.location": str(pki.truststore),
-        "ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": MAPPING_RULES,
-        "authorizer.class.name": "StandardAuthorizer",
-        "super.users": "User:admin"})
+    cp, pki = _secured_quorum(tmp_path, "SSL")
     try:
         cp.format()
         cp.start()
