@@ -67,6 +67,10 @@ class KafkaContext:
         session = None if login is None else SaslSession(login.session_lifetime_ms, self._decoy_key)
         return dataclasses.replace(self, caller=caller, sasl=session)
 
+    def for_forwarded(self, caller: Caller) -> "KafkaContext":
+        """This context for a request a broker forwarded (an Envelope) for its client ``caller``."""
+        return dataclasses.replace(self, caller=caller, sasl=None)
+
     @property
     def on_behalf_of(self) -> Optional[tuple[str, str]]:
         """(principal, host) a forwarded request names (KIP-590)."""
@@ -157,9 +161,25 @@ IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
 }
 
 
+@dataclass
+class Pending:
+    """A handler's answer that waits on ``future`` (a long-polling Fetch) without holding a handler
+    thread: the listener awaits the future, at most ``timeout`` seconds, then calls ``finish()`` on
+    a handler thread for the answer (the response dict)."""
+
+    future: object  # a concurrent.futures.Future
+    timeout: float
+    finish: Callable[[], object]
+
+
+# the admin writes a Kafka broker forwards to the controller in an Envelope (KIP-590)
+FORWARDED = frozenset({19, 20, 37, 44, 33, 30, 31, 45, 46, 43, 49, 51, 57})
+
+
 class ApiTable:
     """One kind of listener's requests: ``implemented`` maps an API key to (lowest, highest version
-    implemented, handler); what is advertised is that cut to the versions ``kio`` has types for."""
+    implemented, handler); what is advertised is that cut to the versions ``kio`` has types for;
+    ``forwardable`` is what of it an Envelope may carry."""
 
     def __init__(self, name: str, implemented: dict[int, tuple[int, int, Callable]]):
         self.name = name
@@ -170,6 +190,7 @@ class ApiTable:
             lo, hi = max(lo, min(versions)), min(hi, max(versions))
             if lo <= hi:
                 self.supported[key] = (lo, hi)
+        self.forwardable = {k: v for k, v in self.supported.items() if k in FORWARDED}
 
     def api_keys(self) -> list[dict]:
         return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(self.supported.items())]
@@ -178,6 +199,13 @@ class ApiTable:
         """The kio response to ``request`` (already checked against ``supported``), or its Encoded body."""
         _lo, _hi, handler = self.implemented[request.api_key]
         answer = handler(ctx, request.body, request.api_version)
+        if isinstance(answer, Pending):
+            finish = answer.finish
+            return dataclasses.replace(answer, finish=lambda: self._materialize(request, finish()))
+        return self._materialize(request, answer)
+
+    @staticmethod
+    def _materialize(request: Request, answer):
         if isinstance(answer, Encoded):
             return answer
         return materialize(response_type(request.api_key, request.api_version), answer)

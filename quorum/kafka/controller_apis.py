@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka import answers
+from quorum.kafka import answers, broker_answers, raft_answers
 from quorum.kafka.apis import SHARED, ApiTable, KafkaContext, api_versions_answer
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
 
@@ -127,6 +127,14 @@ CONTROLLER = ApiTable("controller", {
     60: (1, 2, describe_cluster),  # v0 has no endpoint type: a controller has no brokers to describe
     80: (0, 1, add_raft_voter),
     81: (0, 0, remove_raft_voter),
+    # Apache Kafka's brokers (broker_answers.py): the metadata log, their lifecycle, their ISR
+    # changes, producer ids, and the admin requests they forward
+    1: (13, 18, raft_answers.fetch),
+    62: (0, 4, broker_answers.broker_registration),
+    63: (0, 1, broker_answers.broker_heartbeat),
+    56: (2, 3, broker_answers.alter_partition),
+    67: (0, 0, broker_answers.allocate_producer_ids),
+    58: (0, 0, broker_answers.envelope),
     **SHARED,
 })
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import logging
 import ssl
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from quorum.connection_limits import DEFAULT_LIMITS, BufferBudget, ConnectionGate, ConnectionLimits
 from quorum.kafka import apis
@@ -192,6 +193,12 @@ class KafkaListener:
                     self._release(-grown)
             for payload in payloads:
                 response = await loop.run_in_executor(self._pool, self._answer, payload, peer, ctx)
+                if isinstance(response, apis.Pending):  # a long poll: wait without a handler thread
+                    try:
+                        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(response.future)), response.timeout)
+                    except (asyncio.TimeoutError, Exception):  # finish() reads the outcome, whatever it is
+                        pass
+                    response = await loop.run_in_executor(self._pool, self._guarded, response.finish, peer)
                 if response is None:
                     return
                 writer.write(response)
@@ -210,7 +217,18 @@ class KafkaListener:
         self.closed_for_cause += 1
         log.log(level, "Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
 
-    def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext) -> Optional[bytes]:
+    def _guarded(self, finish: Callable[[], bytes], peer) -> Optional[bytes]:
+        """A Pending answer's framed response, or None to close the connection if it fails."""
+        try:
+            return finish()
+        except Exception:
+            log.warning("Kafka listener %s:%d: a waiting answer to %s failed; closing the connection", self.host,
+                        self.port, peer, exc_info=True)
+            self.closed_for_cause += 1
+            return None
+
+    def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext):
+        """The framed response, a Pending one, or None to close the connection."""
         """The framed response, or None to close the connection."""
         try:
             request = decode_request(payload, ctx.apis.supported)
@@ -227,7 +245,11 @@ class KafkaListener:
                          else f"API key {request.api_key} after its SASL login expired")
             return None
         try:
-            return encode_response(request.api_key, request.correlation_id, ctx.apis.handle(ctx, request))
+            answer = ctx.apis.handle(ctx, request)
+            if isinstance(answer, apis.Pending):
+                return dataclasses.replace(answer, finish=lambda: encode_response(
+                    request.api_key, request.correlation_id, answer.finish()))
+            return encode_response(request.api_key, request.correlation_id, answer)
         except Exception:
             log.warning("Kafka listener %s:%d: API key %d v%d from %s failed; closing the connection", self.host,
                         self.port, request.api_key, request.api_version, peer, exc_info=True)

@@ -1,5 +1,6 @@
-"""Kafka's primitive encodings, read from bytes: big-endian integers, unsigned and zig-zag varints,
-flexible versions' compact strings, bytes and arrays, UUIDs and tagged-field sections.
+"""Kafka's primitive encodings, read from bytes (:class:`Reader`) and written (:class:`Writer`):
+big-endian integers, unsigned and zig-zag varints, flexible versions' compact strings, bytes and
+arrays, UUIDs and tagged-field sections.
 
 Bounds are checked as data is read: a length past the end of the buffer is a ValueError (the
 record is then reported as undecodable), never an over-read or a huge allocation.
@@ -144,3 +145,102 @@ class Reader:
             out[tag] = Reader(self.buf, self.pos, self.pos + size)
             self.pos += size
         return out
+
+
+def uuid_bytes(text: str) -> bytes:
+    """The 16 bytes of a UUID in Kafka's text form."""
+    raw = base64.urlsafe_b64decode(text + "==")
+    if len(raw) != 16:
+        raise ValueError(f"{text!r} is not a Kafka UUID")
+    return raw
+
+
+class Writer:
+    """Appends Kafka's encodings to ``buf``: what the generated writers of records_gen.py call."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def int8(self, value: int) -> None:
+        self.buf.append(value & 0xFF)
+
+    def bool(self, value: bool) -> None:
+        self.buf.append(1 if value else 0)
+
+    def int16(self, value: int) -> None:
+        self.buf += _I16.pack(value)
+
+    def uint16(self, value: int) -> None:
+        self.buf += _U16.pack(value)
+
+    def int32(self, value: int) -> None:
+        self.buf += _I32.pack(value)
+
+    def int64(self, value: int) -> None:
+        self.buf += _I64.pack(value)
+
+    def float64(self, value: float) -> None:
+        self.buf += _F64.pack(value)
+
+    def uvarint(self, value: int) -> None:
+        buf = self.buf
+        while value >= 0x80:
+            buf.append((value & 0x7F) | 0x80)
+            value >>= 7
+        buf.append(value)
+
+    def varint(self, value: int) -> None:
+        """A zig-zag signed varint (64-bit: record lengths and deltas)."""
+        self.uvarint((value << 1) ^ (value >> 63))
+
+    def uuid(self, text: str) -> None:
+        self.buf += uuid_bytes(text)
+
+    def compact_string(self, value: Optional[str]) -> None:
+        if value is None:
+            self.buf.append(0)
+            return
+        raw = value.encode("utf-8")
+        self.uvarint(len(raw) + 1)
+        self.buf += raw
+
+    def compact_bytes(self, value: Optional[bytes]) -> None:
+        if value is None:
+            self.buf.append(0)
+            return
+        self.uvarint(len(value) + 1)
+        self.buf += value
+
+    def compact_array(self, items: Optional[list], item: Callable[["Writer", object], None]) -> None:
+        if items is None:
+            self.buf.append(0)
+            return
+        self.uvarint(len(items) + 1)
+        for x in items:
+            item(self, x)
+
+    def int32_array(self, items: Optional[list[int]]) -> None:
+        if items is None:
+            self.buf.append(0)
+            return
+        n = len(items)
+        self.uvarint(n + 1)
+        self.buf += (_INT32S[n] if n < len(_INT32S) else struct.Struct(f">{n}i")).pack(*items)
+
+    def uuid_array(self, items: Optional[list[str]]) -> None:
+        if items is None:
+            self.buf.append(0)
+            return
+        self.uvarint(len(items) + 1)
+        for text in items:
+            self.buf += uuid_bytes(text)
+
+    def tagged_fields(self, fields: list[tuple[int, bytes]]) -> None:
+        """A tagged-field section of (tag, the field's bytes), in ascending tag order."""
+        self.uvarint(len(fields))
+        for tag, raw in fields:
+            self.uvarint(tag)
+            self.uvarint(len(raw))
+            self.buf += raw

@@ -1,0 +1,132 @@
+"""The metadata log to Apache Kafka's brokers: Fetch of ``__cluster_metadata`` on a controller's
+Kafka listener, as Kafka's controllers answer their observers (KIP-595, KIP-853).
+
+A Kafka broker is an observer of the quorum: it fetches the log from the leader and follows it. Its
+Fetch goes to this controller's Raft core as the core's own FetchRequest (the same divergence,
+long-poll and snapshot rules as sparkraft's brokers get over gRPC), and the core's answer goes back
+with the records in Kafka's format (quorum/kafka_log/export.py) and the leader named by id, epoch
+and its address on the listener the request came in on.
+
+Voters fetch over sparkraft's own protocol: a Fetch here that claims a voter's id is refused, so a
+Kafka client cannot move the leader's view of a voter (and so the high watermark).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+import uuid
+
+from quorum.errors import Errors, NodeNotRunningError
+from quorum.kafka.apis import Pending
+from quorum.kafka.codec import topic_id_text
+from quorum.kafka_log.export import export_batches
+from quorum.raft.messages import FetchRequest, FetchResponse
+from quorum.security.authorizer import cluster_action
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ)
+# errors Kafka's Raft puts on the whole answer; the others go on the partition
+TOP_LEVEL = frozenset({Errors.INCONSISTENT_CLUSTER_ID, Errors.INVALID_REQUEST, Errors.CLUSTER_AUTHORIZATION_FAILED})
+NO_EPOCH = {"epoch": -1, "end_offset": -1}
+NO_SNAPSHOT = {"end_offset": -1, "epoch": -1}
+_LOG_EVERY_S = 30.0
+_refused_at: dict[str, float] = {}
+
+
+def _note_refusal(key: str, message: str, *args) -> None:
+    """A refusal logged at most once per 30 s per kind: a misconfigured broker retries every few ms."""
+    now = time.monotonic()
+    if now - _refused_at.get(key, float("-inf")) >= _LOG_EVERY_S:
+        _refused_at[key] = now
+        log.warning(message, *args)
+
+
+def _ms(value) -> int:
+    """kio gives a duration as a timedelta."""
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+def _topic_id(t):
+    return getattr(t, "topic_id", None)
+
+
+def _whole(error: Errors, version: int) -> dict:
+    return {"throttle_time": 0, "error_code": error, "session_id": 0, "responses": [], "node_endpoints": []}
+
+
+def fetch(ctx, req, version: int):
+    """Kafka's Fetch of ``__cluster_metadata`` partition 0 from an observer; anything else is
+    refused (a controller holds no other partition)."""
+    topics = list(req.topics)
+    if len(topics) != 1 or len(topics[0].partitions) != 1 or topics[0].partitions[0].partition != 0 or (
+            getattr(topics[0], "topic", METADATA_TOPIC) != METADATA_TOPIC
+            and _topic_id(topics[0]) not in (None, METADATA_TOPIC_ID)):
+        return _whole(Errors.INVALID_REQUEST, version)
+    quorum = ctx.quorum
+    if quorum is None:
+        return _whole(Errors.INVALID_REQUEST, version)
+    if not ctx.may(cluster_action("CLUSTER_ACTION")):
+        _note_refusal("authz", "Controller %d refused a metadata Fetch from %s: it may not ClusterAction the cluster",
+                      ctx.broker_id, ctx.caller.principal if ctx.caller else "?")
+        return _whole(Errors.CLUSTER_AUTHORIZATION_FAILED, version)
+    node = quorum.node
+    raft = node.raft
+    state = getattr(req, "replica_state", None)
+    replica_id = state.replica_id if state is not None else getattr(req, "replica_id", -1)
+    if replica_id in raft.voters:
+        _note_refusal(f"voter-{replica_id}", "Controller %d refused a metadata Fetch on its Kafka listener claiming "
+                      "voter %d: voters fetch over sparkraft's own protocol", ctx.broker_id, replica_id)
+        return _whole(Errors.INVALID_REQUEST, version)
+    p = topics[0].partitions[0]
+    directory = getattr(p, "replica_directory_id", None)
+    hw = getattr(p, "high_watermark", None)
+    msg = FetchRequest(cluster_id=req.cluster_id or node.cluster_id, epoch=p.current_leader_epoch,
+                       replica_id=replica_id, fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
+                       max_wait_ms=max(0, min(_ms(req.max_wait), 10_000)), max_bytes=max(1, req.max_bytes),
+                       replica_directory_id=None if directory in (None, uuid.UUID(int=0)) else topic_id_text(directory),
+                       high_watermark=None if hw is None or hw < 0 else hw)
+    try:
+        future = raft.submit_request(msg)
+    except NodeNotRunningError:
+        return _whole(Errors.UNKNOWN_SERVER_ERROR, version)
+    wait = msg.max_wait_ms / 1000 + 5.0
+    return Pending(future, wait, lambda: _answer(ctx, future, version))
+
+
+def _answer(ctx, future: concurrent.futures.Future, version: int) -> dict:
+    if not future.done():
+        future.cancel()
+        return _whole(Errors.REQUEST_TIMED_OUT, version)
+    try:
+        r: FetchResponse = future.result(timeout=0)
+    except (NodeNotRunningError, concurrent.futures.CancelledError):
+        return _whole(Errors.UNKNOWN_SERVER_ERROR, version)
+    if r.error in TOP_LEVEL:
+        return _whole(r.error, version)
+    leader = -1 if r.leader_id is None else r.leader_id
+    partition = {
+        "partition_index": 0, "error_code": r.error,
+        "high_watermark": -1 if r.high_watermark is None else r.high_watermark, "last_stable_offset": -1,
+        "log_start_offset": r.log_start_offset,
+        "diverging_epoch": NO_EPOCH if r.diverging is None else {"epoch": r.diverging.epoch,
+                                                                  "end_offset": r.diverging.offset},
+        "current_leader": {"leader_id": leader, "leader_epoch": r.epoch},
+        "snapshot_id": NO_SNAPSHOT if r.snapshot_id is None else {"end_offset": r.snapshot_id.offset,
+                                                                   "epoch": r.snapshot_id.epoch},
+        "aborted_transactions": None, "preferred_read_replica": -1,
+        "records": export_batches(r.records) if r.records else None,
+    }
+    return {"throttle_time": 0, "error_code": Errors.NONE, "session_id": 0,
+            "responses": [{"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}],
+            "node_endpoints": leader_endpoints(ctx, leader)}
+
+
+def leader_endpoints(ctx, leader: int) -> list[dict]:
+    """The leader's address on this listener (Kafka's NodeEndpoints), where it is known here."""
+    if leader < 0:
+        return []
+    return [{"node_id": i, "host": host, "port": port, "rack": None}
+            for i, host, port in ctx.quorum.controllers(ctx.listener) if i == leader]

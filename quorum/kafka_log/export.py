@@ -1,0 +1,241 @@
+"""sparkraft's metadata log in Apache Kafka's format: what an Apache Kafka broker fetches from
+sparkraft's controllers (Fetch of ``__cluster_metadata``) and reads as if Kafka's controllers wrote it.
+
+Encoded on the way out, one sparkraft batch to one Kafka record batch v2 with the same base offset,
+leader epoch, append time and record count: every offset and epoch a Kafka broker sees is sparkraft's
+own (docs/design/kafka-brokers.md says why this, rather than storing Kafka's format on disk).
+
+What Kafka's brokers are told:
+
+- **metadata.version** :data:`KAFKA_METADATA_VERSION` (Kafka's 3.6-IV2) for every sparkraft
+  metadata.version: sparkraft's records say nothing a 3.6-IV2 broker cannot read (SCRAM,
+  metadata transactions), and nothing that needs log directories (3.7-IV2 on), which sparkraft
+  does not assign. Records are written at the versions that metadata.version gives them
+  (:data:`RECORD_VERSIONS`): so ELR fields, which need 4.0-IV1, are not sent;
+- a record sparkraft writes but Kafka's brokers have no use for, or one written by a newer
+  sparkraft, goes out as a NoOpRecord, keeping its offset;
+- control records (LeaderChange, KRaftVersion, KRaftVoters) in Kafka's messages, encoded with kio.
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Callable, Iterable
+
+import crc32c
+from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
+from kio.schema.leader_change_message.v0 import data as leader_change
+from kio.schema.voters_record.v0 import data as voters
+from kio.serial import entity_writer
+from kio.static.primitive import i16, i32, u16
+
+from quorum.kafka_log.records_gen import WRITERS
+from quorum.kafka_log.wire import Writer, uuid_bytes
+from quorum.log import batch as sparkraft_batch
+from quorum.log import control_records
+from quorum.metadata.features import METADATA_VERSION
+from quorum.metadata.records import MetadataRecord, RecordType, decode_record
+
+KAFKA_METADATA_VERSION = 14
+KAFKA_RELEASE = "3.6-IV2"
+# the versions Kafka's 3.6-IV2 writes these records at; every other record is at version 0
+RECORD_VERSIONS = {int(RecordType.REGISTER_BROKER_RECORD): 2, int(RecordType.BROKER_REGISTRATION_CHANGE_RECORD): 1}
+NO_OP = int(RecordType.NO_OP_RECORD)
+# Kafka's Uuid.ZERO_UUID: what a record's missing id stands for
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+_UNCHANGED_LEADER = -2
+_FENCE, _UNFENCE = 1, -1
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # Kafka's record batch v2 header (quorum/kafka_log/batches.py)
+_CRC_FROM = 21
+_ATTR_CONTROL = 0x20
+_CONTROL_KEY = struct.Struct(">hh")  # a control record's key: version 0, its type
+
+
+def _ids(message, field: str):
+    return list(getattr(message, field).ids) if message.HasField(field) else None
+
+
+def _opt(message, field: str):
+    return getattr(message, field) if message.HasField(field) else None
+
+
+def _register_broker(m) -> dict:
+    return {"brokerId": m.broker_id, "incarnationId": m.incarnation_id or ZERO_UUID, "brokerEpoch": m.broker_epoch,
+            "endPoints": [{"name": e.name, "host": e.host, "port": e.port, "securityProtocol": int(e.security_protocol)}
+                          for e in m.endpoints],
+            "features": [{"name": f.name, "minSupportedVersion": kafka_level(f.name, f.min_supported_version),
+                          "maxSupportedVersion": kafka_level(f.name, f.max_supported_version)} for f in m.features],
+            "rack": _opt(m, "rack"), "fenced": m.fenced, "inControlledShutdown": m.in_controlled_shutdown}
+
+
+def _partition(m) -> dict:
+    return {"partitionId": m.partition_id, "topicId": m.topic_id, "replicas": list(m.replicas), "isr": list(m.isr),
+            "removingReplicas": list(m.removing_replicas), "addingReplicas": list(m.adding_replicas),
+            "leader": m.leader, "leaderEpoch": m.leader_epoch, "partitionEpoch": m.partition_epoch,
+            "eligibleLeaderReplicas": list(m.eligible_leader_replicas) or None,
+            "lastKnownElr": list(m.last_known_elr) or None}
+
+
+def _partition_change(m) -> dict:
+    leader = _opt(m, "leader")
+    return {"partitionId": m.partition_id, "topicId": m.topic_id, "isr": _ids(m, "isr"),
+            "leader": _UNCHANGED_LEADER if leader is None else leader, "replicas": _ids(m, "replicas"),
+            "removingReplicas": _ids(m, "removing_replicas"), "addingReplicas": _ids(m, "adding_replicas"),
+            "eligibleLeaderReplicas": _ids(m, "eligible_leader_replicas"), "lastKnownElr": _ids(m, "last_known_elr")}
+
+
+def _registration_change(m) -> dict:
+    fenced = _opt(m, "fenced")
+    return {"brokerId": m.broker_id, "brokerEpoch": m.broker_epoch,
+            "fenced": 0 if fenced is None else (_FENCE if fenced else _UNFENCE),
+            "inControlledShutdown": 1 if _opt(m, "in_controlled_shutdown") else 0}
+
+
+def _b64(raw: bytes) -> str:
+    import base64
+
+    return base64.b64encode(raw).decode()
+
+
+# sparkraft's record type -> its message as Kafka's fields (the names records_gen's readers give);
+# a type sparkraft writes that is not here is a test failure (tests/unit/kafka_log/test_export.py)
+TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
+    RecordType.REGISTER_BROKER_RECORD: _register_broker,
+    RecordType.UNREGISTER_BROKER_RECORD: lambda m: {"brokerId": m.broker_id, "brokerEpoch": m.broker_epoch},
+    RecordType.TOPIC_RECORD: lambda m: {"name": m.name, "topicId": m.topic_id},
+    RecordType.PARTITION_RECORD: _partition,
+    RecordType.CONFIG_RECORD: lambda m: {"resourceType": int(m.resource_type), "resourceName": m.resource_name,
+                                         "name": m.name, "value": _opt(m, "value")},
+    RecordType.PARTITION_CHANGE_RECORD: _partition_change,
+    RecordType.REMOVE_TOPIC_RECORD: lambda m: {"topicId": m.topic_id},
+    RecordType.FEATURE_LEVEL_RECORD: lambda m: {"name": m.name, "featureLevel": kafka_level(m.name, m.feature_level)},
+    RecordType.USER_SCRAM_CREDENTIAL_RECORD: lambda m: {
+        "name": m.name, "mechanism": int(m.mechanism), "salt": _b64(m.salt), "storedKey": _b64(m.stored_key),
+        "serverKey": _b64(m.server_key), "iterations": m.iterations},
+    RecordType.CLIENT_QUOTA_RECORD: lambda m: {
+        "entity": [{"entityType": e.entity_type, "entityName": _opt(e, "entity_name")} for e in m.entity],
+        "key": m.key, "value": m.value, "remove": m.remove},
+    RecordType.PRODUCER_IDS_RECORD: lambda m: {"brokerId": m.broker_id, "brokerEpoch": m.broker_epoch,
+                                               "nextProducerId": m.next_producer_id},
+    RecordType.BROKER_REGISTRATION_CHANGE_RECORD: _registration_change,
+    RecordType.ACCESS_CONTROL_ENTRY_RECORD: lambda m: {
+        "id": m.id, "resourceType": int(m.resource_type), "resourceName": m.resource_name,
+        "patternType": int(m.pattern_type), "principal": m.principal, "host": m.host,
+        "operation": int(m.operation), "permissionType": int(m.permission_type)},
+    RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD: lambda m: {"id": m.id},
+    RecordType.NO_OP_RECORD: lambda m: {},
+    RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD: lambda m: {"name": m.name, "mechanism": int(m.mechanism)},
+    RecordType.BEGIN_TRANSACTION_RECORD: lambda m: {"name": _opt(m, "name")},
+    RecordType.END_TRANSACTION_RECORD: lambda m: {},
+    RecordType.ABORT_TRANSACTION_RECORD: lambda m: {"reason": _opt(m, "reason")},
+}
+# what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
+# controller's business, and a 4.x broker no longer reads the record
+NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD})
+
+
+def kafka_level(feature: str, level: int) -> int:
+    """A feature level as Kafka's brokers are told it: every sparkraft metadata.version is Kafka's
+    :data:`KAFKA_METADATA_VERSION`; the other features' levels mean what Kafka's mean."""
+    return KAFKA_METADATA_VERSION if feature == METADATA_VERSION and level > 0 else level
+
+
+def record_value(raw: bytes) -> bytes:
+    """One sparkraft metadata record (``<type><version><protobuf>``) as a Kafka metadata record's value:
+    ``uvarint frame version 1, uvarint api key, uvarint version``, then the message."""
+    record = decode_record(raw)
+    w = Writer()
+    if not isinstance(record, MetadataRecord) or record.type in NOT_SENT:
+        w.buf += b"\x01" + bytes([NO_OP]) + b"\x00\x00"  # NoOpRecord v0: an empty tagged-field section
+        return bytes(w.buf)
+    key = int(record.type)
+    version = RECORD_VERSIONS.get(key, 0)
+    w.uvarint(1)
+    w.uvarint(key)
+    w.uvarint(version)
+    WRITERS[key](w, TO_KAFKA[record.type](record.message), version)
+    return bytes(w.buf)
+
+
+def _directory(text) -> "uuid.UUID | None":
+    return None if text is None else uuid.UUID(bytes=uuid_bytes(text))
+
+
+_WRITE_LEADER_CHANGE = entity_writer(leader_change.LeaderChangeMessage)
+_WRITE_VOTERS = entity_writer(voters.VotersRecord)
+_WRITE_KRAFT_VERSION = entity_writer(KRaftVersionRecord)
+
+
+def _kio(write, message) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    write(buf, message)
+    return buf.getvalue()
+
+
+def control_value(raw: bytes) -> tuple[bytes, bytes]:
+    """One sparkraft control record as a Kafka control record's (key, value)."""
+    c = control_records.decode_control(raw)
+    d = c.data
+    if c.type == control_records.LEADER_CHANGE:
+        value = _kio(_WRITE_LEADER_CHANGE, leader_change.LeaderChangeMessage(
+            version=i16(0), leader_id=i32(d["leader_id"]),
+            voters=tuple(leader_change.Voter(voter_id=i32(v)) for v in d.get("voters", ())),
+            granting_voters=tuple(leader_change.Voter(voter_id=i32(v)) for v in d.get("granting_voters", ()))))
+    elif c.type == control_records.KRAFT_VERSION:
+        value = _kio(_WRITE_KRAFT_VERSION, KRaftVersionRecord(version=i16(0), k_raft_version=i16(d["kraft_version"])))
+    elif c.type == control_records.KRAFT_VOTERS:
+        value = _kio(_WRITE_VOTERS, voters.VotersRecord(version=i16(0), voters=tuple(
+            voters.Voter(voter_id=i32(v["id"]), voter_directory_id=_directory(v.get("directory_id")),
+                         endpoints=tuple(voters.Endpoint(name=e["name"], host=e["host"], port=u16(e["port"]))
+                                         for e in v.get("endpoints", ())),
+                         k_raft_version_feature=voters.KRaftVersionFeature(min_supported_version=i16(0),
+                                                                           max_supported_version=i16(1)))
+            for v in d["voters"])))
+    else:  # SNAPSHOT_HEADER / FOOTER live in snapshots, which are exported whole (snapshot_export.py)
+        raise ValueError(f"a {c.type_name} control record in the log")
+    return _CONTROL_KEY.pack(0, c.type), value
+
+
+def encode_batch(base_offset: int, epoch: int, append_time_ms: int, records: Iterable[tuple], control: bool) -> bytes:
+    """A Kafka record batch v2 of ``records`` ((key, value) pairs), uncompressed, outside any
+    producer (producer id, epoch and sequence -1), every record at the batch's time."""
+    body = Writer()
+    count = 0
+    for key, value in records:
+        rec = Writer()
+        rec.int8(0)  # attributes
+        rec.varint(0)  # timestamp delta
+        rec.varint(count)  # offset delta
+        for part in (key, value):
+            if part is None:
+                rec.varint(-1)
+            else:
+                rec.varint(len(part))
+                rec.buf += part
+        rec.varint(0)  # headers
+        body.varint(len(rec.buf))
+        body.buf += rec.buf
+        count += 1
+    attributes = _ATTR_CONTROL if control else 0
+    header = _HEADER.pack(base_offset, _HEADER.size - 12 + len(body.buf), epoch, 2, 0, attributes, count - 1,
+                          append_time_ms, append_time_ms, -1, -1, -1, count)
+    out = bytearray(header)
+    out += body.buf
+    struct.pack_into(">I", out, 17, crc32c.crc32c(bytes(out[_CRC_FROM:])))
+    return bytes(out)
+
+
+def export_batch(batch: sparkraft_batch.Batch) -> bytes:
+    """One sparkraft batch as Kafka's record batch: same offsets, epoch and time."""
+    if batch.control:
+        records = [control_value(r) for r in batch.records]
+    else:
+        records = [(None, record_value(r)) for r in batch.records]
+    return encode_batch(batch.base_offset, batch.epoch, batch.append_time_ms, records, batch.control)
+
+
+def export_batches(data: bytes) -> bytes:
+    """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches."""
+    return b"".join(export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
