@@ -333,3 +333,107 @@ def restored_controller(root: Path, port: int, snapshot: Path, heap: str = "512m
 
     shutil.copy(snapshot, root / "data" / "__cluster_metadata-0" / snapshot.name)
     return node
+
+
+LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c{1})%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.noisy.name = org.apache.kafka.common.config
+logger.noisy.level = warn
+"""
+
+
+class KafkaBrokers:
+    """Apache Kafka brokers (``process.roles=broker``), one JVM each on 127.0.0.1, whose quorum is
+    sparkraft's controllers: ``voters`` names each controller's Kafka listener (``id@host:port``),
+    and ``controller.listener.names`` is that listener's name. Formatted with Kafka's storage tool."""
+
+    def __init__(self, root: Path, cluster_id: str, voters: str, listener: str, ports: dict[int, int],
+                 extra: Optional[dict] = None, heap: str = "384m"):
+        """``ports``: broker id -> its PLAINTEXT port; ``extra``: added to every broker's configuration."""
+        self.root, self.cluster_id, self.heap, self.ports = root, cluster_id, heap, ports
+        (root / "log4j2.properties").write_text(LOG4J2)
+        self.procs: dict[int, subprocess.Popen] = {}
+        self._outs: list = []
+        for broker_id, port in ports.items():
+            config = {
+                "process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
+                "controller.listener.names": listener,
+                "listener.security.protocol.map": f"{listener}:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "listeners": f"PLAINTEXT://127.0.0.1:{port}", "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                "log.dirs": root / f"data-{broker_id}", "broker.heartbeat.interval.ms": 500,
+                "offsets.topic.num.partitions": 6, "offsets.topic.replication.factor": min(3, len(ports)),
+                "transaction.state.log.replication.factor": min(3, len(ports)), "transaction.state.log.min.isr": 1,
+                "group.initial.rebalance.delay.ms": 0, "num.network.threads": 2, "num.io.threads": 2,
+                "background.threads": 2, "replica.lag.time.max.ms": 5000, **(extra or {}),
+            }
+            self.config(broker_id).write_text("".join(f"{k}={v}\n" for k, v in config.items() if v is not None))
+
+    def config(self, broker_id: int) -> Path:
+        return self.root / f"broker-{broker_id}.properties"
+
+    @property
+    def bootstrap_server(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+
+    def format(self) -> None:
+        for broker_id in self.ports:
+            out = kafka_tool("kafka-storage", "format", f"--cluster-id={self.cluster_id}", "-c",
+                             str(self.config(broker_id)))
+            assert out.returncode == 0, out.stderr
+
+    def start(self, broker_id: int) -> None:
+        folder = need_kafka()
+        out = open(self.root / f"broker-{broker_id}.log", "ab")
+        self._outs.append(out)
+        self.procs[broker_id] = subprocess.Popen(
+            ["java", f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
+             "-cp", f"{folder}/*", "kafka.Kafka", str(self.config(broker_id))],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def stop(self, broker_id: int, timeout: float = 60) -> int:
+        """SIGTERM (a controlled shutdown) and wait; the exit code (143 after a clean shutdown, as
+        the JVM exits on SIGTERM)."""
+        p = self.procs[broker_id]
+        p.terminate()
+        return p.wait(timeout)
+
+    def kill(self, broker_id: int) -> None:
+        p = self.procs[broker_id]
+        p.kill()
+        p.wait(30)
+
+    def log(self, broker_id: int) -> str:
+        path = self.root / f"broker-{broker_id}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def dump(self) -> str:
+        return "\n".join(f"--- Kafka broker {b} ---\n" + "\n".join(
+            line for line in self.log(b).splitlines() if " WARN " in line or " ERROR " in line)[-3000:]
+            for b in self.ports)
+
+    def close(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs.values():
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+        for out in self._outs:
+            out.close()
+
+
+JAVA_CLIENTS = Path(__file__).resolve().parent / "java" / "NumberedClients.java"
+
+
+def java_clients(*args: str, stdout, env: Optional[dict] = None) -> subprocess.Popen:
+    """tests/java/NumberedClients.java, run from source with Kafka's jars (its lines to ``stdout``)."""
+    folder = need_kafka()
+    return subprocess.Popen(["java", "-Xmx256m", "-cp", f"{folder}/*", str(JAVA_CLIENTS), *args], stdout=stdout,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})

@@ -147,7 +147,7 @@ def alter_partition(ctx, req, version: int) -> dict:
 
 def _epoch_of(image, broker_id: int):
     broker = image.cluster.brokers.get(broker_id)
-    return None if broker is None else broker.epoch
+    return None if broker is None else broker.broker_epoch
 
 
 # --- AllocateProducerIds --------------------------------------------------------------------------

@@ -12,14 +12,12 @@ NOT_ON_A_CONTROLLER = {
     3: "Metadata: Apache Kafka's controllers do not serve it either (describe topics through a broker)",
     75: "DescribeTopicPartitions: a broker's request in Apache Kafka",
     50: "DescribeUserScramCredentials: a broker's request in Apache Kafka",
-    62: "BrokerRegistration: sparkraft's brokers register over gRPC or the wire",
-    63: "BrokerHeartbeat: likewise",
-    64: "UnregisterBroker: likewise",
-    56: "AlterPartition: likewise",
-    67: "AllocateProducerIds: likewise",
+    64: "UnregisterBroker: an admin's request, sent to sparkraft's controllers over gRPC (sparkraft cluster unregister)",
 }
-# answered with the controller's own view, not the broker's
-OWN_HANDLERS = {18: "ApiVersions: the controller's features", 60: "DescribeCluster: the controllers"}
+# answered with the controller's own view, not the broker's; Fetch: a broker's listener refuses
+# data clients, a controller's serves its metadata log to Kafka's brokers
+OWN_HANDLERS = {18: "ApiVersions: the controller's features", 60: "DescribeCluster: the controllers",
+                1: "Fetch: the metadata log"}
 
 
 def test_every_registry_request_with_a_kafka_api_is_answered_or_named():
@@ -40,6 +38,9 @@ def test_a_request_both_listeners_answer_has_one_handler():
 
 def test_a_controller_advertises_no_data_plane_and_the_quorum_requests():
     advertised = set(CONTROLLER.supported)
-    assert not {0, 1, 2, 3, 10, 22} & advertised  # Produce, Fetch, ListOffsets, Metadata, FindCoordinator...
+    assert not {0, 2, 3, 10, 22} & advertised  # Produce, ListOffsets, Metadata, FindCoordinator...
     assert {18, 55, 60, 80, 81} <= advertised
+    # what Apache Kafka's brokers send their controllers: the metadata log (Fetch v13+, by topic id),
+    # registration, heartbeats, ISR changes, producer ids, forwarded admin requests
+    assert {62, 63, 56, 67, 58} <= advertised and CONTROLLER.supported[1][0] == 13
     assert CONTROLLER.supported[60][0] == 1, "DescribeCluster v0 names no endpoint type: brokers only"

@@ -1,0 +1,307 @@
+"""Apache Kafka's own brokers on sparkraft's controllers: real Kafka 4.4 brokers
+(``process.roles=broker``) whose quorum is three sparkraft controllers, serving a real producer and
+consumer group through controller failovers, a rolling restart, and a broker SIGKILLed and back;
+then the metadata they made, read back from the Delta tables and by Kafka's own tools.
+
+What a Kafka broker sends the controllers (Fetch of the metadata log, registration, heartbeats,
+AlterPartition, AllocateProducerIds, Envelope) is answered by quorum/kafka/raft_answers.py and
+quorum/kafka/broker_answers.py; the log goes out in Kafka's format (quorum/kafka_log/export.py).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
+from tests.conftest import free_ports, sparkraft_cmd, wait_for
+
+pytestmark = pytest.mark.slow
+
+LISTENER = "KCONTROLLER"
+BROKERS = (101, 102, 103)
+TOPIC = "numbers"
+PARTITIONS = 12
+MESSAGES = 100_000
+RATE = 500  # a second: the run spans the failovers and restarts below
+
+
+def _cli(cp, *args: str, timeout: float = 60) -> str:
+    out = subprocess.run(sparkraft_cmd(*args, "--bootstrap-controller", cp.bootstrap()), capture_output=True,
+                         text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def brokers(cp) -> dict[int, dict]:
+    return {b["broker_id"]: b for b in json.loads(_cli(cp, "brokers", "list", "--json"))}
+
+
+def partitions(cp, topic: str = TOPIC) -> dict[int, dict]:
+    """The topic's partitions as sparkraft's controllers describe them."""
+    text = _cli(cp, "topics", "describe", "--topic", topic, "--json")
+    return {p["partition"]: p for p in json.loads(text)["partitions"]}
+
+
+def wait_unfenced(cp, ids=BROKERS, timeout: float = 120) -> None:
+    wait_for(lambda: all(not brokers(cp).get(b, {"fenced": True})["fenced"] for b in ids), timeout,
+             f"brokers {list(ids)} unfenced", interval=0.5)
+
+
+def wait_full_isr(cp, timeout: float = 180) -> None:
+    wait_for(lambda: all(len(p["isr"]) == 3 for p in partitions(cp).values()), timeout,
+             "every partition's ISR back to 3 brokers", interval=0.5)
+
+
+@pytest.fixture
+def cluster(controller_processes, tmp_path):
+    need_kafka()
+    cp = controller_processes(kafka_listener=LISTENER, **{"broker.session.timeout.ms": "6000"})
+    cp.format()
+    cp.start()
+    cp.wait_leader(timeout=60)
+    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
+    root = tmp_path / "kafka"
+    root.mkdir()
+    kb = KafkaBrokers(root, cp.cluster_id, voters, LISTENER, dict(zip(BROKERS, free_ports(len(BROKERS)))))
+    kb.format()
+    for b in BROKERS:
+        kb.start(b)
+    try:
+        wait_unfenced(cp, timeout=180)
+        yield cp, kb
+    except BaseException:
+        print(cp.dump_outputs())
+        print(kb.dump())
+        raise
+    finally:
+        kb.close()
+
+
+class Progress:
+    """The producer's acknowledgements so far, read from its output file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def lines(self) -> list[str]:
+        return self.path.read_text().splitlines() if self.path.exists() else []
+
+    def acked(self) -> int:
+        return sum(1 for line in self.lines() if line.startswith("ACK "))
+
+
+def _kill_active_controller(cp) -> int:
+    leader = cp.wait_leader(timeout=60).leader_id
+    cp.kill(leader)
+    cp.wait_leader(timeout=60, exclude=(leader,))
+    cp.start([leader])
+    return leader
+
+
+def _rolling_restart(cp, kb) -> None:
+    for b in BROKERS:
+        assert kb.stop(b, timeout=120) in (0, 143), f"broker {b} did not shut down cleanly:\n{kb.log(b)[-3000:]}"
+        led = [p for p, d in partitions(cp).items() if d["leader"] == b]
+        assert not led, f"broker {b} stopped while still leading partitions {led}"
+        kb.start(b)
+        wait_unfenced(cp, (b,))
+        wait_full_isr(cp)
+
+
+def _kill_and_return(cp, kb, victim: int) -> None:
+    kb.kill(victim)
+    wait_for(lambda: brokers(cp)[victim]["fenced"], 60, f"broker {victim} fenced after its session timeout",
+             interval=0.5)
+    wait_for(lambda: all(victim not in p["isr"] and p["leader"] != victim for p in partitions(cp).values()), 90,
+             f"ISRs shrunk and leaders moved off broker {victim}", interval=0.5)
+    kb.start(victim)
+    wait_unfenced(cp, (victim,))
+    wait_full_isr(cp)
+
+
+def _lines(path: Path) -> list[tuple[int, int, int]]:
+    out = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].isdigit():
+            out.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return out
+
+
+def test_kafka_brokers_serve_a_producer_and_a_consumer_group_through_failovers_and_restarts(cluster, tmp_path):
+    cp, kb = cluster
+    until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--create", "--topic", TOPIC,
+             "--partitions", str(PARTITIONS), "--replication-factor", "3", "--config", "min.insync.replicas=2")
+    wait_full_isr(cp)
+    acks, consumed, stop = tmp_path / "acks.txt", tmp_path / "consumed.txt", tmp_path / "stop"
+    with open(acks, "w") as a, open(consumed, "w") as c:
+        producer = java_clients("produce", kb.bootstrap_server, TOPIC, str(MESSAGES), str(PARTITIONS), str(RATE),
+                                stdout=a)
+        consumer = java_clients("consume", kb.bootstrap_server, TOPIC, "numbers-group", str(stop), stdout=c)
+        try:
+            progress = Progress(acks)
+            wait_for(lambda: progress.acked() > 1000, 120, "the producer under way", interval=0.5)
+            first = _kill_active_controller(cp)
+            _rolling_restart(cp, kb)
+            second = _kill_active_controller(cp)
+            _kill_and_return(cp, kb, 102)
+            assert progress.acked() < MESSAGES, "the producer finished before the faults: raise MESSAGES or lower RATE"
+            assert producer.wait(900) == 0
+            stop.touch()
+            assert consumer.wait(300) == 0
+        finally:
+            for p in (producer, consumer):
+                if p.poll() is None:
+                    p.kill()
+    lines = acks.read_text().splitlines()
+    assert lines[-1] == "DONE failed=0", [line for line in lines if line.startswith("FAIL")][:5]
+    acked = {}
+    for line in lines:
+        if line.startswith("ACK "):
+            _, p, o, v = line.split()
+            acked[int(v)] = (int(p), int(o))
+    assert sorted(acked) == list(range(MESSAGES))
+
+    # the log holds every acknowledged message once, where its ack said, in the order sent
+    log_file = tmp_path / "log.txt"
+    with open(log_file, "w") as out:
+        assert java_clients("read", kb.bootstrap_server, TOPIC, stdout=out).wait(300) == 0
+    in_log = _lines(log_file)
+    assert len(in_log) == MESSAGES and {v: (p, o) for p, o, v in in_log} == acked
+    for p in range(PARTITIONS):
+        values = [v for q, _o, v in sorted(in_log) if q == p]
+        assert values == sorted(values), f"partition {p} out of send order"
+
+    # the consumer group read each of them; a message read again after a rebalance is the same offset
+    seen: dict[tuple[int, int], int] = {}
+    for p, o, v in _lines(consumed):
+        assert seen.setdefault((p, o), v) == v
+    assert {v: po for po, v in seen.items()} == acked
+
+    # no broker stayed fenced; the controllers failed over twice
+    assert all(not b["fenced"] for b in brokers(cp).values())
+    assert first is not None and second is not None
+    _kafkas_tools_agree_with_sparkraft(cp, kb)
+    _delta_tables_show_the_kafka_brokers(cp, tmp_path)
+
+
+def _kafkas_tools_agree_with_sparkraft(cp, kb) -> None:
+    """Kafka's own kafka-metadata-quorum and kafka-topics say what sparkraft's CLI says."""
+    controllers = ",".join(f"127.0.0.1:{p}" for p in cp.kafka_ports.values())
+    status = until_ok("kafka-metadata-quorum", "--bootstrap-controller", controllers, "describe", "--status")
+    kafkas = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    ours = json.loads(_cli(cp, "quorum", "describe", "--status", "--json"))
+    assert int(kafkas["LeaderId"]) == ours["LeaderId"]
+    assert int(kafkas["LeaderEpoch"]) == ours["LeaderEpoch"]
+    assert kafkas["ClusterId"].strip() == ours["ClusterId"] == cp.cluster_id
+    assert {o["id"] for o in ours["CurrentObservers"]} >= set(BROKERS), "the Kafka brokers observe the quorum"
+    described = until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--describe", "--topic", TOPIC)
+    theirs = {}
+    for line in described.splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" in fields and "Leader" in fields:
+            theirs[int(fields["Partition"])] = (int(fields["Leader"]), [int(x) for x in fields["Replicas"].split(",")],
+                                                sorted(int(x) for x in fields["Isr"].split(",")))
+    ours = {p: (d["leader"], d["replicas"], sorted(d["isr"])) for p, d in partitions(cp).items()}
+    assert theirs == ours
+
+
+def _ids(value) -> list[int]:
+    """A broker id list as the records table writes it (a PartitionChangeRecord's are wrapped)."""
+    return value.get("ids", []) if isinstance(value, dict) else value
+
+
+def _delta_tables_show_the_kafka_brokers(cp, tmp_path) -> None:
+    """sparkraft's Spark job materialises the cluster the Kafka brokers run in: the brokers, their
+    fencing history and every ISR change are in the tables (read back with delta-rs)."""
+    from delta_tables.cut import latest_cut, read_table, tables_at
+
+    wh, ck = tmp_path / "wh", tmp_path / "ck"
+    out = subprocess.run(sparkraft_cmd("materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse",
+                                       str(wh), "--checkpoint", str(ck), "--available-now"),
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    tables = tables_at(str(wh), latest_cut(str(wh)))
+    rows = {r["broker_id"]: r for r in read_table(tables["brokers"]).to_pylist()}
+    assert set(BROKERS) <= set(rows) and not any(rows[b]["fenced"] for b in BROKERS)
+    records = [(r["type"], json.loads(r["data"])) for r in read_table(tables["records"]).to_pylist() if r["data"]]
+    fencings = [d for t, d in records if t == "BROKER_REGISTRATION_CHANGE_RECORD" and d["broker_id"] == 102
+                and d.get("fenced") is True]
+    assert fencings, "broker 102's fencing is in the records table"
+    shrinks = [d for t, d in records if t == "PARTITION_CHANGE_RECORD" and "isr" in d and 102 not in _ids(d["isr"])]
+    assert len(shrinks) >= PARTITIONS, "the ISR shrinks without broker 102 are in the records table"
+
+
+def _registration(cluster_id: str, mv: tuple[int, int], features=(), broker_id: int = 150):
+    import uuid
+
+    from kio.schema.broker_registration.v4 import request as r
+    from kio.schema.types import BrokerId
+    from kio.static.primitive import i16, i64, u16
+
+    return r.BrokerRegistrationRequest(
+        broker_id=BrokerId(broker_id), cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
+        listeners=(r.Listener(name="PLAINTEXT", host="127.0.0.1", port=u16(9092), security_protocol=i16(0)),),
+        features=tuple(r.Feature(name=n, min_supported_version=i16(lo), max_supported_version=i16(hi))
+                       for n, lo, hi in (("metadata.version", *mv), *features)),
+        rack=None, is_migrating_zk_broker=False, log_dirs=(uuid.uuid4(),), previous_broker_epoch=i64(-1))
+
+
+def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_written(controller_processes,
+                                                                                       tmp_path):
+    """As Kafka's controller refuses them: another cluster id (its metadata Fetch and its
+    registration), a metadata.version range without this cluster's, a feature level the cluster has
+    finalized that the broker does not support; each with Kafka's error and one log line, and no
+    broker is registered."""
+    from quorum.errors import Errors
+    from quorum.kafka.client import KafkaConnection
+    from quorum.kafka_log.export import KAFKA_METADATA_VERSION
+
+    need_kafka()
+    cp = controller_processes(voters=(1,), kafka_listener=LISTENER)
+    cp.format()
+    cp.start()
+    cp.wait_leader(timeout=60)
+    port = cp.kafka_ports[1]
+    wait_for(lambda: _listening(port), 60, "the controller's Kafka listener")
+    _cli(cp, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
+    with KafkaConnection("127.0.0.1", port) as kafka:
+        other = kafka.request(_registration("AAAAAAAAAAAAAAAAAAAAAQ", (7, 33)))
+        older = kafka.request(_registration(cp.cluster_id, (7, KAFKA_METADATA_VERSION - 1)))
+        no_elr = kafka.request(_registration(cp.cluster_id, (7, 33), (("eligible.leader.replicas.version", 0, 0),)))
+        fine = kafka.request(_registration(cp.cluster_id, (7, 33), (("eligible.leader.replicas.version", 0, 1),),
+                                           broker_id=151))
+    assert other.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    assert older.error_code == Errors.UNSUPPORTED_VERSION
+    assert no_elr.error_code == Errors.UNSUPPORTED_VERSION
+    assert fine.error_code == Errors.NONE and fine.broker_epoch > 0
+    assert set(brokers(cp)) == {151}, "only the broker that matches was registered"
+    log = cp.output(1).read_text()
+    assert "refused the registration of broker 150: it is in cluster AAAAAAAAAAAAAAAAAAAAAQ" in log
+    assert f"it supports metadata.version 7 to {KAFKA_METADATA_VERSION - 1}" in log
+
+    # a real Kafka broker formatted for another cluster: its metadata Fetch is refused, it never registers
+    root = tmp_path / "kafka"
+    root.mkdir()
+    kb = KafkaBrokers(root, "AAAAAAAAAAAAAAAAAAAAAQ", f"1@127.0.0.1:{port}", LISTENER, {160: free_ports(1)[0]})
+    kb.format()
+    kb.start(160)
+    try:
+        wait_for(lambda: "INCONSISTENT_CLUSTER_ID" in kb.log(160), 90, "the Kafka broker told its cluster id is wrong")
+        time.sleep(2)
+        assert 160 not in brokers(cp)
+    finally:
+        kb.close()
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
