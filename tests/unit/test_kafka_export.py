@@ -1,0 +1,108 @@
+"""sparkraft's log in Apache Kafka's format (quorum/kafka_log/export.py): every record type has a
+translation, each reads back as the same fields, and Kafka's own log dumper (4.4) reads the
+batches as Kafka's controllers would have written them."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.kafka_log import export
+from quorum.kafka_log.batches import read_batches
+from quorum.kafka_log.records import describe
+from quorum.log import batch as sparkraft_batch
+from quorum.log import control_records
+from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
+from quorum.metadata.records import RecordType, encode_record
+from tests.apache_kafka import need_kafka
+
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+SAMPLES = [
+    pb.RegisterBrokerRecord(broker_id=101, incarnation_id="u8QBabNzQFCIYnas1nSiQA", broker_epoch=7,
+                            endpoints=[pb.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092,
+                                                                              security_protocol=3)],
+                            features=[pb.RegisterBrokerRecord.BrokerFeature(name="metadata.version",
+                                                                            min_supported_version=1,
+                                                                            max_supported_version=3)],
+                            rack="r1", fenced=True),
+    pb.TopicRecord(name="orders", topic_id=TOPIC_ID),
+    pb.PartitionRecord(partition_id=2, topic_id=TOPIC_ID, replicas=[1, 2, 3], isr=[1, 2], leader=1, leader_epoch=4,
+                       partition_epoch=5),
+    pb.PartitionChangeRecord(partition_id=2, topic_id=TOPIC_ID, isr=pb.BrokerIds(ids=[1]), leader=-1),
+    pb.BrokerRegistrationChangeRecord(broker_id=101, broker_epoch=7, fenced=False, in_controlled_shutdown=True),
+    pb.FeatureLevelRecord(name="metadata.version", feature_level=3),
+    pb.ConfigRecord(resource_type=2, resource_name="orders", name="retention.ms"),
+]
+
+
+def test_every_record_type_sparkraft_writes_is_translated_or_sent_as_a_no_op():
+    assert set(export.TO_KAFKA) | export.NOT_SENT == set(RecordType)
+    assert not set(export.TO_KAFKA) & export.NOT_SENT
+
+
+def _kafkas(message) -> dict:
+    value = export.record_value(encode_record(message))
+    return describe(False, None, value)
+
+
+def test_records_read_back_as_kafka_prints_them():
+    broker, topic, partition, change, unfence, mv, delete = (_kafkas(m) for m in SAMPLES)
+    assert broker.type == "REGISTER_BROKER_RECORD" and broker.version == 2
+    assert broker.data["endPoints"] == [{"name": "PLAINTEXT", "host": "h", "port": 9092, "securityProtocol": 3}]
+    assert broker.data["features"] == [{"name": "metadata.version", "minSupportedVersion": export.KAFKA_METADATA_VERSION,
+                                        "maxSupportedVersion": export.KAFKA_METADATA_VERSION}]
+    assert broker.data["rack"] == "r1" and broker.data["fenced"] is True
+    assert topic.data == {"name": "orders", "topicId": TOPIC_ID}
+    assert partition.version == 0 and partition.data["isr"] == [1, 2] and partition.data["leaderEpoch"] == 4
+    assert change.data == {"partitionId": 2, "topicId": TOPIC_ID, "isr": [1], "leader": -1}  # the rest unchanged
+    assert unfence.version == 1 and unfence.data["fenced"] == -1 and unfence.data["inControlledShutdown"] == 1
+    assert mv.data == {"name": "metadata.version", "featureLevel": export.KAFKA_METADATA_VERSION}
+    assert delete.data["value"] is None  # a deletion stays a null value
+
+
+def test_a_record_kafkas_brokers_are_not_told_keeps_its_offset_as_a_no_op():
+    value = export.record_value(encode_record(pb.ZkMigrationStateRecord(zk_migration_state=1)))
+    assert describe(False, None, value).type == "NO_OP_RECORD"
+
+
+def _log() -> bytes:
+    voters = VoterSet([Voter(ReplicaKey(1, "Uvwkq7q1T9Cb96OVaGex7A"), (Endpoint("CONTROLLER", "h", 9093),))])
+    return b"".join([
+        sparkraft_batch.encode_batch(0, 1, 1000, [control_records.leader_change(1, [1], [1])], control=True),
+        sparkraft_batch.encode_batch(1, 1, 1001, [control_records.kraft_version(1), voters.encode()], control=True),
+        sparkraft_batch.encode_batch(3, 1, 1002, [encode_record(m) for m in SAMPLES]),
+    ])
+
+
+def test_batches_keep_sparkraft_offsets_epochs_and_times():
+    batches = list(read_batches(export.export_batches(_log())))
+    assert [(b.base_offset, b.last_offset, b.partition_leader_epoch, b.base_timestamp, b.control) for b in batches] == [
+        (0, 0, 1, 1000, True), (1, 2, 1, 1001, True), (3, 3 + len(SAMPLES) - 1, 1, 1002, False)]
+    voters = describe(True, batches[1].records[1].key, batches[1].records[1].value)
+    assert voters.type == "KRAFT_VOTERS"
+    assert voters.data["voters"][0]["endpoints"] == [{"name": "CONTROLLER", "host": "h", "port": 9093}]
+
+
+@pytest.mark.slow
+def test_kafkas_own_dump_log_reads_the_exported_log(tmp_path):
+    folder = need_kafka()
+    segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(export.export_batches(_log()))
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
+                          "--cluster-metadata-decoder", "--files", str(segment)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line]
+    assert [p["type"] for p in payloads] == ["REGISTER_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD",
+                                             "PARTITION_CHANGE_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
+                                             "FEATURE_LEVEL_RECORD", "CONFIG_RECORD"]
+    assert payloads[2]["data"]["isr"] == [1, 2]
+    assert payloads[5]["data"]["featureLevel"] == export.KAFKA_METADATA_VERSION
+    assert '"leaderId":1,"voters":[{"voterId":1}]' in out.stdout  # LeaderChange
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in out.stdout
+    assert '"voterDirectoryId":"Uvwkq7q1T9Cb96OVaGex7A","endpoints":[{"name":"CONTROLLER","host":"h","port":9093}]' \
+        in out.stdout  # KRaftVoters
+    assert out.stdout.count("isvalid: true") == 3 and "isvalid: false" not in out.stdout  # every CRC-32C holds
