@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, str] = {
     "zk_migration": "bench.zk_migration_bench",
     "kafka_source": "bench.kafka_source_bench",
     "kafka_snapshot": "bench.kafka_snapshot_bench",
+    "kafka_brokers": "bench.kafka_brokers_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

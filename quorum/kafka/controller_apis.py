@@ -41,6 +41,7 @@ class QuorumSide:
         self.node = node  # the ControllerNode: its committed offset, its leader, its voters' endpoints
         self.raft = raft
         self.own_endpoints = own_endpoints  # listener name -> (host, port) of this controller's listeners
+        self.snapshots = raft_answers.SnapshotCache()  # the snapshot Kafka's brokers fetch, in Kafka's format
 
     def wait_for(self, offset: int, timeout: float) -> bool:
         """Whether this controller has replayed up to ``offset`` within ``timeout`` seconds."""
@@ -130,6 +131,7 @@ CONTROLLER = ApiTable("controller", {
     # Apache Kafka's brokers (broker_answers.py): the metadata log, their lifecycle, their ISR
     # changes, producer ids, and the admin requests they forward
     1: (13, 18, raft_answers.fetch),
+    59: (0, 1, raft_answers.fetch_snapshot),
     62: (0, 4, broker_answers.broker_registration),
     63: (0, 1, broker_answers.broker_heartbeat),
     56: (2, 3, broker_answers.alter_partition),

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import time
 import uuid
 
 from quorum.errors import Errors, NodeNotRunningError
 from quorum.kafka.apis import Pending
 from quorum.kafka.codec import topic_id_text
-from quorum.kafka_log.export import export_batches
+from quorum.kafka_log.export import export_batches, export_snapshot
 from quorum.raft.messages import FetchRequest, FetchResponse
 from quorum.security.authorizer import cluster_action
 
@@ -130,3 +131,79 @@ def leader_endpoints(ctx, leader: int) -> list[dict]:
         return []
     return [{"node_id": i, "host": host, "port": port, "rack": None}
             for i, host, port in ctx.quorum.controllers(ctx.listener) if i == leader]
+
+
+# --- FetchSnapshot --------------------------------------------------------------------------------
+
+class SnapshotCache:
+    """The latest snapshot a Kafka broker asked for, in Kafka's format: exported once (it may be
+    hundreds of MB at millions of partitions), then served in the slices each FetchSnapshot asks."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key = None
+        self._data = b""
+
+    def get(self, key, make) -> bytes:
+        with self._lock:
+            if self._key != key:
+                self._data, self._key = b"", None
+                self._data = make()
+                self._key = key
+            return self._data
+
+
+def _snapshot_answer(ctx, error: Errors, leader: int = -1, epoch: int = -1, snapshot=None, size: int = 0,
+                     position: int = 0, data: bytes = b"") -> dict:
+    partition = {"index": 0, "error_code": error,
+                 "snapshot_id": {"end_offset": -1, "epoch": -1} if snapshot is None else
+                 {"end_offset": snapshot.offset, "epoch": snapshot.epoch},
+                 "current_leader": {"leader_id": leader, "leader_epoch": epoch},
+                 "size": size, "position": position, "unaligned_records": data}
+    return {"throttle_time": 0, "error_code": Errors.NONE,
+            "topics": [{"name": METADATA_TOPIC, "partitions": [partition]}],
+            "node_endpoints": leader_endpoints(ctx, leader)}
+
+
+def fetch_snapshot(ctx, req, version: int) -> dict:
+    """Kafka's FetchSnapshot (KIP-630) of the snapshot a Fetch answer named: sparkraft's snapshot,
+    read whole from the Raft core, exported to Kafka's ``.checkpoint`` format once, and served
+    from byte ``position`` of that."""
+    from quorum.log.api import OffsetAndEpoch
+    from quorum.raft.messages import FetchSnapshotRequest
+
+    topics = list(req.topics)
+    if len(topics) != 1 or topics[0].name != METADATA_TOPIC or len(topics[0].partitions) != 1 \
+            or topics[0].partitions[0].partition != 0 or ctx.quorum is None:
+        return {"throttle_time": 0, "error_code": Errors.INVALID_REQUEST, "topics": [], "node_endpoints": []}
+    if not ctx.may(cluster_action("CLUSTER_ACTION")):
+        return {"throttle_time": 0, "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED, "topics": [],
+                "node_endpoints": []}
+    raft = ctx.quorum.node.raft
+    if req.replica_id in raft.voters:
+        return {"throttle_time": 0, "error_code": Errors.INVALID_REQUEST, "topics": [], "node_endpoints": []}
+    p = topics[0].partitions[0]
+    wanted = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
+    chunks, position, size = [], 0, None
+    while size is None or position < size:
+        msg = FetchSnapshotRequest(cluster_id=req.cluster_id or ctx.quorum.node.cluster_id,
+                                   epoch=p.current_leader_epoch, replica_id=req.replica_id, snapshot_id=wanted,
+                                   position=position, max_bytes=64 << 20)
+        try:
+            r = raft.submit_request(msg).result(timeout=30)
+        except (NodeNotRunningError, concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
+            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR)
+        if r.error is not Errors.NONE:
+            return _snapshot_answer(ctx, r.error, -1 if r.leader_id is None else r.leader_id, r.epoch)
+        leader, epoch = (-1 if r.leader_id is None else r.leader_id), r.epoch
+        chunks.append(r.data)
+        size = r.size
+        position += len(r.data)
+        if not r.data and position < size:
+            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR, leader, epoch)
+    data = ctx.quorum.snapshots.get((wanted.offset, wanted.epoch),
+                                    lambda: export_snapshot(b"".join(chunks), wanted.epoch))
+    if p.position < 0 or p.position > len(data):
+        return _snapshot_answer(ctx, Errors.POSITION_OUT_OF_RANGE, leader, epoch, wanted, len(data), p.position)
+    end = p.position + max(1, min(req.max_bytes, 8 << 20))
+    return _snapshot_answer(ctx, Errors.NONE, leader, epoch, wanted, len(data), p.position, data[p.position:end])

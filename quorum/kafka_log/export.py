@@ -34,7 +34,7 @@ from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.metadata.features import METADATA_VERSION
-from quorum.metadata.records import MetadataRecord, RecordType, decode_record
+from quorum.metadata.records import MetadataRecord, RecordType, decode_record, record_type
 
 KAFKA_METADATA_VERSION = 14
 KAFKA_RELEASE = "3.6-IV2"
@@ -144,16 +144,29 @@ def record_value(raw: bytes) -> bytes:
     """One sparkraft metadata record (``<type><version><protobuf>``) as a Kafka metadata record's value:
     ``uvarint frame version 1, uvarint api key, uvarint version``, then the message."""
     record = decode_record(raw)
-    w = Writer()
-    if not isinstance(record, MetadataRecord) or record.type in NOT_SENT:
-        w.buf += b"\x01" + bytes([NO_OP]) + b"\x00\x00"  # NoOpRecord v0: an empty tagged-field section
-        return bytes(w.buf)
-    key = int(record.type)
+    if not isinstance(record, MetadataRecord):  # written by a newer sparkraft: its place is kept
+        return _NO_OP_VALUE
+    return _value(record.type, record.message)
+
+
+def message_value(message) -> bytes:
+    """A metadata record's protobuf message (an image's, for a snapshot) as a Kafka record's value."""
+    return _value(record_type(message), message)
+
+
+_NO_OP_VALUE = bytes([1, NO_OP, 0, 0])  # NoOpRecord v0: frame 1, key 20, version 0, no tagged fields
+
+
+def _value(kind: RecordType, message) -> bytes:
+    if kind in NOT_SENT:
+        return _NO_OP_VALUE
+    key = int(kind)
     version = RECORD_VERSIONS.get(key, 0)
+    w = Writer()
     w.uvarint(1)
     w.uvarint(key)
     w.uvarint(version)
-    WRITERS[key](w, TO_KAFKA[record.type](record.message), version)
+    WRITERS[key](w, TO_KAFKA[kind](message), version)
     return bytes(w.buf)
 
 
@@ -239,3 +252,57 @@ def export_batch(batch: sparkraft_batch.Batch) -> bytes:
 def export_batches(data: bytes) -> bytes:
     """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches."""
     return b"".join(export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+_SNAPSHOT_HEADER, _SNAPSHOT_FOOTER = 3, 4
+SNAPSHOT_RECORDS_PER_BATCH = 2000
+
+
+def _snapshot_header(last_contained_ms: int) -> tuple[bytes, bytes]:
+    from kio.schema.snapshot_header_record.v0.data import SnapshotHeaderRecord
+    from kio.static.primitive import i64
+
+    value = _kio(entity_writer(SnapshotHeaderRecord), SnapshotHeaderRecord(
+        version=i16(0), last_contained_log_timestamp=i64(last_contained_ms)))
+    return _CONTROL_KEY.pack(0, _SNAPSHOT_HEADER), value
+
+
+def _snapshot_footer() -> tuple[bytes, bytes]:
+    from kio.schema.snapshot_footer_record.v0.data import SnapshotFooterRecord
+
+    return _CONTROL_KEY.pack(0, _SNAPSHOT_FOOTER), _kio(entity_writer(SnapshotFooterRecord),
+                                                       SnapshotFooterRecord(version=i16(0)))
+
+
+def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -> bytes:
+    """A sparkraft snapshot (the checkpoint format of quorum/snapshot/checkpoint.py) as Kafka's
+    ``.checkpoint``: a SnapshotHeader batch, the quorum's KRaftVersion and KRaftVoters (if the
+    snapshot holds them), the image's records in batches, a SnapshotFooter batch; offsets from 0.
+    A checkpoint packs each topic's partitions in one record: they go out one PartitionRecord each,
+    as Kafka's image writes them."""
+    from quorum.snapshot.checkpoint import decode_checkpoint
+
+    _header, image = decode_checkpoint(checkpoint)
+    raft_records = [r for r in sparkraft_batch.decode(checkpoint)[0].records[1:]]
+    out, offset = [], 0
+
+    def put(records: list, control: bool) -> None:
+        nonlocal offset
+        out.append(encode_batch(offset, epoch, last_contained_ms, records, control))
+        offset += len(records)
+
+    put([_snapshot_header(last_contained_ms)], True)
+    if raft_records:
+        put([control_value(r) for r in raft_records], True)
+    batch: list = []
+    for message in image.records():
+        batch.append((None, message_value(message)))
+        if len(batch) == SNAPSHOT_RECORDS_PER_BATCH:
+            put(batch, False)
+            batch = []
+    if batch:
+        put(batch, False)
+    put([_snapshot_footer()], True)
+    return b"".join(out)

@@ -10,15 +10,14 @@ quorum/kafka/broker_answers.py; the log goes out in Kafka's format (quorum/kafka
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
-from tests.conftest import free_ports, sparkraft_cmd, wait_for
+from apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
+from conftest import free_ports, sparkraft_cmd, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -163,7 +162,7 @@ def test_kafka_brokers_serve_a_producer_and_a_consumer_group_through_failovers_a
     acked = {}
     for line in lines:
         if line.startswith("ACK "):
-            _, p, o, v = line.split()
+            p, o, v = line.split()[1:4]
             acked[int(v)] = (int(p), int(o))
     assert sorted(acked) == list(range(MESSAGES))
 
@@ -305,3 +304,122 @@ def _listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(1)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+SMALL_LOG = {"metadata.log.max.record.bytes.between.snapshots": "3000", "metadata.max.retention.bytes": "15000",
+             "metadata.log.segment.bytes": "2048"}  # snapshots every few KB; the log below them deleted
+
+
+def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(controller_processes, tmp_path):
+    """A Kafka broker whose fetch falls below the controllers' log start is told the snapshot, fetches
+    it in Kafka's checkpoint format (FetchSnapshot), then the log after it; it sees every topic made
+    before, and registers."""
+    from conftest import LiveBrokers
+    from quorum.rpc.controller_client import ControllerClient
+
+    need_kafka()
+    cp = controller_processes(kafka_listener=LISTENER, **SMALL_LOG)
+    cp.format()
+    cp.start()
+    cp.wait_leader(timeout=60)
+    admin = ControllerClient(cp.bootstrap(), timeout=20)
+    sparkrafts = LiveBrokers(admin, cp.cluster_id, ((201, None),), heartbeat_interval_ms=300)
+    root = tmp_path / "kafka"
+    root.mkdir()
+    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
+    kb = KafkaBrokers(root, cp.cluster_id, voters, LISTENER, {101: free_ports(1)[0]})
+    try:
+        sparkrafts.wait_unfenced()
+        for n in range(16):
+            admin.create_topic(f"before-{n}", 20, 1)
+        leader = cp.wait_leader(timeout=60).leader_id
+        wait_for(lambda: _log_start(cp, leader) > 0, 60, "the leader's log truncated behind a snapshot")
+        kb.format()
+        kb.start(101)
+        wait_unfenced(cp, (101,), timeout=180)
+        checkpoints = list((root / "data-101" / "__cluster_metadata-0").glob("*.checkpoint"))
+        assert checkpoints, "the Kafka broker stored the snapshot it fetched"
+        listed = until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--list").split()
+        assert {f"before-{n}" for n in range(16)} <= set(listed)
+    except BaseException:
+        print(cp.dump_outputs())
+        print(kb.dump())
+        raise
+    finally:
+        kb.close()
+        sparkrafts.close()
+        admin.close()
+
+
+def _log_start(cp, node_id: int) -> int:
+    segments = sorted(cp.partition_dir(node_id).glob("*.log"))
+    return int(segments[0].name[:20]) if segments else 0
+
+
+BROKER_SECRET = "broker-secret-on-controllers"
+
+
+@pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL"])
+def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate(protocol, tmp_path):
+    """The controllers' Kafka listener secured as Kafka's are: SASL_SSL with SCRAM (the broker logs
+    in as User:broker), or SSL with client certificates (the broker is User:broker by its
+    certificate); Kafka's authorizer on, the broker a super user. It fetches the log, registers, is
+    unfenced and serves a producer and a consumer; its password is in no controller's log."""
+    from conftest import ControllerProcesses
+    from pki import Pki, secure_controller_props
+
+    need_kafka()
+    pki = Pki(tmp_path / "pki")
+    (tmp_path / "quorum").mkdir()
+    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener="KAFKA", per_node=lambda i: secure_controller_props(
+        pki, i, **{"listener.security.protocol.map": f"CONTROLLER:SSL,KAFKA:{protocol}",
+                   "super.users": "User:admin;User:broker"}))
+    root = tmp_path / "kafka"
+    root.mkdir()
+    client = {"ssl.truststore.type": "PEM", "ssl.truststore.location": pki.truststore}
+    if protocol == "SASL_SSL":
+        # a broker reads its login to the controllers as a server's: the listener's and mechanism's prefix
+        client.update({"sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+                       "listener.name.kafka.scram-sha-512.sasl.jaas.config": (
+            f'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+            f'password="{BROKER_SECRET}";')})
+    else:
+        client.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": pki.jvm_keystore("broker")})
+    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
+    kb = KafkaBrokers(root, cp.cluster_id, voters, "KAFKA", {101: free_ports(1)[0]}, extra={
+        "listener.security.protocol.map": f"KAFKA:{protocol},PLAINTEXT:PLAINTEXT", **client,
+        "offsets.topic.replication.factor": 1})
+    try:
+        cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=broker,password={BROKER_SECRET}]"]
+                           for i in cp.voters})
+        cp.start()
+        kb.format()
+        kb.start(101)
+        wait_for(lambda: "has been unfenced" in kb.log(101), 180, f"the Kafka broker unfenced over {protocol}")
+        # the controllers authorize what a broker forwards as its client's: the PLAINTEXT client here is
+        # ANONYMOUS, so the admin creates the topic (over gRPC, by its certificate)
+        admin = pki.client_config("admin", keystore=pki.keystore("admin"))
+        out = subprocess.run(sparkraft_cmd("topics", "create", "--topic", "secured", "--partitions", "3",
+                                           "--replication-factor", "1", "--bootstrap-controller", cp.bootstrap(),
+                                           "--command-config", str(admin)), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        refused = kafka_tool("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--create", "--topic",
+                             "anonymous", "--partitions", "1", "--replication-factor", "1")
+        assert refused.returncode != 0 and "AuthorizationException" in refused.stdout + refused.stderr
+        acks = tmp_path / "acks.txt"
+        with open(acks, "w") as out:
+            assert java_clients("produce", kb.bootstrap_server, "secured", "2000", "3", "0", stdout=out).wait(300) == 0
+        assert acks.read_text().splitlines()[-1] == "DONE failed=0"
+        read = tmp_path / "read.txt"
+        with open(read, "w") as out:
+            assert java_clients("read", kb.bootstrap_server, "secured", stdout=out).wait(300) == 0
+        assert sorted(v for _p, _o, v in _lines(read)) == list(range(2000))
+        for i in cp.voters:
+            assert BROKER_SECRET not in cp.output(i).read_text(errors="replace")
+    except BaseException:
+        print(cp.dump_outputs())
+        print(kb.dump())
+        raise
+    finally:
+        kb.close()
+        cp.close()

@@ -2,9 +2,9 @@
 // (tests/integration/test_kafka_brokers.py). Run from source with Kafka's jars on the class path:
 //
 //   java -cp 'JARS/*' NumberedClients.java produce BOOTSTRAP TOPIC COUNT PARTITIONS RATE
-//       sends "0".."COUNT-1", message n to partition n % PARTITIONS, at most RATE a second, with
-//       acks=all and idempotence; prints "ACK partition offset n" once Kafka acknowledges n, or
-//       "FAIL n error" if it never does
+//       sends "0".."COUNT-1", message n to partition n % PARTITIONS, at most RATE a second (0: as
+//       fast as it can), with acks=all and idempotence; prints "ACK partition offset n millis" once
+//       Kafka acknowledges n (millis: from send to ack), or "FAIL n error" if it never does
 //   java -cp 'JARS/*' NumberedClients.java consume BOOTSTRAP TOPIC GROUP STOPFILE
 //       reads in consumer group GROUP, printing "partition offset value", until STOPFILE exists
 //       and a poll comes back empty
@@ -67,17 +67,19 @@ public class NumberedClients {
                  new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int n = 0; n < count; n++) {
                 final int value = n;
+                final long sent = System.nanoTime();
                 producer.send(new ProducerRecord<>(topic, n % partitions, null, Integer.toString(n)), (meta, error) -> {
                     if (error == null) {
-                        emit("ACK " + meta.partition() + " " + meta.offset() + " " + value);
+                        emit("ACK " + meta.partition() + " " + meta.offset() + " " + value + " "
+                             + String.format("%.3f", (System.nanoTime() - sent) / 1e6));
                     } else {
                         failed.incrementAndGet();
                         emit("FAIL " + value + " " + error);
                     }
                 });
-                long due = start + (long) ((n + 1) * 1e9 / rate);
+                long due = rate > 0 ? start + (long) ((n + 1) * 1e9 / rate) : 0;
                 long wait = due - System.nanoTime();
-                if (wait > 0) {
+                if (rate > 0 && wait > 0) {
                     Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
                 }
             }

@@ -16,7 +16,7 @@ from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
 from quorum.metadata.records import RecordType, encode_record
-from tests.apache_kafka import need_kafka
+from apache_kafka import need_kafka
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 SAMPLES = [
