@@ -349,8 +349,10 @@ logger.noisy.level = warn
 
 class KafkaBrokers:
     """Apache Kafka brokers (``process.roles=broker``), one JVM each on 127.0.0.1, whose quorum is
-    sparkraft's controllers: ``voters`` names each controller's Kafka listener (``id@host:port``),
-    and ``controller.listener.names`` is that listener's name. Formatted with Kafka's storage tool."""
+    sparkraft's controllers: ``voters`` names each controller's Kafka listener, as
+    ``controller.quorum.voters`` (``id@host:port,...``, a static quorum) or as
+    ``controller.quorum.bootstrap.servers`` (``host:port,...``, a dynamic one); ``listener`` is that
+    listener's name. Formatted with Kafka's storage tool."""
 
     def __init__(self, root: Path, cluster_id: str, voters: str, listener: str, ports: dict[int, int],
                  extra: Optional[dict] = None, heap: str = "384m"):
@@ -361,7 +363,8 @@ class KafkaBrokers:
         self._outs: list = []
         for broker_id, port in ports.items():
             config = {
-                "process.roles": "broker", "node.id": broker_id, "controller.quorum.voters": voters,
+                "process.roles": "broker", "node.id": broker_id,
+                ("controller.quorum.voters" if "@" in voters else "controller.quorum.bootstrap.servers"): voters,
                 "controller.listener.names": listener,
                 "listener.security.protocol.map": f"{listener}:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                 "listeners": f"PLAINTEXT://127.0.0.1:{port}", "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",

@@ -314,7 +314,8 @@ class BrokerProcesses:
                      "listeners": f"PLAINTEXT://127.0.0.1:{port}", **({"broker.rack": rack} if rack else {}),
                      "metadata.log.dir": root / f"b{broker_id}", **settings}
             self.ports[broker_id] = port
-            (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            (root / f"broker-{broker_id}.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()
+                                                                         if v is not None))  # None: left out
 
     def start(self, broker_id: int) -> None:
         out = open(self.root / f"broker-{broker_id}.log", "ab")

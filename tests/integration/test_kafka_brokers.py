@@ -423,3 +423,54 @@ def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate
     finally:
         kb.close()
         cp.close()
+
+
+def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_see_the_same_image(
+        controller_processes, tmp_path):
+    """A dynamic quorum (KIP-853: the voter registers all its listeners), a sparkraft broker and an
+    Apache Kafka broker that finds the controllers by controller.quorum.bootstrap.servers: both
+    registered and unfenced, and Kafka's tools read the same topics, partitions and brokers from
+    either (a topic made through each)."""
+    from conftest import BrokerProcesses
+
+    need_kafka()
+    cp = controller_processes(voters=(1,), dynamic=True, kafka_listener=LISTENER)
+    cp.format_dynamic({1: ["--standalone"]})
+    cp.start()
+    cp.wait_leader(timeout=60)
+    (tmp_path / "sparkraft").mkdir()
+    ours = BrokerProcesses(tmp_path / "sparkraft", cp, {201: None}, {
+        "controller.quorum.voters": None, "controller.quorum.bootstrap.servers": cp.bootstrap()})
+    root = tmp_path / "kafka"
+    root.mkdir()
+    theirs = KafkaBrokers(root, cp.cluster_id, f"127.0.0.1:{cp.kafka_ports[1]}", LISTENER, {101: free_ports(1)[0]},
+                          extra={"offsets.topic.replication.factor": 1})
+    try:
+        ours.start(201)
+        theirs.format()
+        theirs.start(101)
+        wait_unfenced(cp, (101, 201), timeout=180)
+        sparkraft_side = f"127.0.0.1:{ours.ports[201]}"
+        until_ok("kafka-topics", "--bootstrap-server", theirs.bootstrap_server, "--create", "--topic", "via-kafka",
+                 "--replica-assignment", "101,101,101")
+        until_ok("kafka-topics", "--bootstrap-server", sparkraft_side, "--create", "--topic", "via-sparkraft",
+                 "--replica-assignment", "101,101")
+
+        def described(bootstrap: str) -> str:
+            return until_ok("kafka-topics", "--bootstrap-server", bootstrap, "--describe", "--exclude-internal")
+
+        wait_for(lambda: described(theirs.bootstrap_server) == described(sparkraft_side), 60,
+                 "the same topics described by both brokers")
+        text = described(sparkraft_side)
+        assert "via-kafka" in text and "via-sparkraft" in text and "Leader: 101" in text
+        endpoints = {b: until_ok("kafka-cluster", "list-endpoints", "--bootstrap-server", b)
+                     for b in (theirs.bootstrap_server, sparkraft_side)}
+        for listing in endpoints.values():
+            assert "101" in listing and "201" in listing
+    except BaseException:
+        print(ours.dump())
+        print(theirs.dump())
+        raise
+    finally:
+        theirs.close()
+        ours.close()
