@@ -19,13 +19,14 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.gen": set(),
     "quorum.metrics": set(),
     "quorum.connection_limits": set(),
-    # Apache Kafka's metadata log formats: record batch v2 and the metadata records (generated)
-    "quorum.kafka_log": set(),
     "quorum.wire": {"quorum.gen", "quorum.connection_limits"},
     "quorum.log": {"quorum.errors", "quorum.properties", "quorum.uuids"},
     "quorum.metadata": {"quorum.errors", "quorum.uuids", "quorum.gen"},
     "quorum.snapshot": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata"},
     "quorum.raft": {"quorum.errors", "quorum.log", "quorum.snapshot"},
+    # Apache Kafka's metadata log formats: record batch v2 and the metadata records (generated), read
+    # as they are; and sparkraft's log and snapshots written in them (export.py), for Kafka's brokers
+    "quorum.kafka_log": {"quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot"},
     "quorum.security": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.properties"},
     "quorum.controller": {"quorum.errors", "quorum.uuids", "quorum.gen", "quorum.log", "quorum.metadata",
                           "quorum.security"},
@@ -36,9 +37,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     # (quorum.log: a broker keeps its own copy of the metadata log after its cache, in log segments)
     "quorum.broker": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.controller",
                       "quorum.rpc", "quorum.security"},
-    # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is handed
+    # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is
+    # handed; a controller's also serves Kafka's brokers the metadata log (the Raft core's Fetch, in Kafka's format)
     "quorum.kafka": {"quorum.errors", "quorum.connection_limits", "quorum.metadata", "quorum.controller",
-                     "quorum.security"},
+                     "quorum.security", "quorum.kafka_log", "quorum.log", "quorum.raft"},
     # the ZooKeeper migration: Kafka's znodes, the import, the mirror's writes, the driver thread (kazoo)
     "quorum.migration": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.controller"},
     "quorum.node": {"quorum.errors", "quorum.connection_limits", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
