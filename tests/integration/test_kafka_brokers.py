@@ -138,9 +138,10 @@ def test_kafka_brokers_serve_a_producer_and_a_consumer_group_through_failovers_a
              "--partitions", str(PARTITIONS), "--replication-factor", "3", "--config", "min.insync.replicas=2")
     wait_full_isr(cp)
     acks, consumed, stop = tmp_path / "acks.txt", tmp_path / "consumed.txt", tmp_path / "stop"
+    faults_done = tmp_path / "faults-done"  # the producer holds its last tenth until the faults are over
     with open(acks, "w") as a, open(consumed, "w") as c:
         producer = java_clients("produce", kb.bootstrap_server, TOPIC, str(MESSAGES), str(PARTITIONS), str(RATE),
-                                stdout=a)
+                                str(faults_done), stdout=a)
         consumer = java_clients("consume", kb.bootstrap_server, TOPIC, "numbers-group", str(stop), stdout=c)
         try:
             progress = Progress(acks)
@@ -149,7 +150,8 @@ def test_kafka_brokers_serve_a_producer_and_a_consumer_group_through_failovers_a
             _rolling_restart(cp, kb)
             second = _kill_active_controller(cp)
             _kill_and_return(cp, kb, 102)
-            assert progress.acked() < MESSAGES, "the producer finished before the faults: raise MESSAGES or lower RATE"
+            assert progress.acked() < MESSAGES and producer.poll() is None, "the faults came after the producer"
+            faults_done.touch()
             assert producer.wait(900) == 0
             stop.touch()
             assert consumer.wait(300) == 0

@@ -1,10 +1,12 @@
 // Apache Kafka's Java clients for the tests that run Kafka's brokers on sparkraft's controllers
 // (tests/integration/test_kafka_brokers.py). Run from source with Kafka's jars on the class path:
 //
-//   java -cp 'JARS/*' NumberedClients.java produce BOOTSTRAP TOPIC COUNT PARTITIONS RATE
+//   java -cp 'JARS/*' NumberedClients.java produce BOOTSTRAP TOPIC COUNT PARTITIONS RATE [HOLDFILE]
 //       sends "0".."COUNT-1", message n to partition n % PARTITIONS, at most RATE a second (0: as
 //       fast as it can), with acks=all and idempotence; prints "ACK partition offset n millis" once
-//       Kafka acknowledges n (millis: from send to ack), or "FAIL n error" if it never does
+//       Kafka acknowledges n (millis: from send to ack), or "FAIL n error" if it never does; with
+//       HOLDFILE, it holds the last tenth of its messages until that file exists (so that what a
+//       test does meanwhile happens while it still produces, however slow the machine)
 //   java -cp 'JARS/*' NumberedClients.java consume BOOTSTRAP TOPIC GROUP STOPFILE
 //       reads in consumer group GROUP, printing "partition offset value", until STOPFILE exists
 //       and a poll comes back empty
@@ -31,7 +33,7 @@ public class NumberedClients {
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]),
-                                      Integer.parseInt(args[5]));
+                                      Integer.parseInt(args[5]), args.length > 6 ? new File(args[6]) : null);
             case "consume" -> consume(args[1], args[2], args[3], new File(args[4]));
             case "read" -> read(args[1], args[2]);
             default -> throw new IllegalArgumentException("produce, consume or read");
@@ -52,7 +54,8 @@ public class NumberedClients {
         return p;
     }
 
-    static void produce(String bootstrap, String topic, int count, int partitions, int rate) throws Exception {
+    static void produce(String bootstrap, String topic, int count, int partitions, int rate, File hold)
+            throws Exception {
         Properties p = common(bootstrap);
         p.put("acks", "all");
         p.put("enable.idempotence", "true");
@@ -62,10 +65,16 @@ public class NumberedClients {
         p.put("linger.ms", "5");
         p.put("metadata.max.age.ms", "5000");
         AtomicLong failed = new AtomicLong();
-        long start = System.nanoTime();
+        long start = System.nanoTime();  // the pace's origin
         try (KafkaProducer<String, String> producer =
                  new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
             for (int n = 0; n < count; n++) {
+                if (hold != null && n == count - count / 10) {
+                    while (!hold.exists()) {
+                        Thread.sleep(100);
+                    }
+                    start = System.nanoTime() - (long) (n * 1e9 / Math.max(rate, 1));
+                }
                 final int value = n;
                 final long sent = System.nanoTime();
                 producer.send(new ProducerRecord<>(topic, n % partitions, null, Integer.toString(n)), (meta, error) -> {
