@@ -9,6 +9,19 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
+from typing import Optional
+
+DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
+
+
+def delta_jars() -> Optional[list[str]]:
+    """Delta's Spark connector jars as scripts/fetch_jars.py resolved them ($SPARKRAFT_JARS, else
+    ~/.cache/sparkraft/jars), or None where they are not: never downloaded by a Spark session."""
+    folder = Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars") / DELTA_JARS
+    if not (folder / ".resolved").exists():
+        return None
+    return sorted(str(p) for p in folder.glob("*.jar"))
 
 
 @contextlib.contextmanager
@@ -35,9 +48,11 @@ def _jvm_ignoring_sigterm():
             signal.signal(signal.SIGTERM, previous)
 
 
-def local_spark_session(app_name: str):
+def local_spark_session(app_name: str, delta: bool = False):
     """A local Spark session (or the one spark-submit made), with the Python workers pointed at
-    this interpreter (else the Python data source cannot connect back)."""
+    this interpreter (else the Python data source cannot connect back). ``delta``: with Delta's
+    Spark connector (its jars from ``delta_jars``, its SQL extension and catalog); a RuntimeError
+    naming the fix where they are not resolved."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
@@ -57,6 +72,14 @@ def local_spark_session(app_name: str):
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
+    if delta:
+        jars = delta_jars()
+        if jars is None:
+            raise RuntimeError(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
+                               f"scripts/fetch_jars.py, or give spark-submit --jars")
+        builder = (builder.config("spark.jars", ",".join(jars))
+                   .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
     with _jvm_ignoring_sigterm():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
