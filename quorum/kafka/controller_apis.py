@@ -26,6 +26,7 @@ from quorum.errors import Errors, SparkraftError
 from quorum.kafka import answers, broker_answers, raft_answers
 from quorum.kafka.apis import SHARED, ApiTable, KafkaContext, api_versions_answer
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
+from quorum.kafka_log.export import ExportCache
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class QuorumSide:
         self.raft = raft
         self.own_endpoints = own_endpoints  # listener name -> (host, port) of this controller's listeners
         self.snapshots = raft_answers.SnapshotCache()  # the snapshot Kafka's brokers fetch, in Kafka's format
+        self.exported = ExportCache()  # the log's batches Kafka's brokers fetch, in Kafka's format
 
     def wait_for(self, offset: int, timeout: float) -> bool:
         """Whether this controller has replayed up to ``offset`` within ``timeout`` seconds."""

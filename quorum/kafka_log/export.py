@@ -249,9 +249,47 @@ def export_batch(batch: sparkraft_batch.Batch) -> bytes:
     return encode_batch(batch.base_offset, batch.epoch, batch.append_time_ms, records, batch.control)
 
 
-def export_batches(data: bytes) -> bytes:
-    """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches."""
-    return b"".join(export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
+def export_batches(data: bytes, cache: "ExportCache | None" = None) -> bytes:
+    """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches; through
+    ``cache`` when given, so that several Kafka brokers fetching the same batches cost one export."""
+    if cache is None:
+        return b"".join(export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
+    return b"".join(cache.export(data, h) for h in sparkraft_batch.scan(data, verify=False))
+
+
+class ExportCache:
+    """Exported batches by (base offset, epoch, record count), the newest ``max_bytes`` of them kept.
+    Raft's log matching makes that key name one batch for good: a batch truncated away (a deposed
+    leader's tail) can only come back as another epoch's."""
+
+    def __init__(self, max_bytes: int = 64 << 20):
+        import collections
+        import threading
+
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._batches: "collections.OrderedDict[tuple, bytes]" = collections.OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    def export(self, data: bytes, header) -> bytes:
+        key = (header.base_offset, header.epoch, header.count)
+        with self._lock:
+            found = self._batches.get(key)
+            if found is not None:
+                self._batches.move_to_end(key)
+                self.hits += 1
+                return found
+        exported = export_batch(sparkraft_batch.decode_one(data, header))
+        with self._lock:
+            self.misses += 1
+            if key not in self._batches:
+                self._batches[key] = exported
+                self._bytes += len(exported)
+                while self._bytes > self.max_bytes and len(self._batches) > 1:
+                    _key, dropped = self._batches.popitem(last=False)
+                    self._bytes -= len(dropped)
+        return exported
 
 
 # --- snapshots ------------------------------------------------------------------------------------

@@ -106,3 +106,23 @@ def test_kafkas_own_dump_log_reads_the_exported_log(tmp_path):
     assert '"voterDirectoryId":"Uvwkq7q1T9Cb96OVaGex7A","endpoints":[{"name":"CONTROLLER","host":"h","port":9093}]' \
         in out.stdout  # KRaftVoters
     assert out.stdout.count("isvalid: true") == 3 and "isvalid: false" not in out.stdout  # every CRC-32C holds
+
+
+def test_the_export_cache_gives_the_same_bytes_and_exports_each_batch_once():
+    log = _log()
+    cache = export.ExportCache()
+    first = export.export_batches(log, cache)
+    assert first == export.export_batches(log)
+    assert (cache.hits, cache.misses) == (0, 3)
+    assert export.export_batches(log, cache) == first
+    assert (cache.hits, cache.misses) == (3, 3)
+    # another epoch's batch at the same offset (a deposed leader's tail, replaced) is exported anew
+    other = sparkraft_batch.encode_batch(3, 2, 1002, [encode_record(SAMPLES[1])])
+    replaced = export.export_batches(other, cache)
+    assert list(read_batches(replaced))[0].partition_leader_epoch == 2 and cache.misses == 4
+
+
+def test_the_export_cache_keeps_only_its_newest_bytes():
+    cache = export.ExportCache(max_bytes=1)
+    export.export_batches(_log(), cache)
+    assert len(cache._batches) == 1  # the newest batch, however large
