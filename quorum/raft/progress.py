@@ -24,6 +24,9 @@ class ReplicaState:
     end_offset: int = 0
     last_fetch_ms: Optional[int] = None
     last_caught_up_ms: Optional[int] = None
+    # when a voter that has not fetched yet joined this leader's progress: check-quorum counts it
+    # alive from then (a grace), while DescribeQuorum still says it never fetched
+    grace_from_ms: Optional[int] = None
     _leader_end_at_last_fetch: int = -1  # leader's end offset when this replica last fetched
 
     def update(self, fetch_offset: int, leader_end: int, now_ms: int) -> None:
@@ -40,6 +43,11 @@ class ReplicaState:
     def describe(self) -> ReplicaDescription:
         return ReplicaDescription(self.replica_id, self.end_offset, self.last_fetch_ms, self.last_caught_up_ms,
                                   self.directory_id)
+
+    @property
+    def last_heard_ms(self) -> Optional[int]:
+        """Its last fetch, or (never fetched) the start of its grace: what check-quorum goes by."""
+        return self.last_fetch_ms if self.last_fetch_ms is not None else self.grace_from_ms
 
 
 class LeaderProgress:
@@ -70,7 +78,7 @@ class LeaderProgress:
             if state is None or not voters[key.id].matches(ReplicaKey(key.id, state.directory_id)):
                 state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
                 if state.last_fetch_ms is None:
-                    state.last_fetch_ms = now_ms  # grace for check-quorum
+                    state.grace_from_ms = now_ms
             new[key.id] = state
         self.voters = new
 
@@ -144,7 +152,7 @@ class LeaderProgress:
     def has_quorum_since(self, cutoff_ms: int) -> bool:
         """Check-quorum: has a majority (the leader included) fetched since ``cutoff_ms``?"""
         live = sum(1 for r in self.voters.values()
-                   if r is self.local or (r.last_fetch_ms is not None and r.last_fetch_ms >= cutoff_ms))
+                   if r is self.local or (r.last_heard_ms is not None and r.last_heard_ms >= cutoff_ms))
         return live >= self.majority
 
     def successors(self) -> tuple[ReplicaKey, ...]:

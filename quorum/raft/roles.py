@@ -118,7 +118,7 @@ class Leader(_Role):
         times = [d for (_req, d) in self.parked.values()]
         if self.accumulator.deadline() is not None:
             times.append(self.accumulator.deadline())
-        fetched = sorted((v.last_fetch_ms for v in self.progress.voters.values() if v.last_fetch_ms is not None
+        fetched = sorted((v.last_heard_ms for v in self.progress.voters.values() if v.last_heard_ms is not None
                           and v.replica_id != node_id), reverse=True)
         # Fetches needed besides the leader's own vote; all of a majority if it removed itself (it
         # leads until that commits, and must notice if the new set has moved on without it).

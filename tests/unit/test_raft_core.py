@@ -463,6 +463,24 @@ def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
     assert len(p.describe(1, 1501).observers) == 0
 
 
+def test_a_voter_that_never_fetched_is_described_as_such_yet_has_check_quorums_grace():
+    """A new leader's DescribeQuorum says a voter it has not heard from never fetched (describe waits
+    on that; it said the leader's start time, so describe printed an all-zero directory id as
+    settled), while check-quorum still counts the voter alive from the leader's start."""
+    from quorum.log.voter_set import ReplicaKey, VoterSet
+    from quorum.raft.progress import LeaderProgress
+
+    p = LeaderProgress(ReplicaKey(1), VoterSet.static((1, 2, 3)), 0, now_ms=1000)
+    described = {v.replica_id: v for v in p.describe(1, 1000).voters}
+    assert described[2].last_fetch_ms is None and described[3].last_fetch_ms is None
+    assert p.has_quorum_since(1000) and not p.has_quorum_since(1001)
+    p.update_replica(ReplicaKey(2, "d2"), True, 0, 1, now_ms=1500)
+    described = {v.replica_id: v for v in p.describe(1, 1500).voters}
+    assert (described[2].last_fetch_ms, described[2].directory_id) == (1500, "d2")
+    assert described[3].last_fetch_ms is None
+    assert p.has_quorum_since(1400)
+
+
 def test_a_transition_the_table_lacks_raises_and_changes_nothing():
     from quorum.raft.errors import RaftSafetyError
     from quorum.raft.roles import Candidate, Leader
