@@ -80,12 +80,18 @@ def _tables_match_kafka(kafka, wh):
     assert partitions == kafkas
     assert {name: r["topic_id"] for name, r in topics.items()} == {t: v[0] for (t, _), v in kafkas.items()}
     records = read_table(tables[RECORDS])
-    offsets = sorted(o for o, t in zip(records.column("offset").to_pylist(), records.column("type").to_pylist())
-                     if t != "SNAPSHOT")
-    snapshots = [o for o, t in zip(records.column("offset").to_pylist(), records.column("type").to_pylist())
-                 if t == "SNAPSHOT"]
-    first = snapshots[0] + 1 if snapshots else 0  # a snapshot row stands for every offset before its end
-    assert offsets == list(range(first, cut.offset + 1)), "every offset of Kafka's log exactly once"
+    rows = sorted(zip(records.column("offset").to_pylist(), records.column("type").to_pylist()),
+                  key=lambda r: (r[0], r[1] != "SNAPSHOT"))
+    # Every offset of Kafka's log exactly once: a record row, or inside a snapshot row, which stands
+    # for every offset up to its own (a job loads one each time Kafka's log start has passed it).
+    covered = -1
+    for offset, kind in rows:
+        if kind == "SNAPSHOT":
+            assert offset > covered, f"a snapshot row at {offset} goes back behind offset {covered}"
+        else:
+            assert offset == covered + 1, f"record {offset} follows offset {covered}: a gap or a repeat"
+        covered = offset
+    assert covered == cut.offset, f"the records end at {covered}, the cut at {cut.offset}"
     return tables
 
 
@@ -513,8 +519,9 @@ def test_a_running_job_follows_kafkas_quorum_through_a_leader_sigkill(kafka_quor
             try:
                 _tables_match_kafka(kafka_quorum, wh)
                 break
-            except AssertionError:
-                assert time.monotonic() < deadline, (tmp_path / "job.log").read_text(errors="replace")[-3000:]
+            except AssertionError as e:
+                assert time.monotonic() < deadline, \
+                    f"{str(e)[:4000]}\n--- job ---\n{(tmp_path / 'job.log').read_text(errors='replace')[-3000:]}"
                 time.sleep(2)
     finally:
         os.killpg(job.pid, signal.SIGTERM)
