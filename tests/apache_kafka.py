@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 from fetch_jars import default_root  # noqa: E402
+from processes import kill_all  # noqa: E402
 
 KAFKA = "kafka-4.4.0"  # scripts/maven/kafka-4.4.0.xml
 OLD_TOOLS = ("kafka-tools-3.7.2", "kafka-tools-3.9.1")  # older clients' tools (scripts/maven/kafka-tools-*.xml)
@@ -420,16 +421,7 @@ class KafkaBrokers:
             for b in self.ports)
 
     def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-        for p in self.procs.values():
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                pass
-        for out in self._outs:
-            out.close()
+        kill_all(self.procs.values(), self._outs, wait_s=30)
 
 
 JAVA_CLIENTS = Path(__file__).resolve().parent / "java" / "NumberedClients.java"

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import pytest
 
+from processes import kill_all
 from quorum.log.meta_properties import format_storage, metadata_partition_dir, random_cluster_id
 
 # Short timeouts keep failover tests fast; fetch stays well above the leader's 500 ms long poll.
@@ -278,16 +279,7 @@ class ControllerProcesses:
             return wait_for(probe, timeout, f"a leader other than {list(exclude)}")
 
     def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-        for p in self.procs.values():
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-        for out in self._outputs:
-            out.close()
+        kill_all(self.procs.values(), self._outputs)
 
     def dump_outputs(self) -> str:
         parts = []
@@ -330,12 +322,7 @@ class BrokerProcesses:
         return self.procs[broker_id].wait(timeout)
 
     def close(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-            p.wait(10)
-        for out in self.outputs:
-            out.close()
+        kill_all(self.procs.values(), self.outputs)
 
     def dump(self) -> str:
         return "\n".join(f"--- broker {b} ---\n" + (self.root / f"broker-{b}.log").read_text(errors="replace")[-3000:]

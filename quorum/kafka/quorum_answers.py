@@ -9,10 +9,8 @@ from typing import Callable, Optional
 
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.codec import topic_id_text, topic_uuid
+from quorum.kafka_log.topic import METADATA_TOPIC
 from quorum.security.authorizer import cluster_action
-
-METADATA_TOPIC = "__cluster_metadata"
-
 
 class RemoteQuorum:
     """A broker's way to the quorum's leader: ``raft`` (a RaftClient). The broker still names

@@ -17,18 +17,19 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
+from typing import Optional
 
 from quorum.errors import Errors, NodeNotRunningError
 from quorum.kafka.apis import Pending
 from quorum.kafka.codec import topic_id_text
 from quorum.kafka_log.export import export_batches, export_snapshot
+from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
 from quorum.raft.messages import FetchRequest, FetchResponse
 from quorum.security.authorizer import cluster_action
 
 log = logging.getLogger(__name__)
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ)
 # errors Kafka's Raft puts on the whole answer; the others go on the partition
 TOP_LEVEL = frozenset({Errors.INCONSISTENT_CLUSTER_ID, Errors.INVALID_REQUEST, Errors.CLUSTER_AUTHORIZATION_FAILED})
 NO_EPOCH = {"epoch": -1, "end_offset": -1}
@@ -54,8 +55,23 @@ def _topic_id(t):
     return getattr(t, "topic_id", None)
 
 
-def _whole(error: Errors, version: int) -> dict:
+def _whole(error: Errors) -> dict:
+    """A Fetch answer with only a top-level error."""
     return {"throttle_time": 0, "error_code": error, "session_id": 0, "responses": [], "node_endpoints": []}
+
+
+def _observer_refusal(ctx, replica_id: int, request: str) -> Optional[Errors]:
+    """Why this Fetch or FetchSnapshot may not be answered, if it may not: the caller lacks
+    ClusterAction (a broker's right), or it claims a voter's id (voters use sparkraft's protocol)."""
+    if not ctx.may(cluster_action("CLUSTER_ACTION")):
+        _note_refusal(f"authz-{request}", "Controller %d refused a metadata %s from %s: it may not ClusterAction "
+                      "the cluster", ctx.broker_id, request, ctx.caller.principal if ctx.caller else "?")
+        return Errors.CLUSTER_AUTHORIZATION_FAILED
+    if replica_id in ctx.quorum.node.raft.voters:
+        _note_refusal(f"voter-{replica_id}", "Controller %d refused a metadata %s on its Kafka listener claiming "
+                      "voter %d: voters fetch over sparkraft's own protocol", ctx.broker_id, request, replica_id)
+        return Errors.INVALID_REQUEST
+    return None
 
 
 def fetch(ctx, req, version: int):
@@ -65,22 +81,17 @@ def fetch(ctx, req, version: int):
     if len(topics) != 1 or len(topics[0].partitions) != 1 or topics[0].partitions[0].partition != 0 or (
             getattr(topics[0], "topic", METADATA_TOPIC) != METADATA_TOPIC
             and _topic_id(topics[0]) not in (None, METADATA_TOPIC_ID)):
-        return _whole(Errors.INVALID_REQUEST, version)
+        return _whole(Errors.INVALID_REQUEST)
     quorum = ctx.quorum
     if quorum is None:
-        return _whole(Errors.INVALID_REQUEST, version)
-    if not ctx.may(cluster_action("CLUSTER_ACTION")):
-        _note_refusal("authz", "Controller %d refused a metadata Fetch from %s: it may not ClusterAction the cluster",
-                      ctx.broker_id, ctx.caller.principal if ctx.caller else "?")
-        return _whole(Errors.CLUSTER_AUTHORIZATION_FAILED, version)
+        return _whole(Errors.INVALID_REQUEST)
     node = quorum.node
     raft = node.raft
     state = getattr(req, "replica_state", None)
     replica_id = state.replica_id if state is not None else getattr(req, "replica_id", -1)
-    if replica_id in raft.voters:
-        _note_refusal(f"voter-{replica_id}", "Controller %d refused a metadata Fetch on its Kafka listener claiming "
-                      "voter %d: voters fetch over sparkraft's own protocol", ctx.broker_id, replica_id)
-        return _whole(Errors.INVALID_REQUEST, version)
+    refusal = _observer_refusal(ctx, replica_id, "Fetch")
+    if refusal is not None:
+        return _whole(refusal)
     p = topics[0].partitions[0]
     directory = getattr(p, "replica_directory_id", None)
     hw = getattr(p, "high_watermark", None)
@@ -92,7 +103,7 @@ def fetch(ctx, req, version: int):
     try:
         future = raft.submit_request(msg)
     except NodeNotRunningError:
-        return _whole(Errors.UNKNOWN_SERVER_ERROR, version)
+        return _whole(Errors.UNKNOWN_SERVER_ERROR)
     wait = msg.max_wait_ms / 1000 + 5.0
     return Pending(future, wait, lambda: _answer(ctx, future, version))
 
@@ -100,13 +111,13 @@ def fetch(ctx, req, version: int):
 def _answer(ctx, future: concurrent.futures.Future, version: int) -> dict:
     if not future.done():
         future.cancel()
-        return _whole(Errors.REQUEST_TIMED_OUT, version)
+        return _whole(Errors.REQUEST_TIMED_OUT)
     try:
         r: FetchResponse = future.result(timeout=0)
     except (NodeNotRunningError, concurrent.futures.CancelledError):
-        return _whole(Errors.UNKNOWN_SERVER_ERROR, version)
+        return _whole(Errors.UNKNOWN_SERVER_ERROR)
     if r.error in TOP_LEVEL:
-        return _whole(r.error, version)
+        return _whole(r.error)
     leader = -1 if r.leader_id is None else r.leader_id
     partition = {
         "partition_index": 0, "error_code": r.error,
@@ -148,8 +159,11 @@ class SnapshotCache:
         with self._lock:
             if self._key != key:
                 self._data, self._key = b"", None
+                started = time.monotonic()
                 self._data = make()
                 self._key = key
+                log.info("Exported the snapshot ending at offset %d (epoch %d) for Kafka's brokers: %d bytes in "
+                         "%.2fs", key[0], key[1], len(self._data), time.monotonic() - started)
             return self._data
 
 
@@ -165,45 +179,88 @@ def _snapshot_answer(ctx, error: Errors, leader: int = -1, epoch: int = -1, snap
             "node_endpoints": leader_endpoints(ctx, leader)}
 
 
+def _snapshot_refusal(error: Errors) -> dict:
+    """A FetchSnapshot answer with only a top-level error."""
+    return {"throttle_time": 0, "error_code": error, "topics": [], "node_endpoints": []}
+
+
 def fetch_snapshot(ctx, req, version: int) -> dict:
     """Kafka's FetchSnapshot (KIP-630) of the snapshot a Fetch answer named: sparkraft's snapshot,
-    read whole from the Raft core, exported to Kafka's ``.checkpoint`` format once, and served
-    from byte ``position`` of that."""
+    exported to Kafka's ``.checkpoint`` format once (SnapshotCache) and served from byte
+    ``position`` of that. Every request asks the Raft core first (one byte), so a snapshot that is
+    gone or a leader that moved is answered as the core says; only a snapshot not cached yet is
+    read from it whole."""
     from quorum.log.api import OffsetAndEpoch
-    from quorum.raft.messages import FetchSnapshotRequest
 
     topics = list(req.topics)
     if len(topics) != 1 or topics[0].name != METADATA_TOPIC or len(topics[0].partitions) != 1 \
             or topics[0].partitions[0].partition != 0 or ctx.quorum is None:
-        return {"throttle_time": 0, "error_code": Errors.INVALID_REQUEST, "topics": [], "node_endpoints": []}
-    if not ctx.may(cluster_action("CLUSTER_ACTION")):
-        return {"throttle_time": 0, "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED, "topics": [],
-                "node_endpoints": []}
-    raft = ctx.quorum.node.raft
-    if req.replica_id in raft.voters:
-        return {"throttle_time": 0, "error_code": Errors.INVALID_REQUEST, "topics": [], "node_endpoints": []}
+        return _snapshot_refusal(Errors.INVALID_REQUEST)
+    refusal = _observer_refusal(ctx, req.replica_id, "FetchSnapshot")
+    if refusal is not None:
+        return _snapshot_refusal(refusal)
     p = topics[0].partitions[0]
     wanted = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
-    chunks, position, size = [], 0, None
-    while size is None or position < size:
-        msg = FetchSnapshotRequest(cluster_id=req.cluster_id or ctx.quorum.node.cluster_id,
-                                   epoch=p.current_leader_epoch, replica_id=req.replica_id, snapshot_id=wanted,
-                                   position=position, max_bytes=64 << 20)
-        try:
-            r = raft.submit_request(msg).result(timeout=30)
-        except (NodeNotRunningError, concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
-            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR)
-        if r.error is not Errors.NONE:
-            return _snapshot_answer(ctx, r.error, -1 if r.leader_id is None else r.leader_id, r.epoch)
-        leader, epoch = (-1 if r.leader_id is None else r.leader_id), r.epoch
-        chunks.append(r.data)
-        size = r.size
-        position += len(r.data)
-        if not r.data and position < size:
-            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR, leader, epoch)
-    data = ctx.quorum.snapshots.get((wanted.offset, wanted.epoch),
-                                    lambda: export_snapshot(b"".join(chunks), wanted.epoch))
+    read = _core_snapshot_reader(ctx, req, p.current_leader_epoch, wanted)
+    first = read(0, 1)
+    if isinstance(first, dict):
+        return first
+    leader, epoch = first.leader, first.epoch
+
+    def whole() -> bytes:
+        chunks, position, size = [], 0, None
+        while size is None or position < size:
+            r = read(position, 64 << 20)
+            if isinstance(r, dict) or (not r.data and position < r.size):
+                raise _SnapshotLost(r if isinstance(r, dict) else _snapshot_answer(
+                    ctx, Errors.UNKNOWN_SERVER_ERROR, leader, epoch))
+            chunks.append(r.data)
+            size, position = r.size, position + len(r.data)
+        return export_snapshot(b"".join(chunks), wanted.epoch)
+
+    try:
+        data = ctx.quorum.snapshots.get((wanted.offset, wanted.epoch), whole)
+    except _SnapshotLost as e:
+        return e.answer
     if p.position < 0 or p.position > len(data):
         return _snapshot_answer(ctx, Errors.POSITION_OUT_OF_RANGE, leader, epoch, wanted, len(data), p.position)
     end = p.position + max(1, min(req.max_bytes, 8 << 20))
     return _snapshot_answer(ctx, Errors.NONE, leader, epoch, wanted, len(data), p.position, data[p.position:end])
+
+
+class _SnapshotLost(Exception):
+    """The core stopped serving the snapshot while it was read whole: ``answer`` says why."""
+
+    def __init__(self, answer: dict):
+        super().__init__("snapshot lost")
+        self.answer = answer
+
+
+@dataclass(frozen=True)
+class _Slice:
+    leader: int
+    epoch: int
+    size: int
+    data: bytes
+
+
+def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
+    """``read(position, max_bytes)``: a slice of sparkraft's snapshot ``wanted`` from the Raft core
+    (as the core's own FetchSnapshot from this observer), or the FetchSnapshot answer saying why not."""
+    from quorum.raft.messages import FetchSnapshotRequest
+
+    raft = ctx.quorum.node.raft
+
+    def read(position: int, max_bytes: int):
+        msg = FetchSnapshotRequest(cluster_id=req.cluster_id or ctx.quorum.node.cluster_id, epoch=leader_epoch,
+                                   replica_id=req.replica_id, snapshot_id=wanted, position=position,
+                                   max_bytes=max_bytes)
+        try:
+            r = raft.submit_request(msg).result(timeout=30)
+        except (NodeNotRunningError, concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
+            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR)
+        leader = -1 if r.leader_id is None else r.leader_id
+        if r.error is not Errors.NONE:
+            return _snapshot_answer(ctx, r.error, leader, r.epoch)
+        return _Slice(leader, r.epoch, r.size, r.data)
+    return read

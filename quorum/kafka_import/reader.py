@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime
 import time
-import uuid
 from typing import Optional
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
@@ -40,13 +39,12 @@ from quorum.errors import Errors, SparkraftError
 from quorum.kafka.client import KafkaConnection
 from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, batch_size, read_batches
+from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
 from quorum.log.api import OffsetAndEpoch
 from quorum.metadata.records import MetadataRecord, encode_record
 from quorum.rpc.log_reader import LogChunk, LogRecord, SnapshotRequired
 from quorum.security.client import ClientSecurity
 
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's Uuid.METADATA_TOPIC_ID
 FETCH_MAX_BYTES = 8 << 20
 CONTROLLER_ENDPOINTS = 2  # DescribeCluster's endpoint type for a controller listener (KIP-919)
 _LEADER_MOVED = {Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH}

@@ -18,6 +18,7 @@ import pytest
 
 from apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
 from conftest import free_ports, sparkraft_cmd, wait_for
+from processes import watched
 
 pytestmark = pytest.mark.slow
 
@@ -70,15 +71,9 @@ def cluster(controller_processes, tmp_path):
     kb.format()
     for b in BROKERS:
         kb.start(b)
-    try:
+    with watched(cp.dump_outputs, kb.dump, closing=(kb.close,)):
         wait_unfenced(cp, timeout=180)
         yield cp, kb
-    except BaseException:
-        print(cp.dump_outputs())
-        print(kb.dump())
-        raise
-    finally:
-        kb.close()
 
 
 class Progress:
@@ -330,7 +325,7 @@ def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(c
     root.mkdir()
     voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
     kb = KafkaBrokers(root, cp.cluster_id, voters, LISTENER, {101: free_ports(1)[0]})
-    try:
+    with watched(cp.dump_outputs, kb.dump, closing=(kb.close, sparkrafts.close, admin.close)):
         sparkrafts.wait_unfenced()
         for n in range(16):
             admin.create_topic(f"before-{n}", 20, 1)
@@ -343,14 +338,11 @@ def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(c
         assert checkpoints, "the Kafka broker stored the snapshot it fetched"
         listed = until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--list").split()
         assert {f"before-{n}" for n in range(16)} <= set(listed)
-    except BaseException:
-        print(cp.dump_outputs())
-        print(kb.dump())
-        raise
-    finally:
-        kb.close()
-        sparkrafts.close()
-        admin.close()
+        exports = [line.split("Exported the snapshot ending at offset ")[1].split(" for ")[0]
+                   for i in cp.voters for line in cp.output(i).read_text(errors="replace").splitlines()
+                   if "Exported the snapshot ending at offset" in line]
+        assert exports and len(set(exports)) == len(exports), \
+            f"each snapshot is exported once, however many slices it is fetched in: {exports}"
 
 
 def _log_start(cp, node_id: int) -> int:
@@ -391,7 +383,7 @@ def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate
     kb = KafkaBrokers(root, cp.cluster_id, voters, "KAFKA", {101: free_ports(1)[0]}, extra={
         "listener.security.protocol.map": f"KAFKA:{protocol},PLAINTEXT:PLAINTEXT", **client,
         "offsets.topic.replication.factor": 1})
-    try:
+    with watched(cp.dump_outputs, kb.dump, closing=(kb.close, cp.close)):
         cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=broker,password={BROKER_SECRET}]"]
                            for i in cp.voters})
         cp.start()
@@ -418,13 +410,6 @@ def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate
         assert sorted(v for _p, _o, v in _lines(read)) == list(range(2000))
         for i in cp.voters:
             assert BROKER_SECRET not in cp.output(i).read_text(errors="replace")
-    except BaseException:
-        print(cp.dump_outputs())
-        print(kb.dump())
-        raise
-    finally:
-        kb.close()
-        cp.close()
 
 
 def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_see_the_same_image(
@@ -447,7 +432,7 @@ def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_se
     root.mkdir()
     theirs = KafkaBrokers(root, cp.cluster_id, f"127.0.0.1:{cp.kafka_ports[1]}", LISTENER, {101: free_ports(1)[0]},
                           extra={"offsets.topic.replication.factor": 1})
-    try:
+    with watched(ours.dump, theirs.dump, closing=(theirs.close, ours.close)):
         ours.start(201)
         theirs.format()
         theirs.start(101)
@@ -469,10 +454,3 @@ def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_se
                      for b in (theirs.bootstrap_server, sparkraft_side)}
         for listing in endpoints.values():
             assert "101" in listing and "201" in listing
-    except BaseException:
-        print(ours.dump())
-        print(theirs.dump())
-        raise
-    finally:
-        theirs.close()
-        ours.close()
