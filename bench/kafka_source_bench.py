@@ -203,7 +203,7 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, int
     job.check_checkpoint(ck, cluster_id)
     materializer = Materializer(DeltaRsWriter(wh))
     query = threading.Thread(target=job._run_query, daemon=True,
-                             args=(spark, materializer, source, cluster_id, ck, None, 0.2))
+                             args=(spark, materializer, source, cluster_id, ck, None, 0.2, None, job.GracefulStop()))
     query.start()
     ready = time.monotonic() + 600
     while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):

@@ -99,7 +99,7 @@ def idle_cost(spark, materializer, bootstrap: str, cluster_id: str, ck: str, idl
     from streaming import job
 
     thread = threading.Thread(target=job._run_query, daemon=True, args=(
-        spark, materializer, job.Source(bootstrap), cluster_id, ck, None, 0.2, idle_flush_s))
+        spark, materializer, job.Source(bootstrap), cluster_id, ck, None, 0.2, idle_flush_s, job.GracefulStop()))
     thread.start()
     ready = time.monotonic() + 120
     while not spark.streams.active and time.monotonic() < ready:
@@ -193,7 +193,7 @@ def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: 
     stop = threading.Event()
     wh = materializer.writer.warehouse
     query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
-        spark, materializer, job.Source(rig.cluster.bootstrap), cluster_id, ck, None, 0.2))
+        spark, materializer, job.Source(rig.cluster.bootstrap), cluster_id, ck, None, 0.2, None, job.GracefulStop()))
     query_thread.start()
     ready = time.monotonic() + 300
     while time.monotonic() < ready and not any(q.lastProgress for q in spark.streams.active):

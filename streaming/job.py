@@ -26,9 +26,42 @@ class QueryFailed(RuntimeError):
     the source or the materialiser, or Spark's own first line), not Spark's whole report, which
     ``--debug`` still prints as the chained exception."""
 
+    def __init__(self, message: str, report: str = ""):
+        super().__init__(message)
+        self.report = report  # Spark's whole report of the failure
+
     @classmethod
     def of(cls, error: BaseException) -> "QueryFailed":
-        return cls(f"the streaming query failed: {query_failure_cause(str(error))}")
+        causes = jvm_causes(error)
+        report = "\n".join([str(error), *causes])
+        cause = query_failure_cause(str(error))
+        if cause.startswith("SQLSTATE") or not cause:  # Spark said nothing of its own: name the JVM's cause
+            cause = next((sentence for pattern, sentence in SPARK_LOSSES if pattern in report),
+                         causes[-1] if causes else cause)
+        return cls(f"the streaming query failed: {cause}", report)
+
+    @property
+    def transient(self) -> bool:
+        """Whether starting the query again may well succeed: Spark lost one of its Python workers
+        (one that did not connect back in time on a loaded machine, one killed), or the quorum
+        could not be reached or moved on under a batch. A refusal (another cluster, a right
+        missing, a gap) fails the same way every time and is not tried again."""
+        return any(p in self.report for p in TRANSIENT_FAILURES)
+
+
+# Failures of Spark's own machinery that its report names only by a JVM cause: the sentence to say
+SPARK_LOSSES = (
+    ("java.io.EOFException at org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner",
+     "Spark lost the Python process serving the sparkraft source (it exited or was killed)"),
+)
+# What Spark and the source say of a failure that a new query may not meet (QueryFailed.transient)
+TRANSIENT_FAILURES = (
+    *(pattern for pattern, _ in SPARK_LOSSES),
+    "Python worker failed to connect back", "waiting for the Python worker to connect back",
+    "Python worker exited unexpectedly", "the log start moved past offset", "NETWORK_EXCEPTION",
+    "no Kafka controller reachable", "answered in time", "StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED",
+)
+RESTARTS = 3  # failed queries in a row, none of which applied a record, before the job gives up
 
 
 _PYTHON_ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b:? ?.*$")
@@ -50,16 +83,37 @@ def query_failure_cause(report: str) -> str:
     return re.sub(r"^\[STREAM_FAILED\] Query \[[^\]]*\] terminated with exception: ?", "", first).strip() or first
 
 
+def jvm_causes(error: BaseException) -> list[str]:
+    """The JVM causes under a PySpark error, outermost first, each as ``class at where: message``
+    (``where``: the class of its top frame outside the JDK and Scala): Spark's own report of a
+    failed query may say no more than an SQLSTATE."""
+    out: list[str] = []
+    try:
+        cause = getattr(error, "_origin", None)
+        cause = cause.getCause() if cause is not None else None
+        while cause is not None and len(out) < 8:
+            where = next((f.getClassName() for f in cause.getStackTrace()
+                          if not f.getClassName().startswith(("java.", "javax.", "jdk.", "scala.", "sun."))), None)
+            message = cause.getMessage()
+            out.append(f"{cause.getClass().getName()}{f' at {where}' if where else ''}"
+                       f"{f': {message}' if message else ''}")
+            cause = cause.getCause()
+    except Exception as e:  # the JVM is gone (a stop), or py4j cannot reach it: Spark's report only
+        log.debug("no JVM cause of %s: %s", type(error).__name__, e)
+    return out
+
+
 class CheckpointError(ValueError):
     """The checkpoint belongs to another cluster."""
 
 
-def spark_session(app_name: str = "sparkraft-materializer"):
-    """The shared Spark session (delta_tables/spark_session.py) with the ``sparkraft`` data source
-    registered, so the Python data source can connect back."""
+def spark_session(app_name: str = "sparkraft-materializer", delta: Optional[bool] = None):
+    """The shared Spark session (delta_tables/spark_session.py: ``delta`` says whether with Delta's
+    connector) with the ``sparkraft`` data source registered, so the Python data source can
+    connect back."""
     from streaming.source import SparkraftDataSource
 
-    spark = local_spark_session(app_name)
+    spark = local_spark_session(app_name, delta=delta)
     spark.dataSource.register(SparkraftDataSource)
     return spark
 
@@ -135,7 +189,7 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
                     available_now, max_records_per_trigger, idle_flush_s, timeout)
         return
     check_checkpoint(checkpoint, cluster_id)
-    spark = spark or spark_session()
+    spark = spark or spark_session(delta=True if writer == "delta-spark" else None)
     if writer == "delta-spark":
         from delta_tables.spark_writer import DeltaSparkWriter
 
@@ -184,15 +238,32 @@ class Source(NamedTuple):
 def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
          available_now: bool, max_records_per_trigger: Optional[int], idle_flush_s: Optional[float],
          timeout: float) -> None:
-    if not available_now:
-        _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger, trigger_s,
-                   idle_flush_s)
-        return
     # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
     # watermark it sees when the query starts, in as many micro-batches as the limits make)
-    target = _high_watermark(source, cluster_id, timeout)
-    _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger, None, 0.0)
-    _check_reached(target, materializer.next_offset - 1)
+    target = _high_watermark(source, cluster_id, timeout) if available_now else None
+    with GracefulStop() as stop:
+        stop.watch_jvm(spark)
+        failures = 0
+        while True:
+            before = materializer.next_offset
+            try:
+                _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger,
+                           None if available_now else trigger_s, 0.0 if available_now else idle_flush_s, stop)
+                break
+            except QueryFailed as e:
+                failures = 1 if materializer.next_offset > before else failures + 1
+                if stop.requested.is_set() or not e.transient or failures > RESTARTS:
+                    raise
+                delay = 2.0 ** (failures - 1)
+                log.warning("%s; starting it again from its checkpoint in %.0fs (%d of %d tries in a row)",
+                            e, delay, failures, RESTARTS)
+                if stop.requested.wait(delay):
+                    log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
+                             materializer.next_offset - 1)
+                    return
+                materializer.reload()  # what the failed query applied but did not write, Spark replays
+    if target is not None:
+        _check_reached(target, materializer.next_offset - 1)
 
 
 def _high_watermark(source: Source, cluster_id: str, timeout: float) -> int:
@@ -259,29 +330,27 @@ def _run_remote(spark, source: Source, cluster_id: str, warehouse: str, checkpoi
 
 def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint: str,
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float] = None) -> None:
+               idle_flush_s: Optional[float], stop: GracefulStop) -> None:
     """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
     writer = (_stream(spark, source, cluster_id, max_records_per_trigger, idle_flush_s)
               .writeStream.foreachBatch(materializer.foreach_batch).option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
         processingTime=f"{trigger_s} seconds")
-    with GracefulStop() as stop:
-        stop.watch_jvm(spark)
-        query = writer.start()
-        log.info("Materializing %s%s into %s (checkpoint %s)", source.bootstrap,
-                 " (Apache Kafka's controllers)" if source.protocol == "kafka" else "",
-                 materializer.writer.warehouse, checkpoint)
-        try:
-            while not stop.requested.is_set() and not _ended(query, 0.2):
-                pass
-            if stop.requested.is_set():
-                _stop_between_batches(spark, query, materializer)
-                log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
-                         materializer.next_offset - 1)
-                return
-        finally:
-            if query.isActive:
-                query.stop()
+    query = writer.start()
+    log.info("Materializing %s%s into %s (checkpoint %s)", source.bootstrap,
+             " (Apache Kafka's controllers)" if source.protocol == "kafka" else "",
+             materializer.writer.warehouse, checkpoint)
+    try:
+        while not stop.requested.is_set() and not _ended(query, 0.2):
+            pass
+        if stop.requested.is_set():
+            _stop_between_batches(spark, query, materializer)
+            log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
+                     materializer.next_offset - 1)
+            return
+    finally:
+        if query.isActive:
+            query.stop()
     if query.exception() is not None:
         raise QueryFailed.of(query.exception())
 

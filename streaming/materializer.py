@@ -69,22 +69,29 @@ class Materializer:
     def __init__(self, writer: DeltaRsWriter):
         self.writer = writer
         writer.ensure_tables()
-        self.loader = MetadataLoader()
-        self.touched = TouchedKeys()
-        self.voters: Optional[VoterSet] = None
-        self.voters_in_log = False  # a KRAFT_VOTERS record was seen: LeaderChange voters no longer count
-        self.next_offset = 0
-        self.last_epoch = -1
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
         self._refusing = False  # set by refuse_batches: the job is stopping
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = Histogram(FRESHNESS_BUCKETS_S)
         self.last_freshness_s: Optional[float] = None
-        # The image every state table holds (all of them were last written at it), or None when not
-        # known (after a restart, tables may have stopped at different offsets): keys it lacks are
-        # added to a table without looking for them in it.
-        self._state_image: Optional[MetadataImage] = self.loader.image
-        self._rebuild()
+        self.reload()
+
+    def reload(self) -> None:
+        """Forget what this process applied and take it again from the tables (at the start, and
+        when the job starts a failed query again: a micro-batch cut short may have applied records
+        to the image that never reached the tables, and Spark replays it)."""
+        with self._batch_lock:
+            self.loader = MetadataLoader()
+            self.touched = TouchedKeys()
+            self.voters: Optional[VoterSet] = None
+            self.voters_in_log = False  # a KRAFT_VOTERS record was seen: LeaderChange voters no longer count
+            self.next_offset = 0
+            self.last_epoch = -1
+            # The image every state table holds (all of them were last written at it), or None when
+            # not known (after a restart, tables may have stopped at different offsets): keys it
+            # lacks are added to a table without looking for them in it.
+            self._state_image: Optional[MetadataImage] = self.loader.image
+            self._rebuild()
 
     # -- restart -------------------------------------------------------------------------------
     def _rebuild(self) -> None:

@@ -1,0 +1,118 @@
+"""A running job whose streaming query fails for a reason a new query may not meet (Spark lost one of
+its Python workers) starts the query again from its checkpoint, and exactly once still holds; a
+refusal is not tried again."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+
+import pytest
+from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from test_materializer import assert_tables_equal_image
+from test_pipeline import image_at
+
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.schemas import RECORDS
+
+pytestmark = pytest.mark.slow
+
+RUNNER = "python_streaming_source_runner"  # pyspark's process serving the source's planning side
+
+
+def _cut_offset(wh) -> int:
+    try:
+        return latest_cut(str(wh)).offset
+    except Exception:
+        return -1
+
+
+def _descendants(pid: int) -> list[int]:
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _source_runners(job_pid: int) -> list[int]:
+    return [p for p in _descendants(job_pid) if RUNNER in _cmdline(p)]
+
+
+def test_a_job_whose_source_runner_is_sigkilled_starts_its_query_again_and_loses_nothing(
+        controller_processes, tmp_path):
+    """The Python process serving the source to Spark is SIGKILLed while changes flow: the query
+    fails, the job says why in one warning and starts it again from its checkpoint, the tables keep
+    following, and after the job's SIGTERM every offset is in ``records`` once and the tables
+    equal the image."""
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    cp.wait_leader()
+    wh, ck = tmp_path / "wh", tmp_path / "ck"
+    out_path = tmp_path / "job.log"
+    with ControllerClient(cp.bootstrap(), timeout=20) as admin, open(out_path, "wb") as out:
+        brokers = LiveBrokers(admin, cp.cluster_id)
+        job = subprocess.Popen(sparkraft_cmd("materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse",
+                                             str(wh), "--checkpoint", str(ck), "--trigger", "0.2"),
+                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        stop_writing = threading.Event()
+        n = 0
+
+        def write() -> None:
+            nonlocal n
+            while not stop_writing.wait(0.3):
+                admin.create_topic(f"t{n}", 2, 2)
+                n += 1
+
+        writer = threading.Thread(target=write, daemon=True)
+        try:
+            brokers.wait_unfenced()
+            writer.start()
+            wait_for(lambda: _cut_offset(wh) > 10, 240, "the job to write cuts")
+            runners = wait_for(lambda: _source_runners(job.pid), 60, "the source's Python runner")
+            for pid in runners:
+                os.kill(pid, signal.SIGKILL)
+            text = lambda: out_path.read_text(errors="replace")  # noqa: E731
+            wait_for(lambda: "starting it again from its checkpoint" in text(), 120,
+                     f"the job to start its query again ({text()[-3000:]})")
+            assert job.poll() is None, text()[-3000:]
+            before = _cut_offset(wh)
+            wait_for(lambda: _cut_offset(wh) > before + 10, 240, "the restarted query to write cuts")
+            stop_writing.set()
+            writer.join(30)
+            job.send_signal(signal.SIGTERM)
+            assert job.wait(120) == 0, out_path.read_text(errors="replace")[-4000:]
+        finally:
+            stop_writing.set()
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+            brokers.close()
+    text = out_path.read_text(errors="replace")
+    warnings = [line for line in text.splitlines() if "starting it again from its checkpoint" in line]
+    assert len(warnings) == 1 and "Spark lost the Python process serving the sparkraft source" in warnings[0], warnings
+    cut = latest_cut(str(wh))
+    offsets = read_table(tables_at(str(wh), cut)[RECORDS]).column("offset").to_pylist()
+    assert sorted(offsets) == list(range(cut.offset + 1)), "every offset exactly once"
+    assert_tables_equal_image(str(wh), image_at(cp.bootstrap(), cut.offset), cut)
