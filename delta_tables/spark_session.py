@@ -15,6 +15,10 @@ from typing import Optional
 DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
 
 
+class ConnectorMissing(ValueError):
+    """A Spark session needs Delta's connector and its jars are not resolved here."""
+
+
 def delta_jars() -> Optional[list[str]]:
     """Delta's Spark connector jars as scripts/fetch_jars.py resolved them ($SPARKRAFT_JARS, else
     ~/.cache/sparkraft/jars), or None where they are not: never downloaded by a Spark session."""
@@ -48,18 +52,20 @@ def _jvm_ignoring_sigterm():
             signal.signal(signal.SIGTERM, previous)
 
 
-def local_spark_session(app_name: str, delta: bool = False):
+def local_spark_session(app_name: str, delta: Optional[bool] = None):
     """A local Spark session (or the one spark-submit made), with the Python workers pointed at
     this interpreter (else the Python data source cannot connect back). ``delta``: with Delta's
-    Spark connector (its jars from ``delta_jars``, its SQL extension and catalog); a RuntimeError
-    naming the fix where they are not resolved."""
+    Spark connector (its jars from ``delta_jars``, its SQL extension and catalog), True: or
+    ConnectorMissing naming the fix where they are not resolved; None: where they are resolved.
+    (Under spark-submit, its --packages or --jars decide.)"""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
-    if "PYSPARK_GATEWAY_PORT" in os.environ:
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    if under_submit:
         # under spark-submit: its --master and --conf decide (a standalone cluster, say); only its
         # default log profile, INFO, is turned down
         builder = builder.config("spark.log.level", "ERROR")
@@ -72,14 +78,19 @@ def local_spark_session(app_name: str, delta: bool = False):
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
-    if delta:
+    if delta is None:
+        delta = not under_submit and delta_jars() is not None
+    if delta and not under_submit:
         jars = delta_jars()
         if jars is None:
-            raise RuntimeError(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
-                               f"scripts/fetch_jars.py, or give spark-submit --jars")
+            raise ConnectorMissing(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
+                                   f"scripts/fetch_jars.py, or give spark-submit --jars")
         builder = (builder.config("spark.jars", ",".join(jars))
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+                   # a table's log state in 2 partitions, not Delta's 50 (tasks of a few rows each
+                   # on a local session: most of a small MERGE's time)
+                   .config("spark.databricks.delta.snapshotPartitions", "2"))
     with _jvm_ignoring_sigterm():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

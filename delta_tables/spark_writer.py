@@ -1,11 +1,11 @@
 """DeltaSparkWriter: the same writes as DeltaRsWriter, through Spark and Delta's JVM classes.
 
-For clusters where Delta's jars are on Spark's classpath (``spark.jars.packages``, a Databricks
-runtime): MERGE and appends run as Spark SQL, and exactly-once uses Delta's own idempotent writes
+Where Delta's jars are on Spark's classpath (a local session takes those scripts/fetch_jars.py
+resolved; ``spark.jars.packages`` on a cluster, a Databricks runtime): MERGE and appends run as
+Spark SQL, and exactly-once uses Delta's own idempotent writes
 (``spark.databricks.delta.write.txnAppId`` / ``txnVersion``, the same application transaction
 ``sparkraft-materializer`` delta-rs writes). Tables are created and read with delta-rs either way;
-both produce standard Delta tables. Maven is unreachable here, so its test runs only where the
-classes are present.
+both produce standard Delta tables.
 """
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ class DeltaClassesMissing(ValueError):
 
 
 def delta_classes_present(spark) -> bool:
+    """Whether Spark can load Delta's classes: through Spark's own class loader, which holds the
+    ``spark.jars`` a session was given (``Class.forName`` from py4j sees only the JVM's start path)."""
     try:
-        spark._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+        spark._jvm.org.apache.spark.util.Utils.classForName("io.delta.tables.DeltaTable", True, False)
         return True
     except Exception:
         return False
@@ -34,24 +36,34 @@ class DeltaSparkWriter(DeltaRsWriter):
     def __init__(self, warehouse: str, spark):
         if not delta_classes_present(spark):
             raise DeltaClassesMissing("--writer delta-spark needs Delta's JVM classes on Spark's classpath "
-                                      "(spark.jars.packages=io.delta:delta-spark_2.13:<version>); "
+                                      "(python scripts/fetch_jars.py for a local session; "
+                                      "spark.jars.packages=io.delta:delta-spark_2.13:4.4.0 on a cluster); "
                                       "the default writer (delta-rs) needs none")
         super().__init__(warehouse)
         self.spark = spark
 
-    def _with_txn(self, version: int, write) -> None:
+    def _with_txn(self, name: str, version: int, write) -> None:
+        """``write()`` through Spark as a commit of table ``name`` covering the log through
+        ``version``: what this writer knows of the table (its applied offset, and the delta-rs view
+        a cut's versions are read from) follows, as it does after delta-rs's own commits. (A cut
+        named a table's version from before Spark's commit, and the next batch re-appended records.)"""
         conf = self.spark.conf
-        conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
-        conf.set("spark.databricks.delta.write.txnVersion", str(version))
-        try:
-            write()
-        finally:
-            conf.unset("spark.databricks.delta.write.txnAppId")
-            conf.unset("spark.databricks.delta.write.txnVersion")
+
+        def committed() -> None:
+            conf.set("spark.databricks.delta.write.txnAppId", APP_ID)
+            conf.set("spark.databricks.delta.write.txnVersion", str(version))
+            try:
+                write()
+            finally:
+                conf.unset("spark.databricks.delta.write.txnAppId")
+                conf.unset("spark.databricks.delta.write.txnVersion")
+
+        self._commit(name, version, committed)
+        self.table(name).update_incremental()
 
     def _append(self, name: str, rows: pa.Table, version: int) -> None:
         df = self.spark.createDataFrame(rows)
-        self._with_txn(version, lambda: df.write.format("delta").mode("append").save(self.path(name)))
+        self._with_txn(name, version, lambda: df.write.format("delta").mode("append").save(self.path(name)))
 
     def append_records(self, records: pa.Table, last_offset: int) -> bool:
         applied = self.applied(RECORDS)
@@ -84,7 +96,7 @@ class DeltaSparkWriter(DeltaRsWriter):
         sql = (f"MERGE INTO delta.`{self.path(name)}` t USING {view} s ON {on} "
                f"WHEN MATCHED AND s._delete THEN DELETE WHEN MATCHED THEN UPDATE SET {sets} "
                f"WHEN NOT MATCHED AND NOT s._delete THEN INSERT ({columns}) VALUES ({values})")
-        self._with_txn(last_offset, lambda: self.spark.sql(sql))
+        self._with_txn(name, last_offset, lambda: self.spark.sql(sql))
         return {"rows": len(upserts) + len(delete_rows)}
 
     def add_snapshot(self, offset: int, epoch: int, versions: dict[str, int]) -> None:

@@ -1,4 +1,5 @@
-"""SQL over the warehouse's tables: DataFusion through ``deltalake.QueryBuilder`` (no JVM), or Spark.
+"""SQL over the warehouse's tables: DataFusion through ``deltalake.QueryBuilder`` (no JVM), or Spark
+through Delta's own Spark connector.
 
 Both register the tables under their own names (``topics``, ``partitions``, ``brokers``,
 ``configs``, ``acls``, ``users``, ``voters``, ``records``, ``snapshots``), at a consistent cut when one is asked for.
@@ -20,7 +21,7 @@ from typing import Optional
 import pyarrow as pa
 
 from delta_tables.changes import table_changes
-from delta_tables.cut import Cut, latest_cut, read_table, tables_at
+from delta_tables.cut import Cut, latest_cut, tables_at
 from delta_tables.spark_session import local_spark_session
 
 
@@ -82,12 +83,14 @@ def query_datafusion(warehouse: str, sql: str, as_of_offset: Optional[int] = Non
 
 
 def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, spark=None) -> pa.Table:
-    """Spark temp views over the tables (read with delta-rs, so no Delta jars are needed). The
-    warehouse is opened before Spark starts: a wrong path is said in a second, not after a JVM."""
+    """Spark temporary views over the tables, each read by Delta's own Spark data source at the cut's
+    version (``versionAsOf``): the scan runs on Spark's executors. The warehouse is opened (with
+    delta-rs) before Spark starts, so a wrong path is said in a second, not after a JVM; a session
+    without Delta's connector is refused in one line naming the fix."""
     tables = tables_at(warehouse, cut_for(warehouse, as_of_offset))
-    spark = spark or local_spark_session("sparkraft-sql")
+    spark = spark or local_spark_session("sparkraft-sql", delta=True)
     for name, table in tables.items():
-        _view(spark, name, read_table(table))
+        _delta_view(spark, name, table)
     sql, changed = with_table_changes(warehouse, sql)
     for name, rows in changed.items():
         _view(spark, name, rows)
@@ -105,6 +108,28 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+NO_DELTA = ("Spark has no Delta data source: give the session Delta's connector (python scripts/fetch_jars.py, "
+            "then local sessions take it; spark-submit or a Spark Connect server: --packages "
+            "io.delta:delta-spark_2.13:4.4.0 with spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension)")
+
+
+def _delta_view(spark, name: str, table) -> None:
+    """Table ``name`` at delta-rs's ``table`` version, read by Delta's Spark data source, as a
+    temporary view. Object-store paths go to Hadoop's ``s3a`` file system."""
+    uri = table.table_uri.rstrip("/")
+    if uri.startswith("s3://"):
+        uri = "s3a://" + uri[len("s3://"):]
+    try:
+        frame = spark.read.format("delta").option("versionAsOf", table.version()).load(uri)
+        frame.createOrReplaceTempView(name)
+    except Exception as e:
+        text = str(e)
+        if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source: delta" in text:
+            raise QueryError(NO_DELTA) from None
+        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
+        raise QueryError(f"Delta's Spark reader cannot read {name} at version {table.version()}: {first}") from None
 
 
 def _view(spark, name: str, table: pa.Table) -> None:

@@ -31,9 +31,16 @@ def connect_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("connect")
     out = open(root / "server.log", "ab")
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    from delta_tables.spark_session import delta_jars
+
+    jars = delta_jars()
+    if jars is None:
+        pytest.skip("Delta's Spark connector is not resolved (python scripts/fetch_jars.py; .ci/run does it)")
+    delta = ["--jars", ",".join(jars), "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
+             "--conf", "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog"]
     server = subprocess.Popen([str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--class",
                                "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                               "--conf", f"spark.connect.grpc.binding.port={port}",
+                               *delta, "--conf", f"spark.connect.grpc.binding.port={port}",
                                "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "spark-internal"],
                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                               start_new_session=True)

@@ -132,3 +132,38 @@ def test_a_spark_query_of_a_missing_warehouse_is_refused_before_spark_starts(tmp
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "is not a Delta table" in out.stderr, out.stderr
     assert "SparkContext" not in out.stderr and "log4j" not in out.stderr.lower()
+
+
+def test_spark_reads_each_table_with_deltas_own_reader_at_the_cuts_version(warehouse, spark, tmp_path):
+    """``--engine spark`` scans the Delta tables with Delta's Spark data source (not rows copied into
+    the driver), each at the version of the cut asked for: the same rows as DataFusion at an older
+    cut and at the newest."""
+    from streaming import job
+
+    wh, bootstrap = warehouse
+    job.run(bootstrap, wh, str(tmp_path / "ck"), available_now=True, spark=spark, max_records_per_trigger=20)
+    cuts = [r["o"] for r in query_datafusion(wh, 'SELECT "offset" AS o FROM snapshots ORDER BY o').to_pylist()]
+    assert len(cuts) >= 2, cuts
+    sql = 'SELECT topic_name, "partition", leader, isr FROM partitions ORDER BY topic_name, "partition"'
+    for offset in (cuts[0], cuts[-1]):
+        assert query_spark(wh, sql, offset, spark=spark).to_pylist() == \
+            query_datafusion(wh, sql, offset).to_pylist(), offset
+    plan = spark.sql("SELECT * FROM partitions")._jdf.queryExecution().executedPlan().toString()
+    assert "Delta" in plan or "Tahoe" in plan, plan
+
+
+def test_a_spark_query_without_deltas_connector_is_one_line_naming_the_fix(warehouse, spark, tmp_path):
+    """Where Delta's jars are not resolved, ``sql --engine spark`` says how to get them, in one line."""
+    import os
+    import subprocess
+
+    from conftest import sparkraft_cmd
+    from streaming import job
+
+    wh, bootstrap = warehouse
+    job.run(bootstrap, wh, str(tmp_path / "ck"), available_now=True, spark=spark)
+    out = subprocess.run(sparkraft_cmd("sql", "--engine", "spark", "--warehouse", wh, "SELECT 1"),
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "SPARKRAFT_JARS": str(tmp_path / "no-jars")})
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "scripts/fetch_jars.py" in out.stderr, out.stderr
