@@ -61,7 +61,7 @@ TRANSIENT_FAILURES = (
     "Python worker exited unexpectedly", "the log start moved past offset", "NETWORK_EXCEPTION",
     "no Kafka controller reachable", "answered in time", "StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED",
 )
-RESTARTS = 3  # failed queries in a row, none of which applied a record, before the job gives up
+RESTARTS = 5  # failed queries in a row, none of which applied a record, before the job gives up
 
 
 _PYTHON_ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b:? ?.*$")
@@ -254,7 +254,7 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
                 failures = 1 if materializer.next_offset > before else failures + 1
                 if stop.requested.is_set() or not e.transient or failures > RESTARTS:
                     raise
-                delay = 2.0 ** (failures - 1)
+                delay = min(30.0, 2.0 ** failures)  # 2, 4, 8, 16, 30 s: a loaded machine's load may pass
                 log.warning("%s; starting it again from its checkpoint in %.0fs (%d of %d tries in a row)",
                             e, delay, failures, RESTARTS)
                 if stop.requested.wait(delay):

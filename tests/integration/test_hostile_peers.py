@@ -57,6 +57,9 @@ def test_requests_posing_as_a_voter_are_refused_and_change_nothing(controller_pr
         refused(lambda: s.BeginQuorumEpoch(begin, timeout=5, metadata=forged_credentials))
         vote = raft_pb2.VoteRequest(cluster_id=cp.cluster_id, epoch=2 ** 31 - 1, candidate_id=follower,
                                     last_epoch=2 ** 31 - 1, last_offset=1 << 40, voter_id=leader)
+        for target in cp.voters:  # a majority elected the leader; the third may still be starting
+            wait_for(lambda: "started: cluster" in cp.output(target).read_text(errors="replace"), 60,
+                     f"controller {target} to listen")
         for target in cp.voters:
             ch, other = stub(cp, target)
             with ch:

@@ -28,7 +28,8 @@ NOISE = ("Traceback", "FOREACH_BATCH", "Exception", "ERROR")
 # pyspark's own Python worker serving the streaming source to the JVM: when a terminal's Ctrl-C
 # reaches the whole process group, the JVM may close its socket while the worker still reads it, and
 # the worker prints EOFError / BrokenPipeError on its stderr. Spark's noise, not the job's: the job
-# still stops cleanly (checked). Only tracebacks whose every frame is that worker's are left out.
+# still stops cleanly (checked). Only tracebacks whose every frame is that worker's are left out, and
+# a lone header line (a worker's traceback the JVM stopped copying out as it exited).
 PYSPARK_WORKER_FRAMES = ("python_streaming_source_runner.py", "pyspark/worker_util.py", "pyspark/serializers.py",
                          "/socket.py")
 
@@ -44,7 +45,8 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
                 block.append(line)
                 continue
             frames = [x for x in block if x.startswith('  File "')]
-            worker = frames and all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames)
+            # no frames at all: a worker's header line whose rest the exiting JVM never copied out
+            worker = not frames or all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames)
             block, kept = None, block
             if not worker:
                 out.extend(kept)
@@ -53,7 +55,7 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
         out.append(line)
     if block is not None:
         frames = [x for x in block if x.startswith('  File "')]
-        if not (frames and all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames)):
+        if frames and not all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames):
             out.extend(block)
     return "\n".join(out)
 

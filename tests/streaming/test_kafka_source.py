@@ -65,7 +65,8 @@ def _materialize(kafka, wh, ck, *extra: str, bootstrap_controller: str = "") -> 
                                         bootstrap_controller or kafka.bootstrap_controller, "--warehouse", str(wh),
                                         "--checkpoint", str(ck), "--available-now", *extra),
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    restarts = [line for line in proc.stderr.splitlines() if "starting it again from its checkpoint" in line]
+    assert proc.returncode == 0, "\n".join(restarts) + "\n" + proc.stderr[-4000:]
     return proc
 
 
