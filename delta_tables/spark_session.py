@@ -78,13 +78,11 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None):
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
-    if delta is None:
-        delta = not under_submit and delta_jars() is not None
-    if delta and not under_submit:
-        jars = delta_jars()
-        if jars is None:
-            raise ConnectorMissing(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
-                                   f"scripts/fetch_jars.py, or give spark-submit --jars")
+    jars = delta_jars() if delta is not False and not under_submit else None
+    if delta and not under_submit and jars is None:
+        raise ConnectorMissing(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
+                               f"scripts/fetch_jars.py, or give spark-submit --jars")
+    if jars is not None:
         builder = (builder.config("spark.jars", ",".join(jars))
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
                    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")

@@ -121,15 +121,16 @@ def _delta_view(spark, name: str, table) -> None:
     uri = table.table_uri.rstrip("/")
     if uri.startswith("s3://"):
         uri = "s3a://" + uri[len("s3://"):]
+    version = table.version()
     try:
-        frame = spark.read.format("delta").option("versionAsOf", table.version()).load(uri)
+        frame = spark.read.format("delta").option("versionAsOf", version).load(uri)
         frame.createOrReplaceTempView(name)
     except Exception as e:
         text = str(e)
         if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source: delta" in text:
             raise QueryError(NO_DELTA) from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-        raise QueryError(f"Delta's Spark reader cannot read {name} at version {table.version()}: {first}") from None
+        raise QueryError(f"Delta's Spark reader cannot read {name} at version {version}: {first}") from None
 
 
 def _view(spark, name: str, table: pa.Table) -> None:

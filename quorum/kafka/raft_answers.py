@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Optional
 
 from quorum.errors import Errors, NodeNotRunningError
@@ -202,23 +201,20 @@ def fetch_snapshot(ctx, req, version: int) -> dict:
     p = topics[0].partitions[0]
     wanted = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
     read = _core_snapshot_reader(ctx, req, p.current_leader_epoch, wanted)
-    first = read(0, 1)
-    if isinstance(first, dict):
-        return first
-    leader, epoch = first.leader, first.epoch
-
-    def whole() -> bytes:
-        chunks, position, size = [], 0, None
-        while size is None or position < size:
-            r = read(position, 64 << 20)
-            if isinstance(r, dict) or (not r.data and position < r.size):
-                raise _SnapshotLost(r if isinstance(r, dict) else _snapshot_answer(
-                    ctx, Errors.UNKNOWN_SERVER_ERROR, leader, epoch))
-            chunks.append(r.data)
-            size, position = r.size, position + len(r.data)
-        return export_snapshot(b"".join(chunks), wanted.epoch)
-
     try:
+        first = read(0, 1)
+        leader, epoch = _leader_of(first), first.epoch
+
+        def whole() -> bytes:
+            chunks, position, size = [], 0, None
+            while size is None or position < size:
+                r = read(position, 64 << 20)
+                if not r.data and position < r.size:
+                    raise _SnapshotLost(_snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR, leader, epoch))
+                chunks.append(r.data)
+                size, position = r.size, position + len(r.data)
+            return export_snapshot(b"".join(chunks), wanted.epoch)
+
         data = ctx.quorum.snapshots.get((wanted.offset, wanted.epoch), whole)
     except _SnapshotLost as e:
         return e.answer
@@ -229,24 +225,22 @@ def fetch_snapshot(ctx, req, version: int) -> dict:
 
 
 class _SnapshotLost(Exception):
-    """The core stopped serving the snapshot while it was read whole: ``answer`` says why."""
+    """The core would not serve (a slice of) the snapshot: ``answer`` is the FetchSnapshot answer
+    saying why."""
 
     def __init__(self, answer: dict):
         super().__init__("snapshot lost")
         self.answer = answer
 
 
-@dataclass(frozen=True)
-class _Slice:
-    leader: int
-    epoch: int
-    size: int
-    data: bytes
+def _leader_of(r) -> int:
+    return -1 if r.leader_id is None else r.leader_id
 
 
 def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
-    """``read(position, max_bytes)``: a slice of sparkraft's snapshot ``wanted`` from the Raft core
-    (as the core's own FetchSnapshot from this observer), or the FetchSnapshot answer saying why not."""
+    """``read(position, max_bytes)``: the Raft core's FetchSnapshotResponse for a slice of
+    sparkraft's snapshot ``wanted`` (as the core's own FetchSnapshot from this observer); where the
+    core refuses, _SnapshotLost with the answer saying why."""
     from quorum.raft.messages import FetchSnapshotRequest
 
     raft = ctx.quorum.node.raft
@@ -258,9 +252,8 @@ def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
         try:
             r = raft.submit_request(msg).result(timeout=30)
         except (NodeNotRunningError, concurrent.futures.CancelledError, concurrent.futures.TimeoutError):
-            return _snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR)
-        leader = -1 if r.leader_id is None else r.leader_id
+            raise _SnapshotLost(_snapshot_answer(ctx, Errors.UNKNOWN_SERVER_ERROR)) from None
         if r.error is not Errors.NONE:
-            return _snapshot_answer(ctx, r.error, leader, r.epoch)
-        return _Slice(leader, r.epoch, r.size, r.data)
+            raise _SnapshotLost(_snapshot_answer(ctx, r.error, _leader_of(r), r.epoch))
+        return r
     return read

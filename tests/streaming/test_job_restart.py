@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from test_job_stop import _cut_offset
 from test_materializer import assert_tables_equal_image
 from test_pipeline import image_at
 
@@ -19,13 +20,6 @@ from delta_tables.schemas import RECORDS
 pytestmark = pytest.mark.slow
 
 RUNNER = "python_streaming_source_runner"  # pyspark's process serving the source's planning side
-
-
-def _cut_offset(wh) -> int:
-    try:
-        return latest_cut(str(wh)).offset
-    except Exception:
-        return -1
 
 
 def _descendants(pid: int) -> list[int]:
