@@ -58,19 +58,20 @@ def register(subparsers) -> None:
 
 
 SETTLE_S = 5.0  # how long describe waits for a newly elected leader's high watermark
-VOTER_SETTLE_S = 1.5  # and for every voter to have fetched from it
+VOTER_SETTLE_S = 1.5  # and for every voter to have caught up with it once
 
 
 def _unsettled(info: "QuorumInfo", waited: float, timeout: float) -> bool:
     """Whether a describe answer is from a leader too new to know its quorum's state, and is worth
     asking again after ``waited`` seconds: its high watermark, for up to SETTLE_S; a voter that has
-    not fetched from it yet, for up to VOTER_SETTLE_S (a voter that is down stays unknown)."""
+    not caught up with it yet (its first fetch is from before the leader's epoch began, so it is
+    behind with no caught-up time), for up to VOTER_SETTLE_S (a voter that is down stays unknown)."""
     if waited >= timeout:
         return False
     if info.high_watermark < 0:
         return waited < SETTLE_S
-    silent = any(v.last_fetch_ms is None for v in info.voters if v.replica_id != info.leader_id)
-    return silent and waited < VOTER_SETTLE_S
+    behind = any(v.last_caught_up_ms is None for v in info.voters if v.replica_id != info.leader_id)
+    return behind and waited < VOTER_SETTLE_S
 
 
 def run_describe(args: argparse.Namespace) -> None:
