@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Optional
 
 DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
+DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"  # the same, as spark-submit's --packages names it
+# what a session needs beside the jars: Delta's SQL extension, and its catalog over the session's
+DELTA_CONFS = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+               "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 
 
 class ConnectorMissing(ValueError):
@@ -52,12 +56,14 @@ def _jvm_ignoring_sigterm():
             signal.signal(signal.SIGTERM, previous)
 
 
-def local_spark_session(app_name: str, delta: Optional[bool] = None):
+def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool = False):
     """A local Spark session (or the one spark-submit made), with the Python workers pointed at
     this interpreter (else the Python data source cannot connect back). ``delta``: with Delta's
     Spark connector (its jars from ``delta_jars``, its SQL extension and catalog), True: or
     ConnectorMissing naming the fix where they are not resolved; None: where they are resolved.
-    (Under spark-submit, its --packages or --jars decide.)"""
+    (Under spark-submit, its --packages or --jars decide.) ``hive``: the session catalog kept in a
+    Hive metastore (delta_tables/catalog.py), as Spark's configuration names it (hive-site.xml,
+    spark.hadoop.javax.jdo.*), else the embedded Derby one in ./metastore_db."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # loopback only, and no hostname warning
@@ -77,18 +83,20 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None):
                    .config("spark.ui.enabled", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
+    if hive:
+        builder = builder.enableHiveSupport()
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
     jars = delta_jars() if delta is not False and not under_submit else None
     if delta and not under_submit and jars is None:
         raise ConnectorMissing(f"Delta's Spark connector is not resolved ({DELTA_JARS}): run python "
                                f"scripts/fetch_jars.py, or give spark-submit --jars")
     if jars is not None:
-        builder = (builder.config("spark.jars", ",".join(jars))
-                   .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-                   # a table's log state in 2 partitions, not Delta's 50 (tasks of a few rows each
-                   # on a local session: most of a small MERGE's time)
-                   .config("spark.databricks.delta.snapshotPartitions", "2"))
+        builder = builder.config("spark.jars", ",".join(jars))
+        for key, value in DELTA_CONFS.items():
+            builder = builder.config(key, value)
+        # a table's log state in 2 partitions, not Delta's 50 (tasks of a few rows each on a local
+        # session: most of a small MERGE's time)
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
     with _jvm_ignoring_sigterm():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_tables.spark_session import DELTA_PACKAGE
 from delta_tables.schemas import KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, partition_bucket
 from delta_tables.writer import APP_ID, DeltaRsWriter
 
@@ -37,7 +38,7 @@ class DeltaSparkWriter(DeltaRsWriter):
         if not delta_classes_present(spark):
             raise DeltaClassesMissing("--writer delta-spark needs Delta's JVM classes on Spark's classpath "
                                       "(python scripts/fetch_jars.py for a local session; "
-                                      "spark.jars.packages=io.delta:delta-spark_2.13:4.4.0 on a cluster); "
+                                      f"spark.jars.packages={DELTA_PACKAGE} on a cluster); "
                                       "the default writer (delta-rs) needs none")
         super().__init__(warehouse)
         self.spark = spark

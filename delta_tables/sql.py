@@ -20,9 +20,10 @@ from typing import Optional
 
 import pyarrow as pa
 
+from delta_tables.catalog import spark_location
 from delta_tables.changes import table_changes
 from delta_tables.cut import Cut, latest_cut, tables_at
-from delta_tables.spark_session import local_spark_session
+from delta_tables.spark_session import DELTA_CONFS, DELTA_PACKAGE, local_spark_session
 
 
 class QueryError(ValueError):
@@ -111,16 +112,14 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
 
 
 NO_DELTA = ("Spark has no Delta data source: give the session Delta's connector (python scripts/fetch_jars.py, "
-            "then local sessions take it; spark-submit or a Spark Connect server: --packages "
-            "io.delta:delta-spark_2.13:4.4.0 with spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension)")
+            f"then local sessions take it; spark-submit or a Spark Connect server: --packages {DELTA_PACKAGE} "
+            f"with spark.sql.extensions={DELTA_CONFS['spark.sql.extensions']})")
 
 
 def _delta_view(spark, name: str, table) -> None:
     """Table ``name`` at delta-rs's ``table`` version, read by Delta's Spark data source, as a
     temporary view. Object-store paths go to Hadoop's ``s3a`` file system."""
-    uri = table.table_uri.rstrip("/")
-    if uri.startswith("s3://"):
-        uri = "s3a://" + uri[len("s3://"):]
+    uri = spark_location(table.table_uri)
     version = table.version()
     try:
         frame = spark.read.format("delta").option("versionAsOf", version).load(uri)
