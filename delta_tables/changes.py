@@ -15,6 +15,7 @@ one change). Table versions the maintenance job commits (compaction) carry no ch
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass
 from typing import Optional
 
 import pyarrow as pa
@@ -42,9 +43,25 @@ def table_changes(warehouse: str, table: str, from_offset: int, to_offset: int) 
     return changes(warehouse, from_offset, to_offset, (table,))[table]
 
 
-def changes(warehouse: str, from_offset: int, to_offset: int,
-            tables: Optional[tuple[str, ...]] = None) -> dict[str, pa.Table]:
-    """Each state table's (or each of ``tables``') changes after ``from_offset`` through ``to_offset``."""
+@dataclass(frozen=True)
+class ChangeRange:
+    """Where one table's changes between two cuts are: its commits ``first`` through ``last``
+    (none when last < first), and the cut offset each of those commits became visible at."""
+    table: str
+    first: int
+    last: int
+    commit_offsets: dict[int, int]  # table version -> _commit_offset
+
+    @property
+    def columns(self) -> list[str]:
+        """The change rows' columns: the table's own, then CHANGE_COLUMNS."""
+        return [f.name for f in SCHEMAS[self.table] if f.name not in INTERNAL_COLUMNS] + list(CHANGE_COLUMNS)
+
+
+def change_ranges(warehouse: str, from_offset: int, to_offset: int,
+                  tables: Optional[tuple[str, ...]] = None) -> dict[str, ChangeRange]:
+    """Each state table's (or each of ``tables``') ChangeRange after ``from_offset`` through
+    ``to_offset``: the versions to read from its change feed, by whichever engine reads it."""
     tables = tables or STATE_TABLES
     unknown = [t for t in tables if t not in STATE_TABLES]
     if unknown:
@@ -57,36 +74,50 @@ def changes(warehouse: str, from_offset: int, to_offset: int,
     except CutError:  # before the first cut: from the tables' start
         low = Cut(-1, 0, {t: -1 for t in high.versions})
     cuts = _cuts_between(warehouse, low, high)
-    current = tables_at(warehouse, None)
     out = {}
     for table in tables:
         first, last = low.versions[table] + 1, high.versions[table]
-        columns = [f.name for f in SCHEMAS[table] if f.name not in INTERNAL_COLUMNS]
-        if last < first:
-            out[table] = _empty(table, columns)
-            continue
-        try:
-            feed = pa.table(current[table].load_cdf(starting_version=first, ending_version=last).read_all())
-        except Exception as e:  # a version before the feed was turned on (an older warehouse), or vacuumed
-            raise CutError(f"the change feed of {table} has no versions {first}..{last} (it starts where "
-                           f"{CDF_PROPERTY} was turned on, and vacuumed versions are gone): {e}") from None
-        feed = plain_types(feed)
         versions = [c[f"{table}_version"] or 0 for c in cuts]  # non-decreasing, as cuts are
         offsets = [c["offset"] for c in cuts]
+        out[table] = ChangeRange(table, first, last,
+                                 {v: offsets[bisect.bisect_left(versions, v)] for v in range(first, last + 1)})
+    return out
 
-        def offset_of(version: int) -> int:
-            return offsets[bisect.bisect_left(versions, version)]
 
-        commit_offsets = pa.array([offset_of(v) for v in feed.column("_commit_version").to_pylist()], pa.int64())
+def feed_error(table: str, first: int, last: int, error: object) -> CutError:
+    """A change feed without those versions: from before the feed was turned on (an older
+    warehouse), or vacuumed."""
+    return CutError(f"the change feed of {table} has no versions {first}..{last} (it starts where "
+                    f"{CDF_PROPERTY} was turned on, and vacuumed versions are gone): {error}")
+
+
+def changes(warehouse: str, from_offset: int, to_offset: int,
+            tables: Optional[tuple[str, ...]] = None) -> dict[str, pa.Table]:
+    """Each state table's (or each of ``tables``') changes after ``from_offset`` through ``to_offset``,
+    read with delta-rs."""
+    current = tables_at(warehouse, None)
+    out = {}
+    for table, r in change_ranges(warehouse, from_offset, to_offset, tables).items():
+        if r.last < r.first:
+            out[table] = empty_changes(table, r.columns)
+            continue
+        try:
+            feed = pa.table(current[table].load_cdf(starting_version=r.first, ending_version=r.last).read_all())
+        except Exception as e:
+            raise feed_error(table, r.first, r.last, e) from None
+        feed = plain_types(feed)
+        commit_offsets = pa.array([r.commit_offsets[v] for v in feed.column("_commit_version").to_pylist()],
+                                  pa.int64())
         feed = feed.append_column("_commit_offset", commit_offsets)
         rank = pc.index_in(feed.column("_change_type"), pa.array(CHANGE_ORDER))
         order = pc.sort_indices(feed.append_column("_rank", rank),
                                 [("_commit_offset", "ascending"), ("_rank", "ascending")])
-        out[table] = feed.take(order).select([*columns, *CHANGE_COLUMNS])
+        out[table] = feed.take(order).select(r.columns)
     return out
 
 
-def _empty(table: str, columns: list[str]) -> pa.Table:
-    schema = pa.schema([*(SCHEMAS[table].field(c) for c in columns), pa.field("_change_type", pa.string()),
+def empty_changes(table: str, columns: list[str]) -> pa.Table:
+    own = [c for c in columns if c not in CHANGE_COLUMNS]
+    schema = pa.schema([*(SCHEMAS[table].field(c) for c in own), pa.field("_change_type", pa.string()),
                         pa.field("_commit_offset", pa.int64())])
     return schema.empty_table()

@@ -10,7 +10,8 @@ ANSI mode with ``spark.sql.ansi.doubleQuotedIdentifiers`` for the query, where i
 read ``"partition"`` as the string 'partition' and answer every row with it, silently.
 
 Both also read ``table_changes('T', A, B)`` as a table: state table T's changes after offset A
-through offset B (delta_tables/changes.py), e.g. ``SELECT * FROM table_changes('partitions', 10, 99)``.
+through offset B (delta_tables/changes.py), e.g. ``SELECT * FROM table_changes('partitions', 10, 99)``:
+DataFusion over delta-rs's reading of the change feed, Spark over Delta's own change feed reader.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Optional
 import pyarrow as pa
 
 from delta_tables.catalog import spark_location
-from delta_tables.changes import table_changes
+from delta_tables.changes import ChangeRange, change_ranges, empty_changes, feed_error, table_changes
 from delta_tables.cut import Cut, latest_cut, tables_at
 from delta_tables.spark_session import DELTA_CONFS, DELTA_PACKAGE, local_spark_session
 
@@ -40,7 +41,7 @@ _TABLE_CHANGES = re.compile(r"\btable_changes\s*\(\s*'(\w+)'\s*,\s*(\d+)\s*,\s*(
 
 def with_table_changes(warehouse: str, sql: str) -> tuple[str, dict[str, pa.Table]]:
     """``sql`` with each ``table_changes('T', A, B)`` replaced by the name of a table of those changes;
-    the tables by name (each engine registers them beside the warehouse's)."""
+    the tables by name, read with delta-rs (DataFusion registers them beside the warehouse's)."""
     found: dict[str, pa.Table] = {}
 
     def replace(m: re.Match) -> str:
@@ -92,9 +93,7 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     spark = spark or local_spark_session("sparkraft-sql", delta=True)
     for name, table in tables.items():
         _delta_view(spark, name, table)
-    sql, changed = with_table_changes(warehouse, sql)
-    for name, rows in changed.items():
-        _view(spark, name, rows)
+    sql = _spark_table_changes(spark, warehouse, sql)
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
     for key, value in STANDARD_QUOTING.items():
         spark.conf.set(key, value)
@@ -130,6 +129,41 @@ def _delta_view(spark, name: str, table) -> None:
             raise QueryError(NO_DELTA) from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
         raise QueryError(f"Delta's Spark reader cannot read {name} at version {version}: {first}") from None
+
+
+def _spark_table_changes(spark, warehouse: str, sql: str) -> str:
+    """``sql`` with each ``table_changes('T', A, B)`` replaced by a temporary view of Delta's own
+    change data feed reader over table T's commits between the two cuts, each change given the
+    ``_commit_offset`` of the cut it became visible at (a join with a small version -> offset
+    table): the feed is scanned by Spark's executors, as the tables are."""
+    made: set[str] = set()
+
+    def replace(m: re.Match) -> str:
+        table, low, high = m[1].lower(), int(m[2]), int(m[3])
+        name = f"table_changes_{table}_{low}_{high}"
+        if name not in made:
+            r = change_ranges(warehouse, low, high, (table,))[table]
+            if r.last < r.first:
+                _view(spark, name, empty_changes(table, r.columns))
+            else:
+                _change_feed_view(spark, name, tables_at(warehouse, None)[table].table_uri, r)
+            made.add(name)
+        return name
+
+    return _TABLE_CHANGES.sub(replace, sql)
+
+
+def _change_feed_view(spark, name: str, uri: str, r: ChangeRange) -> None:
+    from pyspark.sql import functions as F
+
+    offsets = spark.createDataFrame(sorted(r.commit_offsets.items()), "_commit_version long, _commit_offset long")
+    try:
+        feed = (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", r.first)
+                .option("endingVersion", r.last).load(spark_location(uri)))
+        feed.join(F.broadcast(offsets), "_commit_version").select(*r.columns).createOrReplaceTempView(name)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise QueryError(str(feed_error(r.table, r.first, r.last, first))) from None
 
 
 def _view(spark, name: str, table: pa.Table) -> None:

@@ -150,6 +150,16 @@ def test_spark_reads_each_table_with_deltas_own_reader_at_the_cuts_version(wareh
             query_datafusion(wh, sql, offset).to_pylist(), offset
     plan = spark.sql("SELECT * FROM partitions")._jdf.queryExecution().executedPlan().toString()
     assert "Delta" in plan or "Tahoe" in plan, plan
+    # table_changes: Delta's change data feed reader in Spark, the same changes as delta-rs's
+    changes = f"SELECT * FROM table_changes('partitions', 0, {cuts[-1]})"  # from the tables' start
+    on_spark = query_spark(wh, changes, spark=spark).to_pylist()
+    assert normalised(on_spark, False) == normalised(query_datafusion(wh, changes).to_pylist(), False)
+    assert {r["_change_type"] for r in on_spark} >= {"insert"}
+    plan = spark.sql(f"SELECT * FROM table_changes_partitions_0_{cuts[-1]}")._jdf.queryExecution() \
+        .executedPlan().toString()
+    assert "Scan DeltaCDFRelation" in plan and "LocalTableScan" not in plan, plan  # scanned, not copied
+    empty = f"SELECT * FROM table_changes('partitions', {cuts[-1]}, {cuts[-1]})"
+    assert query_spark(wh, empty, spark=spark).num_rows == 0
 
 
 def test_a_spark_query_without_deltas_connector_is_one_line_naming_the_fix(warehouse, spark, tmp_path):
