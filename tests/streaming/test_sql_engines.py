@@ -44,7 +44,7 @@ def normalised(rows: list[dict], ordered: bool) -> list[str]:
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
-    """Tables with offline, under-replicated and config-changed partitions to find."""
+    """Tables with offline, under-replicated, under-min-ISR and config-changed partitions to find."""
     from conftest import wait_for
     from test_controller_node import Cluster
 
@@ -55,7 +55,7 @@ def warehouse(tmp_path_factory):
     try:
         c.active()
         c.register_brokers()
-        c.client.create_topic("orders", 6, 3, [("retention.ms", "1000")])
+        c.client.create_topic("orders", 6, 3, [("retention.ms", "1000"), ("min.insync.replicas", "3")])
         c.client.create_topic("payments", 3, 1)
         c.client.alter_configs(api.ConfigResourceKey("TOPIC", "orders"),
                                [api.AlterableConfig("cleanup.policy", "SET", "compact")])
