@@ -7,6 +7,7 @@ far the tables have moved on since.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -17,6 +18,10 @@ from deltalake.exceptions import TableNotFoundError
 
 from delta_tables import storage
 from delta_tables.schemas import ALL_TABLES, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES
+
+
+# delta-rs's refusal of a table whose protocol names a feature it lacks
+_UNSUPPORTED_FEATURE = re.compile(r"Feature '([^']+)' is not supported")
 
 
 class CutError(ValueError):
@@ -44,6 +49,13 @@ def _open(warehouse: str, table: str, version: Optional[int] = None) -> DeltaTab
         raise CutError(f"{path} is not a Delta table (is {warehouse} a sparkraft warehouse? "
                        f"`sparkraft materialize` creates it)") from None
     except Exception as e:
+        feature = _UNSUPPORTED_FEATURE.search(str(e))
+        if feature:
+            from importlib.metadata import version as installed
+
+            raise CutError(f"{path} needs the Delta table feature {feature[1]!r}, which this deltalake "
+                           f"({installed('deltalake')}) cannot read: upgrade it (pip install -U deltalake), "
+                           f"or undo the change that enabled the feature on that table") from None
         if not storage.is_object_store(warehouse):
             raise
         raise CutError(f"cannot open {path}: {e} (an object store is configured by the AWS_* environment variables "

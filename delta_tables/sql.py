@@ -127,6 +127,10 @@ def _delta_view(spark, name: str, table) -> None:
         text = str(e)
         if "DATA_SOURCE_NOT_FOUND" in text or "Failed to find data source: delta" in text:
             raise QueryError(NO_DELTA) from None
+        if "DELTA_UNSUPPORTED_FEATURES_FOR_READ" in text:
+            raise QueryError(f"Delta's Spark connector ({DELTA_PACKAGE}) cannot read {name}: its table needs a "
+                             f"feature this connector lacks; use a newer connector, or the DataFusion engine "
+                             f"({text.strip().splitlines()[0]})") from None
         first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
         raise QueryError(f"Delta's Spark reader cannot read {name} at version {version}: {first}") from None
 

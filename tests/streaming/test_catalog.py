@@ -116,3 +116,28 @@ def test_registered_tables_read_with_no_path_by_fresh_sessions(tmp_path):
     shell = _spark_sql(here, "SELECT count(*) FROM sparkraft.topics; SELECT count(*) FROM other_cluster.topics")
     assert shell.returncode == 0, shell.stderr[-3000:]
     assert [line.strip() for line in shell.stdout.splitlines() if line.strip()] == ["2", "2"]
+
+
+def test_a_table_needing_a_feature_this_delta_lacks_is_one_line_naming_the_fix(tmp_path):
+    """A state table whose protocol names a reader feature this delta-rs does not know (one a newer
+    writer enabled) is refused by `sql` on either engine, and by `catalog register`, in one line
+    that names the feature and the fix, before any JVM starts; nothing is written."""
+    wh = _warehouse(tmp_path / "wh")
+    log = Path(wh) / "topics" / "_delta_log"
+    newest = max(int(p.stem) for p in log.glob("*.json"))
+    (log / f"{newest + 1:020d}.json").write_text(
+        json.dumps({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["futureFeature"],
+                                 "writerFeatures": ["futureFeature"]}}) + "\n"
+        + json.dumps({"commitInfo": {"operation": "SET TBLPROPERTIES"}}) + "\n")
+    before = sorted(p.name for p in Path(wh).rglob("*"))
+    for args in (("sql", "SELECT * FROM topics", "--warehouse", wh),
+                 ("sql", "SELECT * FROM topics", "--warehouse", wh, "--engine", "spark"),
+                 ("catalog", "register", "--warehouse", wh)):
+        out = subprocess.run(sparkraft_cmd(*args), cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                             stdin=subprocess.DEVNULL)
+        assert out.returncode == 1, args
+        assert out.stderr.count("\n") == 1, out.stderr
+        assert "needs the Delta table feature 'futureFeature'" in out.stderr and "pip install -U deltalake" in out.stderr
+        assert "SparkContext" not in out.stderr
+    assert sorted(p.name for p in Path(wh).rglob("*")) == before
+    assert not (tmp_path / "metastore_db").exists()
