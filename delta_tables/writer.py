@@ -109,7 +109,15 @@ def _with_columns(dt: DeltaTable, schema: pa.Schema) -> DeltaTable:
     return dt
 
 
-def _properties(name: str) -> dict[str, str]:
+def protocol(name: str) -> tuple[int, int]:
+    """The (reader, writer) protocol versions table ``name`` has, with no table features: the
+    change data feed needs writer version 4, nothing else here needs more than Delta's first
+    protocol, so every Delta reader (Delta's Spark connector, delta-rs, DataFusion, Trino) reads
+    them. A test holds the written tables to it; docs/reference/tables.md lists it."""
+    return (1, 4) if CDF_PROPERTY in table_properties(name) else (1, 2)
+
+
+def table_properties(name: str) -> dict[str, str]:
     """What the writer sets on table ``name``: the Change Data Feed on the state tables
     (delta_tables/changes.py), and how long the table keeps its versions readable."""
     return {**({CDF_PROPERTY: "true"} if name in STATE_TABLES else {}), **RETENTION}
@@ -119,7 +127,7 @@ def _with_properties(name: str, dt: DeltaTable) -> DeltaTable:
     """A table of a warehouse written before a property was set gains it here (from then on). A
     retention already there is kept: an operator may have chosen another."""
     have = dt.metadata().configuration
-    missing = {k: v for k, v in _properties(name).items()
+    missing = {k: v for k, v in table_properties(name).items()
                if have.get(k) != v and not (k in RETENTION and k in have)}
     if missing:
         dt.alter.set_table_properties(missing)
@@ -162,7 +170,7 @@ class DeltaRsWriter:
                 raise WarehouseError(f"{path} exists but is not a Delta table")
             self._tables[name] = DeltaTable.create(
                 path, schema, partition_by=PARTITION_BY.get(name), name=name, mode="ignore",
-                configuration=_properties(name),
+                configuration=table_properties(name),
                 storage_options=storage.options())
 
     def table(self, name: str) -> DeltaTable:

@@ -141,11 +141,14 @@ def metrics_page() -> str:
 # --- the Delta tables -------------------------------------------------------------------------
 
 def tables_page() -> str:
-    from delta_tables import schemas
+    from delta_tables import schemas, writer
 
     out = [HEADER.format(source="delta_tables/schemas.py"), "# Delta tables reference\n\n",
            "The tables the streaming job keeps under a warehouse, with their Arrow (Delta) types. "
-           "State tables are merged by their key columns; `records` and `snapshots` are appended.\n\n"]
+           "State tables are merged by their key columns; `records` and `snapshots` are appended.\n\n"
+           "Each table's Delta protocol is reader version 1 and writer version 4 (the state tables: their change "
+           "data feed) or 2, with no table features, so every Delta reader reads them: Delta's own Spark connector "
+           "(tested with 4.4.0, after `maintain` too), delta-rs and DataFusion.\n\n"]
     for name in schemas.ALL_TABLES:
         out.append(f"## `{name}`\n\n{schemas.ROW_OF[name]}\n\n")
         keys = schemas.KEYS.get(name)
@@ -153,6 +156,9 @@ def tables_page() -> str:
             out.append("Key: " + ", ".join(f"`{k}`" for k in keys) + ".")
             part = schemas.PARTITION_BY.get(name)
             out.append(f" Partitioned by `{', '.join(part)}`.\n\n" if part else "\n\n")
+        reader, writer_version = writer.protocol(name)
+        properties = ", ".join(f"`{k}={v}`" for k, v in sorted(writer.table_properties(name).items()))
+        out.append(f"Protocol: reader {reader}, writer {writer_version}. Properties: {properties}.\n\n")
         out.append("| column | type |\n|---|---|\n")
         out.extend(f"| `{f.name}` | `{f.type}` |\n" for f in schemas.SCHEMAS[name])
         out.append("\n")

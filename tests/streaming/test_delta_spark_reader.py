@@ -115,6 +115,12 @@ def test_tables_after_maintenance_read_by_deltas_own_spark_reader(tmp_path):
     for n in (3, 2, 1):  # three micro-batches: small files for compaction to fold
         m.process(as_batch(rows[: len(rows) // n]))
         cuts.append(latest_cut(wh))
+    from delta_tables.writer import protocol
+
+    for table, dt in tables_at(wh, None).items():  # the protocol the docs list (docs/reference/tables.md)
+        p = dt.protocol()
+        assert (p.min_reader_version, p.min_writer_version, p.reader_features, p.writer_features) == \
+            (*protocol(table), None, None), table
     report = maintain(wh)
     assert any(r.get("files_removed") for r in report.values()), report  # it compacted something
     assert any((tmp_path / "wh" / t / "_delta_log").glob("*.checkpoint.parquet") for t in report)
