@@ -56,6 +56,24 @@ def _jvm_ignoring_sigterm():
             signal.signal(signal.SIGTERM, previous)
 
 
+def configure_s3a(spark) -> None:
+    """Point a classic session's ``s3a`` file system at the store the storage options and the
+    environment name (delta_tables/storage.py), as delta-rs is. Hadoop's configuration holds the
+    keys in memory; Spark redacts them wherever it shows its configuration. A Spark Connect
+    session is its server's to configure."""
+    from delta_tables import storage
+
+    context = getattr(spark, "sparkContext", None)
+    try:
+        hadoop = context._jsc.hadoopConfiguration() if context is not None else None
+    except Exception:  # a Connect session has no JVM here
+        return
+    if hadoop is None:
+        return
+    for key, value in storage.s3a_settings().items():
+        hadoop.set(key, value)
+
+
 def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool = False):
     """A local Spark session (or the one spark-submit made), with the Python workers pointed at
     this interpreter (else the Python data source cannot connect back). ``delta``: with Delta's

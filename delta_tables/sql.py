@@ -24,7 +24,8 @@ import pyarrow as pa
 from delta_tables.catalog import spark_location
 from delta_tables.changes import ChangeRange, change_ranges, empty_changes, feed_error, table_changes
 from delta_tables.cut import Cut, latest_cut, tables_at
-from delta_tables.spark_session import DELTA_CONFS, DELTA_PACKAGE, local_spark_session
+from delta_tables.spark_session import DELTA_CONFS, DELTA_PACKAGE, configure_s3a, local_spark_session
+from delta_tables.storage import is_object_store
 
 
 class QueryError(ValueError):
@@ -91,6 +92,8 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     without Delta's connector is refused in one line naming the fix."""
     tables = tables_at(warehouse, cut_for(warehouse, as_of_offset))
     spark = spark or local_spark_session("sparkraft-sql", delta=True)
+    if is_object_store(warehouse):
+        configure_s3a(spark)
     for name, table in tables.items():
         _delta_view(spark, name, table)
     sql = _spark_table_changes(spark, warehouse, sql)

@@ -72,6 +72,25 @@ def _setting(*names: str) -> Optional[str]:
     return None
 
 
+def s3a_settings() -> dict[str, str]:
+    """The same store for Hadoop's ``s3a`` file system (Spark's Delta reader): its endpoint, region
+    and credentials from the storage options or the environment, path-style requests where an
+    endpoint is given (S3-compatible stores), unless AWS_VIRTUAL_HOSTED_STYLE_REQUEST is true.
+    Empty where nothing is set: s3a's own defaults and credential chain then apply."""
+    endpoint = _setting("AWS_ENDPOINT_URL", "AWS_ENDPOINT", "endpoint_url", "endpoint")
+    pairs = {"fs.s3a.endpoint": endpoint,
+             "fs.s3a.endpoint.region": _setting("AWS_REGION", "AWS_DEFAULT_REGION", "region"),
+             "fs.s3a.access.key": _setting("AWS_ACCESS_KEY_ID", "access_key_id"),
+             "fs.s3a.secret.key": _setting("AWS_SECRET_ACCESS_KEY", "secret_access_key"),
+             "fs.s3a.session.token": _setting("AWS_SESSION_TOKEN", "session_token")}
+    if endpoint:
+        virtual = (_setting("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "virtual_hosted_style_request") or "").lower()
+        pairs["fs.s3a.path.style.access"] = "false" if virtual == "true" else "true"
+        if endpoint.startswith("http://"):
+            pairs["fs.s3a.connection.ssl.enabled"] = "false"
+    return {k: v for k, v in pairs.items() if v}
+
+
 def s3_client():
     """A boto3 client for the store the options and environment name (the probe, and tests)."""
     import boto3

@@ -43,11 +43,12 @@ def run_register(args: argparse.Namespace) -> int:
         spark = remote_spark_session(args.remote)
         where = f"the catalog of the Spark Connect server at {args.remote}"
     else:
-        from delta_tables.spark_session import local_spark_session
+        from delta_tables.spark_session import configure_s3a, local_spark_session
 
         if catalog.derby_in_use(os.getcwd()):
             raise ValueError(DERBY_LOCKED)
         spark = local_spark_session("sparkraft-catalog", delta=True, hive=True)
+        configure_s3a(spark)
         uris = spark.sparkContext._jsc.hadoopConfiguration().get("hive.metastore.uris")
         where = f"the Hive metastore at {uris}" if uris else (
             f"the embedded Derby metastore in {os.path.join(os.getcwd(), 'metastore_db')} (a Spark session started "

@@ -49,8 +49,8 @@ def warehouse(s3):
     storage.set_options({})
 
 
-def sparkraft(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sparkraft", *args], capture_output=True, text=True, timeout=120,
+def sparkraft(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sparkraft", *args], capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 
@@ -158,3 +158,27 @@ def test_maintenance_commits_beside_the_materialiser_on_s3(s3, warehouse):
     assert image_from_cut(warehouse)[0] == c.core.image
     offsets = read_table(tables_at(warehouse, latest_cut(warehouse))[RECORDS]).column("offset").to_pylist()
     assert sorted(offsets) == list(range(c.end_offset))
+
+
+def test_spark_reads_an_s3_warehouse_with_deltas_reader_over_s3a(s3, warehouse):
+    """`sql --engine spark` on an s3:// warehouse: Delta's Spark reader through Hadoop's s3a file
+    system (hadoop-aws, resolved with Delta's jars), configured from the same --storage-option
+    keys as delta-rs; the rows DataFusion reads, the change feed included."""
+    from delta_tables.spark_session import delta_jars
+
+    if delta_jars() is None:
+        pytest.skip("Delta's Spark connector is not resolved (python scripts/fetch_jars.py; .ci/run does it)")
+    rows = log_rows(busy_controller())
+    m = Materializer(DeltaRsWriter(warehouse))
+    m.process(as_batch(rows[: len(rows) // 2]))
+    m.process(as_batch(rows))
+    for sql in ('SELECT topic_name, "partition", leader, isr FROM partitions ORDER BY topic_name, "partition"',
+                "SELECT _change_type, name, _commit_offset FROM table_changes('topics', 0, 1000000) "
+                "ORDER BY _commit_offset, name, _change_type"):
+        on_spark = sparkraft("sql", sql, "--warehouse", warehouse, "--engine", "spark", "--json", *flags(s3),
+                             timeout=600)  # a JVM's start, on a loaded machine
+        assert on_spark.returncode == 0, on_spark.stderr[-3000:]
+        on_datafusion = sparkraft("sql", sql, "--warehouse", warehouse, "--json", *flags(s3))
+        assert on_datafusion.returncode == 0, on_datafusion.stderr
+        assert json.loads(on_spark.stdout) == json.loads(on_datafusion.stdout) != [], sql
+    assert s3.options()["AWS_SECRET_ACCESS_KEY"] not in on_spark.stdout + on_spark.stderr
