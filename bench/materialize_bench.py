@@ -36,7 +36,7 @@ TOPIC_PARTITIONS = 100
 FRESHNESS_S = {True: 15.0, False: 60.0}
 RATE_RECORDS_PER_S = 1000
 CREATE_PARTITIONS = 9  # + the TopicRecord: 10 records a create
-GOAL_P50_S, GOAL_P99_S = 1.5, 5.0
+GOAL_P50_S, GOAL_P99_S = 1.0, 2.0  # issue 43: at 1,000 changes/s, beside a CPU burner
 IDLE_WINDOW_S = {"off": 30.0, "default": 125.0}  # how long each idle phase watches the tables
 GOAL_IDLE_COMMITS_PER_TABLE_PER_MIN = 1.0
 
@@ -145,6 +145,7 @@ def freshness(ctx: Context, seconds: float) -> dict:
                               f"({idle[-1]['commits']})")
         out = {"idle": idle, **_freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "l")}
         ctx.progress.line(f"  local: p50 {out['p50_s']:.2f}s, p99 {out['p99_s']:.2f}s")
+        ctx.progress.line("  " + ", ".join(f"{k} {v:.0f} ms" for k, v in out["batch_phases_ms"].items()))
         try:
             s3 = _s3_server()
         except Exception as e:  # moto not installed: the local figures stand alone
@@ -192,6 +193,8 @@ def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: 
     seen: dict[str, float] = {}
     stop = threading.Event()
     wh = materializer.writer.warehouse
+    progress = _listener_class()()
+    spark.streams.addListener(progress)
     query_thread = threading.Thread(target=job._run_query, daemon=True, args=(
         spark, materializer, job.Source(rig.cluster.bootstrap), cluster_id, ck, None, 0.2, None, job.GracefulStop()))
     query_thread.start()
@@ -246,11 +249,69 @@ def _freshness_run(spark, rig, materializer, cluster_id: str, ck: str, seconds: 
         stop.set()
         for q in spark.streams.active:
             q.stop()
+        spark.streams.removeListener(progress)
     delays = [seen[n] - acked[n] for n in acked if n in seen]
     return {"creates": len(acked), "records_per_s": len(acked) * (CREATE_PARTITIONS + 1) / seconds,
             "visible": len(delays), "p50_s": percentile(delays, 50) if delays else None,
             "p99_s": percentile(delays, 99) if delays else None,
-            "mean_s": statistics.fmean(delays) if delays else None}
+            "mean_s": statistics.fmean(delays) if delays else None,
+            "batch_phases_ms": batch_phases(progress.batches, materializer.timings)}
+
+
+def _listener_class():
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressListener(StreamingQueryListener):
+        """Spark's own progress of each micro-batch (StreamingQueryProgress): when its trigger
+        started, and Spark's durations (latestOffset, getBatch, addBatch, walCommit...)."""
+
+        def __init__(self):
+            self.batches: list[dict] = []
+
+        def onQueryStarted(self, event):
+            pass
+
+        def onQueryProgress(self, event):
+            p = event.progress
+            self.batches.append({"batch": p.batchId, "timestamp": p.timestamp, "rows": p.numInputRows,
+                                 "duration_ms": dict(p.durationMs)})
+
+        def onQueryIdle(self, event):
+            pass
+
+        def onQueryTerminated(self, event):
+            pass
+
+    return ProgressListener
+
+
+def batch_phases(batches: list[dict], timings: dict[int, dict[str, float]]) -> dict[str, float]:
+    """Where a micro-batch's time went, mean ms over the batches that carried records: the wait
+    for its trigger (from the previous trigger's end), Spark's source offsets and plan, the
+    source read, the materialiser's replay and each table's write, the cut's commit, and Spark's
+    own commit of the batch (its offset and commit logs)."""
+    from datetime import datetime
+
+    def start_ms(b: dict) -> float:
+        return datetime.fromisoformat(b["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+
+    phases: dict[str, list[float]] = {}
+    ordered = sorted(batches, key=lambda b: b["batch"])
+    for previous, b in zip(ordered, ordered[1:]):
+        ours = timings.get(b["batch"])
+        if not b["rows"] or ours is None:
+            continue
+        d = b["duration_ms"]
+        wait = start_ms(b) - (start_ms(previous) + previous["duration_ms"].get("triggerExecution", 0))
+        spent = {"trigger wait": max(0.0, wait),
+                 "source offsets and plan": d.get("latestOffset", 0) + d.get("getBatch", 0) + d.get("queryPlanning", 0),
+                 **{k: v * 1000 for k, v in ours.items()},
+                 "Spark's batch commit": d.get("walCommit", 0) + d.get("commitOffsets", 0)}
+        spent["other (foreachBatch)"] = max(0.0, d.get("addBatch", 0) - sum(v for v in ours.values()) * 1000)
+        spent["trigger total"] = d.get("triggerExecution", 0)
+        for k, v in spent.items():
+            phases.setdefault(k, []).append(v)
+    return {k: statistics.fmean(v) for k, v in phases.items()}
 
 
 def run(ctx: Context) -> dict:
@@ -285,6 +346,12 @@ def report(document: dict) -> str:
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
                      f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {GOAL_P50_S:g} s, "
                      f"p99 ≤ {GOAL_P99_S:g} s)."]
+        for label, run in (("local disk", f), ("S3 API server", f.get("s3") or {})):
+            phases = run.get("batch_phases_ms")
+            if phases:
+                text += ["", f"Where a micro-batch's time goes ({label}; mean ms over the batches with records, "
+                             "from Spark's StreamingQueryProgress and the materialiser's own timings):", "",
+                         markdown_table(["phase", "ms"], [[k, fmt_number(v, 1)] for k, v in phases.items()])]
         s3 = f.get("s3")
         if s3:
             text += ["", f"The same on an S3 API server (moto's server mode on loopback, the warehouse `s3://`): "

@@ -61,6 +61,9 @@ class GapError(Exception):
 FRESHNESS_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
+BATCH_TIMINGS_KEPT = 1000
+
+
 class StoppingError(Exception):
     """A micro-batch that arrived after the job began to stop: failed before it writes anything."""
 
@@ -74,6 +77,11 @@ class Materializer:
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = Histogram(FRESHNESS_BUCKETS_S)
         self.last_freshness_s: Optional[float] = None
+        # where the last micro-batches' time went, by batch id: {"source read": s, "replay": s,
+        # "records": s, "<state table>": s..., "cut commit": s} (benchmarks pair it with Spark's
+        # own progress of the same batch); the newest BATCH_TIMINGS_KEPT only
+        self.timings: dict[int, dict[str, float]] = {}
+        self._timing: Optional[dict[str, float]] = None
         self.reload()
 
     def reload(self) -> None:
@@ -171,30 +179,42 @@ class Materializer:
                 and fresh.column("type")[0].as_py() != SNAPSHOT_TYPE:
             raise GapError(f"the micro-batch starts at offset {offsets[start].as_py()} but the tables end at "
                            f"{self.next_offset - 1}")
+        clock = time.monotonic()
         if fresh.num_rows:
             columns = (fresh.column(c).to_pylist() for c in ("offset", "epoch", "type", "data"))
             for offset, epoch, kind, raw in zip(*columns):
                 self._apply(offset, epoch, kind, raw)
             self.loader.flush()
             self.next_offset = fresh.column("offset")[-1].as_py() + 1
+        clock = self._took("replay", clock)
         last = self.next_offset - 1
         out: dict[str, Any] = {"records": fresh.num_rows, "last_offset": last}
         if last < 0:
             return out
         if fresh.num_rows:
             self.writer.append_records(records_table(fresh), last)
+        clock = self._took(RECORDS, clock)
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True
             return out
         changed = bool(self.touched)
         if changed:
             out["rows"] = self._write_state(last)
+        clock = time.monotonic()
         if fresh.num_rows or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
+            self._took("cut commit", clock)
             out["cut"] = last
             if fresh.num_rows:
                 self._note_freshness(fresh.column("append_time")[-1].as_py())
         return out
+
+    def _took(self, phase: str, since: float) -> float:
+        """Note ``phase`` of the batch being timed as ending now; now (the next phase's start)."""
+        now = time.monotonic()
+        if self._timing is not None:
+            self._timing[phase] = self._timing.get(phase, 0.0) + now - since
+        return now
 
     def _note_freshness(self, appended) -> None:
         """The newest record of the batch is visible now, at its cut: how long after its commit.
@@ -222,7 +242,9 @@ class Materializer:
             inserts = rows_of(table, new, image, self.voters)  # those of them that exist now
             # a table nothing touched keeps its version: it holds the cut already
             if upserts or inserts.num_rows or deletes:
+                clock = time.monotonic()
                 self.writer.merge_state(table, upserts, deletes, last, inserts)
+                self._took(table, clock)
             written[table] = len(upserts) + inserts.num_rows + len(deletes)
         self.touched.clear()
         self._state_image = image
@@ -239,8 +261,6 @@ class Materializer:
 
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target."""
-        import time
-
         with self._batch_lock:
             if self._refusing:
                 raise StoppingError(f"micro-batch {batch_id} refused: the job is stopping (it runs again at "
@@ -248,7 +268,14 @@ class Materializer:
             started = time.monotonic()
             table = df.toArrow()
             fetched = time.monotonic()
-            result = self.process(table)
+            self._timing = {"source read": fetched - started}
+            try:
+                result = self.process(table)
+            finally:
+                self.timings[batch_id] = self._timing
+                self._timing = None
+                while len(self.timings) > BATCH_TIMINGS_KEPT:
+                    del self.timings[min(self.timings)]
         log.info("Micro-batch %d: %s (source %.2fs, Delta %.2fs)", batch_id, result, fetched - started,
                  time.monotonic() - fetched)
 
