@@ -60,6 +60,7 @@ def run_materialize(args: argparse.Namespace) -> int:
             security=client_security(args), remote=args.remote,
             metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None,
             protocol=args.source)
+    return 0
 
 
 def _host_port(text: str) -> tuple[str, int]:
@@ -67,4 +68,3 @@ def _host_port(text: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host:
         raise ValueError(f"--metrics-listener {text!r}: expected HOST:PORT")
     return host.strip("[]"), int(port)
-    return 0
