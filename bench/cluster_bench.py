@@ -56,6 +56,9 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         out: dict = {"partitions": partitions, "records": end}
         with ctx.progress.phase("materialise it with --master local[2]"):
             out["local"] = _materialize(rig.cluster.bootstrap, "local[2]", work / "local", partitions, end)
+        with ctx.progress.phase("materialise it with --master local[2] --writer delta-spark"):
+            out["local_delta_spark"] = _materialize(rig.cluster.bootstrap, "local[2]", work / "local-delta-spark",
+                                                    partitions, end, writer="delta-spark")
         with ctx.progress.phase("start a standalone master and two workers of one core"):
             (work / "spark").mkdir()
             spark = StandaloneCluster(work / "spark", workers=2, cores=1, memory="2g")
@@ -71,8 +74,10 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         stop_rig(rig)
 
 
-def _materialize(bootstrap: str, master: str, work: Path, partitions: int, end: int) -> dict:
-    """``spark-submit --master master`` of the job, available-now, into a new warehouse: timed and checked."""
+def _materialize(bootstrap: str, master: str, work: Path, partitions: int, end: int,
+                 writer: str = "deltalake") -> dict:
+    """``spark-submit --master master`` of the job, available-now, into a new warehouse, with
+    ``writer`` (delta-spark: Delta's jars as resolved, by --jars): timed and checked."""
     from bench.harness.procs import REPO
     from bench.harness.spark_standalone import spark_bin, spark_env
     from delta_tables.cut import latest_cut, tables_at
@@ -81,9 +86,14 @@ def _materialize(bootstrap: str, master: str, work: Path, partitions: int, end: 
     work.mkdir()
     wh, log_path = work / "wh", work / "job.log"
     command = [spark_bin("spark-submit"), "--master", master, "--driver-memory", DRIVER_MEMORY,
-               "--conf", "spark.driver.maxResultSize=0", str(REPO / "jobs" / "materialize.py"),
-               "--bootstrap-controller", bootstrap, "--warehouse", str(wh), "--checkpoint", str(work / "ck"),
-               "--available-now"]
+               "--conf", "spark.driver.maxResultSize=0"]
+    if writer == "delta-spark":
+        from delta_tables.spark_session import DELTA_CONFS, delta_jars
+
+        command += ["--jars", ",".join(delta_jars() or []),
+                    *(a for key, value in DELTA_CONFS.items() for a in ("--conf", f"{key}={value}"))]
+    command += [str(REPO / "jobs" / "materialize.py"), "--bootstrap-controller", bootstrap, "--warehouse", str(wh),
+                "--checkpoint", str(work / "ck"), "--available-now", "--writer", writer]
     started = time.monotonic()
     with open(log_path, "wb") as log:
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -116,13 +126,15 @@ def report(document: dict) -> str:
     results = document["results"]
     rows = [[f"{s['partitions']:,}", f"{s['records']:,}", _read_as(s["cluster"]),
              *(fmt_number(s[m]["seconds"], 1) for m in ("local", "cluster")),
+             fmt_number(s["local_delta_spark"]["seconds"], 1) if "local_delta_spark" in s else "–",
              *(f"{fmt_number(s[m]['source_s'], 1)} / {fmt_number(s[m]['delta_s'], 1)}" for m in ("local", "cluster")),
              fmt_number(s["local"]["seconds"] / s["cluster"]["seconds"], 2)] for s in results["sizes"]]
     lines = [f"{measured_on(document)}: 3 controller processes (fsync on), 28 brokers, topics of 100 partitions, "
              f"RF 3; `spark-submit jobs/materialize.py --available-now` into a new local warehouse, with "
              f"`--master local[2]` and on a standalone master with two workers of one core.", "",
              markdown_table(["partitions", "records", "the job read", "local[2]: submit → exit s",
-                             "cluster: submit → exit s", "local[2]: source / Delta s", "cluster: source / Delta s",
+                             "cluster: submit → exit s", "local[2], Delta's Spark writer: submit → exit s",
+                             "local[2]: source / Delta s", "cluster: source / Delta s",
                              "local ÷ cluster"], rows), "",
              f"Goal: the first materialisation of 2,000,000 partitions on the cluster ≤ {GOAL_2M_CLUSTER_S:g} s "
              f"({FIRST_WAVE_LOCAL_S:g} s measured locally by the first wave)."]
@@ -147,5 +159,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
     return [grouped_bar_chart(
         plots_dir / "cluster.png", "First materialisation: submit to exit", [f"{s['partitions']:,}" for s in sizes],
         {"local[2]": [s["local"]["seconds"] for s in sizes],
+         **({"local[2], Delta's Spark writer": [s["local_delta_spark"]["seconds"] for s in sizes]}
+            if all("local_delta_spark" in s for s in sizes) else {}),
          "standalone cluster": [s["cluster"]["seconds"] for s in sizes]},
         "seconds", subtitle=where, goal=GOAL_2M_CLUSTER_S, value_format="{:.1f}")]
