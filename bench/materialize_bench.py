@@ -37,6 +37,7 @@ FRESHNESS_S = {True: 15.0, False: 60.0}
 RATE_RECORDS_PER_S = 1000
 CREATE_PARTITIONS = 9  # + the TopicRecord: 10 records a create
 GOAL_P50_S, GOAL_P99_S = 1.0, 2.0  # issue 43: at 1,000 changes/s, beside a CPU burner
+EARLIER_GOAL = {"p50_s": 1.5, "p99_s": 5.0}  # issue 5's, for results stored before the goal was
 IDLE_WINDOW_S = {"off": 30.0, "default": 125.0}  # how long each idle phase watches the tables
 GOAL_IDLE_COMMITS_PER_TABLE_PER_MIN = 1.0
 
@@ -315,7 +316,8 @@ def batch_phases(batches: list[dict], timings: dict[int, dict[str, float]]) -> d
 
 
 def run(ctx: Context) -> dict:
-    results: dict = {"micro_batch": [], "systems": {"sparkraft": {"errors": []}}}
+    results: dict = {"micro_batch": [], "systems": {"sparkraft": {"errors": []}},
+                     "goal": {"p50_s": GOAL_P50_S, "p99_s": GOAL_P99_S}}
     for rows in (QUICK_TABLE_SIZES if ctx.quick else FULL_TABLE_SIZES):
         with ctx.progress.phase(f"10-row micro-batch into a {rows:,}-row partitions table"):
             r = micro_batch_cost(rows, ctx.work_dir)
@@ -337,6 +339,7 @@ def report(document: dict) -> str:
     rows = [[f"{r['rows']:,}", fmt_number(r["merge_s"], 2), r["files_rewritten"], fmt_number(r["naive_rewrite_s"], 2),
              r["naive_files"], fmt_number(r["naive_rewrite_s"] / r["merge_s"], 1)] for r in results["micro_batch"]]
     f = results.get("freshness") or {}
+    goal = results.get("goal") or EARLIER_GOAL  # the goal of the run's day
     text = [f"Measured {machine['date']} on {machine['cpu_count']} × {machine['cpu_model']} "
             f"({document['mode']} mode).", "",
             markdown_table(["partitions rows", "10-row MERGE s", "files rewritten", "full rewrite s", "files",
@@ -344,8 +347,8 @@ def report(document: dict) -> str:
     if f:
         text += ["", f"Freshness at {fmt_number(f.get('records_per_s'))} records/s committed: p50 "
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
-                     f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {GOAL_P50_S:g} s, "
-                     f"p99 ≤ {GOAL_P99_S:g} s)."]
+                     f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {goal['p50_s']:g} s, "
+                     f"p99 ≤ {goal['p99_s']:g} s)."]
         for label, run in (("local disk", f), ("S3 API server", f.get("s3") or {})):
             phases = run.get("batch_phases_ms")
             if phases:
