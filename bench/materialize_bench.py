@@ -123,6 +123,7 @@ def freshness(ctx: Context, seconds: float) -> dict:
     from bench.controller_bench import start_rig, stop_rig
     from delta_tables import storage
     from streaming import job
+    from delta_tables.spark_writer import delta_classes_present
     from streaming.materializer import Materializer
 
     work = ctx.work_dir / "freshness"
@@ -147,6 +148,16 @@ def freshness(ctx: Context, seconds: float) -> dict:
         out = {"idle": idle, **_freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "l")}
         ctx.progress.line(f"  local: p50 {out['p50_s']:.2f}s, p99 {out['p99_s']:.2f}s")
         ctx.progress.line("  " + ", ".join(f"{k} {v:.0f} ms" for k, v in out["batch_phases_ms"].items()))
+        if delta_classes_present(spark):  # the same with Delta's own Spark writer (--writer delta-spark)
+            from delta_tables.spark_writer import DeltaSparkWriter
+
+            ck_spark = str(work / "ck-delta-spark")
+            job.check_checkpoint(ck_spark, cluster_id)
+            out["delta_spark"] = _freshness_run(spark, rig, Materializer(DeltaSparkWriter(str(work / "wh-delta-spark"),
+                                                                                          spark)),
+                                                cluster_id, ck_spark, seconds, "d")
+            ctx.progress.line(f"  local, Delta's Spark writer: p50 {out['delta_spark']['p50_s']:.2f}s, "
+                              f"p99 {out['delta_spark']['p99_s']:.2f}s")
         try:
             s3 = _s3_server()
         except Exception as e:  # moto not installed: the local figures stand alone
@@ -349,7 +360,13 @@ def report(document: dict) -> str:
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
                      f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {goal['p50_s']:g} s, "
                      f"p99 ≤ {goal['p99_s']:g} s)."]
-        for label, run in (("local disk", f), ("S3 API server", f.get("s3") or {})):
+        ds = f.get("delta_spark")
+        if ds:
+            text += ["", f"The same on the local disk with Delta's own Spark writer (`--writer delta-spark`): "
+                         f"p50 {fmt_number(ds.get('p50_s'), 2)} s, p99 {fmt_number(ds.get('p99_s'), 2)} s "
+                         f"({ds.get('visible')} of {ds.get('creates')} creates seen)."]
+        for label, run in (("local disk", f), ("S3 API server", f.get("s3") or {}),
+                           ("local disk, Delta's Spark writer", ds or {})):
             phases = run.get("batch_phases_ms")
             if phases:
                 text += ["", f"Where a micro-batch's time goes ({label}; mean ms over the batches with records, "
