@@ -30,10 +30,10 @@ libraries:
 
 
 def transformations() -> Path:
-    """The shipped transformations: jobs/pipeline/transformations."""
-    import jobs
-
-    return Path(jobs.__file__).parent / "pipeline" / "transformations"
+    """The shipped transformations: jobs/pipeline/transformations, found beside this package (in
+    the repository and in an installed wheel alike) rather than by importing ``jobs``, whose
+    modules import this package."""
+    return Path(__file__).resolve().parents[2] / "jobs" / "pipeline" / "transformations"
 
 
 def register(subparsers) -> None:
