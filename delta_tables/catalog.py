@@ -75,18 +75,18 @@ def register(spark, warehouse: str, database: str = DATABASE) -> list[str]:
     if not _NAME.match(database):
         raise ValueError(f"database {database!r}: a catalog database name is letters, digits and _")
     locations = {name: spark_location(t.table_uri) for name, t in tables_at(warehouse, None).items()}
-    if spark.catalog.databaseExists(database):
-        for name in ALL_TABLES:
-            held = registered_location(spark, database, name)
-            if held is not None and not _same_place(held, locations[name]):
-                raise CatalogConflict(
-                    f"the catalog already holds {database}.{name} at {held or 'no location'}, not this warehouse's "
-                    f"{locations[name]}: drop it (DROP TABLE {database}.{name}) or register under another "
-                    f"database (--database NAME)")
+    exists = spark.catalog.databaseExists(database)
+    held = {name: registered_location(spark, database, name) if exists else None for name in ALL_TABLES}
+    for name, place in held.items():
+        if place is not None and not _same_place(place, locations[name]):
+            raise CatalogConflict(
+                f"the catalog already holds {database}.{name} at {place or 'no location'}, not this warehouse's "
+                f"{locations[name]}: drop it (DROP TABLE {database}.{name}) or register under another "
+                f"database (--database NAME)")
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}` COMMENT 'sparkraft: the cluster metadata tables'")
     added = []
     for name in ALL_TABLES:
-        if registered_location(spark, database, name) is None:
+        if held[name] is None:
             location = locations[name].replace("'", "\\'")
             spark.sql(f"CREATE TABLE `{database}`.`{name}` USING delta LOCATION '{location}'")
             added.append(name)

@@ -96,15 +96,14 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
         configure_s3a(spark)
     for name, table in tables.items():
         _delta_view(spark, name, table)
-    sql = _spark_table_changes(spark, warehouse, sql)
+    sql = _spark_table_changes(spark, warehouse, tables, sql)
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
     for key, value in STANDARD_QUOTING.items():
         spark.conf.set(key, value)
     try:
         return spark.sql(sql).toArrow()
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise _refusal(first, tables) from None
+        raise _refusal(_first_line(e), tables) from None
     finally:
         for key, value in saved.items():
             if value is None:
@@ -133,16 +132,16 @@ def _delta_view(spark, name: str, table) -> None:
         if "DELTA_UNSUPPORTED_FEATURES_FOR_READ" in text:
             raise QueryError(f"Delta's Spark connector ({DELTA_PACKAGE}) cannot read {name}: its table needs a "
                              f"feature this connector lacks; use a newer connector, or the DataFusion engine "
-                             f"({text.strip().splitlines()[0]})") from None
-        first = text.strip().splitlines()[0] if text.strip() else type(e).__name__
-        raise QueryError(f"Delta's Spark reader cannot read {name} at version {version}: {first}") from None
+                             f"({_first_line(e)})") from None
+        raise QueryError(f"Delta's Spark reader cannot read {name} at version {version}: {_first_line(e)}") from None
 
 
-def _spark_table_changes(spark, warehouse: str, sql: str) -> str:
+def _spark_table_changes(spark, warehouse: str, tables: dict, sql: str) -> str:
     """``sql`` with each ``table_changes('T', A, B)`` replaced by a temporary view of Delta's own
     change data feed reader over table T's commits between the two cuts, each change given the
     ``_commit_offset`` of the cut it became visible at (a join with a small version -> offset
-    table): the feed is scanned by Spark's executors, as the tables are."""
+    table): the feed is scanned by Spark's executors, as the tables are. ``tables``: the warehouse's,
+    as opened for the query (a table's location is the same at every version)."""
     made: set[str] = set()
 
     def replace(m: re.Match) -> str:
@@ -153,7 +152,7 @@ def _spark_table_changes(spark, warehouse: str, sql: str) -> str:
             if r.last < r.first:
                 _view(spark, name, empty_changes(table, r.columns))
             else:
-                _change_feed_view(spark, name, tables_at(warehouse, None)[table].table_uri, r)
+                _change_feed_view(spark, name, tables[table].table_uri, r)
             made.add(name)
         return name
 
@@ -169,8 +168,13 @@ def _change_feed_view(spark, name: str, uri: str, r: ChangeRange) -> None:
                 .option("endingVersion", r.last).load(spark_location(uri)))
         feed.join(F.broadcast(offsets), "_commit_version").select(*r.columns).createOrReplaceTempView(name)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise QueryError(str(feed_error(r.table, r.first, r.last, first))) from None
+        raise QueryError(str(feed_error(r.table, r.first, r.last, _first_line(e)))) from None
+
+
+def _first_line(error: Exception) -> str:
+    """A Spark error's first line (its report runs to pages), or its type where it says nothing."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _view(spark, name: str, table: pa.Table) -> None:
