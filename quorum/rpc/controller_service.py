@@ -136,14 +136,16 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
         caller = authorizing_caller()
     except SparkraftError as e:  # a SCRAM token that does not verify
         return cc.error_response(method, e.error, e.message)
+    if is_read and not node.loaded:  # a restarted standby's image may lack what was committed
+        leader = node.leader_id()        # while it was down: a topic would "not exist" (ask another)
+        return cc.error_response(method, Errors.NOT_CONTROLLER, StillReplayingError("answers no read").message,
+                                 leader, node.endpoint_of(leader) if leader is not None else "")
     if caller is not None:
         def check():
             return request_actions.refusal(security, caller, request, node.topic_name)
 
-        if is_read:  # any controller answers reads, by the ACLs it has replayed
+        if is_read:  # any loaded controller answers reads, by the ACLs it has replayed
             denied = check()
-            if denied is not None and not node.loaded:  # its ACLs may lack the grant: ask another
-                denied = StillReplayingError("refuses no read by its ACLs")
             if denied is not None:
                 return cc.error_response(method, denied.error, denied.message)
     release = _no_slot

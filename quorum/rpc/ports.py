@@ -27,7 +27,7 @@ class ControllerPort(Protocol):
     """A controller node, to the Controller service's transports (gRPC, the wire)."""
 
     security: "NodeSecurity"
-    loaded: bool  # replayed what its log held at start: its ACLs and SCRAM users are current
+    loaded: bool  # replayed what its log held at start and what a leader said was committed: it answers reads
 
     @property
     def running(self) -> bool: ...

@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from conftest import sparkraft_cmd, wait_for
+from conftest import LiveBrokers, sparkraft_cmd, wait_for
 
 from quorum.errors import SparkraftError
 from quorum.log.file_log import FileLog
@@ -314,3 +314,46 @@ def test_a_missing_quorum_state_beside_a_log_refuses_to_start_with_one_line(cont
     line = assert_one_line_error(run_controller(cp.config(victim)), "KAFKA_STORAGE_ERROR: ")
     assert "quorum-state is missing but the log holds records" in line and "--rejoin" in line
     assert sorted((p.name, p.stat().st_size) for p in cp.partition_dir(victim).iterdir()) == before
+
+
+def test_a_restarted_controller_answers_no_read_until_it_has_heard_what_was_committed(controller_processes):
+    """A standby SIGKILLed, a topic created while it was down, the other two SIGSTOPped and the
+    standby restarted: alone, it cannot know of the topic, so it does not answer that the topic
+    does not exist (a stale read) but refuses reads as still replaying; once the others resume it
+    hears the leader and answers with the topic."""
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    leader = cp.wait_leader().leader_id
+    victim = next(i for i in cp.voters if i != leader)
+    others = [i for i in cp.voters if i != victim]
+    with ControllerClient(cp.bootstrap(), timeout=20) as admin:
+        brokers = LiveBrokers(admin, admin.describe_cluster().cluster_id)
+        try:
+            brokers.wait_unfenced()
+            admin.create_topic("before", 1, 1)
+            cp.kill(victim)
+            admin.create_topic("while-down", 1, 1)
+        finally:
+            brokers.close()
+    for i in others:
+        cp.send(i, signal.SIGSTOP)
+    try:
+        cp.start([victim])
+        with ControllerClient(cp.bootstrap([victim]), timeout=3) as alone:
+            def refused() -> str:
+                try:
+                    names = alone.list_topics()
+                except SparkraftError as e:
+                    return str(e)
+                raise AssertionError(f"a controller that heard no leader answered a read: {names}")
+
+            wait_for(lambda: "still replaying" in refused(), 60, "the restarted controller to refuse reads")
+            assert "still replaying its metadata log" in refused()
+    finally:
+        for i in others:
+            cp.send(i, signal.SIGCONT)
+    with ControllerClient(cp.bootstrap([victim]), timeout=60) as alone:
+        assert set(alone.list_topics()) == {"before", "while-down"}

@@ -162,9 +162,10 @@ def test_a_valid_certificate_of_a_stranger_cannot_vote_or_fetch_as_a_voter(secur
                 assert e.value.code() is grpc.StatusCode.UNAUTHENTICATED, (cn, call)
                 assert f"not voter {voter}'s principal" in e.value.details()
         # a stranger may not even fetch as an observer; another controller may
+        now = secure.wait_leader()  # (on a loaded machine a real election may have come meanwhile)
         channel, stub = _raft_stub(secure, secure.pki.keystore(cn))
         with channel:
-            observer = raft_pb2.FetchRequest(cluster_id=secure.cluster_id, epoch=before.leader_epoch, replica_id=-1,
+            observer = raft_pb2.FetchRequest(cluster_id=secure.cluster_id, epoch=now.leader_epoch, replica_id=-1,
                                              fetch_offset=0)
             if cn == "mallory":
                 with pytest.raises(grpc.RpcError) as e:
@@ -173,7 +174,8 @@ def test_a_valid_certificate_of_a_stranger_cannot_vote_or_fetch_as_a_voter(secur
             else:
                 assert stub.Fetch(observer, timeout=5).error == 0
     after = secure.wait_leader()
-    assert (after.leader_id, after.leader_epoch) == (leader, before.leader_epoch)  # nothing moved
+    # the forged votes (epoch + 5) moved no one: an election of the machine's own making adds 1 or 2
+    assert after.leader_epoch < before.leader_epoch + 5, (before, after)
     assert topics(secure) == []
 
 

@@ -88,12 +88,20 @@ def test_the_stream_materialises_the_controllers_image_exactly(cluster, spark, t
     assert then == [{"name": "orders"}, {"name": "payments"}]
 
 
-@pytest.fixture(params=["local", "s3"])
+@pytest.fixture(params=["local", "s3", "local-delta-spark"])
 def job_warehouse(request, tmp_path):
-    """(warehouse URI, extra `materialize` flags): a local directory, or an s3:// warehouse on a
-    real S3 API server (moto's, on 127.0.0.1), with this process's storage options pointing at it."""
+    """(warehouse URI, extra `materialize` flags): a local directory, an s3:// warehouse on a real
+    S3 API server (moto's, on 127.0.0.1) with this process's storage options pointing at it, or a
+    local directory written by Delta's own Spark writer (its jars from scripts/fetch_jars.py)."""
     if request.param == "local":
         yield str(tmp_path / "wh"), []
+        return
+    if request.param == "local-delta-spark":
+        from delta_tables.spark_session import delta_jars
+
+        if not delta_jars():
+            pytest.fail("Delta's Spark jars are missing: python scripts/fetch_jars.py")
+        yield str(tmp_path / "wh"), ["--writer", "delta-spark"]
         return
     from s3_server import S3Server
 
@@ -151,6 +159,11 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
                                timeout=300)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert_exactly_once(wh, cp.bootstrap(), topics=16)
+    if "delta-spark" in store_flags:  # the writes were Spark's: its commits name Delta's Spark engine
+        commits = [json.loads(line) for f in sorted(Path(wh, "partitions", "_delta_log").glob("*.json"))
+                   for line in f.read_text().splitlines()]
+        engines = {c["commitInfo"].get("engineInfo", "") for c in commits if "commitInfo" in c}
+        assert any(e.startswith("Apache-Spark/") and "Delta-Lake/" in e for e in engines), engines
 
 
 def _cuts(wh) -> int:
