@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -65,6 +66,13 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         try:
             with ctx.progress.phase(f"materialise it with --master {spark.url}"):
                 out["cluster"] = _materialize(rig.cluster.bootstrap, spark.url, work / "cluster", partitions, end)
+            with ctx.progress.phase(f"materialise it with --master {spark.url} --writer delta-spark"):
+                out["cluster_delta_spark"] = _materialize(rig.cluster.bootstrap, spark.url,
+                                                          work / "cluster-delta-spark", partitions, end,
+                                                          writer="delta-spark")
+            for where, master in (("local", "local[2]"), ("cluster", spark.url)):
+                with ctx.progress.phase(f"leaders per broker with Delta's Spark reader, --master {master}"):
+                    out[f"{where}_read"] = _read(master, work / "cluster" / "wh", work / f"read-{where}.log")
         finally:
             spark.close()
         ctx.progress.line(f"  local[2] {out['local']['seconds']:.1f}s, cluster {out['cluster']['seconds']:.1f}s "
@@ -116,6 +124,35 @@ def _materialize(bootstrap: str, master: str, work: Path, partitions: int, end: 
             "replayed": cut.offset - snapshot[-1] if snapshot else cut.offset + 1}
 
 
+READ_SQL = "SELECT leader, count(*) AS led FROM partitions GROUP BY leader ORDER BY leader"
+
+
+def _read(master: str, wh: Path, log_path: Path) -> dict:
+    """``sparkraft sql --engine spark`` of READ_SQL on ``master``: Delta's own reader scanning the
+    partitions table on the executors. Timed (the JVM's start included, as a user waits for it) and
+    checked against DataFusion's answer on the same table."""
+    import json
+    import os
+
+    from bench.harness.procs import REPO
+    from delta_tables.sql import query_datafusion
+
+    env = {**os.environ, "SPARKRAFT_SPARK_MASTER": master}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "sparkraft", "sql", READ_SQL, "--warehouse", str(wh),
+                           "--engine", "spark", "--json"],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=JOB_TIMEOUT_S)
+    seconds = time.monotonic() - started
+    log_path.write_text(done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"the query with --master {master} exited {done.returncode}: {done.stderr[-2000:]}")
+    rows = json.loads(done.stdout)
+    expected = query_datafusion(str(wh), READ_SQL).to_pylist()
+    if rows != expected:
+        raise RuntimeError(f"Delta's Spark reader on {master} answered {rows[:5]}..., DataFusion {expected[:5]}...")
+    return {"seconds": seconds, "brokers": len(rows), "partitions": sum(r["led"] for r in rows)}
+
+
 def run(ctx: Context) -> dict:
     from bench.controller_bench import run_sizes
 
@@ -125,21 +162,29 @@ def run(ctx: Context) -> dict:
 def report(document: dict) -> str:
     results = document["results"]
     rows = [[f"{s['partitions']:,}", f"{s['records']:,}", _read_as(s["cluster"]),
-             *(fmt_number(s[m]["seconds"], 1) for m in ("local", "cluster")),
-             fmt_number(s["local_delta_spark"]["seconds"], 1) if "local_delta_spark" in s else "–",
+             *(_seconds(s, m) for m in ("local", "cluster", "local_delta_spark", "cluster_delta_spark")),
              *(f"{fmt_number(s[m]['source_s'], 1)} / {fmt_number(s[m]['delta_s'], 1)}" for m in ("local", "cluster")),
-             fmt_number(s["local"]["seconds"] / s["cluster"]["seconds"], 2)] for s in results["sizes"]]
+             fmt_number(s["local"]["seconds"] / s["cluster"]["seconds"], 2),
+             *(_seconds(s, m) for m in ("local_read", "cluster_read"))] for s in results["sizes"]]
     lines = [f"{measured_on(document)}: 3 controller processes (fsync on), 28 brokers, topics of 100 partitions, "
              f"RF 3; `spark-submit jobs/materialize.py --available-now` into a new local warehouse, with "
-             f"`--master local[2]` and on a standalone master with two workers of one core.", "",
+             f"`--master local[2]` and on a standalone master with two workers of one core, with delta-rs's "
+             f"writer (the default) and Delta's Spark writer. Then `sparkraft sql --engine spark` of "
+             f"`{READ_SQL}`: Delta's Spark reader scanning `partitions` on the executors (start to answer, "
+             f"checked against DataFusion's).", "",
              markdown_table(["partitions", "records", "the job read", "local[2]: submit → exit s",
-                             "cluster: submit → exit s", "local[2], Delta's Spark writer: submit → exit s",
-                             "local[2]: source / Delta s", "cluster: source / Delta s",
-                             "local ÷ cluster"], rows), "",
+                             "cluster: submit → exit s", "local[2], Delta's Spark writer s",
+                             "cluster, Delta's Spark writer s", "local[2]: source / Delta s",
+                             "cluster: source / Delta s", "local ÷ cluster", "query, local[2] s",
+                             "query, cluster s"], rows), "",
              f"Goal: the first materialisation of 2,000,000 partitions on the cluster ≤ {GOAL_2M_CLUSTER_S:g} s "
              f"({FIRST_WAVE_LOCAL_S:g} s measured locally by the first wave)."]
     lines += [f"Errors: {e}" for e in results.get("systems", {}).get("sparkraft", {}).get("errors", [])]
     return "\n".join(lines)
+
+
+def _seconds(size: dict, run: str) -> str:
+    return fmt_number(size[run]["seconds"], 1) if run in size else "–"  # "–": a run from before it was measured
 
 
 def _read_as(run: dict) -> str:
@@ -161,5 +206,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
         {"local[2]": [s["local"]["seconds"] for s in sizes],
          **({"local[2], Delta's Spark writer": [s["local_delta_spark"]["seconds"] for s in sizes]}
             if all("local_delta_spark" in s for s in sizes) else {}),
-         "standalone cluster": [s["cluster"]["seconds"] for s in sizes]},
+         "standalone cluster": [s["cluster"]["seconds"] for s in sizes],
+         **({"standalone cluster, Delta's Spark writer": [s["cluster_delta_spark"]["seconds"] for s in sizes]}
+            if all("cluster_delta_spark" in s for s in sizes) else {})},
         "seconds", subtitle=where, goal=GOAL_2M_CLUSTER_S, value_format="{:.1f}")]

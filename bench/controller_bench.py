@@ -72,24 +72,24 @@ def rss_mib(pid: int) -> float | None:
 
 
 class BrokerFleet:
-    """Brokers 101..128 as BrokerLifecycle threads: they register, get unfenced and heartbeat every
+    """Brokers 101.. (28 by default) as BrokerLifecycle threads: they register, get unfenced and heartbeat every
     2 s, as broker processes would, each over its own ControllerClient (its own connections), as
     each process has. One client shared by all would make their heartbeats take turns on one wire
     connection: behind a controller busy with large changes, 28 heartbeats in a row outlast the
     session timeout and the controller fences brokers that are alive."""
 
-    def __init__(self, bootstrap: str, cluster_id: str):
+    def __init__(self, bootstrap: str, cluster_id: str, count: int = SIMULATED_BROKERS):
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.controller import api
         from quorum.rpc.controller_client import ControllerClient
         from quorum.uuids import random_uuid
 
         self.clients = {b: ControllerClient(bootstrap, timeout=10, rpc_timeout=5)
-                        for b in range(101, 101 + SIMULATED_BROKERS)}
+                        for b in range(101, 101 + count)}
         self.brokers = [
             BrokerLifecycle(self.clients[b], b, cluster_id, random_uuid(),
                             (api.BrokerEndpoint("PLAINTEXT", "127.0.0.1", 20000 + b),), RACKS[b % 3])
-            for b in range(101, 101 + SIMULATED_BROKERS)]
+            for b in range(101, 101 + count)]
         self.threads = [threading.Thread(target=b.run, name=f"broker-{b.broker_id}", daemon=True)
                         for b in self.brokers]
 

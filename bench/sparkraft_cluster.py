@@ -245,10 +245,11 @@ class SparkraftCluster:
         return self._dir / f"c{node_id}"
 
     # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
-    def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
-        """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers)."""
+    def throughput(self, load: Load, seconds: float, warmup: float, op: str | None = None) -> dict:
+        """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers);
+        ``op``: another of bench.sparkraft_load's operations (a metadata write, on full controllers)."""
         with sparkraft_load.Writers(self.bootstrap, load, CLIENT_PROCESSES, warmup, seconds,
-                                    self._dir, command_config=self.command_config) as writers:
+                                    self._dir, command_config=self.command_config, op=op) as writers:
             pids = {**self.pids(), **writers.pids()}
             start_in = max(0.0, writers.measured_from - time.monotonic())
             result, cpu = cpu_during(pids, start_in, seconds, writers.collect)

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from bench.harness.procs import ChildProcess, python_module_command
 from bench.harness.stats import latency_summary_ms
@@ -40,13 +41,15 @@ class Writers:
     """
 
     def __init__(self, bootstrap: str, load: Load, processes: int, warmup: float, seconds: float,
-                 log_dir: Path, target: str = "sparkraft", command_config: Path | None = None) -> None:
+                 log_dir: Path, target: str = "sparkraft", command_config: Path | None = None,
+                 op: str | None = None) -> None:
         self._warmup, self._seconds = warmup, seconds
         n = max(1, min(processes, load.writers))
         shares = [load.writers // n + (1 if i < load.writers % n else 0) for i in range(n)]
         self._clients = [
             ChildProcess(f"client-{i}", python_module_command(
-                "bench.sparkraft_load", "--target", target, "--bootstrap", bootstrap, "--threads", str(share),
+                "bench.sparkraft_load", "--target", target, *(("--op", op) if op else ()),
+                "--bootstrap", bootstrap, "--threads", str(share),
                 "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes),
                 *(("--command-config", str(command_config)) if command_config else ())),
                 log_dir / f"client-{i}.log", json_control=True)
@@ -81,6 +84,10 @@ class Writers:
             "appends_per_s": sum(p["appends"] for p in parts) / self._seconds,
             "errors": sum(p["errors"] for p in parts),
             "append_latency_ms": latency_summary_ms([s for p in parts for s in p["latencies_s"]]),
+            # each operation's own rate and latency (create and delete of a create-delete writer)
+            "by_op": {name: {"per_s": len(samples) / self._seconds, "latency_ms": latency_summary_ms(samples)}
+                      for name in {n for p in parts for n in p["by_op"]}
+                      for samples in [[s for p in parts for s in p["by_op"].get(name, [])]]},
         }
 
 
@@ -103,26 +110,40 @@ def single_writer_latencies(client, count: int, warmup: int, record_bytes: int,
 
 # -- the client process -----------------------------------------------------------------------
 
-def _write_until(client, records: list[bytes], begin: float, end: float, totals: dict,
-                 lock: threading.Lock) -> None:
-    """One writer: append, wait for the commit, repeat; count what completes inside [begin, end)."""
-    done_records, appends, errors, latencies = 0, 0, 0, []
-    while (start := time.monotonic()) < end:
-        try:
-            client.append(records)
-        except Exception:  # counted; RaftClient already retried until its own deadline
-            errors += 1
-            continue
-        done = time.monotonic()
-        if begin <= done < end:
-            done_records += len(records)
-            appends += 1
-            latencies.append(done - start)
+# What one writer does each time round its loop: (name, call, records it writes) per operation.
+Step = list[tuple[str, Callable[[], Any], int]]
+
+OPS = {
+    "sparkraft": ("append", "alter-config", "create-delete"),
+    "etcd": ("put", "txn"),
+}
+
+
+def _write_until(step: Step, begin: float, end: float, totals: dict, lock: threading.Lock) -> None:
+    """One writer: each operation of ``step`` in turn, waiting for each to be acknowledged; counts
+    what completes inside [begin, end), per operation."""
+    done_records, done, errors = 0, 0, 0
+    by_op: dict[str, list[float]] = {name: [] for name, _, _ in step}
+    while time.monotonic() < end:
+        for name, call, records in step:
+            start = time.monotonic()
+            try:
+                call()
+            except Exception:  # counted; the clients already retried until their own deadline
+                errors += 1
+                continue
+            finished = time.monotonic()
+            if begin <= finished < end:
+                done_records += records
+                done += 1
+                by_op[name].append(finished - start)
     with lock:
         totals["records"] += done_records
-        totals["appends"] += appends
+        totals["appends"] += done
         totals["errors"] += errors
-        totals["latencies_s"].extend(latencies)
+        for name, latencies in by_op.items():
+            totals["latencies_s"].extend(latencies)
+            totals["by_op"].setdefault(name, []).extend(latencies)
 
 
 class EtcdAppender:
@@ -144,6 +165,15 @@ class EtcdAppender:
         for record in records:
             self._kv.Put(self._pb.PutRequest(key=self._key, value=record), timeout=self._timeout)
 
+    def txn_put(self, keys: list[bytes], value: bytes) -> None:
+        """One transaction putting every key (a topic and its partition, say)."""
+        ops = [self._pb.RequestOp(request_put=self._pb.PutRequest(key=k, value=value)) for k in keys]
+        self._kv.Txn(self._pb.TxnRequest(success=ops), timeout=self._timeout)
+
+    def txn_delete(self, keys: list[bytes]) -> None:
+        ops = [self._pb.RequestOp(request_delete_range=self._pb.DeleteRangeRequest(key=k)) for k in keys]
+        self._kv.Txn(self._pb.TxnRequest(success=ops), timeout=self._timeout)
+
     def connect(self) -> None:
         self.append([b"hello"])
 
@@ -151,36 +181,79 @@ class EtcdAppender:
         self._channel.close()
 
 
+def _etcd_step(op: str, client: EtcdAppender, records: list[bytes], name: str) -> Step:
+    """``put``: a Put of the writer's own key; ``txn``: what CreateTopics and DeleteTopics of one
+    partition write, as etcd transactions of as many keys (a topic key and a partition key)."""
+    if op == "put":
+        return [("put", lambda: client.append(records), len(records))]
+    keys = [f"/topics/{name}".encode(), f"/partitions/{name}/0".encode()]
+    value = records[0]
+    return [("create", lambda: client.txn_put(keys, value), 2), ("delete", lambda: client.txn_delete(keys), 1)]
+
+
+def _sparkraft_step(op: str, bootstrap: str, security, records: list[bytes], name: str):
+    """(client, step): ``append``: a raw append through RaftClient (a ``--raft-only`` quorum);
+    ``alter-config``: an IncrementalAlterConfigs of the writer's own topic (one ConfigRecord);
+    ``create-delete``: CreateTopics of one partition (two records), then DeleteTopics of it."""
+    if op == "append":
+        from quorum.rpc.raft_client import RaftClient
+
+        client = RaftClient(bootstrap, timeout=30.0, security=security)
+        client.describe_quorum()  # connect and find the leader before the clock starts
+        return client, [("append", lambda: client.append(records), len(records))]
+    from quorum.controller import api
+    from quorum.rpc.controller_client import ControllerClient
+
+    client = ControllerClient(bootstrap, timeout=30.0, security=security)
+    if op == "alter-config":
+        client.create_topic(name, 1, 1)
+        key, counter = api.ConfigResourceKey("TOPIC", name), iter(range(10 ** 12))
+        return client, [("alter-config", lambda: client.alter_configs(
+            key, [api.AlterableConfig("retention.ms", "SET", str(86_400_000 + next(counter)))]), 1)]
+    client.describe_cluster()
+    return client, [("create", lambda: client.create_topic(name, 1, 3), 2),
+                    ("delete", lambda: client.delete_topic(name), 1)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="a benchmark client process (run by bench)")
-    parser.add_argument("--target", choices=("sparkraft", "etcd"), default="sparkraft")
+    parser.add_argument("--target", choices=tuple(OPS), default="sparkraft")
+    parser.add_argument("--op", help="what each writer does: " + "; ".join(
+        f"{t}: {', '.join(ops)}" for t, ops in OPS.items()) + " (default: the first)")
     parser.add_argument("--bootstrap", required=True, help="controllers, or the etcd leader's HOST:PORT")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--records", type=int, required=True, help="records per append")
     parser.add_argument("--record-bytes", type=int, required=True)
     parser.add_argument("--command-config", help="client security settings (the TLS benchmark)")
     args = parser.parse_args()
+    op = args.op or OPS[args.target][0]
+    if op not in OPS[args.target]:
+        parser.error(f"--op {op} is not one of {args.target}'s: {', '.join(OPS[args.target])}")
+    records = [bench_record(args.record_bytes) for _ in range(args.records)]
+    names = [f"bench-{os.getpid()}-{i}" for i in range(args.threads)]
+    clients, steps = [], []
     if args.target == "etcd":
-        clients = [EtcdAppender(args.bootstrap, f"bench-{os.getpid()}-{i}".encode()) for i in range(args.threads)]
-        for client in clients:
+        for name in names:
+            client = EtcdAppender(args.bootstrap, name.encode())
             client.connect()
+            clients.append(client)
+            steps.append(_etcd_step(op, client, records, name))
     else:
-        from quorum.rpc.raft_client import RaftClient
         from quorum.security.client import ClientSecurity
 
         security = ClientSecurity.from_command_config(args.command_config)
-        clients = [RaftClient(args.bootstrap, timeout=30.0, security=security) for _ in range(args.threads)]
-        for client in clients:
-            client.describe_quorum()  # connect and find the leader before the clock starts
-    records = [bench_record(args.record_bytes) for _ in range(args.records)]
+        for name in names:
+            client, step = _sparkraft_step(op, args.bootstrap, security, records, name)
+            clients.append(client)
+            steps.append(step)
     print(json.dumps({"ok": True, "ready": True}), flush=True)
 
     command = json.loads(sys.stdin.readline())
-    totals = {"records": 0, "appends": 0, "errors": 0, "latencies_s": []}
+    totals = {"records": 0, "appends": 0, "errors": 0, "latencies_s": [], "by_op": {}}
     lock = threading.Lock()
     writers = [threading.Thread(target=_write_until, name=f"writer-{i}",
-                                args=(c, records, command["begin"], command["end"], totals, lock))
-               for i, c in enumerate(clients)]
+                                args=(step, command["begin"], command["end"], totals, lock))
+               for i, step in enumerate(steps)]
     for w in writers:
         w.start()
     for w in writers:

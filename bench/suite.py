@@ -21,6 +21,7 @@ BENCHMARKS: dict[str, str] = {
     "controller": "bench.controller_bench",
     "broker": "bench.broker_bench",
     "writes": "bench.writes_bench",
+    "metadata_writes": "bench.metadata_writes_bench",
     "materialize": "bench.materialize_bench",
     "snapshot": "bench.snapshot_bench",
     "membership": "bench.membership_bench",

@@ -92,9 +92,9 @@ class EtcdCluster:
         return {("leader" if n == leader else f"follower-{n}"): m.pid for n, m in self._members.items()
                 if m.alive()}
 
-    def throughput(self, load: Load, seconds: float, warmup: float) -> dict:
+    def throughput(self, load: Load, seconds: float, warmup: float, op: str | None = None) -> dict:
         with sparkraft_load.Writers(self.endpoint(self.leader()), load, CLIENT_PROCESSES, warmup, seconds,
-                                    self._dir, target="etcd") as writers:
+                                    self._dir, target="etcd", op=op) as writers:
             pids = {**self.pids(), **writers.pids()}
             start_in = max(0.0, writers.measured_from - time.monotonic())
             result, cpu = cpu_during(pids, start_in, seconds, writers.collect)

@@ -42,6 +42,9 @@ def run_register(args: argparse.Namespace) -> int:
 
         spark = remote_spark_session(args.remote)
         where = f"the catalog of the Spark Connect server at {args.remote}"
+        if spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
+            where += (" (warning: its catalog is in memory, so they last until the server stops: start it with "
+                      "--conf spark.sql.catalogImplementation=hive for a persistent metastore)")
     else:
         from delta_tables.spark_session import configure_s3a, local_spark_session
 

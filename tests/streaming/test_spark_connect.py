@@ -41,9 +41,10 @@ def connect_server(tmp_path_factory):
     server = subprocess.Popen([str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--class",
                                "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
                                *delta, "--conf", f"spark.connect.grpc.binding.port={port}",
-                               "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "spark-internal"],
+                               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                               "--conf", "spark.sql.catalogImplementation=hive", "spark-internal"],
                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                              start_new_session=True)
+                              start_new_session=True, cwd=root)  # its Derby metastore in root/metastore_db
     try:
         wait_for(lambda: "Spark Connect server started" in (root / "server.log").read_text(errors="replace")
                  or server.poll() is not None, 120, "the Spark Connect server")
@@ -75,3 +76,35 @@ def test_the_job_and_sql_run_through_spark_connect(cluster, connect_server, tmp_
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout) == query_datafusion(str(wh), sql).to_pylist() == \
         [{"name": "orders", "partition_count": 6}, {"name": "payments", "partition_count": 2}]
+
+
+def test_catalog_register_through_spark_connect_serves_the_tables_by_name(cluster, connect_server, tmp_path):
+    """`sparkraft catalog register --remote` puts the tables in the Connect server's persistent
+    (Hive) catalog; a second Connect client, another process, reads ``sparkraft.topics`` by name
+    and gets DataFusion's rows; registering again adds nothing."""
+    cluster.active()
+    cluster.register_brokers()
+    cluster.client.create_topic("audit", 3, 2)
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+    wh = tmp_path / "wh"
+    run = subprocess.run(sparkraft_cmd("materialize", "--bootstrap-controller", bootstrap, "--warehouse", str(wh),
+                                       "--checkpoint", str(tmp_path / "ck"), "--available-now"),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    register = sparkraft_cmd("catalog", "register", "--warehouse", str(wh), "--database", "connected",
+                             "--remote", connect_server)
+    first = subprocess.run(register, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Registered 9 tables in connected" in first.stdout and "in memory" not in first.stdout, first.stdout
+    again = subprocess.run(register, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "Registered 0 tables in connected (9 already were)" in again.stdout, \
+        again.stdout + again.stderr[-2000:]
+
+    read = ("import json, sys; from pyspark.sql import SparkSession; "
+            "s = SparkSession.builder.remote(sys.argv[1]).getOrCreate(); "
+            "print(json.dumps([r.asDict() for r in s.table('connected.topics').select('name', 'partition_count')"
+            ".orderBy('name').collect()]))")
+    out = subprocess.run([sys.executable, "-c", read, connect_server], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    expected = query_datafusion(str(wh), "SELECT name, partition_count FROM topics ORDER BY name").to_pylist()
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == expected == [{"name": "audit", "partition_count": 3}]

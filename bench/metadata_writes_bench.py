@@ -1,0 +1,173 @@
+"""Metadata writes: the active controller's request path against etcd's, 3 members each, fsync on.
+
+A metadata store's users write metadata, not raw log records. Both systems get the same closed-loop
+load from the same generator (``bench.sparkraft_load``: writers in two client processes, each
+writer its own key or topic, each waiting for its write to be acknowledged):
+
+- ``alter-config`` against ``put``: an IncrementalAlterConfigs setting one config of the writer's
+  own topic through ControllerClient (one ConfigRecord, committed and applied by the active
+  controller before it answers) against an etcd ``KV.Put`` of a 100-byte value (committed and
+  applied to etcd's store);
+- ``create-delete`` against ``txn``: CreateTopics of one partition, RF 3 (a TopicRecord and a
+  PartitionRecord), then DeleteTopics of it, against an etcd transaction putting as many keys (a
+  topic key and a partition key), then one deleting them.
+
+Three brokers heartbeat from this process, so topics can be placed. Reported per concurrency:
+writes/s and latency of each operation, and sparkraft ÷ etcd.
+
+Goals (issue 44): IncrementalAlterConfigs ≥ 1.0× etcd's Puts at every concurrency and its p50 at
+one writer ≤ etcd's; CreateTopics ≥ 0.5× etcd's transactions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.harness.plots import grouped_bar_chart
+from bench.harness.results import fmt_number, markdown_table, measured_on
+from bench.harness.stats import ratio
+from bench.harness.workload import Load
+from bench.suite import Context
+
+NAME = "metadata_writes"
+TITLE = "Metadata writes: IncrementalAlterConfigs and CreateTopics against etcd's Put and Txn (3 members, fsync on)"
+REQUIRES: tuple[str, ...] = ()
+
+CONCURRENCY = (1, 16, 64, 256)
+VALUE_BYTES = 100
+BROKERS = 3
+# (what is compared, sparkraft's op, its operation names, etcd's op, its operation names)
+PAIRS = (
+    ("a config against a Put", "alter-config", ("alter-config",), "put", ("put",)),
+    ("a topic against a transaction", "create-delete", ("create", "delete"), "txn", ("create", "delete")),
+)
+GOALS = {"alter-config": 1.0, "create": 0.5}  # sparkraft ÷ etcd, at every concurrency
+
+
+@dataclass(frozen=True)
+class Settings:
+    seconds: float
+    warmup: float
+
+
+QUICK = Settings(seconds=3, warmup=1)
+FULL = Settings(seconds=10, warmup=2)
+
+
+def _measure(system: dict, cluster, op: str, settings: Settings, ctx: Context, label: str) -> None:
+    for c in CONCURRENCY:
+        with ctx.progress.phase(f"{label}: {op}, {c} writers, {settings.seconds:g} s"):
+            r = cluster.throughput(Load(c, 1, VALUE_BYTES), settings.seconds, settings.warmup, op=op)
+        point = system.setdefault("by_concurrency", {}).setdefault(str(c), {})
+        for name, measured in r["by_op"].items():
+            point[name] = {**measured, "errors": r["errors"]}
+        point.setdefault("cpu_percent", {})[op] = r.get("cpu_percent")
+        ctx.progress.line("  " + ", ".join(f"{name} {m['per_s']:,.0f}/s p50 {m['latency_ms'].get('p50', 0):.2f} ms"
+                                           for name, m in r["by_op"].items()))
+
+
+def _sparkraft(ctx: Context, settings: Settings, system: dict) -> None:
+    from bench.controller_bench import BrokerFleet, wait_until
+    from bench.sparkraft_cluster import SparkraftCluster
+
+    with ctx.progress.phase("sparkraft: start 3 controllers and 3 brokers"):
+        cluster = SparkraftCluster(ctx.work_dir / "sparkraft", raft_only=False).__enter__()
+    try:
+        fleet = BrokerFleet(cluster.bootstrap, cluster.client.describe_quorum().cluster_id, count=BROKERS)
+        fleet.start()
+        try:
+            wait_until(fleet.unfenced, 60, f"{BROKERS} brokers unfenced", interval=0.1)
+            for _, ours, _, _, _ in PAIRS:
+                _measure(system, cluster, ours, settings, ctx, "sparkraft")
+        finally:
+            fleet.stop()
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+def _etcd(ctx: Context, settings: Settings, system: dict) -> None:
+    from bench.peers.etcd_cluster import EtcdCluster
+
+    with ctx.progress.phase("etcd: start 3 members"):
+        cluster = EtcdCluster(ctx.work_dir / "etcd").__enter__()
+    try:
+        for _, _, _, theirs, _ in PAIRS:
+            _measure(system, cluster, theirs, settings, ctx, "etcd")
+    finally:
+        cluster.__exit__(None, None, None)
+
+
+def run(ctx: Context) -> dict:
+    from bench.peers.etcd_cluster import etcd_binary
+
+    settings = QUICK if ctx.quick else FULL
+    results: dict = {"settings": {"seconds": settings.seconds, "warmup": settings.warmup, "value_bytes": VALUE_BYTES,
+                                  "concurrency": list(CONCURRENCY), "brokers": BROKERS},
+                     "systems": {"sparkraft": {"label": "sparkraft (fsync on)", "errors": []},
+                                 "etcd": {"label": "etcd (Debian, fsync on)", "errors": []}}}
+    for key, measure in (("sparkraft", _sparkraft), ("etcd", _etcd)):
+        system = results["systems"][key]
+        if key == "etcd" and etcd_binary() is None:
+            system["errors"].append("etcd is not installed (apt-get install etcd-server): not measured")
+            ctx.progress.line("etcd not installed: skipped (apt-get install etcd-server)")
+            continue
+        try:
+            measure(ctx, settings, system)
+        except Exception as e:
+            ctx.progress.line(f"{system['label']} FAILED: {type(e).__name__}: {e}")
+            system["errors"].append(f"{type(e).__name__}: {e}")
+    return results
+
+
+def _get(system: dict, c: int, op: str, *path):
+    value = system.get("by_concurrency", {}).get(str(c), {}).get(op)
+    for p in path:
+        value = None if value is None else value.get(p)
+    return value
+
+
+def report(document: dict) -> str:
+    results = document["results"]
+    ours, etcd = results["systems"]["sparkraft"], results["systems"]["etcd"]
+    lines = [f"{measured_on(document)}: 3 members each, fsync on, closed-loop writers in two client processes "
+             f"(each writer its own topic or key), {results['settings']['seconds']:g} s per point.", ""]
+    for title, _, our_ops, _, their_ops in PAIRS:
+        rows = []
+        for c in results["settings"]["concurrency"]:
+            for mine, theirs in zip(our_ops, their_ops):
+                goal = GOALS.get(mine)
+                got = ratio(_get(ours, c, mine, "per_s"), _get(etcd, c, theirs, "per_s"))
+                rows.append([c, mine, fmt_number(_get(ours, c, mine, "per_s")),
+                             fmt_number(_get(ours, c, mine, "latency_ms", "p50"), 2),
+                             fmt_number(_get(ours, c, mine, "latency_ms", "p99"), 2),
+                             fmt_number(_get(etcd, c, theirs, "per_s")),
+                             fmt_number(_get(etcd, c, theirs, "latency_ms", "p50"), 2),
+                             fmt_number(_get(etcd, c, theirs, "latency_ms", "p99"), 2),
+                             fmt_number(got, 2) + (f" (goal ≥ {goal:g})" if goal is not None and got else "")])
+        lines += [f"**{title}**", "",
+                  markdown_table(["writers", "sparkraft", "per s", "p50 ms", "p99 ms", "etcd per s", "p50 ms",
+                                  "p99 ms", "sparkraft ÷ etcd"], rows), ""]
+    lines.append("Goals: IncrementalAlterConfigs ≥ 1.0× etcd's Puts at every concurrency, with a p50 at one writer "
+                 "≤ etcd's; CreateTopics of one partition ≥ 0.5× etcd's transactions of as many keys.")
+    errors = [f"{s['label']}: {e}" for s in results["systems"].values() for e in s.get("errors", [])]
+    lines += [f"Errors: {e}" for e in errors]
+    return "\n".join(lines)
+
+
+def plot(document: dict, plots_dir: Path) -> list[Path]:
+    results, machine = document["results"], document["machine"]
+    ours, etcd = results["systems"]["sparkraft"], results["systems"]["etcd"]
+    if not ours.get("by_concurrency"):
+        return []
+    where = f"{machine['cpu_count']} CPUs, {machine['date'][:10]}, {document['mode']} mode"
+    groups = [f"{c} writers" for c in results["settings"]["concurrency"]]
+    series = {}
+    for _, _, our_ops, _, their_ops in PAIRS:
+        for mine, theirs in zip(our_ops, their_ops):
+            if mine == "delete":
+                continue  # the create's twin: the plot keeps to the goals' operations
+            series[f"sparkraft {mine}"] = [_get(ours, c, mine, "per_s") for c in results["settings"]["concurrency"]]
+            if etcd.get("by_concurrency"):
+                series[f"etcd {theirs}"] = [_get(etcd, c, theirs, "per_s") for c in results["settings"]["concurrency"]]
+    return [grouped_bar_chart(plots_dir / "metadata-writes.png", "Metadata writes/s, 3 members, fsync on", groups,
+                              series, "writes/s", subtitle=where, value_format="{:,.0f}")]
