@@ -67,7 +67,7 @@ def test_the_job_and_sql_run_through_spark_connect(cluster, connect_server, tmp_
                                           "--checkpoint", str(tmp_path / "ck"), "--available-now",
                                           "--remote", connect_server),
                             capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[:3000]
     assert_exactly_once(wh, bootstrap, topics=2)
 
     sql = 'SELECT name, partition_count FROM topics ORDER BY name'
