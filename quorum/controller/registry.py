@@ -65,6 +65,11 @@ class RequestRow:
     needs: Needs
     handler: Optional[Handler] = None  # a write's: records and reply; None for a read (answered from the image)
     transaction: bool = False  # written as a transaction even when its records fit one batch
+    # Clients send it on the wire (quorum/wire/, the log's own transport: answered from the node's
+    # event loop, no thread held while it commits) where the controller has one; else over gRPC.
+    # gRPC stays for SCRAM logins, requests a broker forwards for its client, and requests larger
+    # than the wire takes (they get gRPC's RESOURCE_EXHAUSTED and a line saying to split them).
+    wire: bool = True
 
     @property
     def writes(self) -> bool:

@@ -1,7 +1,8 @@
-"""The Controller service's broker requests on the wire (quorum/wire/): RegisterBroker and
-BrokerHeartbeat, the calls every broker makes every few seconds. The same checks and answers as the
-gRPC servicer (``begin_call`` in controller_service.py); each handler runs on the node's event-loop
-thread and answers when the controller thread's future is done, with no thread waiting for it.
+"""The Controller service's requests on the wire (quorum/wire/): those the request registry puts
+there (RequestRow.wire), the admin path and the broker heartbeats alike. The same checks and answers
+as the gRPC servicer (``begin_call`` in controller_service.py); each handler runs on the node's
+event-loop thread and answers when the controller thread's future is done, with no thread waiting
+for it (gRPC's synchronous server holds one of its threads per request in flight).
 
 A caller is its certificate's principal under mutual TLS, else ANONYMOUS at its address (the wire
 has no SCRAM login: SASL_SSL clients take gRPC).
@@ -11,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Callable
 
+from quorum.controller import registry
 from quorum.errors import ControllerNotRunningError
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
 from quorum.rpc.ports import ControllerPort
@@ -18,7 +20,7 @@ from quorum.wire.frames import Status
 from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
 
-WIRE_METHODS = ("RegisterBroker", "BrokerHeartbeat")
+WIRE_METHODS = tuple(row.method for row in registry.ROWS if row.method is not None and row.wire)
 
 
 def controller_handlers(service: ControllerService) -> dict[int, Callable]:

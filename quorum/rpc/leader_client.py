@@ -24,6 +24,11 @@ from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem,
 from quorum.wire.client import BlockingWireChannel, WireCallError
 from quorum.wire.methods import BY_NAME
 
+# Larger requests take gRPC: a server may cap what a connection not yet known sends on the wire
+# (sasl.server.max.receive.size, 512 KiB by default) and closes one that sends more, where gRPC
+# answers RESOURCE_EXHAUSTED, which this client turns into a line saying to split the request.
+WIRE_REQUEST_MAX_BYTES = 256 * 1024
+
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
 WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
 
@@ -185,7 +190,7 @@ class LeaderFollowingClient:
     def _attempt(self, target: str, method: str, request, deadline: float, metadata: tuple = ()):
         """``metadata``: more gRPC metadata for this call (a broker forwarding names its client)."""
         if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS \
-                and not metadata:
+                and not metadata and request.ByteSize() <= WIRE_REQUEST_MAX_BYTES:
             resp = self._attempt_wire(target, method, request, deadline)
             if resp is not None:
                 return resp

@@ -1,5 +1,5 @@
 """What each method number of the wire carries: the gRPC services' own protobuf messages (Raft's,
-and the Controller's broker requests), so both transports share one schema and one converter."""
+and the Controller's), so both transports share one schema and one converter."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,6 +18,19 @@ class Method:
 
 HELLO = Method(0, "Hello", pb.WireHello, pb.WireHello)
 
+# The Controller service's methods, by number: fixed once given (a client and a server of different
+# versions agree on them). Which of them clients send on the wire is the request registry's say
+# (quorum/controller/registry.py, RequestRow.wire); a test checks every registry method has one.
+CONTROLLER_NUMBERS: dict[str, int] = {
+    "RegisterBroker": 32, "BrokerHeartbeat": 33, "UnregisterBroker": 34, "CreateTopics": 35, "DeleteTopics": 36,
+    "CreatePartitions": 37, "ElectLeaders": 38, "AlterPartition": 39, "AlterPartitionReassignments": 40,
+    "ListPartitionReassignments": 41, "IncrementalAlterConfigs": 42, "DescribeConfigs": 43, "ListTopics": 44,
+    "DescribeTopics": 45, "DescribeCluster": 46, "UpdateFeatures": 47, "DescribeFeatures": 48,
+    "AlterClientQuotas": 49, "DescribeClientQuotas": 50, "AllocateProducerIds": 51, "CreateAcls": 52,
+    "DeleteAcls": 53, "DescribeAcls": 54, "AlterUserScramCredentials": 55, "DescribeUserScramCredentials": 56,
+    "DescribeMigration": 57, "FinalizeMigration": 58,
+}
+
 METHODS: dict[int, Method] = {m.number: m for m in (
     HELLO,
     Method(1, "Vote", pb.VoteRequest, pb.VoteResponse),
@@ -26,9 +39,8 @@ METHODS: dict[int, Method] = {m.number: m for m in (
     Method(4, "Fetch", pb.FetchRequest, pb.FetchResponse),
     Method(5, "FetchSnapshot", pb.FetchSnapshotRequest, pb.FetchSnapshotResponse),
     Method(6, "Append", pb.AppendRequest, pb.AppendResponse),
-    # The Controller service's broker path (a heartbeat every broker.heartbeat.interval.ms per broker).
-    Method(32, "RegisterBroker", cpb.RegisterBrokerRequest, cpb.RegisterBrokerResponse),
-    Method(33, "BrokerHeartbeat", cpb.BrokerHeartbeatRequest, cpb.BrokerHeartbeatResponse),
+    *(Method(number, name, getattr(cpb, f"{name}Request"), getattr(cpb, f"{name}Response"))
+      for name, number in CONTROLLER_NUMBERS.items()),
 )}
 
 BY_NAME: dict[str, Method] = {m.name: m for m in METHODS.values()}

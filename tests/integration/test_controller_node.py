@@ -147,7 +147,7 @@ def test_a_standby_refuses_writes_with_not_controller_naming_the_active_one(clus
 
 def test_broker_registrations_and_heartbeats_take_the_wire(cluster):
     """A broker's RegisterBroker and BrokerHeartbeat go to the active controller's wire listener
-    (quorum/wire/) with the same answers as over gRPC; the rest of the Controller service stays on gRPC."""
+    (quorum/wire/) with the same answers as over gRPC."""
     from quorum.gen.sparkraft.v1 import controller_pb2
     from quorum.wire.client import BlockingWireChannel
     from quorum.wire.methods import BY_NAME
@@ -177,3 +177,29 @@ def test_broker_registrations_and_heartbeats_take_the_wire(cluster):
     time.sleep(1.5)
     described = {b.broker_id: b for b in cluster.client.describe_cluster().brokers}
     assert all(not described[b].fenced for b, _ in BROKERS)
+
+
+def test_admin_requests_take_the_wire_and_a_write_is_visible_to_the_next_read_anywhere(cluster):
+    """Admin writes and reads go on the wire (the registry's rows say so) with gRPC's answers: a
+    config set and acknowledged there is what the next read says, asked of the active controller
+    and of a client that knows only a standby (its answer names the active controller, which the
+    client asks too). A request larger than the wire takes goes over gRPC and is refused with the
+    line saying to split it, as before."""
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    standby = next(n for n in cluster.nodes.values() if n is not active)
+    cluster.client.create_topic("wired", 1, 1)
+    wire, _ = cluster.client._wires[cluster.client.leader_endpoint]
+    assert wire is not None and wire.port == active.raft.wire_port
+    key = api.ConfigResourceKey("TOPIC", "wired")
+    with ControllerClient(f"127.0.0.1:{standby.port}", timeout=10) as by_standby:
+        for n in range(20):
+            cluster.client.alter_configs(key, [api.AlterableConfig("retention.ms", "SET", str(1000 + n))])
+            for client in (cluster.client, by_standby):
+                entries = client.describe_configs(key)
+                assert {e.name: e.value for e in entries}["retention.ms"] == str(1000 + n)
+        assert by_standby._wires, "the standby's client did not take the wire"
+    with pytest.raises(SparkraftError) as e:
+        cluster.client.create_topics([api.CreatableTopic("t" * 200 + str(i), 1, 1) for i in range(50_000)])
+    assert e.value.error is Errors.INVALID_REQUEST and "split it into smaller ones" in e.value.message
+    assert "wired" in cluster.client.list_topics() and len(cluster.client.list_topics()) == 1

@@ -61,6 +61,22 @@ def test_every_method_has_converters_messages_and_a_servicer():
     assert set(controller_convert.METHODS) == set(registry.BY_METHOD)
 
 
+def test_every_method_has_a_wire_number_and_the_wire_carries_what_the_rows_say():
+    """Every Controller method has its own fixed wire number (none of Raft's), so any row may be put
+    on the wire; the wire handlers and clients take exactly the rows marked ``wire``."""
+    from quorum.rpc import controller_wire
+    from quorum.wire import methods
+
+    assert set(methods.CONTROLLER_NUMBERS) == set(registry.BY_METHOD)
+    numbers = list(methods.CONTROLLER_NUMBERS.values())
+    assert len(set(numbers)) == len(numbers) and min(numbers) >= 32 and max(numbers) <= 255
+    for name, number in methods.CONTROLLER_NUMBERS.items():
+        method = methods.METHODS[number]
+        assert (method.name, method.request, method.response) == \
+            (name, getattr(pb, f"{name}Request"), getattr(pb, f"{name}Response"))
+    assert set(controller_wire.WIRE_METHODS) == {row.method for row in registry.ROWS if row.method and row.wire}
+
+
 def test_kafka_names_and_keys_are_kafkas():
     """Each row's Kafka API name and key are the same request in Kafka's own message schemas (kio)."""
     keys = [row.kafka[1] for row in registry.ROWS if row.kafka is not None]
