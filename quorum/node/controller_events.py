@@ -3,7 +3,6 @@ dispatches on the type through its table."""
 from __future__ import annotations
 
 import concurrent.futures
-import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -16,16 +15,17 @@ from quorum.node.pending_replies import Pending
 
 @dataclass(frozen=True, slots=True)
 class Committed:
-    """Committed batches from the RaftNode's listener thread, which waits on ``done``."""
+    """Committed batches, handed off by the RaftNode's event loop; ``done()`` once replayed lets it
+    hand off more (it keeps only a few deliveries out at once)."""
 
     batches: list[Batch]
-    done: threading.Event
+    done: Callable[[], None]
 
 
 @dataclass(frozen=True, slots=True)
 class SnapshotInstalled:
     load: SnapshotLoad
-    done: threading.Event
+    done: Callable[[], None]
 
 
 # Authorization of a write: None to go on, else the error that refuses it (quorum/rpc/request_actions.py).

@@ -5,9 +5,9 @@ One node of the controller quorum = a :class:`~quorum.node.RaftNode` (the metada
 wired by ONE controller event thread, the only thread that touches the core. It takes, from one
 inbound queue:
 
-- committed batches from the RaftNode's commit listener -> ``core.replay_committed(batch)``, every
-  batch in log order (control batches included);
-- requests (from the gRPC service or in-process callers) -> ``core.handle(request, now)``; the
+- committed batches, handed off by the RaftNode's event loop (``add_commit_hand_off``) ->
+  ``core.replay_committed(batch)``, every batch in log order (control batches included);
+- requests (from the wire, the gRPC service or in-process callers) -> ``core.handle(request, now)``; the
   Operation's batches are proposed in order, one ``RaftNode.propose`` per inner list;
 - proposal outcomes (``propose`` futures' done-callbacks post them back to the queue);
 - read calls, run against the core's replayed state on this thread;
@@ -58,6 +58,7 @@ from quorum.migration.driver import MigrationDriver
 from quorum.node.controller_events import Call, Check, Committed, Proposed, Request, SnapshotInstalled, Stop
 from quorum.node.controller_extras import update_features_with_kraft, with_kraft_version, with_migration_status
 from quorum.node.controller_reads import READS
+from quorum.node.listeners import SnapshotLoad
 from quorum.node.pending_replies import Pending, PendingReplies, not_controller
 from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
@@ -151,7 +152,7 @@ class ControllerNode:
         self._running = True
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
-        self.raft.add_commit_listener(self._on_commit, self._on_snapshot)
+        self.raft.add_commit_hand_off(self._hand_off)
         self.raft.start(check_cluster_id)
         if self.migration is not None:
             self.migration.start()
@@ -268,19 +269,12 @@ class ControllerNode:
             return self.read(request, timeout)
         return self.submit(request).result(timeout)
 
-    # ------------------------------------------------------------------ commit listener (its own thread)
-    def _on_snapshot(self, load) -> None:
-        done = threading.Event()
-        self._inbox.put(SnapshotInstalled(load, done))
-        while self._running and not done.wait(0.5):
-            pass
-
-    def _on_commit(self, batches: list[Batch]) -> None:
-        done = threading.Event()
-        self._inbox.put(Committed(batches, done))
-        # Back-pressure: the RaftNode feeds a listener at most a few chunks ahead.
-        while self._running and not done.wait(0.5):
-            pass
+    # ------------------------------------------------------------------ commits (from Raft's event loop)
+    def _hand_off(self, delivery, done: Callable[[], None]) -> None:
+        """Committed batches (or the snapshot that replaced them) into this loop's queue, straight
+        from Raft's event loop: the reply to a write waits on this, so no thread sits between."""
+        self._inbox.put(SnapshotInstalled(delivery, done) if isinstance(delivery, SnapshotLoad)
+                        else Committed(delivery, done))
 
     # ------------------------------------------------------------------ the event loop
     def _run(self) -> None:
@@ -337,7 +331,7 @@ class ControllerNode:
                 self._replay(batch)
             self._follow_security()
         finally:
-            item.done.set()
+            item.done()
         self._check_leadership()
         self._settle()
 
@@ -346,7 +340,7 @@ class ControllerNode:
             self.snapshots.installed(item.load)
             self._follow_security()
         finally:
-            item.done.set()
+            item.done()
 
     def _on_request(self, item: Request) -> None:
         if item.future.set_running_or_notify_cancel():
@@ -490,7 +484,7 @@ class ControllerNode:
             elif isinstance(item, Call) and not item.future.done():
                 item.future.set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
             elif isinstance(item, (Committed, SnapshotInstalled)):
-                item.done.set()
+                item.done()
         with self._state_cond:
             self._state_cond.notify_all()
 

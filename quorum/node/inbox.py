@@ -43,9 +43,10 @@ class Delivered:
 
 @dataclass(frozen=True, slots=True)
 class Listen:
-    fn: Callable
+    fn: Optional[Callable]
     on_snapshot: Optional[Callable]
     done: threading.Event
+    hand_off: Optional[Callable] = None  # listeners.HandOff: deliveries go to the owner's thread
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,7 +288,7 @@ class RaftNode(RaftRounds):
         for lst in self._listeners:
             lst.stop()
         for lst in self._listeners:
-            if lst.thread is not threading.current_thread():
+            if lst.thread is not None and lst.thread is not threading.current_thread():
                 lst.thread.join(timeout=5)
         self.storage.close()
         self._stopped.set()
@@ -335,6 +335,16 @@ class RaftNode(RaftRounds):
         the log start), ``on_snapshot`` is called first with the snapshot that holds them."""
         done = threading.Event()
         self._put(Listen(fn, on_snapshot, done))
+        if self._running:
+            done.wait(5)
+
+    def add_commit_hand_off(self, hand_off) -> None:
+        """As ``add_commit_listener``, but each delivery (a list of batches, or a SnapshotLoad first
+        where the log let go of what was not delivered yet) goes to ``hand_off(delivery, done)`` on
+        the event loop, which queues it for a thread of the caller's own; that thread calls
+        ``done()`` when through with it. At most a few deliveries are out at once, as for a listener."""
+        done = threading.Event()
+        self._put(Listen(None, None, done, hand_off))
         if self._running:
             done.wait(5)
 

@@ -165,9 +165,10 @@ class RaftRounds:
 
     def _on_listen(self, item: Listen, now: int) -> None:
         lst = CommitListener(self.node_id, item.fn, len(self._listeners), self.log.start_offset, item.on_snapshot,
-                             delivered=lambda listener: self._put(Delivered(listener)))
+                             delivered=lambda listener: self._put(Delivered(listener)), hand_off=item.hand_off)
         self._listeners.append(lst)
-        lst.thread.start()
+        if lst.thread is not None:
+            lst.thread.start()
         item.done.set()
 
     def _on_snapshot_written(self, item: SnapshotWritten, now: int) -> None:
