@@ -82,6 +82,20 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def create_topic_once(admin, name: str, partitions: int, replication_factor: int) -> None:
+    """``admin.create_topic`` for a name only this test uses, where a leader may change meanwhile (a
+    loaded machine, snapshots and retention): a write the old leader proposed but could not answer
+    for is committed by the next, and the client's retry then finds the topic (at-least-once
+    across controller changes, as Kafka's AdminClient): that topic with these partitions is ours."""
+    from quorum.errors import Errors, SparkraftError
+
+    try:
+        admin.create_topic(name, partitions, replication_factor)
+    except SparkraftError as e:
+        if e.error is not Errors.TOPIC_ALREADY_EXISTS or len(admin.describe_topic(name).partitions) != partitions:
+            raise
+
+
 def sparkraft_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "sparkraft", *args]
 

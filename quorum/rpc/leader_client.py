@@ -9,6 +9,7 @@ says which: NETWORK_EXCEPTION when nobody answered, else ``no_leader_error`` wit
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from typing import Callable, Optional
@@ -28,6 +29,8 @@ from quorum.wire.methods import BY_NAME
 # (sasl.server.max.receive.size, 512 KiB by default) and closes one that sends more, where gRPC
 # answers RESOURCE_EXHAUSTED, which this client turns into a line saying to split the request.
 WIRE_REQUEST_MAX_BYTES = 256 * 1024
+# How a wire server says it has no such method (quorum/wire/server.py): an older version's
+_NOT_SERVED = re.compile(r"^unknown method \d+$| is not served here$")
 
 FAILED_SERVER_COOLDOWN_S = 10.0  # a server that timed out or refused is tried after the others this long
 WAIT_NOTICE_S = 2.0  # a call still looking for its server after this long says what it waits for
@@ -79,6 +82,7 @@ class LeaderFollowingClient:
         self._probed: set[str] = set()  # servers asked whether they speak Kafka's protocol
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
         self._wires: dict[str, tuple[Optional[BlockingWireChannel], float]] = {}  # target -> (channel, asked at)
+        self._not_on_wire: set[tuple[str, str]] = set()  # (target, method) an older server's wire does not serve
         self._wire_context = None  # ssl.SSLContext of the wire channels, with TLS
         self._lock = threading.Lock()
         self._closed = False
@@ -180,6 +184,11 @@ class LeaderFollowingClient:
         try:
             return wire.call(BY_NAME[method], request, self._attempt_timeout(deadline))
         except WireCallError as e:
+            if e.code() is grpc.StatusCode.INVALID_ARGUMENT and _NOT_SERVED.search(e.details() or ""):
+                # a server of an older version, whose wire has no such method: gRPC has it
+                with self._lock:
+                    self._not_on_wire.add((target, method))
+                return None
             if e.code() is grpc.StatusCode.UNAVAILABLE:  # a restarted server listens elsewhere: ask again
                 with self._lock:
                     if self._wires.get(target, (None,))[0] is wire:
@@ -190,7 +199,8 @@ class LeaderFollowingClient:
     def _attempt(self, target: str, method: str, request, deadline: float, metadata: tuple = ()):
         """``metadata``: more gRPC metadata for this call (a broker forwarding names its client)."""
         if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS \
-                and not metadata and request.ByteSize() <= WIRE_REQUEST_MAX_BYTES:
+                and not metadata and request.ByteSize() <= WIRE_REQUEST_MAX_BYTES \
+                and (target, method) not in self._not_on_wire:
             resp = self._attempt_wire(target, method, request, deadline)
             if resp is not None:
                 return resp

@@ -203,3 +203,21 @@ def test_admin_requests_take_the_wire_and_a_write_is_visible_to_the_next_read_an
         cluster.client.create_topics([api.CreatableTopic("t" * 200 + str(i), 1, 1) for i in range(50_000)])
     assert e.value.error is Errors.INVALID_REQUEST and "split it into smaller ones" in e.value.message
     assert "wired" in cluster.client.list_topics() and len(cluster.client.list_topics()) == 1
+
+
+def test_a_wire_without_a_method_is_an_older_server_and_the_client_takes_grpc_for_it(cluster):
+    """A controller of an older version serves fewer methods on its wire: the client takes gRPC
+    for a method the wire refuses as not served, and keeps doing so for that server."""
+    from quorum.wire.methods import BY_NAME
+
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    number = BY_NAME["CreateTopics"].number
+    handler = active.raft.wire.handlers.pop(number)
+    try:
+        cluster.client.create_topic("by-grpc", 1, 1)
+        cluster.client.create_topic("by-grpc-again", 1, 1)
+        assert (cluster.client.leader_endpoint, "CreateTopics") in cluster.client._not_on_wire
+    finally:
+        active.raft.wire.handlers[number] = handler
+    assert {"by-grpc", "by-grpc-again"} <= set(cluster.client.list_topics())

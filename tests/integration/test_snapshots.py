@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from conftest import LiveBrokers, create_topic_once, sparkraft_cmd, wait_for
 from test_metrics import scrape
 
 pytestmark = pytest.mark.slow
@@ -40,7 +40,7 @@ def cluster_with_snapshots(controller_processes):
     try:
         broker.wait_unfenced()
         for i in range(6):
-            admin.create_topic(f"t{i}", 20, 1)
+            create_topic_once(admin, f"t{i}", 20, 1)
         wait_for(lambda: all(checkpoints(cp, i) for i in cp.voters), 30, "a snapshot on every controller")
         yield cp, admin
     finally:
@@ -66,7 +66,7 @@ def test_every_controller_writes_snapshots_that_the_tools_read(cluster_with_snap
 
     cp, admin = cluster_with_snapshots
     for n in range(10):  # enough records for retention to delete old snapshots and segments
-        admin.create_topic(f"more{n}", 20, 1)
+        create_topic_once(admin, f"more{n}", 20, 1)
     for i in cp.voters:
         assert all(p.name.endswith(".checkpoint") and len(p.name) == len("0" * 20 + "-" + "0" * 10 + ".checkpoint")
                    for p in checkpoints(cp, i))
@@ -96,7 +96,7 @@ def test_a_restart_loads_the_newest_snapshot(cluster_with_snapshots):
     cp.start([standby])
     wait_for(lambda: "loaded snapshot " + newest.name in cp.output(standby).read_text(), 30,
              "the restarted controller to load its newest snapshot")
-    admin.create_topic("after-restart", 5, 1)
+    create_topic_once(admin, "after-restart", 5, 1)
     expected = 6 * 20 + 5
     wait_for(lambda: partition_count(cp, standby) == expected, 30, "the restarted controller to catch up")
 
@@ -104,7 +104,7 @@ def test_a_restart_loads_the_newest_snapshot(cluster_with_snapshots):
 def test_damaged_snapshots_are_refused_and_the_node_fetches_a_good_one(cluster_with_snapshots):
     cp, admin = cluster_with_snapshots
     for n in range(6):
-        admin.create_topic(f"more{n}", 20, 1)
+        create_topic_once(admin, f"more{n}", 20, 1)
     leader = cp.wait_leader().leader_id
     standby = next(i for i in cp.voters if i != leader)
     wait_for(lambda: int(segments(cp, standby)[0].name[:20]) > 0, 30, "the standby's log to start past 0")
@@ -121,7 +121,7 @@ def test_damaged_snapshots_are_refused_and_the_node_fetches_a_good_one(cluster_w
     assert "fails" in out or "damaged" in out
     for path in damaged:  # evidence, not garbage: kept aside under another name, never served
         assert path.with_name(path.name + ".corrupt").exists()
-    admin.create_topic("after-repair", 5, 1)
+    create_topic_once(admin, "after-repair", 5, 1)
     wait_for(lambda: partition_count(cp, standby) == partition_count(cp, leader) == 12 * 20 + 5, 30,
              "the repaired standby to agree with the leader")
 
@@ -131,7 +131,7 @@ def test_a_wiped_follower_rejoins_through_fetch_snapshot(cluster_with_snapshots)
 
     cp, admin = cluster_with_snapshots
     for n in range(6):
-        admin.create_topic(f"more{n}", 20, 1)
+        create_topic_once(admin, f"more{n}", 20, 1)
     leader = cp.wait_leader().leader_id
     wait_for(lambda: int(segments(cp, leader)[0].name[:20]) > 0, 30, "the leader's log to start past 0")
     victim = next(i for i in cp.voters if i != leader)
@@ -144,7 +144,7 @@ def test_a_wiped_follower_rejoins_through_fetch_snapshot(cluster_with_snapshots)
     cp.start([victim])
     wait_for(lambda: "loaded the leader's snapshot" in cp.output(victim).read_text(), 60,
              "the wiped follower to catch up through FetchSnapshot")
-    admin.create_topic("after-wipe", 5, 1)
+    create_topic_once(admin, "after-wipe", 5, 1)
     wait_for(lambda: partition_count(cp, victim) == partition_count(cp, leader) == 12 * 20 + 5, 30,
              "the rejoined follower to hold the leader's image")
     snapshot = checkpoints(cp, victim)[0]  # the downloaded one, whole and under its own name
@@ -161,7 +161,7 @@ def test_observers_behind_the_log_start_load_the_leaders_snapshot(cluster_with_s
 
     cp, admin = cluster_with_snapshots
     for n in range(6):
-        admin.create_topic(f"more{n}", 20, 1)
+        create_topic_once(admin, f"more{n}", 20, 1)
     leader = cp.wait_leader().leader_id
     wait_for(lambda: int(segments(cp, leader)[0].name[:20]) > 0, 30, "the leader's log to start past 0")
     cluster_id = admin.describe_cluster().cluster_id
@@ -173,7 +173,7 @@ def test_observers_behind_the_log_start_load_the_leaders_snapshot(cluster_with_s
     try:
         for client in (stale_cut, fresh):
             client.start()
-            admin.create_topic(f"seen-by-{id(client)}", 3, 1)
+            create_topic_once(admin, f"seen-by-{id(client)}", 3, 1)
             wait_for(lambda: client.image.topics.topic_names() == sorted(admin.list_topics()), 30,
                      "the broker to catch up through the snapshot")
             assert client.stats.bootstrap_source == "snapshot" and client.stats.snapshots_fetched == 1
