@@ -30,6 +30,7 @@ import grpc
 
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
 from quorum.rpc.controller_wire import WIRE_METHODS
@@ -37,6 +38,7 @@ from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 from quorum.security.client import ClientSecurity
 from quorum.security.principal import FORWARDED_HOST, FORWARDED_PRINCIPAL
+from quorum.wire.methods import BY_NAME
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -56,6 +58,19 @@ class ControllerClient(LeaderFollowingClient):
 
     def response_error(self, resp) -> Optional[SparkraftError]:
         return cc.response_error(resp)
+
+    def _attempt(self, target: str, method: str, request, deadline: float, metadata: tuple = ()):
+        """A request forwarded for a Kafka client (``metadata`` naming it) goes on the wire too, in
+        the ``Forward`` envelope, where the target's wire serves that."""
+        named = dict(metadata)
+        if metadata and set(named) == {FORWARDED_PRINCIPAL, FORWARDED_HOST} \
+                and self._on_wire(target, method, request) and (target, "Forward") not in self._not_on_wire:
+            envelope = pb.ForwardedRequest(principal=named[FORWARDED_PRINCIPAL], host=named[FORWARDED_HOST],
+                                           method=method, request=request.SerializeToString())
+            resp = self._attempt_wire(target, "Forward", envelope, deadline)
+            if resp is not None:
+                return BY_NAME[method].response.FromString(resp.response)
+        return super()._attempt(target, method, request, deadline, metadata)
 
     # -- generic ---------------------------------------------------------------------------
     def call(self, request, timeout: Optional[float] = None):

@@ -12,8 +12,11 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Callable
 
+from google.protobuf.message import DecodeError
+
 from quorum.controller import registry
 from quorum.errors import ControllerNotRunningError
+from quorum.gen.sparkraft.v1 import controller_pb2 as cpb
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
 from quorum.rpc.ports import ControllerPort
 from quorum.wire.frames import Status
@@ -25,7 +28,8 @@ WIRE_METHODS = tuple(row.method for row in registry.ROWS if row.method is not No
 
 def controller_handlers(service: ControllerService) -> dict[int, Callable]:
     """Method number -> handler, for the controller that ``service`` is (or will be) attached to."""
-    return {BY_NAME[name].number: _Handler(service, name) for name in WIRE_METHODS}
+    return {**{BY_NAME[name].number: _Handler(service, name) for name in WIRE_METHODS},
+            BY_NAME["Forward"].number: _Forwarded(service)}
 
 
 class _Handler:
@@ -42,6 +46,43 @@ class _Handler:
         if not isinstance(call, PendingCall):
             return call
         return Deferred(call.future, lambda f: _answer(call, f), call.timed_out)
+
+
+class _Forwarded:
+    """A request a broker forwards for its Kafka client (the ``Forward`` envelope): authorized as
+    that client's principal if the connection's own caller may forward (``forwarded_caller``: a
+    node's principal, a super user, or CLUSTER_ACTION), as gRPC's forwarded metadata is; answered
+    as the inner method's response in the envelope's."""
+
+    def __init__(self, service: ControllerService):
+        self._service = service
+
+    def __call__(self, conn: WireConnection, envelope):
+        if envelope.method not in WIRE_METHODS:
+            raise WireRefusal(Status.INVALID_REQUEST, f"{envelope.method!r} is not forwarded on the wire")
+        inner = BY_NAME[envelope.method]
+        try:
+            request = inner.request.FromString(envelope.request)
+        except DecodeError:
+            raise WireRefusal(Status.INVALID_REQUEST, f"{envelope.method}: the body does not decode") from None
+        node = self._service.node
+
+        def caller():
+            if node.security.authorizer is None:
+                return None
+            return node.security.forwarded_caller(_caller(node, conn), envelope.principal, envelope.host)
+
+        try:
+            call = begin_call(node, envelope.method, request, caller, wire=True)
+        except ControllerNotRunningError as e:
+            raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
+        if not isinstance(call, PendingCall):
+            return _enveloped(call)
+        return Deferred(call.future, lambda f: _enveloped(_answer(call, f)), lambda: _enveloped(call.timed_out()))
+
+
+def _enveloped(response) -> cpb.ForwardedResponse:
+    return cpb.ForwardedResponse(response=response.SerializeToString())
 
 
 def _caller(node: ControllerPort, conn: WireConnection):

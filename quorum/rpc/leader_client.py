@@ -177,7 +177,14 @@ class LeaderFollowingClient:
                 self._wire_context = self.security.ssl_context()
             return self._wire_context
 
+    def _on_wire(self, target: str, method: str, request) -> bool:
+        """Whether this call to ``target`` goes on the wire (where ``target`` has one)."""
+        return method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS \
+            and request.ByteSize() <= WIRE_REQUEST_MAX_BYTES and (target, method) not in self._not_on_wire
+
     def _attempt_wire(self, target: str, method: str, request, deadline: float):
+        """The response over the wire, or None: ``target`` has no wire, or its wire does not serve
+        ``method`` (a wire method's name: a request's own, or ``Forward``)."""
         wire = self._wire(target, deadline)
         if wire is None:
             return None
@@ -198,9 +205,7 @@ class LeaderFollowingClient:
 
     def _attempt(self, target: str, method: str, request, deadline: float, metadata: tuple = ()):
         """``metadata``: more gRPC metadata for this call (a broker forwarding names its client)."""
-        if method in self.wire_methods and self._login is None and self.security.protocol in WIRE_PROTOCOLS \
-                and not metadata and request.ByteSize() <= WIRE_REQUEST_MAX_BYTES \
-                and (target, method) not in self._not_on_wire:
+        if not metadata and self._on_wire(target, method, request):
             resp = self._attempt_wire(target, method, request, deadline)
             if resp is not None:
                 return resp

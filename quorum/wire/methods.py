@@ -39,6 +39,8 @@ METHODS: dict[int, Method] = {m.number: m for m in (
     Method(4, "Fetch", pb.FetchRequest, pb.FetchResponse),
     Method(5, "FetchSnapshot", pb.FetchSnapshotRequest, pb.FetchSnapshotResponse),
     Method(6, "Append", pb.AppendRequest, pb.AppendResponse),
+    # A Controller request a broker forwards for its client, in an envelope naming that client.
+    Method(31, "Forward", cpb.ForwardedRequest, cpb.ForwardedResponse),
     *(Method(number, name, getattr(cpb, f"{name}Request"), getattr(cpb, f"{name}Response"))
       for name, number in CONTROLLER_NUMBERS.items()),
 )}

@@ -221,3 +221,23 @@ def test_a_wire_without_a_method_is_an_older_server_and_the_client_takes_grpc_fo
     finally:
         active.raft.wire.handlers[number] = handler
     assert {"by-grpc", "by-grpc-again"} <= set(cluster.client.list_topics())
+
+
+def test_a_forwarded_request_takes_the_wire_in_its_envelope(cluster):
+    """A request a broker forwards for its client (``on_behalf_of``) goes in the wire's Forward
+    envelope, naming that client, and is answered as the method's own response."""
+    from quorum.wire.methods import BY_NAME
+
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    number = BY_NAME["Forward"].number
+    handler, seen = active.raft.wire.handlers[number], []
+    active.raft.wire.handlers[number] = lambda conn, envelope: (seen.append(envelope.principal), handler(conn, envelope))[1]
+    try:
+        reply, offset = cluster.client.call_committed(
+            api.CreateTopicsRequest((api.CreatableTopic("forwarded", 2, 1),)), on_behalf_of=("User:alice", "10.0.0.1"))
+    finally:
+        active.raft.wire.handlers[number] = handler
+    assert seen == ["User:alice"]
+    assert reply[0].error is Errors.NONE and offset >= 0
+    assert len(cluster.client.describe_topic("forwarded").partitions) == 2

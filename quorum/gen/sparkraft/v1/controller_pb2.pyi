@@ -1115,3 +1115,21 @@ class FinalizeMigrationResponse(_message.Message):
     leader_endpoint: str
     committed_offset: int
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
+class ForwardedRequest(_message.Message):
+    __slots__ = ("principal", "host", "method", "request")
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    principal: str
+    host: str
+    method: str
+    request: bytes
+    def __init__(self, principal: _Optional[str] = ..., host: _Optional[str] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ...) -> None: ...
+
+class ForwardedResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: bytes
+    def __init__(self, response: _Optional[bytes] = ...) -> None: ...
