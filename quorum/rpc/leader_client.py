@@ -22,7 +22,7 @@ from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_PROTOCOLS
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem, kafka_protocol_problem
-from quorum.wire.client import BlockingWireChannel, WireCallError
+from quorum.wire.client import WireCallError, WireChannelPool
 from quorum.wire.methods import BY_NAME
 
 # Larger requests take gRPC: a server may cap what a connection not yet known sends on the wire
@@ -81,7 +81,7 @@ class LeaderFollowingClient:
         self._failed_until: dict[str, float] = {}  # server -> until when it is tried last
         self._probed: set[str] = set()  # servers asked whether they speak Kafka's protocol
         self._stubs: dict[str, tuple[grpc.Channel, object]] = {}
-        self._wires: dict[str, tuple[Optional[BlockingWireChannel], float]] = {}  # target -> (channel, asked at)
+        self._wires: dict[str, tuple[Optional[WireChannelPool], float]] = {}  # target -> (channels, asked at)
         self._not_on_wire: set[tuple[str, str]] = set()  # (target, method) an older server's wire does not serve
         self._wire_context = None  # ssl.SSLContext of the wire channels, with TLS
         self._lock = threading.Lock()
@@ -148,8 +148,8 @@ class LeaderFollowingClient:
     def _attempt_timeout(self, deadline: float) -> float:
         return max(0.01, min(self.rpc_timeout, deadline - time.monotonic()))
 
-    def _wire(self, target: str, deadline: float) -> Optional[BlockingWireChannel]:
-        """The wire channel to ``target``, asking it once where its wire listener is (None: it has
+    def _wire(self, target: str, deadline: float) -> Optional[WireChannelPool]:
+        """The wire channels to ``target``, asking it once where its wire listener is (None: it has
         none, or is an older version; asked again after WIRE_ASK_NONE_AGAIN_S)."""
         with self._lock:
             known = self._wires.get(target)
@@ -163,7 +163,7 @@ class LeaderFollowingClient:
             if e.code() is not grpc.StatusCode.UNIMPLEMENTED:
                 raise
             port = 0
-        wire = BlockingWireChannel(parse_host_port(target)[0], port, tls=self._wire_tls()) if port else None
+        wire = WireChannelPool(parse_host_port(target)[0], port, tls=self._wire_tls()) if port else None
         with self._lock:
             if self._closed:
                 raise ValueError(f"the {type(self).__name__} is closed")

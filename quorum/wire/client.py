@@ -134,6 +134,43 @@ class BlockingWireChannel:
             self._close()
 
 
+class WireChannelPool:
+    """Channels to one node's wire listener, one per call in flight. A BlockingWireChannel carries
+    one call at a time, so callers sharing a client (a broker forwarding for many Kafka clients, a
+    controller's Kafka listener) would wait for each other's calls, a slow one past their own
+    deadlines; here each takes an idle channel or opens another, and up to MAX_IDLE stay open."""
+
+    MAX_IDLE = 4
+
+    def __init__(self, host: str, port: int, peer_metadata: str = "", tls: Optional[ssl.SSLContext] = None):
+        self.host, self.port = host, port
+        self._args = (host, port, peer_metadata, tls)
+        self._idle: list[BlockingWireChannel] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def call(self, method: Method, request, timeout: float):
+        with self._lock:
+            channel = self._idle.pop() if self._idle else None
+        if channel is None:
+            channel = BlockingWireChannel(*self._args)
+        try:
+            return channel.call(method, request, timeout)
+        finally:
+            with self._lock:
+                keep = not self._closed and len(self._idle) < self.MAX_IDLE
+                if keep:
+                    self._idle.append(channel)
+            if not keep:
+                channel.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle, self._closed = self._idle, [], True
+        for channel in idle:
+            channel.close()
+
+
 Done = Callable[[Optional[object], Optional[WireCallError]], None]  # (response message, error)
 
 

@@ -241,3 +241,26 @@ def test_a_forwarded_request_takes_the_wire_in_its_envelope(cluster):
     assert seen == ["User:alice"]
     assert reply[0].error is Errors.NONE and offset >= 0
     assert len(cluster.client.describe_topic("forwarded").partitions) == 2
+
+
+def test_callers_sharing_a_client_do_not_wait_for_each_others_wire_calls(cluster):
+    """Threads sharing one ControllerClient (a broker forwarding for many Kafka clients) each take a
+    wire channel of their own: their calls overlap instead of taking turns on one connection."""
+    import threading
+
+    cluster.register_brokers()
+    client = cluster.client
+    client.describe_cluster()
+    pool, _ = client._wires[client.leader_endpoint]
+
+    def calls() -> None:
+        for _ in range(30):
+            client.describe_cluster()
+            client.list_topics()
+
+    threads = [threading.Thread(target=calls) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(pool._idle) > 1, "the calls took turns on one wire channel"
