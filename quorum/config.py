@@ -270,8 +270,9 @@ KEYS: dict[str, ConfigKey] = {
         _key("controller.quorum.auto.join.enable", _bool, False,
              "A controller of a dynamic quorum that is not a voter adds itself once caught up (KIP-1186)."),
         _key("controller.quorum.wire.port", _int(-1), 0,
-             "Port of the controller's wire listener (the quorum's Raft requests, appends and broker "
-             "heartbeats framed on TCP beside the gRPC listener, on its host, with the controller "
+             "Port of the controller's wire listener (the quorum's Raft requests and appends, and the "
+             "Controller service's admin and broker requests, framed on TCP beside the gRPC listener, on "
+             "its host, with the controller "
              "listener's TLS; SASL_SSL clients keep gRPC): 0 picks a free port (peers and clients ask for "
              "it over gRPC), -1 serves none."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
