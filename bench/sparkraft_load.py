@@ -2,7 +2,9 @@
 sequential writer for latency. A sparkraft quorum is written through
 :class:`quorum.rpc.raft_client.RaftClient`, as an application would; an etcd cluster (``--target
 etcd``) through etcd's own gRPC ``KV.Put`` at its leader, one Put per record, so both systems get
-the same load from the same generator.
+the same load from the same generator. ``--op`` makes each writer do something else each time round
+(``OPS``): a metadata write through ControllerClient (an IncrementalAlterConfigs, or a CreateTopics
+then its DeleteTopics) against an etcd transaction of as many keys (``bench metadata_writes``).
 
 Writers run in separate client processes (``python -m bench.sparkraft_load``, driven by JSON lines
 like the PySyncObj nodes) so the benchmark process's own GIL does not cap the load; each process
@@ -77,17 +79,20 @@ class Writers:
     def collect(self) -> dict:
         parts = [c.receive(self._warmup + self._seconds + 120, "'run'") for c in self._clients]
         records = sum(p["records"] for p in parts)
+        by_op: dict[str, list[float]] = {}  # operation -> its latencies, from every client process
+        for p in parts:
+            for name, samples in p["by_op"].items():
+                by_op.setdefault(name, []).extend(samples)
         return {
             "committed": records,
             "seconds": self._seconds,
             "records_per_s": records / self._seconds,
             "appends_per_s": sum(p["appends"] for p in parts) / self._seconds,
             "errors": sum(p["errors"] for p in parts),
-            "append_latency_ms": latency_summary_ms([s for p in parts for s in p["latencies_s"]]),
+            "append_latency_ms": latency_summary_ms([s for samples in by_op.values() for s in samples]),
             # each operation's own rate and latency (create and delete of a create-delete writer)
             "by_op": {name: {"per_s": len(samples) / self._seconds, "latency_ms": latency_summary_ms(samples)}
-                      for name in {n for p in parts for n in p["by_op"]}
-                      for samples in [[s for p in parts for s in p["by_op"].get(name, [])]]},
+                      for name, samples in by_op.items()},
         }
 
 
@@ -142,7 +147,6 @@ def _write_until(step: Step, begin: float, end: float, totals: dict, lock: threa
         totals["appends"] += done
         totals["errors"] += errors
         for name, latencies in by_op.items():
-            totals["latencies_s"].extend(latencies)
             totals["by_op"].setdefault(name, []).extend(latencies)
 
 
@@ -249,7 +253,7 @@ def main() -> None:
     print(json.dumps({"ok": True, "ready": True}), flush=True)
 
     command = json.loads(sys.stdin.readline())
-    totals = {"records": 0, "appends": 0, "errors": 0, "latencies_s": [], "by_op": {}}
+    totals = {"records": 0, "appends": 0, "errors": 0, "by_op": {}}
     lock = threading.Lock()
     writers = [threading.Thread(target=_write_until, name=f"writer-{i}",
                                 args=(step, command["begin"], command["end"], totals, lock))

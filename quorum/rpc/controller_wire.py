@@ -39,13 +39,7 @@ class _Handler:
 
     def __call__(self, conn: WireConnection, request):
         node = self._service.node
-        try:
-            call = begin_call(node, self._method, request, lambda: _caller(node, conn), wire=True)
-        except ControllerNotRunningError as e:
-            raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
-        if not isinstance(call, PendingCall):
-            return call
-        return Deferred(call.future, lambda f: _answer(call, f), call.timed_out)
+        return _serve(node, self._method, request, lambda: _caller(node, conn))
 
 
 class _Forwarded:
@@ -72,13 +66,19 @@ class _Forwarded:
                 return None
             return node.security.forwarded_caller(_caller(node, conn), envelope.principal, envelope.host)
 
-        try:
-            call = begin_call(node, envelope.method, request, caller, wire=True)
-        except ControllerNotRunningError as e:
-            raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
-        if not isinstance(call, PendingCall):
-            return _enveloped(call)
-        return Deferred(call.future, lambda f: _enveloped(_answer(call, f)), lambda: _enveloped(call.timed_out()))
+        return _serve(node, envelope.method, request, caller, _enveloped)
+
+
+def _serve(node, method: str, request, caller: Callable, wrap: Callable = lambda response: response):
+    """``begin_call`` on the wire: the response at once, or a Deferred one; ``wrap(response)`` is
+    what goes back (a forwarded request's response travels inside the envelope's)."""
+    try:
+        call = begin_call(node, method, request, caller, wire=True)
+    except ControllerNotRunningError as e:
+        raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
+    if not isinstance(call, PendingCall):
+        return wrap(call)
+    return Deferred(call.future, lambda f: wrap(_answer(call, f)), lambda: wrap(call.timed_out()))
 
 
 def _enveloped(response) -> cpb.ForwardedResponse:
