@@ -124,12 +124,17 @@ class CutFollower:
         """The newest cut now (CutError if there is none yet)."""
         return _newest_cut(self._current(SNAPSHOTS), self.warehouse)
 
+    def open(self, name: str, version: Optional[int] = None) -> DeltaTable:
+        """Table ``name`` at ``version`` (the newest if None); the object is this follower's, moved
+        by its next call."""
+        dt = self._current(name)
+        if version is not None and dt.version() != version:
+            dt.load_as_version(version)
+        return dt
+
     def table(self, name: str, cut: Cut) -> pa.Table:
         """Table ``name`` as of ``cut``, read whole."""
-        dt = self._current(name)
-        if dt.version() != cut.versions[name]:
-            dt.load_as_version(cut.versions[name])
-        return read_table(dt)
+        return read_table(self.open(name, cut.versions[name]))
 
     def changes(self, name: str, since: Cut, cut: Cut) -> pa.Table:
         """What state table ``name`` gained and lost after ``since`` through ``cut``: its Change Data

@@ -5,8 +5,8 @@ MaxFollowerLagTimeMs, CurrentVoters, CurrentObservers; voters and observers as o
 ``directoryId``, voters with their ``endpoints`` too, as Kafka 3.9+ prints them); ``--replication``
 one row per replica (NodeId, DirectoryId, LogEndOffset, Lag, LastFetchTimestamp,
 LastCaughtUpTimestamp, Status). Timestamps are wall-clock ms, -1 when unknown, and an unknown
-directory id (a static voter's) is Kafka's zero UUID, as Kafka prints them. The formatting functions
-here are reused by ``sparkraft demo``.
+directory id (a static voter's) is Kafka's zero UUID, as Kafka prints them. The fields are computed in
+quorum/rpc/quorum_status.py (the demo and the console show them too).
 """
 from __future__ import annotations
 
@@ -15,16 +15,13 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from quorum.log.voter_set import ZERO_UUID
+from quorum.rpc.quorum_status import REPLICATION_KEYS, STATUS_KEYS, replication_rows, status_fields
 from sparkraft.commands import add_command, add_group, client_security
+
+__all__ = ["format_replication", "format_status", "replication_rows", "status_fields"]
 
 if TYPE_CHECKING:
     from quorum.rpc.raft_client import QuorumInfo
-
-STATUS_KEYS = ("ClusterId", "LeaderId", "LeaderEpoch", "HighWatermark", "MaxFollowerLag",
-               "MaxFollowerLagTimeMs", "CurrentVoters", "CurrentObservers")
-REPLICATION_KEYS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
-                    "Status")
 
 
 def register(subparsers) -> None:
@@ -123,55 +120,6 @@ def run_remove_controller(args: argparse.Namespace) -> None:
     with RaftClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args)) as client:
         client.remove_voter(args.controller_id, args.controller_directory_id)
     print(f"Removed controller {args.controller_id} (directory {args.controller_directory_id}) from the voters")
-
-
-def _ts(ms) -> int:
-    return -1 if ms is None else ms
-
-
-def status_fields(info: "QuorumInfo") -> dict:
-    """The --status object, computed as Kafka's tool does (lag against the leader's log end)."""
-    from quorum.rpc.convert import format_listener
-
-    leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
-    laggard = min(info.voters, key=lambda v: v.log_end_offset, default=None)
-    if leader is None or laggard is None:
-        max_lag, max_lag_ms = 0, -1
-    else:
-        max_lag = leader.log_end_offset - laggard.log_end_offset
-        if laggard.replica_id == leader.replica_id or max_lag == 0:
-            max_lag_ms = 0
-        elif leader.last_caught_up_ms is not None and laggard.last_caught_up_ms is not None:
-            max_lag_ms = leader.last_caught_up_ms - laggard.last_caught_up_ms
-        else:
-            max_lag_ms = -1
-    return {
-        "ClusterId": info.cluster_id,
-        "LeaderId": info.leader_id,
-        "LeaderEpoch": info.leader_epoch,
-        "HighWatermark": info.high_watermark,
-        "MaxFollowerLag": max_lag,
-        "MaxFollowerLagTimeMs": max_lag_ms,
-        "CurrentVoters": [{"id": v.replica_id, "directoryId": v.directory_id or ZERO_UUID,
-                           "endpoints": [format_listener(e) for e in v.endpoints]} for v in info.voters],
-        "CurrentObservers": [{"id": o.replica_id, "directoryId": o.directory_id or ZERO_UUID}
-                             for o in info.observers],
-    }
-
-
-def replication_rows(info: "QuorumInfo") -> list[dict]:
-    """The --replication rows: the leader first, then the other voters, then observers."""
-    leader_end = next((v.log_end_offset for v in info.voters if v.replica_id == info.leader_id), 0)
-
-    def row(r, status: str) -> dict:
-        return {"NodeId": r.replica_id, "DirectoryId": r.directory_id or ZERO_UUID, "LogEndOffset": r.log_end_offset,
-                "Lag": max(0, leader_end - r.log_end_offset),
-                "LastFetchTimestamp": _ts(r.last_fetch_ms), "LastCaughtUpTimestamp": _ts(r.last_caught_up_ms),
-                "Status": status}
-
-    voters = sorted(info.voters, key=lambda v: (v.replica_id != info.leader_id, v.replica_id))
-    return ([row(v, "Leader" if v.replica_id == info.leader_id else "Follower") for v in voters]
-            + [row(o, "Observer") for o in info.observers])
 
 
 def format_status(info: "QuorumInfo") -> str:

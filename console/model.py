@@ -1,0 +1,443 @@
+"""What the console's pages show, read from a warehouse at a consistent cut.
+
+Every page is a function of one cut (delta_tables/cut.py): the tables at the versions its
+``snapshots`` row names. A table at a version never changes, so each one read is kept (a few, least
+recently used first out) and the per-partition health derived from it too: at 200,000 partitions a
+page is then a filter and a slice of Arrow arrays in memory, not a read of the table. The newest cut
+is found through a :class:`~delta_tables.cut.CutFollower`, which reads only the log entries added
+since it last looked.
+
+Bad input (an offset before the first cut or past the newest, a time with no cut, an unknown topic
+or broker) raises :class:`ConsoleError`, whose message the page shows; nothing is changed by it.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from console.marks import with_marks
+from delta_tables.cut import Cut, CutError, CutFollower, latest_cut, read_table
+from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
+
+PAGE_SIZE = 50  # rows of a paged table (topics, a topic's partitions, a broker's leaderships)
+TABLES_KEPT = 24  # (table, version) entries kept in memory: the newest cut's and a few older ones
+CLUSTER = ""  # the configs table's resource name of a cluster-wide default
+
+
+class ConsoleError(ValueError):
+    """Input the console cannot answer (shown on the page; the server is unaffected)."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a table: its rows, where they start, and how many matched in all."""
+    rows: list[dict]
+    start: int
+    total: int
+
+    @property
+    def next_start(self) -> Optional[int]:
+        return self.start + len(self.rows) if self.start + len(self.rows) < self.total else None
+
+    @property
+    def previous_start(self) -> Optional[int]:
+        return max(0, self.start - PAGE_SIZE) if self.start > 0 else None
+
+
+def page_of(table: pa.Table, start: int, size: int = PAGE_SIZE) -> Page:
+    if start < 0:
+        raise ConsoleError(f"a page cannot start at {start}")
+    return Page(table.slice(start, size).to_pylist(), start, table.num_rows)
+
+
+def parse_offset(text: str, what: str = "offset") -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConsoleError(f"{what} {text!r} is not a number") from None
+    if value < 0:
+        raise ConsoleError(f"{what} {value} is negative: offsets start at 0")
+    return value
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """An ISO 8601 time (``2026-11-28T02:00:00Z``; without a zone: UTC)."""
+    try:
+        t = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ConsoleError(f"time {text!r} is not an ISO 8601 time (e.g. 2026-11-28T02:00:00Z)") from None
+    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+
+
+class Warehouse:
+    """One warehouse as the console reads it: the newest cut, any older one, and each table at a cut.
+
+    Thread-safe: the web server asks from its thread pool, and delta-rs's table objects are not
+    safe to move (to a version, or forward) from two threads at once."""
+
+    def __init__(self, uri: str):
+        self.uri = uri.rstrip("/")
+        self._follower = CutFollower(self.uri)
+        self._lock = threading.RLock()
+        self._kept: OrderedDict[tuple, object] = OrderedDict()
+        self._records = _GrowingTable(("offset", "append_time", "type", "data"), with_marks)
+
+    # cuts ---------------------------------------------------------------------------------------
+
+    def newest(self) -> Cut:
+        with self._lock:
+            try:
+                return self._follower.latest()
+            except CutError as e:
+                raise ConsoleError(str(e)) from None
+
+    def cuts(self) -> pa.Table:
+        """Every cut: ``offset`` and ``created_at``, by offset (the time slider's stops)."""
+        newest = self.newest()
+        return self._kept_or(("cuts", newest.offset), lambda: read_table(self._at(SNAPSHOTS, None))
+                             .select(["offset", "created_at"]).sort_by("offset"))
+
+    def resolve(self, at: Optional[str] = None, time: Optional[str] = None) -> Cut:
+        """The cut a page shows: the newest, or the newest at or below offset ``at``, or the newest
+        holding what was committed by ``time``."""
+        if at not in (None, "") and time not in (None, ""):
+            raise ConsoleError("give an offset or a time, not both")
+        newest = self.newest()
+        if time not in (None, ""):
+            return self.cut_at_time(parse_time(time))
+        if at in (None, ""):
+            return newest
+        offset = parse_offset(at)
+        if offset > newest.offset:
+            raise ConsoleError(f"offset {offset} is past the newest cut (offset {newest.offset}): the log's "
+                               f"records after it are not in the tables yet")
+        return self._cut_at_or_below(offset)
+
+    def _cut_at_or_below(self, offset: int) -> Cut:
+        with self._lock:
+            try:
+                return latest_cut(self.uri, offset)
+            except CutError as e:
+                raise ConsoleError(str(e)) from None
+
+    def cut_at_time(self, t: datetime.datetime) -> Cut:
+        """The cut holding every record appended at or before ``t`` (and nothing after)."""
+        records = self.records_index()
+        before = records.filter(pc.less_equal(records.column("append_time"), pa.scalar(t, pa.timestamp("ms", "UTC"))))
+        if before.num_rows == 0:
+            first = pc.min(records.column("append_time")).as_py()
+            raise ConsoleError(f"no cut at {t.isoformat()}: the log's first record is from "
+                               f"{first.isoformat() if first else 'no time (the log is empty)'}")
+        return self._cut_at_or_below(pc.max(before.column("offset")).as_py())
+
+    # tables -------------------------------------------------------------------------------------
+
+    def _kept_or(self, key: tuple, make: Callable[[], object]):
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+            value = make()
+            self._kept[key] = value
+            while len(self._kept) > TABLES_KEPT:
+                self._kept.popitem(last=False)
+            return value
+
+    def _at(self, name: str, version: Optional[int]):
+        return self._follower.open(name, version)
+
+    def table(self, cut: Cut, name: str, columns: Optional[tuple[str, ...]] = None) -> pa.Table:
+        """State table ``name`` as of ``cut``."""
+        if name == RECORDS:
+            raise ValueError("the records table is read through records_index() and records_at()")
+        version = cut.versions[name]
+        return self._kept_or((name, version, columns), lambda: self._read(name, version, columns))
+
+    def _read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
+        with self._lock:
+            dt = self._at(name, version)
+            return dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
+
+    def records_index(self, cut: Optional[Cut] = None) -> pa.Table:
+        """``offset``, ``append_time``, ``type`` and the marks (console/marks.py) of every record through ``cut`` (the newest
+        cut's if None), by offset. The table only grows (a compaction rewrites files, which is
+        read again in full), so each look reads the files added since the last one."""
+        with self._lock:
+            newest = self.newest()
+            index = self._records.through(self._at(RECORDS, newest.versions[RECORDS]))
+        if cut is None or cut.offset >= newest.offset:
+            return index
+        return index.slice(0, bisect_right(index.column("offset"), cut.offset))
+
+    def records_at(self, offsets: list[int], columns=("offset", "epoch", "append_time", "type", "data")) -> pa.Table:
+        """The records at ``offsets`` (their files found by offset statistics, not scanned whole)."""
+        if not offsets:
+            return pa.schema([SCHEMAS[RECORDS].field(c) for c in columns]).empty_table()
+        with self._lock:
+            dt = self._at(RECORDS, self.newest().versions[RECORDS])
+            wanted = pc.field("offset").isin(offsets) & (pc.field("offset") >= min(offsets)) & (
+                pc.field("offset") <= max(offsets))
+            return dt.to_pyarrow_dataset().to_table(columns=list(columns), filter=wanted,
+                                                    use_threads=False).sort_by("offset")
+
+    def created_at(self, cut: Cut) -> Optional[datetime.datetime]:
+        cuts = self.cuts()
+        hit = cuts.filter(pc.equal(cuts.column("offset"), cut.offset))
+        return hit.column("created_at")[0].as_py() if hit.num_rows else None
+
+    # derived, per cut ---------------------------------------------------------------------------
+
+    def health(self, cut: Cut) -> pa.Table:
+        """The partitions table with ``offline``, ``under_replicated`` and ``under_min_isr`` columns
+        (min.insync.replicas: the topic's, else the cluster-wide default, else 1)."""
+        key = ("health", cut.versions[PARTITIONS], cut.versions[CONFIGS])
+        return self._kept_or(key, lambda: _health(self.table(cut, PARTITIONS), self.table(cut, CONFIGS)))
+
+    def topic_summary(self, cut: Cut) -> pa.Table:
+        """One row per topic: name, id, partitions, and how many are offline, under-replicated,
+        under min ISR; by name."""
+        key = ("topic_summary", cut.versions[PARTITIONS], cut.versions[CONFIGS], cut.versions[TOPICS])
+        return self._kept_or(key, lambda: _topic_summary(self.table(cut, TOPICS), self.health(cut)))
+
+    def per_broker(self, cut: Cut) -> dict[int, tuple[int, int]]:
+        """Broker id -> (partitions it leads, replicas it holds)."""
+        def count() -> dict[int, tuple[int, int]]:
+            parts = self.table(cut, PARTITIONS)
+            leads = _counts(parts.column("leader"))
+            holds = _counts(pc.list_flatten(parts.column("replicas")))
+            return {b: (leads.get(b, 0), holds.get(b, 0)) for b in set(leads) | set(holds) if b >= 0}
+        return self._kept_or(("per_broker", cut.versions[PARTITIONS]), count)
+
+
+def bisect_right(sorted_ints: pa.ChunkedArray, value: int) -> int:
+    """How many of ``sorted_ints`` are at most ``value``."""
+    return int(pc.sum(pc.less_equal(sorted_ints, value)).as_py() or 0)
+
+
+class _GrowingTable:
+    """Some columns of an append-only Delta table, read once per file: a new version adds files,
+    and only those are read; a version that removed a file (compaction) is read again whole."""
+
+    def __init__(self, columns: tuple[str, ...], derive: Callable[[pa.Table], pa.Table]):
+        self.columns, self.derive = list(columns), derive
+        self.version = -1
+        self.files: set[str] = set()
+        self.table: Optional[pa.Table] = None
+
+    def through(self, dt) -> pa.Table:
+        if dt.version() == self.version and self.table is not None:
+            return self.table
+        dataset = dt.to_pyarrow_dataset()
+        fragments = {f.path: f for f in dataset.get_fragments()}
+        if self.table is None or not self.files <= fragments.keys():
+            self.files, parts = set(), []
+        else:
+            parts = [self.table]
+        new = [f for path, f in fragments.items() if path not in self.files]
+        parts += [self.derive(f.to_table(schema=dataset.schema, columns=self.columns, use_threads=False))
+                  for f in new]
+        if not parts:
+            parts = [self.derive(dataset.schema.empty_table().select(self.columns))]
+        self.table = pa.concat_tables(parts).sort_by("offset").combine_chunks()
+        self.files |= {f.path for f in new}
+        self.version = dt.version()
+        return self.table
+
+
+def _counts(values: pa.ChunkedArray | pa.Array) -> dict[int, int]:
+    counted = pc.value_counts(values)
+    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+
+
+def _min_isr(configs: pa.Table) -> tuple[int, dict[str, int]]:
+    """The cluster-wide min.insync.replicas and each topic's own."""
+    rows = configs.filter(pc.equal(configs.column("name"), "min.insync.replicas")).to_pylist()
+    default, topics = 1, {}
+    for r in rows:
+        try:
+            value = max(1, int(r["value"]))
+        except (TypeError, ValueError):
+            continue
+        if r["resource_type"] == "BROKER" and r["resource_name"] == CLUSTER:
+            default = value
+        elif r["resource_type"] == "TOPIC":
+            topics[r["resource_name"]] = value
+    return default, topics
+
+
+def _health(partitions: pa.Table, configs: pa.Table) -> pa.Table:
+    default, own = _min_isr(configs)
+    isr_size = pc.list_value_length(partitions.column("isr"))
+    if own:
+        names = pa.array(list(own), pa.string())
+        values = pa.array(list(own.values()), pa.int32())
+        index = pc.index_in(partitions.column("topic_name"), value_set=names)
+        min_isr = pc.fill_null(pc.take(values, index), default)
+    else:
+        min_isr = pa.scalar(default, pa.int32())
+    return (partitions
+            .append_column("offline", pc.equal(partitions.column("leader"), -1))
+            .append_column("under_replicated", pc.less(isr_size, pc.list_value_length(partitions.column("replicas"))))
+            .append_column("under_min_isr", pc.less(isr_size, min_isr))
+            .sort_by([("topic_name", "ascending"), ("partition", "ascending")]))
+
+
+def _topic_summary(topics: pa.Table, health: pa.Table) -> pa.Table:
+    as_int = {c: pc.cast(health.column(c), pa.int64()) for c in ("offline", "under_replicated", "under_min_isr")}
+    grouped = (pa.table({"topic_id": health.column("topic_id"), **as_int})
+               .group_by("topic_id").aggregate([("offline", "sum"), ("under_replicated", "sum"),
+                                                ("under_min_isr", "sum")]))
+    joined = topics.select(["topic_id", "name", "partition_count"]).join(grouped, "topic_id", join_type="left outer")
+    return pa.table({
+        "name": joined.column("name"), "topic_id": joined.column("topic_id"),
+        "partitions": joined.column("partition_count"),
+        "offline": pc.fill_null(joined.column("offline_sum"), 0),
+        "under_replicated": pc.fill_null(joined.column("under_replicated_sum"), 0),
+        "under_min_isr": pc.fill_null(joined.column("under_min_isr_sum"), 0),
+    }).sort_by("name")
+
+
+# pages ------------------------------------------------------------------------------------------
+
+def endpoints_text(endpoints) -> str:
+    return ", ".join(f"{e['name']}://{e['host']}:{e['port']}" for e in endpoints or ())
+
+
+def broker_state(row: dict) -> str:
+    if row["fenced"]:
+        return "fenced"
+    return "controlled shutdown" if row["in_controlled_shutdown"] else "active"
+
+
+def features(wh: Warehouse, cut: Cut) -> dict[str, int]:
+    """Each feature's finalized level as of the cut (its newest FeatureLevelRecord)."""
+    index = wh.records_index(cut)
+    offsets = index.filter(pc.equal(index.column("type"), "FEATURE_LEVEL_RECORD")).column("offset").to_pylist()
+    levels = wh.records_at(offsets, ("offset", "data"))
+    out: dict[str, int] = {}
+    for data in levels.column("data").to_pylist():
+        d = json.loads(data)
+        if d.get("feature_level", 0):
+            out[d["name"]] = d["feature_level"]
+        else:
+            out.pop(d["name"], None)  # level 0: the feature is turned off
+    return out
+
+
+def overview(wh: Warehouse, cut: Cut) -> dict:
+    health = wh.health(cut)
+    brokers = sorted(wh.table(cut, BROKERS).to_pylist(), key=lambda r: r["broker_id"])
+    per_broker = wh.per_broker(cut)
+    newest = wh.newest()
+    created = wh.created_at(newest)
+    age = (datetime.datetime.now(datetime.timezone.utc) - created).total_seconds() if created else None
+    return {
+        "topics": wh.table(cut, TOPICS).num_rows,
+        "partitions": health.num_rows,
+        "offline": pc.sum(health.column("offline")).as_py() or 0,
+        "under_replicated": pc.sum(health.column("under_replicated")).as_py() or 0,
+        "under_min_isr": pc.sum(health.column("under_min_isr")).as_py() or 0,
+        "brokers": [{**b, "state": broker_state(b), "endpoints_text": endpoints_text(b["endpoints"]),
+                     "leaders": per_broker.get(b["broker_id"], (0, 0))[0],
+                     "replicas": per_broker.get(b["broker_id"], (0, 0))[1]} for b in brokers],
+        "states": {s: sum(1 for b in brokers if broker_state(b) == s)
+                   for s in ("active", "fenced", "controlled shutdown")},
+        "features": features(wh, cut),
+        "newest_offset": newest.offset,
+        "newest_age_s": age,
+    }
+
+
+def topics_page(wh: Warehouse, cut: Cut, search: str = "", start: int = 0, only: str = "") -> Page:
+    """Topics whose name contains ``search`` (any case); ``only``: those with offline,
+    under_replicated or under_min_isr partitions."""
+    summary = wh.topic_summary(cut)
+    if search:
+        summary = summary.filter(pc.match_substring(summary.column("name"), search, ignore_case=True))
+    if only:
+        if only not in ("offline", "under_replicated", "under_min_isr"):
+            raise ConsoleError(f"no such filter {only!r}: offline, under_replicated or under_min_isr")
+        summary = summary.filter(pc.greater(summary.column(only), 0))
+    return page_of(summary, start)
+
+
+def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
+    topics = wh.table(cut, TOPICS)
+    hit = topics.filter(pc.equal(topics.column("name"), name)).to_pylist()
+    if not hit:
+        raise ConsoleError(f"no topic {name!r} at offset {cut.offset}")
+    row = hit[0]
+    health = wh.health(cut)
+    parts = health.filter(pc.equal(health.column("topic_id"), row["topic_id"]))
+    configs = wh.table(cut, CONFIGS)
+    own = configs.filter(pc.and_(pc.equal(configs.column("resource_type"), "TOPIC"),
+                                 pc.equal(configs.column("resource_name"), name))).sort_by("name").to_pylist()
+    cluster = configs.filter(pc.and_(pc.equal(configs.column("resource_type"), "BROKER"),
+                                     pc.equal(configs.column("resource_name"), CLUSTER))).sort_by("name").to_pylist()
+    return {
+        "topic": row,
+        "partitions": page_of(parts.drop_columns(["bucket"]), start),
+        "configs": [{**c, "source": "topic"} for c in own] + [{**c, "source": "cluster default"} for c in cluster],
+        "offline": pc.sum(parts.column("offline")).as_py() or 0,
+        "under_replicated": pc.sum(parts.column("under_replicated")).as_py() or 0,
+    }
+
+
+def brokers(wh: Warehouse, cut: Cut) -> dict:
+    """Every broker with its leaderships and replicas, and the same by rack (the picture's data)."""
+    view = overview(wh, cut)
+    racks: dict[str, list[int]] = {}
+    for b in view["brokers"]:
+        rack = b["rack"] or "(no rack)"
+        totals = racks.setdefault(rack, [0, 0, 0])
+        totals[0] += 1
+        totals[1] += b["leaders"]
+        totals[2] += b["replicas"]
+    return {"brokers": view["brokers"],
+            "racks": [{"rack": r, "brokers": t[0], "leaders": t[1], "replicas": t[2]} for r, t in sorted(racks.items())]}
+
+
+def broker(wh: Warehouse, cut: Cut, broker_id: str, start: int = 0) -> dict:
+    bid = parse_offset(broker_id, "broker id")
+    rows = wh.table(cut, BROKERS)
+    hit = rows.filter(pc.equal(rows.column("broker_id"), bid)).to_pylist()
+    if not hit:
+        raise ConsoleError(f"no broker {bid} at offset {cut.offset}")
+    b = hit[0]
+    health = wh.health(cut)
+    led = health.filter(pc.equal(health.column("leader"), bid))
+    leads, holds = wh.per_broker(cut).get(bid, (0, 0))
+    return {"broker": {**b, "state": broker_state(b), "endpoints_text": endpoints_text(b["endpoints"])},
+            "leaders": leads, "replicas": holds, "led": page_of(led.drop_columns(["bucket"]), start)}
+
+
+def records_page(wh: Warehouse, cut: Cut, first: Optional[str], last: Optional[str], start: int = 0,
+                 record_type: str = "") -> dict:
+    """The log's records with offsets ``first`` through ``last`` (both optional), as of the cut."""
+    index = wh.records_index(cut)
+    if first not in (None, ""):
+        index = index.filter(pc.greater_equal(index.column("offset"), parse_offset(first)))
+    if last not in (None, ""):
+        index = index.filter(pc.less_equal(index.column("offset"), parse_offset(last)))
+    if record_type:
+        index = index.filter(pc.equal(index.column("type"), record_type))
+    shown = page_of(index.select(["offset"]), start)
+    rows = wh.records_at([r["offset"] for r in shown.rows]).to_pylist()
+    return {"records": Page(rows, shown.start, shown.total)}
+
+
+def record(wh: Warehouse, offset: str) -> dict:
+    o = parse_offset(offset)
+    newest = wh.newest()
+    hit = wh.records_at([o]).to_pylist()
+    if not hit:
+        raise ConsoleError(f"no record at offset {o}: the tables hold offsets through {newest.offset}")
+    r = hit[0]
+    return {**r, "pretty": json.dumps(json.loads(r["data"]), indent=2, sort_keys=True)}

@@ -1,0 +1,86 @@
+"""Serving the console: uvicorn on 127.0.0.1 by default; anywhere else only over TLS with a login.
+
+The console shows a cluster's metadata to whoever reaches it, so an address other than loopback is
+refused unless ``--tls-config`` gives the same ``ssl.*`` keys as the listeners (a PEM key store, a
+trust store) with ``ssl.client.auth=required``: each browser then logs in with a client certificate
+the trust store's CAs signed. (The cluster's SCRAM users as a login is not built yet.)
+"""
+from __future__ import annotations
+
+import ipaddress
+import socket
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+DEFAULT_LISTEN = "127.0.0.1:8080"
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    key_store: str
+    trust_store: Optional[str]
+    client_auth: str
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--listen {text!r}: expected HOST:PORT, e.g. {DEFAULT_LISTEN}")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return all(ipaddress.ip_address(info[4][0]).is_loopback
+                   for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))
+    except (socket.gaierror, ValueError):
+        return False
+
+
+def tls_settings(path: Optional[str]) -> Optional[TlsSettings]:
+    """The console's TLS from a properties file (ssl.keystore.location, ssl.truststore.location,
+    ssl.client.auth), each file checked now: a bad one is one line at start."""
+    if path is None:
+        return None
+    from quorum.properties import parse_properties
+    from quorum.security.tls import CLIENT_AUTH, load_key_store, load_trust_store
+
+    props = parse_properties(Path(path).read_text())
+    key_store = props.get("ssl.keystore.location")
+    if not key_store:
+        raise ValueError(f"{path}: ssl.keystore.location is missing (a PEM file with the console's key and certificate)")
+    load_key_store(key_store)
+    trust_store = props.get("ssl.truststore.location")
+    if trust_store:
+        load_trust_store(trust_store)
+    client_auth = props.get("ssl.client.auth", "none")
+    if client_auth not in CLIENT_AUTH:
+        raise ValueError(f"{path}: ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}, not {client_auth!r}")
+    if client_auth == "required" and not trust_store:
+        raise ValueError(f"{path}: ssl.client.auth=required needs ssl.truststore.location (the CAs that sign logins)")
+    return TlsSettings(key_store, trust_store, client_auth)
+
+
+def check_exposure(host: str, tls: Optional[TlsSettings]) -> None:
+    """Refuse to show the cluster to a network without TLS and a login."""
+    if is_loopback(host):
+        return
+    if tls is None or tls.client_auth != "required":
+        raise ValueError(f"--listen {host}: the console listens beyond this machine only over TLS with a login: "
+                         f"--tls-config FILE with ssl.keystore.location, ssl.truststore.location and "
+                         f"ssl.client.auth=required (or listen on 127.0.0.1)")
+
+
+def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> None:
+    """Run until SIGINT or SIGTERM (uvicorn's handlers: open streams are closed, then exit)."""
+    import uvicorn
+
+    options = {}
+    if tls is not None:
+        options = {"ssl_certfile": tls.key_store, "ssl_keyfile": tls.key_store, "ssl_ca_certs": tls.trust_store,
+                   "ssl_cert_reqs": ssl.CERT_REQUIRED if tls.client_auth == "required" else ssl.CERT_NONE}
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=2, lifespan="on", **options)
+    uvicorn.Server(config).run()

@@ -1,0 +1,45 @@
+"""``sparkraft console --warehouse URI [--bootstrap-controller HOST:PORT] [--listen HOST:PORT]``.
+
+A read-only web console over the warehouse (console/): the cluster as of the newest cut, following
+new ones live, or as of any cut of its history; what changed between two cuts; SQL. With
+``--bootstrap-controller`` the overview also shows the quorum (``--command-config``: how to reach
+the controllers). Listening beyond 127.0.0.1 needs ``--tls-config`` (console/serve.py).
+"""
+from __future__ import annotations
+
+import argparse
+
+from sparkraft.commands import add_command, add_storage_options, client_security
+
+
+def register(subparsers) -> None:
+    parser = add_command(subparsers, "console", "serve a web console of the cluster's metadata, now and at any "
+                         "cut of its history (read-only)", run_console, log_default="INFO")
+    parser.add_argument("--warehouse", required=True, metavar="URI", help="the warehouse the streaming job writes")
+    add_storage_options(parser)
+    parser.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
+                        help="the controllers, to show the quorum (leader, epoch, each voter's lag)")
+    parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
+                        help="where to serve (default 127.0.0.1:8080; any other address needs --tls-config)")
+    parser.add_argument("--tls-config", metavar="FILE",
+                        help="properties with ssl.keystore.location, ssl.truststore.location and ssl.client.auth: "
+                             "serve HTTPS (client certificates as the login when required)")
+
+
+def run_console(args: argparse.Namespace) -> None:
+    from console.app import make_app
+    from console.model import Warehouse
+    from console.serve import check_exposure, parse_listen, serve, tls_settings
+
+    host, port = parse_listen(args.listen)
+    tls = tls_settings(args.tls_config)
+    check_exposure(host, tls)
+    Warehouse(args.warehouse).cuts()  # a warehouse that cannot be read is one line now, not a page later
+    quorum = None
+    if args.bootstrap_controller:
+        from console.quorum_view import QuorumView
+
+        quorum = QuorumView(args.bootstrap_controller, client_security(args))
+    scheme = "https" if tls else "http"
+    print(f"Console at {scheme}://{host}:{port}/ (warehouse {args.warehouse})", flush=True)
+    serve(make_app(args.warehouse, quorum), host, port, tls)
