@@ -63,7 +63,7 @@ def parse_offset(text: str, what: str = "offset") -> int:
     except ValueError:
         raise ConsoleError(f"{what} {text!r} is not a number") from None
     if value < 0:
-        raise ConsoleError(f"{what} {value} is negative: offsets start at 0")
+        raise ConsoleError(f"{what} {value} is negative" + (": offsets start at 0" if what == "offset" else ""))
     return value
 
 

@@ -7,7 +7,9 @@ the trust store's CAs signed. (The cluster's SCRAM users as a login is not built
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import signal
 import socket
 import ssl
 from dataclasses import dataclass
@@ -73,9 +75,26 @@ def check_exposure(host: str, tls: Optional[TlsSettings]) -> None:
                          f"ssl.client.auth=required (or listen on 127.0.0.1)")
 
 
-def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> None:
-    """Run until SIGINT or SIGTERM (uvicorn's handlers: open streams are closed, then exit)."""
+def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> str:
+    """Run until SIGINT or SIGTERM; the signal's name. Open streams are closed and the process
+    exits 0, as the other long-running commands do (uvicorn would re-raise the signal instead)."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        stopped_by = ""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            def stop(signum, frame) -> None:
+                self.stopped_by = signal.Signals(signum).name
+                self.should_exit = True
+
+            previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
 
     options = {}
     if tls is not None:
@@ -83,4 +102,8 @@ def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> None:
                    "ssl_cert_reqs": ssl.CERT_REQUIRED if tls.client_auth == "required" else ssl.CERT_NONE}
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=2, lifespan="on", **options)
-    uvicorn.Server(config).run()
+    server = Server(config)
+    server.run()
+    if not server.started:
+        raise OSError(f"the console could not listen on {host}:{port} (is the port taken?)")
+    return server.stopped_by

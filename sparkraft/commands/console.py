@@ -42,4 +42,5 @@ def run_console(args: argparse.Namespace) -> None:
         quorum = QuorumView(args.bootstrap_controller, client_security(args))
     scheme = "https" if tls else "http"
     print(f"Console at {scheme}://{host}:{port}/ (warehouse {args.warehouse})", flush=True)
-    serve(make_app(args.warehouse, quorum), host, port, tls)
+    stopped_by = serve(make_app(args.warehouse, quorum), host, port, tls)
+    print(f"Stopped ({stopped_by or 'shut down'})", flush=True)

@@ -1,0 +1,314 @@
+"""``sparkraft console`` as a process over a real warehouse (a busy history materialised in several
+micro-batches by the real materialiser): each page's figures equal the tables read independently
+at the same cut, at every cut; bad input is a clear message and changes nothing; the SQL box runs
+reads only and its CSV equals DataFusion's answer; a new cut reaches an open event stream; the
+console listens beyond loopback only over TLS with a client certificate."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "streaming"))
+from conftest import free_ports, sparkraft_cmd, wait_for  # noqa: E402
+from test_materializer import as_batch, busy_controller, log_rows  # noqa: E402
+
+from delta_tables.changes import changes  # noqa: E402
+from delta_tables.cut import latest_cut, read_table, tables_at  # noqa: E402
+from delta_tables.schemas import SNAPSHOTS  # noqa: E402
+from delta_tables.sql import query_datafusion  # noqa: E402
+from delta_tables.writer import DeltaRsWriter  # noqa: E402
+from quorum.controller import api  # noqa: E402
+from streaming.materializer import Materializer  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def materialised(wh: Path):
+    """The busy controller, its materialiser, and the warehouse it wrote in batches of 7 records."""
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(wh))
+    for i in range(0, len(rows), 7):
+        m.process(as_batch(rows[i:i + 7]))
+    return c, m, len(rows)
+
+
+class Console:
+    """``sparkraft console`` on a free port of ``host``, reached at 127.0.0.1."""
+
+    def __init__(self, wh: Path, *extra: str, host: str = "127.0.0.1", scheme: str = "http", context=None):
+        self.port = free_ports(1)[0]
+        self.url = f"{scheme}://127.0.0.1:{self.port}"
+        self.context = context
+        self.proc = subprocess.Popen(sparkraft_cmd("console", "--warehouse", str(wh), "--listen", f"{host}:{self.port}",
+                                                   *extra),
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        wait_for(self._up, 60, "the console to answer")
+
+    def _up(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"the console exited {self.proc.returncode}: {self.proc.stdout.read().decode()}")
+        try:
+            return self.get("/")[0] in (200, 400)
+        except (urllib.error.URLError, ConnectionError, ssl.SSLError):
+            return False
+
+    def get(self, path: str, timeout: float = 30) -> tuple[int, str, dict]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout, context=self.context) as r:
+                return r.status, r.read().decode(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(), dict(e.headers)
+
+    def close(self) -> str:
+        self.proc.terminate()
+        try:
+            code = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        out = self.proc.stdout.read().decode()
+        assert code == 0, f"the console's exit after SIGTERM: {code}\n{out}"
+        assert out.rstrip().endswith("Stopped (SIGTERM)"), out
+        return out
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    wh = tmp_path_factory.mktemp("console") / "wh"
+    c, _, _ = materialised(wh)
+    console = Console(wh)
+    yield console, wh, c
+    out = console.close()
+    assert "Traceback" not in out, out
+
+
+def cell_texts(html: str, table_id: str) -> list[list[str]]:
+    """The text of each body row's cells of table ``table_id``."""
+    body = re.search(rf'<table id="{table_id}"[^>]*>.*?<tbody>(.*?)</tbody>', html, re.S)
+    assert body, f"no table {table_id}"
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body[1], re.S)
+    return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in rows]
+
+
+def value(html: str, element_id: str) -> str:
+    m = re.search(rf'id="{element_id}"[^>]*>(.*?)</', html, re.S)
+    assert m, f"no element {element_id}"
+    return re.sub(r"\s+", " ", m[1]).strip()
+
+
+def partition_rows(html: str) -> dict[int, list[str]]:
+    """A page's partition rows: partition id -> its cells' text."""
+    return {int(name.rsplit("-", 1)[1]): [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for name, row in re.findall(r'<tr data-partition="([^"]+)"[^>]*>(.*?)</tr>', html, re.S)}
+
+
+def cut_offsets(wh: Path) -> list[int]:
+    return sorted(read_table(tables_at(str(wh), None)[SNAPSHOTS]).column("offset").to_pylist())
+
+
+def test_every_page_at_every_cut_shows_what_the_tables_hold_at_that_cut(served):
+    console, wh, _ = served
+    for offset in cut_offsets(wh):
+        tables = {name: read_table(t).to_pylist() for name, t in tables_at(str(wh), latest_cut(str(wh), offset)).items()}
+        status, html, headers = console.get(f"/?at={offset}")
+        assert status == 200, html
+        assert "default-src 'self'" in headers["content-security-policy"]
+        parts = tables["partitions"]
+        assert value(html, "topic-count") == str(len(tables["topics"]))
+        assert value(html, "partition-count") == str(len(parts))
+        assert value(html, "urp-count") == str(sum(len(p["isr"]) < len(p["replicas"]) for p in parts))
+        assert value(html, "offline-count") == str(sum(p["leader"] == -1 for p in parts))
+        shown = {row[0]: row[1] for row in cell_texts(html, "brokers") if len(row) > 1}
+        expected = {str(b["broker_id"]): "fenced" if b["fenced"] else
+                    ("controlled shutdown" if b["in_controlled_shutdown"] else "active") for b in tables["brokers"]}
+        assert shown == expected, offset
+
+        status, html, _ = console.get(f"/topics?at={offset}")
+        assert status == 200
+        assert sorted(row[0] for row in cell_texts(html, "topics")) == sorted(t["name"] for t in tables["topics"])
+        for t in tables["topics"]:
+            status, html, _ = console.get(f"/topics/{t['name']}?at={offset}")
+            assert status == 200
+            shown = {pid: (cells[1], cells[3]) for pid, cells in partition_rows(html).items()}
+            assert shown == {p["partition"]: (str(p["leader"]) if p["leader"] >= 0 else "none",
+                                              ", ".join(map(str, p["isr"])) or "—")
+                             for p in parts if p["topic_id"] == t["topic_id"]}, (offset, t["name"])
+
+
+def test_a_topic_page_shows_its_partitions_configs_and_links_each_row_to_its_record(served):
+    console, wh, _ = served
+    status, html, _ = console.get("/topics/orders")
+    assert status == 200
+    cut = latest_cut(str(wh))
+    parts = sorted((p for p in read_table(tables_at(str(wh), cut)["partitions"]).to_pylist() if p["topic_name"] == "orders"),
+                   key=lambda p: p["partition"])
+    rows = partition_rows(html)
+    assert sorted(rows) == [p["partition"] for p in parts]
+    for p in parts:
+        assert rows[p["partition"]][1] == (str(p["leader"]) if p["leader"] >= 0 else "none")
+        assert rows[p["partition"]][-1] == str(p["last_offset"])  # the record that last wrote it, linked
+        assert f'href="/records/{p["last_offset"]}"' in html
+    assert [r[:3] for r in cell_texts(html, "configs")] == [["cleanup.policy", "compact", "topic"]]
+    status, record, _ = console.get(f"/records/{parts[0]['last_offset']}")
+    assert status == 200 and "PARTITION" in value(record, "record-json") + record
+
+
+def test_the_diff_of_two_cuts_names_each_change_and_counts_what_the_change_feed_holds(served):
+    console, wh, _ = served
+    cuts = cut_offsets(wh)
+    a, b = cuts[0], cuts[-1]
+    status, html, _ = console.get(f"/diff?from={a}&to={b}")
+    assert status == 200, html
+    feed = changes(str(wh), a, b)
+    created = [r["name"] for r in feed["topics"].to_pylist() if r["_change_type"] == "insert"]
+    kinds = {}
+    for row in cell_texts(html, "diff-changes"):
+        kinds.setdefault(row[1], []).append(row[2])
+    assert sorted(kinds["topic created"]) == sorted(created) == ["orders", "payments"]
+    before = {(r["topic_name"], r["partition"], r["_commit_offset"]): r["leader"]
+              for r in feed["partitions"].to_pylist() if r["_change_type"] == "update_preimage"}
+    moved = {f"{r['topic_name']}-{r['partition']}" for r in feed["partitions"].to_pylist()
+             if r["_change_type"] == "update_postimage"
+             and before[(r["topic_name"], r["partition"], r["_commit_offset"])] != r["leader"]}
+    assert "topic orders: retention.ms" in kinds["config deleted"]
+    assert kinds["broker fenced"] == ["broker 0 (epoch 2)"]
+    leader_moves = {w.split(":")[0] for w in kinds["leader moved"]}
+    assert leader_moves == moved == {"orders-0", "orders-2", "payments-0", "payments-2"}
+    # the same two cuts asked the other way round give the same answer
+    assert cell_texts(console.get(f"/diff?from={b}&to={a}")[1], "diff-changes") == cell_texts(html, "diff-changes")
+
+
+def test_sql_answers_as_datafusion_does_downloads_csv_and_runs_reads_only(served, tmp_path):
+    console, wh, _ = served
+    sql = 'SELECT name, partition_count FROM topics ORDER BY name'
+    status, html, _ = console.get("/sql?q=" + urllib.parse.quote(sql))
+    assert status == 200, html
+    expected = query_datafusion(str(wh), sql).to_pylist()
+    assert cell_texts(html, "sql-result") == [[r["name"], str(r["partition_count"])] for r in expected]
+    status, body, headers = console.get("/sql.csv?q=" + urllib.parse.quote("SELECT * FROM partitions ORDER BY topic_name, \"partition\""))
+    assert status == 200 and headers["content-type"].startswith("text/csv")
+    assert "attachment" in headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(body)))
+    table = query_datafusion(str(wh), 'SELECT * FROM partitions ORDER BY topic_name, "partition"').to_pylist()
+    assert [(r["topic_name"], int(r["partition"]), json.loads(r["replicas"])) for r in rows] == \
+        [(r["topic_name"], r["partition"], r["replicas"]) for r in table]
+    # writes and file reads are refused before DataFusion sees them: no file appears
+    target = tmp_path / "copied.csv"
+    for refused in (f"COPY (SELECT 1) TO '{target}'", f"CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '{target}'",
+                    "SELECT 1; SELECT 2", "DROP TABLE topics"):
+        status, html, _ = console.get("/sql?q=" + urllib.parse.quote(refused))
+        assert status == 400 and ("reads only" in html or "one statement" in html), (refused, html)
+        status, _, _ = console.get("/sql.csv?q=" + urllib.parse.quote(refused))
+        assert status == 400
+    assert not target.exists()
+
+
+BAD_INPUT = [
+    ("/?at=999999", 400, "is past the newest cut"),
+    ("/?at=0", 400, "no consistent cut at or below offset 0"),
+    ("/?at=-3", 400, "negative"),
+    ("/?at=soon", 400, "is not a number"),
+    ("/?time=yesterday", 400, "is not an ISO 8601 time"),
+    ("/?time=1960-01-01T00:00:00Z", 400, "no cut at 1960-01-01"),
+    ("/?at=10&time=1970-01-01T00:00:00Z", 400, "not both"),
+    ("/topics/no-such-topic", 404, "no topic &#39;no-such-topic&#39;"),
+    ("/brokers/77", 404, "no broker 77"),
+    ("/brokers/x", 400, "broker id &#39;x&#39; is not a number"),
+    ("/records/999999", 404, "no record at offset 999999"),
+    ("/topics?only=broken", 400, "no such filter"),
+    ("/topics?start=-5", 400, "start -5 is negative"),
+    ("/diff?from=1", 400, "a diff needs two offsets"),
+    ("/sql?q=" + urllib.parse.quote("SELEC name FROM topics"), 400, "SELEC"),
+    ("/sql?q=" + urllib.parse.quote("SELECT nope FROM topics"), 400, "nope"),
+    ("/sql?q=" + urllib.parse.quote("SELECT * FROM missing"), 400, "the tables here"),
+    ("/no/such/page", 404, "no page /no/such/page"),
+]
+
+
+def test_bad_input_is_a_clear_message_and_leaves_the_server_as_it_was(served):
+    console, wh, _ = served
+    before = console.get("/")[1]
+    for path, status, message in BAD_INPUT:
+        got, html, _ = console.get(path)
+        assert got == status, (path, got, html[-500:])
+        assert message in value(html, "error"), (path, html[-800:])
+        assert "Traceback" not in html
+    # a request far too large is refused by the server, not read
+    got, _, _ = console.get("/sql?q=" + urllib.parse.quote("SELECT " + "1+" * 20_000 + "1"))
+    assert got == 400
+    after = console.get("/")[1]
+    assert value(after, "topic-count") == value(before, "topic-count") and console.proc.poll() is None
+
+
+def test_a_new_cut_reaches_an_open_event_stream(tmp_path):
+    wh = tmp_path / "wh"
+    c, m, done = materialised(wh)
+    console = Console(wh)
+    try:
+        stream = urllib.request.urlopen(console.url + "/events", timeout=30)
+        first = json.loads(_next_event(stream))
+        assert first == {"offset": latest_cut(str(wh)).offset}
+        c.request(api.CreateTopicsRequest((api.CreatableTopic("appeared", 1, 2),)))
+        m.process(as_batch(log_rows(c, start=done)))
+        new = latest_cut(str(wh)).offset
+        assert new > first["offset"]
+        assert json.loads(_next_event(stream)) == {"offset": new}
+        stream.close()
+        status, html, _ = console.get("/topics")
+        assert "appeared" in [row[0] for row in cell_texts(html, "topics")]
+    finally:
+        console.close()
+
+
+def _next_event(stream) -> str:
+    """The data of the next ``cut`` event (keepalive comments skipped)."""
+    event = None
+    while True:
+        line = stream.readline().decode()
+        assert line, "the event stream ended"
+        if line.startswith("event: "):
+            event = line[7:].strip()
+        elif line.startswith("data: ") and event == "cut":
+            return line[6:].strip()
+
+
+def test_beyond_loopback_it_serves_only_https_to_holders_of_a_client_certificate(tmp_path):
+    from pki import Pki
+
+    wh = tmp_path / "wh"
+    materialised(wh)
+    port = free_ports(1)[0]
+    refused = subprocess.run(sparkraft_cmd("console", "--warehouse", str(wh), "--listen", f"0.0.0.0:{port}"),
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "only over TLS with a login" in refused.stderr and "Traceback" not in refused.stderr
+    pki = Pki(tmp_path / "pki")
+    config = tmp_path / "console-tls.properties"
+    config.write_text(f"ssl.keystore.location={pki.keystore('console')}\nssl.truststore.location={pki.truststore}\n"
+                      f"ssl.client.auth=required\n")
+    trusting = ssl.create_default_context(cafile=str(pki.truststore))
+    holder = ssl.create_default_context(cafile=str(pki.truststore))
+    holder.load_cert_chain(str(pki.keystore("operator")))
+    console = Console(wh, "--tls-config", str(config), host="0.0.0.0", scheme="https", context=holder)
+    try:
+        status, html, _ = console.get("/")
+        assert status == 200 and 'id="topic-count"' in html
+        with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(console.url + "/", timeout=10, context=trusting).read()
+        with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(console.url.replace("https", "http") + "/", timeout=10).read()
+    finally:
+        console.close()
