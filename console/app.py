@@ -68,6 +68,8 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined)
     env.filters["time"] = _format_time
     env.filters["ids"] = lambda ids: ", ".join(str(i) for i in ids or ()) or "—"
+    env.filters["ms_time"] = lambda ms: "never" if ms is None or ms < 0 else _format_time(
+        datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc))
     env.filters["number"] = lambda n: f"{n:,}" if isinstance(n, int) else n
     return env
 

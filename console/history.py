@@ -15,6 +15,7 @@ wrote it), a delete's to the records of its commit.
 """
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import pyarrow as pa
@@ -185,11 +186,27 @@ def diff(wh: Warehouse, a: Cut, b: Cut) -> dict:
             listed.append({"kind": kind, "table": table, "what": _describe(table, kind, r),
                            "commit_offset": r["_commit_offset"],
                            "record": None if deleted else r.get("last_offset"),
-                           "topic": r.get("name") if table == TOPICS and not deleted else r.get("topic_name")})
+                           "topic": r.get("name") if table == TOPICS and not deleted else r.get("topic_name"),
+                           "topic_id": r.get("topic_id")})
+    _link_creations(wh, a, b, listed)
     listed.sort(key=lambda c: (c["commit_offset"], c["record"] if c["record"] is not None else -1))
     total = sum(counts.values())
     return {"from": a, "to": b, "counts": dict(sorted(counts.items())), "total": total, "changes": listed[:SHOWN],
             "previous_cut": _previous_cuts(wh, a, b)}
+
+
+def _link_creations(wh: Warehouse, a: Cut, b: Cut, listed: list[dict]) -> None:
+    """Link each created topic to its TopicRecord (a topic row's last writer is its last partition)."""
+    created = {c["topic_id"]: c for c in listed if c["kind"] == "topic created"}
+    if not created:
+        return
+    index = wh.records_index(b)
+    offsets = index.filter(pc.and_(pc.equal(index.column("type"), "TOPIC_RECORD"),
+                                   pc.greater(index.column("offset"), a.offset))).column("offset").to_pylist()
+    for r in wh.records_at(offsets, ("offset", "data")).to_pylist():
+        topic_id = json.loads(r["data"]).get("topic_id")
+        if topic_id in created:
+            created[topic_id]["record"] = r["offset"]
 
 
 def _previous_cuts(wh: Warehouse, a: Cut, b: Cut) -> dict[int, int]:

@@ -38,7 +38,7 @@ function drawTimeline() {
   Plotly.newPlot(node, traces, {
     barmode: "stack", margin: { t: 20, r: 60, b: 40, l: 50 }, legend: { orientation: "h" },
     yaxis: { title: { text: "records" } },
-    yaxis2: { title: { text: "marked" }, overlaying: "y", side: "right", rangemode: "tozero" },
+    yaxis2: { title: { text: "marked" }, overlaying: "y", side: "right", rangemode: "tozero", tickformat: ",d" },
   }, { displaylogo: false, responsive: true });
   node.on("plotly_click", (event) => {
     const point = event.points[0];
