@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, str] = {
     "kafka_source": "bench.kafka_source_bench",
     "kafka_snapshot": "bench.kafka_snapshot_bench",
     "kafka_brokers": "bench.kafka_brokers_bench",
+    "console": "bench.console_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -23,12 +25,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from console.marks import with_marks
-from delta_tables.cut import Cut, CutError, CutFollower, latest_cut, read_table
-from delta_tables.schemas import BROKERS, CONFIGS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
+from console.versions import FEED_COLUMNS, derive
+from delta_tables.cut import Cut, CutError, CutFollower, latest_cut, plain_types, read_table
+from delta_tables.schemas import BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
+
+log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50  # rows of a paged table (topics, a topic's partitions, a broker's leaderships)
 TABLES_KEPT = 24  # (table, version) entries kept in memory: the newest cut's and a few older ones
 CLUSTER = ""  # the configs table's resource name of a cluster-wide default
+NEWEST_MAX_AGE_S = 0.1  # a page's several looks at the newest cut share one
 
 
 class ConsoleError(ValueError):
@@ -88,15 +94,23 @@ class Warehouse:
         self._lock = threading.RLock()
         self._kept: OrderedDict[tuple, object] = OrderedDict()
         self._records = _GrowingTable(("offset", "append_time", "type", "data"), with_marks)
+        self._newest: Optional[tuple[float, Cut]] = None
+        self.derived = 0  # tables derived through the change feed rather than read (tests, the bench)
 
     # cuts ---------------------------------------------------------------------------------------
 
-    def newest(self) -> Cut:
+    def newest(self, max_age_s: float = NEWEST_MAX_AGE_S) -> Cut:
+        """The newest cut, as looked up at most ``max_age_s`` ago (a page asks several times)."""
         with self._lock:
+            now = time.monotonic()
+            if self._newest is not None and now - self._newest[0] <= max_age_s:
+                return self._newest[1]
             try:
-                return self._follower.latest()
+                cut = self._follower.latest()
             except CutError as e:
                 raise ConsoleError(str(e)) from None
+            self._newest = (now, cut)
+            return cut
 
     def cuts(self) -> pa.Table:
         """Every cut: ``offset`` and ``created_at``, by offset (the time slider's stops)."""
@@ -158,7 +172,29 @@ class Warehouse:
         if name == RECORDS:
             raise ValueError("the records table is read through records_index() and records_at()")
         version = cut.versions[name]
-        return self._kept_or((name, version, columns), lambda: self._read(name, version, columns))
+        return self._kept_or(("table", name, version, columns), lambda: self._derive_or_read(name, version, columns))
+
+    def _derive_or_read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
+        """The table at ``version`` from the nearest version kept, through the change feed between
+        (console/versions.py); read whole when none is kept or the feed cannot be read."""
+        kept = [(abs(k[2] - version), k[2]) for k in list(self._kept)
+                if k[0] == "table" and k[1] == name and k[3] == columns]
+        if kept and name in KEYS:
+            _, base_version = min(kept)
+            base = self._kept[("table", name, base_version, columns)]
+            low, high = sorted((base_version, version))
+            try:
+                with self._lock:
+                    dt = self._at(name, None)
+                    wanted = list(columns) + list(FEED_COLUMNS) if columns else None
+                    feed = plain_types(pa.table(dt.load_cdf(starting_version=low + 1, ending_version=high,
+                                                            columns=wanted).read_all()))
+                derived = derive(base, feed, KEYS[name], forward=version > base_version)
+                self.derived += 1
+                return derived
+            except Exception as e:  # a vacuumed or feed-less version: read it instead
+                log.info("reading %s at version %d whole (its change feed from %d: %s)", name, version, base_version, e)
+        return self._read(name, version, columns)
 
     def _read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
         with self._lock:
@@ -196,7 +232,7 @@ class Warehouse:
 
     def health(self, cut: Cut) -> pa.Table:
         """The partitions table with ``offline``, ``under_replicated`` and ``under_min_isr`` columns
-        (min.insync.replicas: the topic's, else the cluster-wide default, else 1)."""
+        (min.insync.replicas: the topic's, else the cluster-wide default, else 1), in no order."""
         key = ("health", cut.versions[PARTITIONS], cut.versions[CONFIGS])
         return self._kept_or(key, lambda: _health(self.table(cut, PARTITIONS), self.table(cut, CONFIGS)))
 
@@ -285,8 +321,7 @@ def _health(partitions: pa.Table, configs: pa.Table) -> pa.Table:
     return (partitions
             .append_column("offline", pc.equal(partitions.column("leader"), -1))
             .append_column("under_replicated", pc.less(isr_size, pc.list_value_length(partitions.column("replicas"))))
-            .append_column("under_min_isr", pc.less(isr_size, min_isr))
-            .sort_by([("topic_name", "ascending"), ("partition", "ascending")]))
+            .append_column("under_min_isr", pc.less(isr_size, min_isr)))
 
 
 def _topic_summary(topics: pa.Table, health: pa.Table) -> pa.Table:
@@ -318,6 +353,10 @@ def broker_state(row: dict) -> str:
 
 def features(wh: Warehouse, cut: Cut) -> dict[str, int]:
     """Each feature's finalized level as of the cut (its newest FeatureLevelRecord)."""
+    return wh._kept_or(("features", cut.offset), lambda: _features(wh, cut))
+
+
+def _features(wh: Warehouse, cut: Cut) -> dict[str, int]:
     index = wh.records_index(cut)
     offsets = index.filter(pc.equal(index.column("type"), "FEATURE_LEVEL_RECORD")).column("offset").to_pylist()
     levels = wh.records_at(offsets, ("offset", "data"))
@@ -375,7 +414,7 @@ def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
         raise ConsoleError(f"no topic {name!r} at offset {cut.offset}")
     row = hit[0]
     health = wh.health(cut)
-    parts = health.filter(pc.equal(health.column("topic_id"), row["topic_id"]))
+    parts = health.filter(pc.equal(health.column("topic_id"), row["topic_id"])).sort_by("partition")
     configs = wh.table(cut, CONFIGS)
     own = configs.filter(pc.and_(pc.equal(configs.column("resource_type"), "TOPIC"),
                                  pc.equal(configs.column("resource_name"), name))).sort_by("name").to_pylist()
@@ -412,7 +451,8 @@ def broker(wh: Warehouse, cut: Cut, broker_id: str, start: int = 0) -> dict:
         raise ConsoleError(f"no broker {bid} at offset {cut.offset}")
     b = hit[0]
     health = wh.health(cut)
-    led = health.filter(pc.equal(health.column("leader"), bid))
+    led = health.filter(pc.equal(health.column("leader"), bid)).sort_by([("topic_name", "ascending"),
+                                                                          ("partition", "ascending")])
     leads, holds = wh.per_broker(cut).get(bid, (0, 0))
     return {"broker": {**b, "state": broker_state(b), "endpoints_text": endpoints_text(b["endpoints"])},
             "leaders": leads, "replicas": holds, "led": page_of(led.drop_columns(["bucket"]), start)}

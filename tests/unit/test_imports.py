@@ -5,7 +5,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TOPS = ("quorum", "streaming", "delta_tables", "jobs", "sparkraft")
+TOPS = ("quorum", "streaming", "delta_tables", "jobs", "sparkraft", "console")
 
 # Each package and what it may import of ours, lowest layer first. A package under quorum/ is
 # quorum.<name> (a module such as quorum/config.py counts as one). Generated code, quorum.gen,
@@ -55,10 +55,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
     "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.metrics", "quorum.snapshot", "quorum.rpc",
                   "quorum.security", "quorum.kafka_import", "delta_tables"},
+    # the web console: the warehouse's tables, and the quorum as its controllers describe it
+    "console": {"delta_tables", "quorum.rpc", "quorum.properties", "quorum.security"},
     "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
                   "quorum.kafka", "quorum.kafka_log", "quorum.kafka_import", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",
-                  "delta_tables", "streaming"},
+                  "delta_tables", "streaming", "console"},
     "jobs": {"delta_tables", "sparkraft", "quorum.controller"},  # the pipeline: topic configs' defaults
 }
 
