@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from console.marks import with_marks
-from console.versions import FEED_COLUMNS, derive
+from console.versions import FEED_COLUMNS, derive, key_column
 from delta_tables.cut import Cut, CutError, CutFollower, latest_cut, plain_types, read_table
 from delta_tables.schemas import BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
 
@@ -172,9 +172,10 @@ class Warehouse:
         if name == RECORDS:
             raise ValueError("the records table is read through records_index() and records_at()")
         version = cut.versions[name]
-        return self._kept_or(("table", name, version, columns), lambda: self._derive_or_read(name, version, columns))
+        return self._kept_or(("table", name, version, columns), lambda: self._derive_or_read(name, version, columns))[0]
 
-    def _derive_or_read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
+    def _derive_or_read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> list:
+        """``[table, its key column or None]``."""
         """The table at ``version`` from the nearest version kept, through the change feed between
         (console/versions.py); read whole when none is kept or the feed cannot be read."""
         kept = [(abs(k[2] - version), k[2]) for k in list(self._kept)
@@ -189,17 +190,21 @@ class Warehouse:
                     wanted = list(columns) + list(FEED_COLUMNS) if columns else None
                     feed = plain_types(pa.table(dt.load_cdf(starting_version=low + 1, ending_version=high,
                                                             columns=wanted).read_all()))
-                derived = derive(base, feed, KEYS[name], forward=version > base_version)
+                if base[1] is None:  # kept for the next derivation from this base too
+                    base[1] = key_column(base[0], KEYS[name])
+                table, key = derive(base[0], feed, KEYS[name], version > base_version, base[1])
                 self.derived += 1
-                return derived
+                return [table, key]
             except Exception as e:  # a vacuumed or feed-less version: read it instead
                 log.info("reading %s at version %d whole (its change feed from %d: %s)", name, version, base_version, e)
-        return self._read(name, version, columns)
+        return [self._read(name, version, columns), None]
 
     def _read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
         with self._lock:
             dt = self._at(name, version)
-            return dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
+            table = dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
+        # a chunk per file read: thousands at 2,000,000 partitions, which every later filter pays for
+        return table.combine_chunks()
 
     def records_index(self, cut: Optional[Cut] = None) -> pa.Table:
         """``offset``, ``append_time``, ``type`` and the marks (console/marks.py) of every record through ``cut`` (the newest

@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "streaming"))
 from test_materializer import as_batch, busy_controller, log_rows  # noqa: E402
 
 from console.model import Warehouse  # noqa: E402
-from console.versions import FEED_COLUMNS, derive  # noqa: E402
+from console import versions  # noqa: E402
+from console.versions import FEED_COLUMNS, derive, key_column  # noqa: E402
 from delta_tables.cut import plain_types, read_table  # noqa: E402
 from delta_tables.schemas import KEYS, STATE_TABLES  # noqa: E402
 from delta_tables.writer import DeltaRsWriter  # noqa: E402
@@ -42,8 +43,10 @@ def as_set(table: pa.Table) -> list[str]:
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in plain_types(table).to_pylist())
 
 
+@pytest.mark.parametrize("sliced_max", [0, 2_000], ids=["filtered", "sliced"])
 @pytest.mark.parametrize("name", [t for t in STATE_TABLES if t in KEYS])
-def test_every_version_derived_from_every_other_equals_the_version_read(warehouse, name):
+def test_every_version_derived_from_every_other_equals_the_version_read(warehouse, name, sliced_max, monkeypatch):
+    monkeypatch.setattr(versions, "SLICED_MAX", sliced_max)  # the rows kept by a filter, or as slices
     path = str(warehouse / name)
     newest = DeltaTable(path).version()
     read = {v: read_table(DeltaTable(path, version=v)) for v in range(newest + 1)}
@@ -55,7 +58,8 @@ def test_every_version_derived_from_every_other_equals_the_version_read(warehous
             low, high = sorted((base, target))
             feed = plain_types(pa.table(DeltaTable(path).load_cdf(starting_version=low + 1,
                                                                   ending_version=high).read_all()))
-            got = derive(read[base], feed, KEYS[name], forward=target > base)
+            got, key = derive(read[base], feed, KEYS[name], forward=target > base)
+            assert key.to_pylist() == key_column(got, KEYS[name]).to_pylist()
             assert got.schema == read[target].schema
             assert as_set(got) == as_set(read[target]), (name, base, target)
 
