@@ -26,13 +26,13 @@ import pyarrow.compute as pc
 
 from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
-from delta_tables.cut import Cut, CutError, CutFollower, latest_cut, plain_types, read_table
+from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
 from delta_tables.schemas import BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50  # rows of a paged table (topics, a topic's partitions, a broker's leaderships)
-TABLES_KEPT = 24  # (table, version) entries kept in memory: the newest cut's and a few older ones
+TABLES_KEPT = 48  # tables at a version and what is derived from them, kept; the newest cut's tables stay
 CLUSTER = ""  # the configs table's resource name of a cluster-wide default
 NEWEST_MAX_AGE_S = 0.1  # a page's several looks at the newest cut share one
 
@@ -94,6 +94,7 @@ class Warehouse:
         self._lock = threading.RLock()
         self._kept: OrderedDict[tuple, object] = OrderedDict()
         self._records = _GrowingTable(("offset", "append_time", "type", "data"), with_marks)
+        self._snapshots = _GrowingTable(tuple(SCHEMAS[SNAPSHOTS].names), lambda t: t)
         self._newest: Optional[tuple[float, Cut]] = None
         self.derived = 0  # tables derived through the change feed rather than read (tests, the bench)
 
@@ -105,18 +106,23 @@ class Warehouse:
             now = time.monotonic()
             if self._newest is not None and now - self._newest[0] <= max_age_s:
                 return self._newest[1]
-            try:
-                cut = self._follower.latest()
-            except CutError as e:
-                raise ConsoleError(str(e)) from None
+            cuts = self.cuts(fresh=True)
+            if cuts.num_rows == 0:
+                raise ConsoleError(f"no consistent cut in {self.uri}: the materialiser has not written one yet")
+            cut = cut_of_row(cuts.slice(cuts.num_rows - 1).to_pylist()[0])
             self._newest = (now, cut)
             return cut
 
-    def cuts(self) -> pa.Table:
-        """Every cut: ``offset`` and ``created_at``, by offset (the time slider's stops)."""
-        newest = self.newest()
-        return self._kept_or(("cuts", newest.offset), lambda: read_table(self._at(SNAPSHOTS, None))
-                             .select(["offset", "created_at"]).sort_by("offset"))
+    def cuts(self, fresh: bool = False) -> pa.Table:
+        """Every cut's ``snapshots`` row, by offset (the slider's stops; each names its tables' versions).
+        The table only grows: a look reads what was added since the last (``fresh``), or nothing."""
+        with self._lock:
+            if fresh or self._snapshots.table is None:
+                try:
+                    self._snapshots.through(self._follower.open(SNAPSHOTS))
+                except CutError as e:
+                    raise ConsoleError(str(e)) from None
+            return self._snapshots.table
 
     def resolve(self, at: Optional[str] = None, time: Optional[str] = None) -> Cut:
         """The cut a page shows: the newest, or the newest at or below offset ``at``, or the newest
@@ -135,11 +141,12 @@ class Warehouse:
         return self._cut_at_or_below(offset)
 
     def _cut_at_or_below(self, offset: int) -> Cut:
-        with self._lock:
-            try:
-                return latest_cut(self.uri, offset)
-            except CutError as e:
-                raise ConsoleError(str(e)) from None
+        cuts = self.cuts()
+        below = bisect_right(cuts.column("offset"), offset)
+        if below == 0:
+            raise ConsoleError(f"no consistent cut at or below offset {offset} in {self.uri}; the oldest is at "
+                               f"offset {cuts.column('offset')[0].as_py()}")
+        return cut_of_row(cuts.slice(below - 1, 1).to_pylist()[0])
 
     def cut_at_time(self, t: datetime.datetime) -> Cut:
         """The cut holding every record appended at or before ``t`` (and nothing after)."""
@@ -160,8 +167,11 @@ class Warehouse:
                 return self._kept[key]
             value = make()
             self._kept[key] = value
-            while len(self._kept) > TABLES_KEPT:
-                self._kept.popitem(last=False)
+            if len(self._kept) > TABLES_KEPT:
+                pinned = self._newest[1].versions if self._newest is not None else {}
+                for old in [k for k in self._kept if not (k[0] == "table" and pinned.get(k[1]) == k[2])
+                            and k != key][:len(self._kept) - TABLES_KEPT]:
+                    del self._kept[old]  # the least recently used first; the newest cut's tables stay
             return value
 
     def _at(self, name: str, version: Optional[int]):
@@ -263,32 +273,39 @@ def bisect_right(sorted_ints: pa.ChunkedArray, value: int) -> int:
 
 
 class _GrowingTable:
-    """Some columns of an append-only Delta table, read once per file: a new version adds files,
-    and only those are read; a version that removed a file (compaction) is read again whole."""
+    """Some columns of an append-only Delta table (``records``, ``snapshots``), by offset. Read whole
+    once; then each new version's rows come from its change feed (an append-only table's feed is
+    its added files' rows, read without listing the table's thousands of files again); a commit
+    that only rewrote files (compaction) adds none. A feed that cannot be read: read whole again."""
 
     def __init__(self, columns: tuple[str, ...], derive: Callable[[pa.Table], pa.Table]):
         self.columns, self.derive = list(columns), derive
         self.version = -1
-        self.files: set[str] = set()
         self.table: Optional[pa.Table] = None
+        self.table_schema: Optional[pa.Schema] = None
+        self.whole_reads = self.fed = 0  # how each version was taken in (tests)
 
     def through(self, dt) -> pa.Table:
         if dt.version() == self.version and self.table is not None:
             return self.table
+        if self.table is not None:
+            try:
+                feed = pa.table(dt.load_cdf(starting_version=self.version + 1, ending_version=dt.version(),
+                                            columns=self.columns + ["_change_type"]).read_all())
+                if set(feed.column("_change_type").to_pylist()) <= {"insert"}:
+                    added = self.derive(plain_types(feed).select(self.columns).cast(
+                        pa.schema([self.table_schema.field(c) for c in self.columns])))
+                    self.table = pa.concat_tables([self.table, added]).sort_by("offset").combine_chunks()
+                    self.version = dt.version()
+                    self.fed += 1
+                    return self.table
+            except Exception as e:  # vacuumed, or no feed: read it whole
+                log.info("reading %s whole again: %s", dt.table_uri, e)
         dataset = dt.to_pyarrow_dataset()
-        fragments = {f.path: f for f in dataset.get_fragments()}
-        if self.table is None or not self.files <= fragments.keys():
-            self.files, parts = set(), []
-        else:
-            parts = [self.table]
-        new = [f for path, f in fragments.items() if path not in self.files]
-        parts += [self.derive(f.to_table(schema=dataset.schema, columns=self.columns, use_threads=False))
-                  for f in new]
-        if not parts:
-            parts = [self.derive(dataset.schema.empty_table().select(self.columns))]
-        self.table = pa.concat_tables(parts).sort_by("offset").combine_chunks()
-        self.files |= {f.path for f in new}
+        self.table_schema = dataset.schema
+        self.table = self.derive(dataset.to_table(columns=self.columns, use_threads=False)).sort_by("offset").combine_chunks()
         self.version = dt.version()
+        self.whole_reads += 1
         return self.table
 
 
@@ -357,16 +374,16 @@ def broker_state(row: dict) -> str:
 
 
 def features(wh: Warehouse, cut: Cut) -> dict[str, int]:
-    """Each feature's finalized level as of the cut (its newest FeatureLevelRecord)."""
-    return wh._kept_or(("features", cut.offset), lambda: _features(wh, cut))
-
-
-def _features(wh: Warehouse, cut: Cut) -> dict[str, int]:
+    """Each feature's finalized level as of the cut (its newest FeatureLevelRecord); read again only
+    when the cut holds a FeatureLevelRecord not read before."""
     index = wh.records_index(cut)
-    offsets = index.filter(pc.equal(index.column("type"), "FEATURE_LEVEL_RECORD")).column("offset").to_pylist()
-    levels = wh.records_at(offsets, ("offset", "data"))
+    offsets = tuple(index.filter(pc.equal(index.column("type"), "FEATURE_LEVEL_RECORD")).column("offset").to_pylist())
+    return wh._kept_or(("features", offsets), lambda: _features(wh, offsets))
+
+
+def _features(wh: Warehouse, offsets: tuple[int, ...]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for data in levels.column("data").to_pylist():
+    for data in wh.records_at(list(offsets), ("offset", "data")).column("data").to_pylist():
         d = json.loads(data)
         if d.get("feature_level", 0):
             out[d["name"]] = d["feature_level"]

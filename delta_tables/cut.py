@@ -95,10 +95,13 @@ def _newest_cut(snapshots: DeltaTable, warehouse: str, at_or_below: Optional[int
         oldest = (f"; the oldest is at offset {pc.min(first.column('offset')).as_py()}"
                   if first.num_rows else "; the materialiser has not written one yet")
         raise CutError(f"no consistent cut{where} in {warehouse}{oldest}")
-    best = rows.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0]
+    return cut_of_row(rows.sort_by([("offset", "descending")]).slice(0, 1).to_pylist()[0])
+
+
+def cut_of_row(row: dict) -> Cut:
+    """The Cut a ``snapshots`` row names."""
     # A cut written before the voters, acls or users table existed names no version of it: its version 0 (empty).
-    return Cut(best["offset"], best["epoch"],
-               {t: best.get(f"{t}_version") or 0 for t in (*STATE_TABLES, RECORDS)})
+    return Cut(row["offset"], row["epoch"], {t: row.get(f"{t}_version") or 0 for t in (*STATE_TABLES, RECORDS)})
 
 
 class CutFollower:

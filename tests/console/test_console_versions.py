@@ -74,3 +74,43 @@ def test_the_console_derives_what_it_has_not_read_and_shows_the_same(warehouse):
                                                                                 version=cut.versions[name])))
     assert wh.derived > 0
     assert FEED_COLUMNS == ("_change_type", "_commit_version")
+
+
+def test_the_newest_cuts_tables_stay_kept_while_older_ones_come_and_go(warehouse, monkeypatch):
+    from console import model
+
+    monkeypatch.setattr(model, "TABLES_KEPT", 4)
+    wh = Warehouse(str(warehouse))
+    newest = wh.newest()
+    model.overview(wh, newest)
+    for offset in wh.cuts().column("offset").to_pylist():
+        model.overview(wh, wh.resolve(str(offset)))
+    tables = [k for k in wh._kept if k[0] == "table"]
+    for name in ("topics", "partitions", "brokers", "configs"):
+        assert ("table", name, newest.versions[name], None) in tables, name
+    assert len(wh._kept) <= 4 + 4  # the limit, and the newest cut's four tables beside it
+
+
+def test_the_records_index_and_the_cuts_grow_by_the_feed_to_what_a_whole_read_gives(tmp_path):
+    from console.marks import with_marks
+
+    wh_path = tmp_path / "wh"
+    c = busy_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(wh_path))
+    m.process(as_batch(rows[:20]))
+    wh = Warehouse(str(wh_path))
+    first = wh.records_index()
+    assert first.column("offset").to_pylist() == list(range(20))
+    for start in range(20, len(rows), 6):  # more micro-batches, each looked at
+        m.process(as_batch(rows[start:start + 6]))
+        wh._newest = None
+        newest = wh.newest()
+        whole = with_marks(read_table(DeltaTable(str(wh_path / "records"))).select(
+            ["offset", "append_time", "type", "data"])).sort_by("offset")
+        assert wh.records_index().to_pylist() == whole.to_pylist()
+        snapshots = read_table(DeltaTable(str(wh_path / "snapshots"))).sort_by("offset")
+        assert wh.cuts().to_pylist() == snapshots.to_pylist()
+        assert newest.offset == snapshots.column("offset")[-1].as_py() == min(start + 6, len(rows)) - 1
+    assert wh._records.whole_reads == wh._snapshots.whole_reads == 1  # then only what each version added
+    assert wh._records.fed > 0 and wh._snapshots.fed > 0
