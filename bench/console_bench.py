@@ -202,6 +202,8 @@ def _one_size(size: int, ctx: Context) -> dict:
             out["topic_cold"] = console.get(topic + f"?at={cuts[-2]}")
             out["topic_warm"] = [console.get(topic) for _ in range(REPEAT)]
             out["topics_search"] = [console.get("/topics?q=t00001") for _ in range(REPEAT)]
+            out["partitions_page"] = [console.get("/partitions?start=1000") for _ in range(REPEAT)]
+            out["partitions_search"] = [console.get("/partitions?q=t00001&leader=7") for _ in range(REPEAT)]
             out["timeline"] = [console.get("/timeline") for _ in range(2)]
         with ctx.progress.phase(f"a jump to each of {JUMPS} older cuts, none read before"):
             older = random.Random(7).sample(cuts[:-2], min(JUMPS, len(cuts) - 2))
@@ -233,6 +235,8 @@ def _one_size(size: int, ctx: Context) -> dict:
             browser.close()
             pw.stop()
         console.close()
+    ctx.progress.line(f"  partitions page {_median([g['wall_s'] for g in out['partitions_page']]):.3f} s, searched "
+                      f"{_median([g['wall_s'] for g in out['partitions_search']]):.3f} s")
     ctx.progress.line(f"  overview {out['overview_cold']['wall_s']:.2f} s cold, "
                       f"{_median([g['wall_s'] for g in out['overview_warm']]):.3f} s warm; topic "
                       f"{_median([g['wall_s'] for g in out['topic_warm']]):.3f} s; jumps "
@@ -262,13 +266,17 @@ def report(document: dict) -> str:
         rows.append([f"{s['partitions']:,}", f"{s['cuts']:,}", fmt_number(s["overview_cold"]["wall_s"], 2),
                      fmt_number(warm, 3), fmt_number(_median(browser.get("overview", [])), 3),
                      fmt_number(topic, 3), fmt_number(_median(browser.get("topic", [])), 3),
+                     f"{fmt_number(_median([g['wall_s'] for g in s['partitions_page']]), 3)} / "
+                     f"{fmt_number(_median([g['wall_s'] for g in s['partitions_search']]), 3)}"
+                     if "partitions_page" in s else "–",
                      f"{fmt_number(_median(jumps), 2)} / {fmt_number(max(jumps), 2)}" if jumps else "–",
                      f"{fmt_number(_median(live), 2)} / {fmt_number(max(live), 2)}" if live else "–"])
     goals = r["goals_s"]
     lines = [f"{measured_on(document)}: topics of {TOPIC_PARTITIONS} partitions, RF 3, {BROKERS} brokers; "
              f"`sparkraft console` in its own process; HTTP seconds are the whole answer's.", "",
              markdown_table(["partitions", "cuts", "overview cold s", "overview warm s", "in chromium s",
-                             "topic page s", "in chromium s", "jump to a cut s (median / max)",
+                             "topic page s", "in chromium s", "partitions page / searched s",
+                             "jump to a cut s (median / max)",
                              "new cut on an open page s (median / max)"], rows), ""]
     verdicts = []
     for s in r["sizes"]:

@@ -175,6 +175,11 @@ class Console:
                 "topics": model.topics_page(self.wh, cut, q(r, "q"), start(r), q(r, "only")),
                 "search": q(r, "q"), "only": q(r, "only")})
 
+        async def partitions(r: Request):
+            return await self.page(r, "partitions.html", lambda cut: {
+                "partitions": model.partitions_page(self.wh, cut, q(r, "q"), q(r, "leader"), q(r, "only"), start(r)),
+                "search": q(r, "q"), "leader": q(r, "leader"), "only": q(r, "only")})
+
         async def topic(r: Request):
             return await self.page(r, "topic.html", lambda cut: model.topic(self.wh, cut, r.path_params["name"], start(r)))
 
@@ -238,7 +243,7 @@ class Console:
             return self.render(r, "error.html", status=404, message=f"no page {r.url.path}")
 
         return [
-            Route("/", overview), Route("/topics", topics), Route("/topics/{name:path}", topic),
+            Route("/", overview), Route("/topics", topics), Route("/partitions", partitions), Route("/topics/{name:path}", topic),
             Route("/brokers", brokers), Route("/brokers/{id}", broker), Route("/timeline", timeline),
             Route("/diff", diff), Route("/records", records), Route("/records/{offset}", record),
             Route("/sql", sql), Route("/sql.csv", sql_csv), Route("/events", events),

@@ -35,6 +35,8 @@ PAGE_SIZE = 50  # rows of a paged table (topics, a topic's partitions, a broker'
 TABLES_KEPT = 48  # tables at a version and what is derived from them, kept; the newest cut's tables stay
 CLUSTER = ""  # the configs table's resource name of a cluster-wide default
 NEWEST_MAX_AGE_S = 0.1  # a page's several looks at the newest cut share one
+HEALTH = ("offline", "under_replicated", "under_min_isr")  # the health columns, and the filters by them
+SORTED_WHOLE_MAX = 200_000  # more matching partitions than this: only those up to the page are ordered
 
 
 class ConsoleError(ValueError):
@@ -423,10 +425,35 @@ def topics_page(wh: Warehouse, cut: Cut, search: str = "", start: int = 0, only:
     if search:
         summary = summary.filter(pc.match_substring(summary.column("name"), search, ignore_case=True))
     if only:
-        if only not in ("offline", "under_replicated", "under_min_isr"):
-            raise ConsoleError(f"no such filter {only!r}: offline, under_replicated or under_min_isr")
+        if only not in HEALTH:
+            raise ConsoleError(f"no such filter {only!r}: {', '.join(HEALTH)}")
         summary = summary.filter(pc.greater(summary.column(only), 0))
     return page_of(summary, start)
+
+
+def partitions_page(wh: Warehouse, cut: Cut, search: str = "", leader: str = "", only: str = "",
+                    start: int = 0) -> Page:
+    """Partitions of the topics whose name contains ``search`` (any case), led by broker ``leader``,
+    and only the offline, under-replicated or under-min-ISR ones if ``only`` says so; by topic
+    and partition. At millions of rows only the rows up to the page are ordered (a top-k), not all."""
+    rows = wh.health(cut)
+    if search:
+        rows = rows.filter(pc.match_substring(rows.column("topic_name"), search, ignore_case=True))
+    if leader not in (None, ""):
+        rows = rows.filter(pc.equal(rows.column("leader"), parse_offset(leader, "leader") if leader != "-1" else -1))
+    if only:
+        if only not in HEALTH:
+            raise ConsoleError(f"no such filter {only!r}: {', '.join(HEALTH)}")
+        rows = rows.filter(rows.column(only))
+    if start < 0:
+        raise ConsoleError(f"a page cannot start at {start}")
+    order = [("topic_name", "ascending"), ("partition", "ascending")]
+    if rows.num_rows > SORTED_WHOLE_MAX:
+        first = rows.take(pc.select_k_unstable(rows, k=min(start + PAGE_SIZE, rows.num_rows), sort_keys=order))
+        shown = first.sort_by(order).slice(start, PAGE_SIZE)
+    else:
+        shown = rows.sort_by(order).slice(start, PAGE_SIZE)
+    return Page(shown.drop_columns(["bucket"]).to_pylist(), start, rows.num_rows)
 
 
 def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:

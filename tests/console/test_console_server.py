@@ -148,6 +148,25 @@ def test_every_page_at_every_cut_shows_what_the_tables_hold_at_that_cut(served):
                              for p in parts if p["topic_id"] == t["topic_id"]}, (offset, t["name"])
 
 
+def test_the_partitions_page_searches_and_filters_what_the_tables_hold(served):
+    console, wh, _ = served
+    for offset in cut_offsets(wh):
+        parts = read_table(tables_at(str(wh), latest_cut(str(wh), offset))["partitions"]).to_pylist()
+        cases = {
+            "": parts,
+            "q=ORD": [p for p in parts if "ord" in p["topic_name"].lower()],
+            "leader=1": [p for p in parts if p["leader"] == 1],
+            "only=under_replicated": [p for p in parts if len(p["isr"]) < len(p["replicas"])],
+            "only=offline&q=pay": [p for p in parts if p["leader"] == -1 and "pay" in p["topic_name"]],
+        }
+        for query, expected in cases.items():
+            status, html, _ = console.get(f"/partitions?at={offset}&{query}")
+            assert status == 200, html
+            shown = re.findall(r'<tr data-partition="([^"]+)"', html)
+            assert shown == [f"{p['topic_name']}-{p['partition']}" for p in
+                             sorted(expected, key=lambda p: (p["topic_name"], p["partition"]))], (offset, query)
+
+
 def test_a_topic_page_shows_its_partitions_configs_and_links_each_row_to_its_record(served):
     console, wh, _ = served
     status, html, _ = console.get("/topics/orders")
@@ -233,6 +252,8 @@ BAD_INPUT = [
     ("/brokers/x", 400, "broker id &#39;x&#39; is not a number"),
     ("/records/999999", 404, "no record at offset 999999"),
     ("/topics?only=broken", 400, "no such filter"),
+    ("/partitions?only=broken", 400, "no such filter"),
+    ("/partitions?leader=abc", 400, "leader &#39;abc&#39; is not a number"),
     ("/topics?start=-5", 400, "start -5 is negative"),
     ("/diff?from=1", 400, "a diff needs two offsets"),
     ("/sql?q=" + urllib.parse.quote("SELEC name FROM topics"), 400, "SELEC"),

@@ -114,3 +114,18 @@ def test_the_records_index_and_the_cuts_grow_by_the_feed_to_what_a_whole_read_gi
         assert newest.offset == snapshots.column("offset")[-1].as_py() == min(start + 6, len(rows)) - 1
     assert wh._records.whole_reads == wh._snapshots.whole_reads == 1  # then only what each version added
     assert wh._records.fed > 0 and wh._snapshots.fed > 0
+
+
+def test_a_page_of_many_partitions_is_the_same_by_top_k_as_by_sorting_them_all(warehouse, monkeypatch):
+    from console import model
+
+    wh = Warehouse(str(warehouse))
+    cut = wh.newest()
+    total = model.partitions_page(wh, cut).total
+    monkeypatch.setattr(model, "PAGE_SIZE", 2)
+    for start in range(0, total + 2):
+        sorted_whole = model.partitions_page(wh, cut, start=start)
+        monkeypatch.setattr(model, "SORTED_WHOLE_MAX", 0)
+        top_k = model.partitions_page(wh, cut, start=start)
+        monkeypatch.setattr(model, "SORTED_WHOLE_MAX", 200_000)
+        assert top_k == sorted_whole and len(top_k.rows) == min(2, max(0, total - start)), start
