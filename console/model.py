@@ -456,12 +456,16 @@ def partitions_page(wh: Warehouse, cut: Cut, search: str = "", leader: str = "",
     return Page(shown.drop_columns(["bucket"]).to_pylist(), start, rows.num_rows)
 
 
-def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
-    topics = wh.table(cut, TOPICS)
-    hit = topics.filter(pc.equal(topics.column("name"), name)).to_pylist()
+def _the_row(table: pa.Table, column: str, value, what: str, cut: Cut) -> dict:
+    """The row of ``table`` whose ``column`` is ``value``; ConsoleError ("no ...") if there is none."""
+    hit = table.filter(pc.equal(table.column(column), value)).slice(0, 1).to_pylist()
     if not hit:
-        raise ConsoleError(f"no topic {name!r} at offset {cut.offset}")
-    row = hit[0]
+        raise ConsoleError(f"no {what} at offset {cut.offset}")
+    return hit[0]
+
+
+def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
+    row = _the_row(wh.table(cut, TOPICS), "name", name, f"topic {name!r}", cut)
     health = wh.health(cut)
     parts = health.filter(pc.equal(health.column("topic_id"), row["topic_id"])).sort_by("partition")
     configs = wh.table(cut, CONFIGS)
@@ -494,11 +498,7 @@ def brokers(wh: Warehouse, cut: Cut) -> dict:
 
 def broker(wh: Warehouse, cut: Cut, broker_id: str, start: int = 0) -> dict:
     bid = parse_offset(broker_id, "broker id")
-    rows = wh.table(cut, BROKERS)
-    hit = rows.filter(pc.equal(rows.column("broker_id"), bid)).to_pylist()
-    if not hit:
-        raise ConsoleError(f"no broker {bid} at offset {cut.offset}")
-    b = hit[0]
+    b = _the_row(wh.table(cut, BROKERS), "broker_id", bid, f"broker {bid}", cut)
     health = wh.health(cut)
     led = health.filter(pc.equal(health.column("leader"), bid)).sort_by([("topic_name", "ascending"),
                                                                           ("partition", "ascending")])
