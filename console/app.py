@@ -151,7 +151,7 @@ class Console:
                         **compute(cut)}
             context = await run_in_threadpool(work)
         except (ConsoleError, RefusedSql, ValueError) as e:
-            status = 404 if str(e).startswith("no topic") or str(e).startswith(("no broker", "no record")) else 400
+            status = 404 if isinstance(e, model.NotFound) else 400
             return self.render(request, "error.html", status=status, message=str(e))
         response = self.render(request, template, **context)
         response.headers["Server-Timing"] = f"compute;dur={(time.perf_counter() - started) * 1000:.1f}"

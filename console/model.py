@@ -43,6 +43,10 @@ class ConsoleError(ValueError):
     """Input the console cannot answer (shown on the page; the server is unaffected)."""
 
 
+class NotFound(ConsoleError):
+    """A topic, broker or record the cut does not hold (a 404 page)."""
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of a table: its rows, where they start, and how many matched in all."""
@@ -460,7 +464,7 @@ def _the_row(table: pa.Table, column: str, value, what: str, cut: Cut) -> dict:
     """The row of ``table`` whose ``column`` is ``value``; ConsoleError ("no ...") if there is none."""
     hit = table.filter(pc.equal(table.column(column), value)).slice(0, 1).to_pylist()
     if not hit:
-        raise ConsoleError(f"no {what} at offset {cut.offset}")
+        raise NotFound(f"no {what} at offset {cut.offset}")
     return hit[0]
 
 
@@ -527,6 +531,6 @@ def record(wh: Warehouse, offset: str) -> dict:
     newest = wh.newest()
     hit = wh.records_at([o]).to_pylist()
     if not hit:
-        raise ConsoleError(f"no record at offset {o}: the tables hold offsets through {newest.offset}")
+        raise NotFound(f"no record at offset {o}: the tables hold offsets through {newest.offset}")
     r = hit[0]
     return {**r, "pretty": json.dumps(json.loads(r["data"]), indent=2, sort_keys=True)}
