@@ -115,16 +115,17 @@ def config_page() -> str:
 
 def metrics_page() -> str:
     from quorum.metrics import sources
-    from quorum.metrics.registry import Histogram, Registry
+    from quorum.metrics.registry import Registry
     from streaming.job import materializer_metrics
+    from streaming.materializer import freshness_histogram
 
     # The register functions only take the histograms' objects now; their gauges read at scrape time.
-    raft = SimpleNamespace(commit_latency=Histogram(), election_latency=Histogram())
+    raft = SimpleNamespace(commit_latency=sources.commit_latency(), election_latency=sources.election_latency())
     processes = {
         "controller": lambda r: sources.controller_metrics(r, SimpleNamespace(raft=raft, snapshots=None)),
         "broker": lambda r: sources.broker_metrics(r, SimpleNamespace(), lifecycle=SimpleNamespace()),
         "streaming job (`sparkraft materialize --metrics-listener`)":
-            lambda r: materializer_metrics(r, SimpleNamespace(freshness=Histogram())),
+            lambda r: materializer_metrics(r, SimpleNamespace(freshness=freshness_histogram())),
     }
     out = [HEADER.format(source="quorum/metrics/sources.py and streaming/job.py"), "# Metrics reference\n\n",
            "Prometheus text at `/metrics` on `metrics.listener` (controllers, brokers) or on the job's "

@@ -217,9 +217,7 @@ def serve_metrics(materializer, listener: tuple[str, int]):
 
 def materializer_metrics(registry, materializer) -> None:
     """The job's metrics, read from its materialiser when Prometheus scrapes."""
-    registry.histogram("sparkraft_materializer_freshness_seconds",
-                       "From a micro-batch's newest record's commit (its append time) to its cut being visible "
-                       "in the Delta tables.", materializer.freshness)
+    registry.histogram(materializer.freshness)
     registry.gauge("sparkraft_materializer_last_freshness_seconds", "The freshness of the latest micro-batch.",
                    lambda: materializer.last_freshness_s)
     registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the tables hold.",

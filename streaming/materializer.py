@@ -45,7 +45,7 @@ from quorum.log.voter_set import VoterSet
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
-from quorum.metrics.registry import Histogram
+from quorum.metrics.registry import histogram
 from quorum.snapshot.checkpoint import decode_checkpoint
 from streaming.source import SNAPSHOT_TYPE
 
@@ -68,6 +68,11 @@ class StoppingError(Exception):
     """A micro-batch that arrived after the job began to stop: failed before it writes anything."""
 
 
+def freshness_histogram():
+    return histogram("sparkraft_materializer_freshness_seconds", "From a micro-batch's newest record's commit (its "
+                     "append time) to its cut being visible in the Delta tables.", FRESHNESS_BUCKETS_S)
+
+
 class Materializer:
     def __init__(self, writer: DeltaRsWriter):
         self.writer = writer
@@ -75,7 +80,7 @@ class Materializer:
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
         self._refusing = False  # set by refuse_batches: the job is stopping
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
-        self.freshness = Histogram(FRESHNESS_BUCKETS_S)
+        self.freshness = freshness_histogram()
         self.last_freshness_s: Optional[float] = None
         # where the last micro-batches' time went, by batch id: {"source read": s, "replay": s,
         # "records": s, "<state table>": s..., "cut commit": s} (benchmarks pair it with Spark's

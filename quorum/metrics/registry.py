@@ -1,79 +1,77 @@
-"""Metrics in Prometheus' text exposition format (0.0.4): gauges read at scrape time, histograms.
+"""Metrics on ``prometheus_client``, the standard library for them: histograms observed where the
+time is measured, gauges and counters read at scrape time from where the numbers live (the Raft
+status, the committed image), so nothing is pushed on every change.
 
-Gauges are callables, so the numbers come from where they live (the Raft status, the committed
-image) at the moment Prometheus asks, and nothing has to be pushed on every change. Histograms
-count observations into cumulative buckets, as Prometheus expects.
+Each process has its own :class:`Registry` (a ``CollectorRegistry``, not the library's global one:
+tests run several nodes in one process). Histograms are made unregistered where they are observed
+(:func:`histogram`) and registered by the process that serves them.
 """
 from __future__ import annotations
 
-import math
-import threading
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
+
+from prometheus_client import CollectorRegistry, disable_created_metrics, generate_latest
+from prometheus_client import Histogram as _Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+disable_created_metrics()  # no *_created series: a scrape at 2M partitions stays the size it was
 
 DEFAULT_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+Histogram = _Histogram
 
 
-def _number(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "NaN"
-    if value == math.inf:
-        return "+Inf"
-    return repr(float(value)) if isinstance(value, float) else str(int(value))
+def histogram(name: str, documentation: str, buckets: tuple[float, ...] = DEFAULT_BUCKETS) -> _Histogram:
+    """A histogram not yet in any registry (the serving process registers it)."""
+    return _Histogram(name, documentation, buckets=buckets, registry=None)
 
 
-class Histogram:
-    def __init__(self, buckets: tuple[float, ...] = DEFAULT_BUCKETS):
-        self.buckets = tuple(sorted(buckets))
-        self._counts = [0] * len(self.buckets)
-        self._sum = 0.0
-        self._count = 0
-        self._lock = threading.Lock()
+class _ReadAtScrape(Collector):
+    """Gauges and counters whose value is read when Prometheus asks; one that cannot answer now (a
+    node stopping) gives no sample rather than a made-up one."""
 
-    def observe(self, value: float) -> None:
-        with self._lock:
-            self._sum += value
-            self._count += 1
-            for i, bound in enumerate(self.buckets):
-                if value <= bound:
-                    self._counts[i] += 1
+    def __init__(self) -> None:
+        self.metrics: list[tuple[str, str, str, Callable[[], Optional[float]]]] = []
 
-    def snapshot(self) -> tuple[list[tuple[float, int]], float, int]:
-        with self._lock:
-            return list(zip(self.buckets, self._counts)), self._sum, self._count
+    def collect(self) -> Iterator:
+        for kind, name, help, read in self.metrics:
+            try:
+                value = read()
+            except Exception:
+                continue
+            family = (GaugeMetricFamily if kind == "gauge" else CounterMetricFamily)(name, help)
+            if value is not None:
+                family.add_metric([], float(value))
+            yield family
 
 
 class Registry:
     def __init__(self) -> None:
-        self._metrics: dict[str, tuple[str, str, object]] = {}  # name -> (type, help, source)
+        self.prometheus = CollectorRegistry(auto_describe=False)
+        self._read = _ReadAtScrape()
+        self.prometheus.register(self._read)
+        self._described: list[tuple[str, str, str]] = []
 
     def gauge(self, name: str, help: str, read: Callable[[], Optional[float]]) -> None:
-        self._metrics[name] = ("gauge", help, read)
+        self._read.metrics.append(("gauge", name, help, read))
+        self._described.append((name, "gauge", help))
 
-    def histogram(self, name: str, help: str, histogram: Histogram) -> Histogram:
-        self._metrics[name] = ("histogram", help, histogram)
+    def counter(self, name: str, help: str, read: Callable[[], Optional[float]]) -> None:
+        """A counter read at scrape time; exposed as ``name`` (which ends in ``_total``)."""
+        if not name.endswith("_total"):
+            raise ValueError(f"a counter's name ends in _total: {name}")
+        self._read.metrics.append(("counter", name[: -len("_total")], help, read))
+        self._described.append((name, "counter", help))
+
+    def histogram(self, histogram: _Histogram) -> _Histogram:
+        self.prometheus.register(histogram)
+        self._described.append((histogram._name, "histogram", histogram._documentation))
         return histogram
 
     def described(self) -> list[tuple[str, str, str]]:
         """(name, type, help) of every metric, in registration order: the docs' reference reads it."""
-        return [(name, kind, help) for name, (kind, help, _) in self._metrics.items()]
+        return list(self._described)
 
     def render(self) -> str:
-        lines: list[str] = []
-        for name, (kind, help, source) in self._metrics.items():
-            lines.append(f"# HELP {name} {help}")
-            lines.append(f"# TYPE {name} {kind}")
-            if kind == "gauge":
-                try:
-                    value = source()
-                except Exception:  # a source that cannot answer now (stopping): no sample
-                    continue
-                if value is not None:
-                    lines.append(f"{name} {_number(value)}")
-            else:
-                buckets, total, count = source.snapshot()
-                for bound, n in buckets:
-                    lines.append(f'{name}_bucket{{le="{_number(bound)}"}} {n}')
-                lines.append(f'{name}_bucket{{le="+Inf"}} {count}')
-                lines.append(f"{name}_sum {_number(total)}")
-                lines.append(f"{name}_count {count}")
-        return "\n".join(lines) + "\n"
+        """Prometheus' text format."""
+        return generate_latest(self.prometheus).decode()

@@ -1,7 +1,15 @@
 """Which metrics each process serves (DESIGN §10 names), read from where the numbers live."""
 from __future__ import annotations
 
-from quorum.metrics.registry import Registry
+from quorum.metrics.registry import Histogram, Registry, histogram
+
+def commit_latency() -> Histogram:
+    return histogram("sparkraft_raft_commit_latency_seconds", "From a proposal on the leader to its commit.")
+
+
+def election_latency() -> Histogram:
+    return histogram("sparkraft_raft_election_latency_seconds", "From losing the leader to knowing the next one.")
+
 
 # sparkraft_raft_current_state as a number (Prometheus gauges are numbers): Kafka's state names.
 STATE_CODES = {"Unstarted": 0, "Unattached": 1, "Voted": 2, "Prospective": 3, "Candidate": 4, "Follower": 5,
@@ -23,12 +31,10 @@ def raft_metrics(registry: Registry, node, snapshots=None) -> None:
                    lambda: node.status().log_end_offset)
     registry.gauge("sparkraft_raft_log_start_offset", "First offset this node's log holds (below it: a snapshot).",
                    lambda: node.status().log_start_offset)
-    registry.gauge("sparkraft_snapshot_fetched_total", "Snapshots downloaded from the leader (FetchSnapshot).",
-                   lambda: node.status().snapshots_fetched)
-    registry.histogram("sparkraft_raft_commit_latency_seconds",
-                       "From a proposal on the leader to its commit.", node.commit_latency)
-    registry.histogram("sparkraft_raft_election_latency_seconds",
-                       "From losing the leader to knowing the next one.", node.election_latency)
+    registry.counter("sparkraft_snapshot_fetched_total", "Snapshots downloaded from the leader (FetchSnapshot).",
+                     lambda: node.status().snapshots_fetched)
+    registry.histogram(node.commit_latency)
+    registry.histogram(node.election_latency)
     registry.gauge("sparkraft_snapshot_latest_offset", "End offset of the newest snapshot, -1: none yet.",
                    lambda: -1 if snapshots is None else snapshots.latest_offset)
     registry.gauge("sparkraft_snapshot_latest_bytes", "Size of the newest snapshot, 0: none yet.",
@@ -68,9 +74,9 @@ def broker_metrics(registry: Registry, metadata, lifecycle=None) -> None:
     for source in ("cache", "delta", "snapshot", "log"):
         registry.gauge(f"sparkraft_broker_bootstrapped_from_{source}", f"1 if the image started from {source}.",
                        lambda s=source: 1 if metadata.stats.bootstrap_source == s else 0)
-    registry.gauge("sparkraft_broker_snapshots_fetched_total",
-                   "Snapshots downloaded because the quorum's log started past this broker's image.",
-                   lambda: metadata.stats.snapshots_fetched)
+    registry.counter("sparkraft_broker_snapshots_fetched_total",
+                     "Snapshots downloaded because the quorum's log started past this broker's image.",
+                     lambda: metadata.stats.snapshots_fetched)
     if lifecycle is not None:
         registry.gauge("sparkraft_broker_fenced", "1 while the controller has this broker fenced.",
                        lambda: 1 if lifecycle.state.fenced else 0)

@@ -43,7 +43,7 @@ from quorum.log.batch import Batch
 from quorum.log.election_state import ElectionState
 from quorum.log.file_log import DEFAULT_SEGMENT_BYTES
 from quorum.log.voter_set import Endpoint
-from quorum.metrics.registry import Histogram
+from quorum.metrics.sources import commit_latency
 from quorum.node.cluster_probe import probe_cluster_id
 from quorum.node.inbox import Call, Listen, PeerRequest, Propose, Resign, SnapshotWritten, Stop
 from quorum.node.listeners import CommitListener, SnapshotLoad
@@ -102,7 +102,7 @@ class RaftNode(RaftRounds):
         self.raw_appends = raw_appends
         self.client_slots = ClientSlots.for_workers(max_rpc_workers)  # gRPC's: each holds a server thread
         self.wire_slots = ClientSlots(WIRE_CLIENT_SLOTS)  # the wire's: each holds only its answer's state
-        self.commit_latency = Histogram()  # proposal -> committed, on the leader (metrics)
+        self.commit_latency = commit_latency()  # proposal -> committed, on the leader (metrics)
         # Where the voters are (voter_addresses.py); the bootstrap servers are set once the port is bound.
         self.addresses = VoterAddresses(voters, listener_name)
         self.listener_name = listener_name

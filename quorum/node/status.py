@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from quorum.metrics.registry import Histogram
+from quorum.metrics.sources import election_latency
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class StatusBoard:
     def __init__(self, initial: NodeStatus):
         self.current = initial
         self.changed = threading.Condition()
-        self.election_latency = Histogram()  # leader lost -> next leader known (metrics)
+        self.election_latency = election_latency()  # leader lost -> next leader known (metrics)
         self._leaderless_since: Optional[float] = None
 
     def publish(self, st: NodeStatus) -> None:

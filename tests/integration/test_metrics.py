@@ -8,14 +8,14 @@ import urllib.request
 import pytest
 from conftest import free_ports, sparkraft_cmd, wait_for
 
-from quorum.metrics.registry import Histogram, Registry
+from quorum.metrics.registry import Registry, histogram
 
 pytestmark = pytest.mark.slow
 
 
 def scrape(port: int) -> dict[str, float]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        assert resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        assert resp.headers["Content-Type"].startswith("text/plain; version=")
         text = resp.read().decode()
     values = {}
     for line in text.splitlines():
@@ -25,18 +25,22 @@ def scrape(port: int) -> dict[str, float]:
     return values
 
 
-def test_histograms_and_gauges_render_in_prometheus_text_format():
+def test_histograms_gauges_and_counters_render_in_prometheus_text_format():
     registry = Registry()
-    h = registry.histogram("x_seconds", "How long.", Histogram((0.1, 1.0)))
+    registry.counter("z_total", "A counter.", lambda: 7)
+    h = registry.histogram(histogram("x_seconds", "How long.", (0.1, 1.0)))
     registry.gauge("y", "A gauge.", lambda: 3)
     registry.gauge("broken", "Cannot answer now.", lambda: 1 / 0)
     for v in (0.05, 0.5, 5.0):
         h.observe(v)
     text = registry.render()
     assert "# TYPE x_seconds histogram" in text and "# HELP y A gauge." in text
-    assert 'x_seconds_bucket{le="0.1"} 1\nx_seconds_bucket{le="1.0"} 2\nx_seconds_bucket{le="+Inf"} 3' in text
-    assert "x_seconds_sum 5.55" in text and "x_seconds_count 3" in text and "\ny 3\n" in text
+    assert 'x_seconds_bucket{le="0.1"} 1.0\nx_seconds_bucket{le="1.0"} 2.0\nx_seconds_bucket{le="+Inf"} 3.0' in text
+    assert "x_seconds_sum 5.55" in text and "x_seconds_count 3.0" in text and "\ny 3.0\n" in text
+    assert "_created" not in text
     assert "\nbroken " not in text  # no sample rather than a made-up one
+    assert "# TYPE z_total counter" in text and "\nz_total 7.0\n" in text
+    assert registry.described()[0] == ("z_total", "counter", "A counter.")
 
 
 def _scraped(port: int):
