@@ -239,6 +239,7 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
     # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
     # watermark it sees when the query starts, in as many micro-batches as the limits make)
     target = _high_watermark(source, cluster_id, timeout) if available_now else None
+    _quiet_spark_failure_report(spark)
     with GracefulStop() as stop:
         stop.watch_jvm(spark)
         failures = 0
@@ -249,19 +250,53 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
                            None if available_now else trigger_s, 0.0 if available_now else idle_flush_s, stop)
                 break
             except QueryFailed as e:
+                if stop.requested.is_set():
+                    _stopped_by_a_failure(stop, materializer, e)
+                    return
                 failures = 1 if materializer.next_offset > before else failures + 1
-                if stop.requested.is_set() or not e.transient or failures > RESTARTS:
+                if not e.transient or failures > RESTARTS:
                     raise
                 delay = min(30.0, 2.0 ** failures)  # 2, 4, 8, 16, 30 s: a loaded machine's load may pass
                 log.warning("%s; starting it again from its checkpoint in %.0fs (%d of %d tries in a row)",
                             e, delay, failures, RESTARTS)
                 if stop.requested.wait(delay):
-                    log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
-                             materializer.next_offset - 1)
+                    _say_stopped(stop, materializer)
                     return
                 materializer.reload()  # what the failed query applied but did not write, Spark replays
     if target is not None:
         _check_reached(target, materializer.next_offset - 1)
+
+
+def _stopped_by_a_failure(stop: GracefulStop, materializer, error: "QueryFailed") -> None:
+    """The query failed after a stop was asked for: a stop all the same. A service manager's SIGTERM
+    reaches the job's whole process group, and with it any process Spark has just started (Hadoop
+    runs ``chmod`` for each checkpoint file it writes), which dies of it and fails the query. Each
+    micro-batch's tables commit atomically and Spark replays the one it had not marked done, so the
+    tables are whole either way; the failure is said in one line and the job exits 0."""
+    log.info("The query ended with an error as it stopped (the signal also reaches the processes Spark starts); "
+             "the next start replays the micro-batch it had in flight")
+    log.debug("The query's error as it stopped: %s", error.report or error)
+    _say_stopped(stop, materializer)
+
+
+def _say_stopped(stop: GracefulStop, materializer) -> None:
+    log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason, materializer.next_offset - 1)
+
+
+def _quiet_spark_failure_report(spark) -> None:
+    """Spark logs a failed query's whole report (a Java stack trace) at ERROR from its stream
+    thread. The job says every failure itself, in one line naming the cause (the whole report with
+    ``--debug``), so that log is silenced: otherwise a failure is said twice, and a failure as the
+    job stops (see _stopped_by_a_failure) prints a stack trace for a clean stop."""
+    jvm = spark.sparkContext._jvm
+    configurator, off = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level.OFF
+    for name in SPARK_QUERY_LOGGERS:
+        configurator.setLevel(name, off)
+
+
+# The loggers of Spark's stream thread, which report a failed query (Spark 4.0's package, and 4.1's on)
+SPARK_QUERY_LOGGERS = tuple(f"org.apache.spark.sql.execution.streaming{package}.{cls}"
+                            for package in ("", ".runtime") for cls in ("MicroBatchExecution", "StreamExecution"))
 
 
 def _high_watermark(source: Source, cluster_id: str, timeout: float) -> int:
@@ -343,8 +378,7 @@ def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint:
             pass
         if stop.requested.is_set():
             _stop_between_batches(spark, query, materializer)
-            log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason,
-                     materializer.next_offset - 1)
+            _say_stopped(stop, materializer)
             return
     finally:
         if query.isActive:
