@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 import jinja2
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -84,6 +85,7 @@ class Console:
         self.newest_offset: Optional[int] = None
         self._changed = asyncio.Event()
         self._poller: Optional[asyncio.Task] = None
+        self.metrics, self.page_seconds = _console_metrics(self)
 
     # the cut streams ------------------------------------------------------------------------------
 
@@ -154,7 +156,9 @@ class Console:
             status = 404 if isinstance(e, model.NotFound) else 400
             return self.render(request, "error.html", status=status, message=str(e))
         response = self.render(request, template, **context)
-        response.headers["Server-Timing"] = f"compute;dur={(time.perf_counter() - started) * 1000:.1f}"
+        took = time.perf_counter() - started
+        self.page_seconds.labels(template.removesuffix(".html")).observe(took)
+        response.headers["Server-Timing"] = f"compute;dur={took * 1000:.1f}"
         return response
 
     def _first_cut(self) -> int:
@@ -239,6 +243,9 @@ class Console:
             return FileResponse(_plotly_js(), media_type="text/javascript",
                                 headers={"Cache-Control": "max-age=86400", **SECURITY_HEADERS})
 
+        async def metrics(r: Request):
+            return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
         async def not_found(r: Request, exc=None):
             return self.render(r, "error.html", status=404, message=f"no page {r.url.path}")
 
@@ -247,7 +254,7 @@ class Console:
             Route("/brokers", brokers), Route("/brokers/{id}", broker), Route("/timeline", timeline),
             Route("/diff", diff), Route("/records", records), Route("/records/{offset}", record),
             Route("/sql", sql), Route("/sql.csv", sql_csv), Route("/events", events),
-            Route("/static/plotly.min.js", plotly_js),
+            Route("/static/plotly.min.js", plotly_js), Route("/metrics", metrics),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ], not_found
 
@@ -259,6 +266,18 @@ class Console:
             return query_datafusion(self.wh.uri, sql, cut.offset)
         except QueryError as e:
             raise ConsoleError(str(e)) from None
+
+
+def _console_metrics(console: Console):
+    """The console's own ``/metrics``: each page's time, and how new the newest cut it shows is."""
+    from quorum.metrics.registry import Registry, histogram
+
+    registry = Registry()
+    pages = registry.histogram(histogram("sparkraft_console_page_seconds", "Computing and rendering a page, by "
+                                         "page.", labels=("page",)))
+    registry.gauge("sparkraft_console_newest_cut_offset", "The newest cut's offset the console sees (none yet: no "
+                   "sample).", lambda: console.newest_offset)
+    return registry, pages
 
 
 def _csv_safe(table: pa.Table) -> pa.Table:

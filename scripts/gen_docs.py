@@ -113,28 +113,42 @@ def config_page() -> str:
 
 # --- metrics ----------------------------------------------------------------------------------
 
-def metrics_page() -> str:
+def metric_registries() -> dict:
+    """Each process's metrics, registered against stand-ins (the gauges read only when scraped):
+    the reference page, and the check of the dashboard and alert rules, read them."""
+    from console.app import _console_metrics
     from quorum.metrics import sources
     from quorum.metrics.registry import Registry
     from streaming.job import materializer_metrics
-    from streaming.materializer import freshness_histogram
+    from streaming.materializer import batch_histograms, freshness_histogram
 
-    # The register functions only take the histograms' objects now; their gauges read at scrape time.
-    raft = SimpleNamespace(commit_latency=sources.commit_latency(), election_latency=sources.election_latency())
-    processes = {
-        "controller": lambda r: sources.controller_metrics(r, SimpleNamespace(raft=raft, snapshots=None)),
-        "broker": lambda r: sources.broker_metrics(r, SimpleNamespace(), lifecycle=SimpleNamespace()),
-        "streaming job (`sparkraft materialize --metrics-listener`)":
-            lambda r: materializer_metrics(r, SimpleNamespace(freshness=freshness_histogram())),
+    raft = SimpleNamespace(commit_latency=sources.commit_latency(), election_latency=sources.election_latency(),
+                           status=None)
+    registries = {
+        "controller": Registry(), "broker": Registry(),
+        "streaming job (`sparkraft materialize --metrics-listener`)": Registry(),
     }
-    out = [HEADER.format(source="quorum/metrics/sources.py and streaming/job.py"), "# Metrics reference\n\n",
-           "Prometheus text at `/metrics` on `metrics.listener` (controllers, brokers) or on the job's "
-           "`--metrics-listener`. Gauges are read when Prometheus scrapes.\n\n"]
-    for process, register in processes.items():
-        registry = Registry()
-        register(registry)
-        out.append(f"## {process[0].upper()}{process[1:]}\n\n| metric | type | meaning |\n|---|---|---|\n")
-        out.extend(f"| `{name}` | {kind} | {_cell(help)} |\n" for name, kind, help in registry.described())
+    sources.controller_metrics(registries["controller"], SimpleNamespace(raft=raft, snapshots=None))
+    sources.broker_metrics(registries["broker"], SimpleNamespace(stats=None), lifecycle=SimpleNamespace())
+    materializer_metrics(registries["streaming job (`sparkraft materialize --metrics-listener`)"],
+                         SimpleNamespace(freshness=freshness_histogram(), histograms=batch_histograms()))
+    registries["console (`sparkraft console`, at its own `/metrics`)"] = _console_metrics(
+        SimpleNamespace(newest_offset=None))[0]
+    return registries
+
+
+def metrics_page() -> str:
+    out = [HEADER.format(source="quorum/metrics/sources.py, streaming/job.py and console/app.py"),
+           "# Metrics reference\n\n",
+           "Prometheus text at `/metrics` on `metrics.listener` (controllers, brokers), on the job's "
+           "`--metrics-listener`, and on the console's own listener. Gauges and counters are read when Prometheus "
+           "scrapes. The last column names the Apache Kafka metric each maps to (its JMX name); where Kafka has a "
+           "rate or an average, the metric here is the counter whose `rate()` gives it. No metric has a "
+           "per-partition label.\n\n"]
+    for process, registry in metric_registries().items():
+        out.append(f"## {process[0].upper()}{process[1:]}\n\n| metric | type | meaning | Kafka |\n|---|---|---|---|\n")
+        out.extend(f"| `{name}` | {kind} | {_cell(help)} | {_cell(kafka.replace(',name=', ', name=')) if kafka else ''} |\n"
+                   for name, kind, help, kafka in registry.described())
         out.append("\n")
     return "".join(out).rstrip("\n") + "\n"
 

@@ -222,6 +222,10 @@ def materializer_metrics(registry, materializer) -> None:
                    lambda: materializer.last_freshness_s)
     registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the tables hold.",
                    lambda: materializer.next_offset - 1)
+    for h in materializer.histograms.values():
+        registry.histogram(h)
+    registry.counter("sparkraft_materializer_rows_merged_total", "Rows merged into (or deleted from) each state "
+                     "table.", lambda: dict(materializer.rows_written), label="table")
 
 
 class Source(NamedTuple):

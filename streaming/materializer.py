@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_tables.rows import TouchedKeys, holds, row, rows_of
-from delta_tables.schemas import RECORDS, SCHEMAS, STATE_TABLES, VOTERS
+from delta_tables.schemas import RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
 from quorum.log import control_records
 from quorum.log.control_records import NAMES as CONTROL_NAMES
@@ -73,6 +73,19 @@ def freshness_histogram():
                      "append time) to its cut being visible in the Delta tables.", FRESHNESS_BUCKETS_S)
 
 
+def batch_histograms() -> dict:
+    """The job's per-micro-batch histograms: how long one took, how many records it applied, and
+    each Delta commit's time by table (``snapshots``: the cut's commit)."""
+    return {
+        "duration": histogram("sparkraft_materializer_batch_duration_seconds", "A micro-batch, from Spark handing it "
+                              "over to its cut committed.", FRESHNESS_BUCKETS_S),
+        "records": histogram("sparkraft_materializer_batch_records", "Records a micro-batch applied.",
+                             (0, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)),
+        "commit": histogram("sparkraft_materializer_delta_commit_seconds", "One Delta commit of a micro-batch, by "
+                            "table.", labels=("table",)),
+    }
+
+
 class Materializer:
     def __init__(self, writer: DeltaRsWriter):
         self.writer = writer
@@ -82,6 +95,8 @@ class Materializer:
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = freshness_histogram()
         self.last_freshness_s: Optional[float] = None
+        self.histograms = batch_histograms()
+        self.rows_written: dict[str, int] = {}  # state table -> rows merged into it since the start (metrics)
         # where the last micro-batches' time went, by batch id: {"source read": s, "replay": s,
         # "records": s, "<state table>": s..., "cut commit": s} (benchmarks pair it with Spark's
         # own progress of the same batch); the newest BATCH_TIMINGS_KEPT only
@@ -198,6 +213,7 @@ class Materializer:
             return out
         if fresh.num_rows:
             self.writer.append_records(records_table(fresh), last)
+            self._committed(RECORDS, clock)
         clock = self._took(RECORDS, clock)
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True
@@ -208,6 +224,7 @@ class Materializer:
         clock = time.monotonic()
         if fresh.num_rows or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
+            self._committed(SNAPSHOTS, clock)
             self._took("cut commit", clock)
             out["cut"] = last
             if fresh.num_rows:
@@ -220,6 +237,9 @@ class Materializer:
         if self._timing is not None:
             self._timing[phase] = self._timing.get(phase, 0.0) + now - since
         return now
+
+    def _committed(self, table: str, since: float) -> None:
+        self.histograms["commit"].labels(table).observe(time.monotonic() - since)
 
     def _note_freshness(self, appended) -> None:
         """The newest record of the batch is visible now, at its cut: how long after its commit.
@@ -249,8 +269,10 @@ class Materializer:
             if upserts or inserts.num_rows or deletes:
                 clock = time.monotonic()
                 self.writer.merge_state(table, upserts, deletes, last, inserts)
+                self._committed(table, clock)
                 self._took(table, clock)
             written[table] = len(upserts) + inserts.num_rows + len(deletes)
+            self.rows_written[table] = self.rows_written.get(table, 0) + written[table]
         self.touched.clear()
         self._state_image = image
         return written
@@ -276,6 +298,8 @@ class Materializer:
             self._timing = {"source read": fetched - started}
             try:
                 result = self.process(table)
+                self.histograms["duration"].observe(time.monotonic() - started)
+                self.histograms["records"].observe(result["records"])
             finally:
                 self.timings[batch_id] = self._timing
                 self._timing = None

@@ -80,6 +80,9 @@ class MetadataClientStats:
     cache_writes: int = 0
     records_replayed_locally: int = 0  # records of its own copy of the log replayed at the start
     snapshots_fetched: int = 0  # snapshots downloaded because the log no longer held what was next
+    last_applied_append_ms: Optional[int] = None  # when the leader appended the last record applied
+    apply_seconds: float = 0.0  # time spent applying records and snapshots (the rest: waiting for them)
+    started: float = field(default_factory=time.monotonic)
     errors: list[str] = field(default_factory=list)
 
 
@@ -246,6 +249,7 @@ class BrokerMetadataClient:
                 self._local.restart_at(e.snapshot_id.offset)
         self.stats.snapshots_fetched += 1
         took = time.monotonic() - started
+        self.stats.apply_seconds += took
         if first:  # the bootstrap image was older than the log start: the snapshot is the bootstrap
             self.stats.bootstrap_source = "snapshot"
             self.stats.bootstrap_offset = e.snapshot_id.offset - 1
@@ -263,6 +267,7 @@ class BrokerMetadataClient:
         """Apply ``records`` (fetched from the quorum, or replayed from the local copy). Fetched
         ones stop at a stop, within STOP_CHECK_RECORDS: what is left is fetched after a restart."""
         applied: list[tuple[int, AnyRecord]] = []
+        started = time.monotonic()
         with self._lock:
             done = 0
             for r in records:
@@ -282,12 +287,14 @@ class BrokerMetadataClient:
                 return
             if fetched:
                 self.stats.records_fetched += len(records)
+            self.stats.last_applied_append_ms = records[-1].append_time_ms
             self._applied.notify_all()
             if fetched and self._local is not None:
                 try:
                     self._local.append(records)
                 except (OSError, SparkraftError) as e:
                     self._local_failed(e)
+        self.stats.apply_seconds += time.monotonic() - started
         update = MetadataUpdate(records[0].offset, records[-1].offset, tuple(applied), image)
         for listener in self._listeners:
             try:

@@ -115,6 +115,8 @@ class ControllerCore:
         self.rng = random.Random(settings.seed if settings.seed is not None else f"{cluster_id}/{node_id}")
         self.loader = MetadataLoader()
         self.last_committed_offset = -1
+        self.last_committed_append_ms: Optional[int] = None  # the last replayed batch's append time (metrics)
+        self.timed_out_heartbeats = 0  # brokers fenced for a session that expired (metrics)
         self.index = PartitionIndex()
         self._indexed: MetadataImage = self.loader.image  # the image the index reflects (standby)
         self._acc_parts: set = set()  # partitions replayed since the index last followed the loader
@@ -196,6 +198,7 @@ class ControllerCore:
         elif self.is_active and batch.epoch == self._epoch:
             self._make_room_for(batch)
         self.last_committed_offset = batch.last_offset
+        self.last_committed_append_ms = batch.append_time_ms
 
     def _make_room_for(self, control: Batch) -> None:
         """The Raft leader appended a control batch of its own in our epoch (a voter change, the
@@ -388,6 +391,7 @@ class ControllerCore:
             log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
                      self.settings.session_timeout_ms)
             ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))
+            self.timed_out_heartbeats += 1
         if now_ms >= self._next_balance_ms and not ops:
             ops += self._balance_leaders(now_ms)
         if self._pending_batches:

@@ -72,6 +72,9 @@ class PartitionIndex:
         # those another broker (or none) leads
         self.preferred: dict[int, int] = {}
         self.imbalanced: dict[int, Masks] = {}
+        # under-replicated partitions (an ISR shorter than the replicas) by ISR size: the metrics'
+        # under-replicated and under-min-ISR counts cost the topics with such partitions, not 2M
+        self.short_isr: dict[int, Masks] = {}
 
     @classmethod
     def build(cls, image: MetadataImage) -> PartitionIndex:
@@ -123,7 +126,35 @@ class PartitionIndex:
             out.extend((tid, pid) for pid in _bits(m))
         return out
 
+    def offline_count(self) -> int:
+        return sum(m.bit_count() for m in self.leaderless.values())
+
+    def imbalanced_count(self) -> int:
+        return sum(m.bit_count() for masks in self.imbalanced.values() for m in masks.values())
+
+    def under_replicated_count(self) -> int:
+        return sum(m.bit_count() for masks in self.short_isr.values() for m in masks.values())
+
+    def under_min_isr_count(self, min_isr: Callable[[str], int]) -> int:
+        """Partitions whose ISR is smaller than their topic's ``min_isr(topic id)`` (asked once per
+        topic with under-replicated partitions)."""
+        wanted: dict[str, int] = {}
+        count = 0
+        for size, masks in self.short_isr.items():
+            for tid, m in masks.items():
+                need = wanted.get(tid)
+                if need is None:
+                    need = wanted[tid] = min_isr(tid)
+                if size < need:
+                    count += m.bit_count()
+        return count
+
     # -- maintenance --------------------------------------------------------------------------
+    def _shorten(self, tid: str, bit: int, p: PartitionRegistration, on: bool) -> None:
+        """Mark (``on``) or unmark ``p`` under its ISR size if its ISR is shorter than its replicas."""
+        if len(p.isr) < len(p.replicas):
+            (_set if on else _clear)(self.short_isr, len(p.isr), tid, bit)
+
     def _add(self, tid: str, pid: int, p: PartitionRegistration) -> None:
         bit = 1 << pid
         for b in p.isr:
@@ -132,6 +163,7 @@ class PartitionIndex:
             _set(self.elr, b, tid, bit)
         self._lead(tid, bit, p.leader)
         self._prefer(tid, bit, p, 1)
+        self._shorten(tid, bit, p, True)
 
     def _remove(self, tid: str, pid: int, p: PartitionRegistration) -> None:
         bit = 1 << pid
@@ -141,6 +173,7 @@ class PartitionIndex:
             _clear(self.elr, b, tid, bit)
         self._unlead(tid, bit, p.leader)
         self._prefer(tid, bit, p, -1)
+        self._shorten(tid, bit, p, False)
 
     def _change(self, tid: str, pid: int, p: PartitionRegistration, q: PartitionRegistration) -> None:
         """From ``p`` to ``q``, touching only what differs: a broker leaving the ISR and a leader
@@ -149,6 +182,9 @@ class PartitionIndex:
         bit = 1 << pid
         if p.isr != q.isr:
             _move(self.isr, tid, bit, p.isr, q.isr)
+        if len(p.isr) != len(q.isr) or len(p.replicas) != len(q.replicas):
+            self._shorten(tid, bit, p, False)
+            self._shorten(tid, bit, q, True)
         if p.elr != q.elr:
             _move(self.elr, tid, bit, p.elr, q.elr)
         if p.leader != q.leader:
@@ -237,4 +273,4 @@ class PartitionIndex:
         """A comparable copy (for tests)."""
         return ({b: dict(m) for b, m in self.isr.items()}, {b: dict(m) for b, m in self.leads.items()},
                 dict(self.leaderless), dict(self.preferred), {b: dict(m) for b, m in self.imbalanced.items()},
-                {b: dict(m) for b, m in self.elr.items()})
+                {b: dict(m) for b, m in self.elr.items()}, {n: dict(m) for n, m in self.short_isr.items()})

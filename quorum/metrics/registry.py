@@ -8,7 +8,7 @@ tests run several nodes in one process). Histograms are made unregistered where 
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from prometheus_client import CollectorRegistry, disable_created_metrics, generate_latest
 from prometheus_client import Histogram as _Histogram
@@ -21,28 +21,39 @@ DEFAULT_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 Histogram = _Histogram
 
 
-def histogram(name: str, documentation: str, buckets: tuple[float, ...] = DEFAULT_BUCKETS) -> _Histogram:
+def histogram(name: str, documentation: str, buckets: tuple[float, ...] = DEFAULT_BUCKETS,
+              kafka: Optional[str] = None, labels: tuple[str, ...] = ()) -> _Histogram:
     """A histogram not yet in any registry (the serving process registers it)."""
-    return _Histogram(name, documentation, buckets=buckets, registry=None)
+    return _Histogram(name, with_kafka_name(documentation, kafka), labelnames=labels, buckets=buckets, registry=None)
 
 
 class _ReadAtScrape(Collector):
     """Gauges and counters whose value is read when Prometheus asks; one that cannot answer now (a
-    node stopping) gives no sample rather than a made-up one."""
+    node stopping, a follower asked what only the leader knows) gives no sample rather than a
+    made-up one. A labelled gauge's read gives {label value: value}."""
 
     def __init__(self) -> None:
-        self.metrics: list[tuple[str, str, str, Callable[[], Optional[float]]]] = []
+        self.metrics: list[tuple[str, str, str, Optional[str], Callable[[], Any]]] = []
 
     def collect(self) -> Iterator:
-        for kind, name, help, read in self.metrics:
+        for kind, name, help, label, read in self.metrics:
             try:
                 value = read()
             except Exception:
-                continue
-            family = (GaugeMetricFamily if kind == "gauge" else CounterMetricFamily)(name, help)
-            if value is not None:
+                value = None
+            family = (GaugeMetricFamily if kind == "gauge" else CounterMetricFamily)(
+                name, help, labels=[label] if label else None)
+            if label and value is not None:
+                for key, v in sorted(value.items()):
+                    family.add_metric([str(key)], float(v))
+            elif value is not None:
                 family.add_metric([], float(value))
             yield family
+
+
+def with_kafka_name(help: str, kafka: Optional[str]) -> str:
+    """The help text, naming the Kafka metric (JMX name) this one maps to."""
+    return f"{help} Kafka: {kafka}." if kafka else help
 
 
 class Registry:
@@ -50,26 +61,34 @@ class Registry:
         self.prometheus = CollectorRegistry(auto_describe=False)
         self._read = _ReadAtScrape()
         self.prometheus.register(self._read)
-        self._described: list[tuple[str, str, str]] = []
+        self._described: list[tuple[str, str, str, str]] = []
 
-    def gauge(self, name: str, help: str, read: Callable[[], Optional[float]]) -> None:
-        self._read.metrics.append(("gauge", name, help, read))
-        self._described.append((name, "gauge", help))
+    def gauge(self, name: str, help: str, read: Callable[[], Optional[float]], kafka: Optional[str] = None,
+              label: Optional[str] = None) -> None:
+        """A gauge read at scrape time; with ``label``, ``read`` gives {label value: value}."""
+        self._read.metrics.append(("gauge", name, with_kafka_name(help, kafka), label, read))
+        self._described.append((f"{name}{{{label}}}" if label else name, "gauge", help, kafka or ""))
 
-    def counter(self, name: str, help: str, read: Callable[[], Optional[float]]) -> None:
-        """A counter read at scrape time; exposed as ``name`` (which ends in ``_total``)."""
+    def counter(self, name: str, help: str, read: Callable[[], Optional[float]], kafka: Optional[str] = None,
+                label: Optional[str] = None) -> None:
+        """A counter read at scrape time; exposed as ``name`` (which ends in ``_total``); with ``label``,
+        ``read`` gives {label value: value}."""
         if not name.endswith("_total"):
             raise ValueError(f"a counter's name ends in _total: {name}")
-        self._read.metrics.append(("counter", name[: -len("_total")], help, read))
-        self._described.append((name, "counter", help))
+        self._read.metrics.append(("counter", name[: -len("_total")], with_kafka_name(help, kafka), label, read))
+        self._described.append((f"{name}{{{label}}}" if label else name, "counter", help, kafka or ""))
 
     def histogram(self, histogram: _Histogram) -> _Histogram:
+        """Serve ``histogram`` (made by :func:`histogram`, its help naming its Kafka metric if any)."""
         self.prometheus.register(histogram)
-        self._described.append((histogram._name, "histogram", histogram._documentation))
+        help, _, kafka = histogram._documentation.partition(" Kafka: ")
+        labels = f"{{{','.join(histogram._labelnames)}}}" if histogram._labelnames else ""
+        self._described.append((histogram._name + labels, "histogram", help, kafka.removesuffix(".")))
         return histogram
 
-    def described(self) -> list[tuple[str, str, str]]:
-        """(name, type, help) of every metric, in registration order: the docs' reference reads it."""
+    def described(self) -> list[tuple[str, str, str, str]]:
+        """(name, type, help, Kafka's name or "") of every metric, in registration order: the docs'
+        reference and the dashboard's check read it."""
         return list(self._described)
 
     def render(self) -> str:

@@ -39,6 +39,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Callable, Optional
 
@@ -51,6 +52,7 @@ from quorum.controller.api import (
 )
 from quorum.controller.core import ControllerCore
 from quorum.controller.features_control import KRAFT_VERSION
+from quorum.controller.health import cluster_health
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
@@ -90,6 +92,8 @@ class ControllerNode:
         self._stopped = threading.Event()
         self.fatal_error: Optional[BaseException] = None
         self.replay_errors = 0  # committed batches the core could not replay (logged)
+        self.activations = 0  # times this node became the active controller (metrics)
+        self.idle_s = 0.0  # seconds the controller's loop waited for work (metrics: its idle ratio)
         self.loaded = False  # replayed what the log held at start (see _follow_security)
         self._replay_to_load = 0
         self._state_cond = threading.Condition()
@@ -249,6 +253,10 @@ class ControllerNode:
             self._inbox.put(Call(fn, future))
         return future
 
+    def health(self) -> concurrent.futures.Future:
+        """The cluster's counts and brokers' states for the metrics (quorum/controller/health.py)."""
+        return self.call(lambda core: cluster_health(core, self.raft.now_ms()))
+
     def read_async(self, request) -> concurrent.futures.Future:
         """Answer a read request (api.READ_REQUESTS) from this node's replayed metadata: any
         controller answers reads, from what it has committed and replayed."""
@@ -317,10 +325,13 @@ class ControllerNode:
                     deadline = self.core.next_deadline_ms()
                 if deadline is not None:
                     wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
+            waited = time.monotonic()
             try:
                 item = inbox.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
                 continue
+            finally:
+                self.idle_s += time.monotonic() - waited
             if isinstance(item, Stop):
                 return
             _HANDLERS[type(item)](self, item)
@@ -400,6 +411,7 @@ class ControllerNode:
                 and self._last_replayed_epoch == st.epoch):
             self.core.activate(st.epoch, self.raft.now_ms())
             self._active_epoch = st.epoch
+            self.activations += 1
             log.info("Controller %d is the active controller in epoch %d (metadata offset %d)", self.node_id,
                      st.epoch, self.core.last_committed_offset)
             with self._state_cond:

@@ -35,6 +35,7 @@ class SnapshotPolicy:
         self.interval_s = interval_ms / 1000 if interval_ms else None
         self.latest_offset = -1  # end offset of the newest snapshot written or loaded (metrics)
         self.latest_bytes = 0
+        self.latest_at: Optional[float] = None  # when the newest snapshot was written (wall clock; metrics)
         self.loaded_from: Optional[int] = None
         self._bytes = 0
         self._since = time.monotonic()
@@ -53,7 +54,8 @@ class SnapshotPolicy:
         snapshot, image = found
         self.core.load_snapshot(image, snapshot.end_offset)
         self.latest_offset, self.loaded_from = snapshot.end_offset, snapshot.end_offset
-        self.latest_bytes = (self.directory / snapshot.name).stat().st_size
+        stat = (self.directory / snapshot.name).stat()
+        self.latest_bytes, self.latest_at = stat.st_size, stat.st_mtime
         log.info("Controller %d loaded snapshot %s; replaying the log after offset %d", self.raft.node_id,
                  snapshot.name, snapshot.end_offset - 1)
 
@@ -63,7 +65,8 @@ class SnapshotPolicy:
         _header, image = read_checkpoint(load.path)
         self.core.load_snapshot(image, load.snapshot_id.offset)
         self.latest_offset, self.loaded_from = load.snapshot_id.offset, load.snapshot_id.offset
-        self.latest_bytes = load.path.stat().st_size
+        stat = load.path.stat()
+        self.latest_bytes, self.latest_at = stat.st_size, stat.st_mtime
         self._bytes, self._since = 0, time.monotonic()
         log.info("Controller %d loaded the leader's snapshot %s (%.2fs)", self.raft.node_id, load.path.name,
                  time.monotonic() - started)
@@ -92,7 +95,7 @@ class SnapshotPolicy:
             log.error("Controller %d could not write snapshot %s: %s", self.raft.node_id, snapshot.name, e,
                       exc_info=not isinstance(e, OSError))
             return
-        self.latest_offset, self.latest_bytes = snapshot.end_offset, size
+        self.latest_offset, self.latest_bytes, self.latest_at = snapshot.end_offset, size, time.time()
         self.raft.snapshot_written(OffsetAndEpoch(snapshot.end_offset, snapshot.epoch), size)
         log.info("Controller %d wrote snapshot %s (%d bytes, %.2fs)", self.raft.node_id, snapshot.name, size,
                  time.monotonic() - started)

@@ -99,6 +99,8 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
         self.voter_history = VoterHistory(voters if isinstance(voters, VoterSet) else VoterSet.static(voters))
         self._load_voter_history()
         self.snapshots_installed = 0
+        self.records_appended = 0  # records this node appended as leader (metrics)
+        self.records_fetched = 0  # records this node took from a leader's Fetch answers (metrics)
         self.snapshot_failures = 0  # downloads refused because they did not verify
         self.settings = settings
         self.rng = rng or random.Random(node_id)

@@ -174,8 +174,7 @@ class Membership:
     def _append_voters(self, r: Leader, voters: VoterSet, now: int, kraft_version: Optional[int] = None) -> int:
         """Append ``voters`` (after a KRAFT_VERSION record if ``kraft_version`` is given) as the leader,
         after every record proposed before it, and use it at once; the offset of the voters record."""
-        for records in r.accumulator.drain():
-            self.log.append_as_leader(records, r.epoch, now)
+        self._append_proposed(r, now)
         head = [] if kraft_version is None else [control_records.kraft_version(kraft_version)]
         batch = self.log.append_as_leader([*head, voters.encode()], r.epoch, now, control=True)
         r.accumulator.next_offset = self.log.end_offset

@@ -102,14 +102,19 @@ class RolePolls:
             return
         idle = self.high_watermark >= self.log.end_offset
         if r.accumulator.should_drain(now, idle):
-            for records in r.accumulator.drain():
-                self.log.append_as_leader(records, r.epoch, now)
+            self._append_proposed(r, now)
             self._complete_parked(r, now, only_expired=False)
         for v in list(r.begin_epoch_unacked):
             if self._can_send(BeginQuorumEpochRequest, v):
                 self._request(v, BeginQuorumEpochRequest(self.cluster_id, r.epoch, self.node_id,
                                                          self._directory_of(v)), now)
         self._complete_parked(r, now, only_expired=True)
+
+    def _append_proposed(self, r: Leader, now: int) -> None:
+        """The proposals waiting in the accumulator into the log, one batch each (counted: metrics)."""
+        for records in r.accumulator.drain():
+            self.log.append_as_leader(records, r.epoch, now)
+            self.records_appended += len(records)
 
     def _poll_follower(self, now: int) -> None:
         r = self.role

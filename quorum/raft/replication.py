@@ -166,11 +166,13 @@ class ReplicationRpcs:
             self.snapshots.begin_download(resp.snapshot_id)
             return
         if resp.records:
+            end = self.log.end_offset
             try:
                 self.log.append_as_follower(resp.records)
             except (CorruptBatchError, LogError):
                 self._backoff[(FetchRequest, src)] = now + self.settings.retry_backoff_ms
                 return
+            self.records_fetched += self.log.end_offset - end
             problem = self._note_appended(resp.records)
             if problem:
                 self._violation(src, problem)

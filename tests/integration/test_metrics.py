@@ -40,7 +40,7 @@ def test_histograms_gauges_and_counters_render_in_prometheus_text_format():
     assert "_created" not in text
     assert "\nbroken " not in text  # no sample rather than a made-up one
     assert "# TYPE z_total counter" in text and "\nz_total 7.0\n" in text
-    assert registry.described()[0] == ("z_total", "counter", "A counter.")
+    assert registry.described()[0] == ("z_total", "counter", "A counter.", "")
 
 
 def _scraped(port: int):
@@ -58,13 +58,17 @@ def test_controllers_and_a_broker_serve_their_metrics(controller_processes, tmp_
     info = cp.wait_leader()
     leader_port = cp.metrics_ports[info.leader_id]
     # Active, and its first own records (the bootstrap features, NoOps) committed and timed.
-    values = wait_for(lambda: (v := scrape(leader_port)) and v.get("sparkraft_controller_active") == 1
+    values = wait_for(lambda: (v := scrape(leader_port)) and v.get("sparkraft_controller_active_controller_count") == 1
                       and v.get("sparkraft_raft_commit_latency_seconds_count", 0) >= 1 and v, 15,
                       "the active controller's metrics")
     assert values["sparkraft_raft_current_state"] == 6  # Leader
     assert values["sparkraft_raft_current_leader"] == info.leader_id
     assert values["sparkraft_raft_current_epoch"] == info.leader_epoch
     assert 0 < values["sparkraft_raft_high_watermark"] <= values["sparkraft_raft_log_end_offset"]
+    assert values["sparkraft_controller_new_active_controllers_total"] == 1
+    assert values["sparkraft_raft_voters"] == 3 and values["sparkraft_raft_unknown_voter_connections"] == 0
+    assert values["sparkraft_raft_appended_records_total"] >= values["sparkraft_controller_committed_records_total"] - 1
+    assert values["sparkraft_raft_log_dir_free_bytes"] > 0
     for follower in (i for i in cp.voters if i != info.leader_id):
         # a follower may still be starting (its metrics listener opens as its process does), or not
         # yet have heard from the leader (Unattached, on a loaded machine): its metrics say so until it has
@@ -94,6 +98,21 @@ def test_controllers_and_a_broker_serve_their_metrics(controller_processes, tmp_
         leader = wait_for(lambda: (s := scrape(leader_port)) and s["sparkraft_controller_active_broker_count"] == 1
                           and s, 10, "the controller to count the broker")
         assert leader["sparkraft_controller_fenced_broker_count"] == 0
+        assert leader['sparkraft_controller_broker_registration_state{broker="101"}'] == 30  # Kafka's ACTIVE
+        assert 0 <= leader['sparkraft_controller_broker_heartbeat_age_seconds{broker="101"}'] < 30
+        # the quorum as its leader sees it: every voter caught up, none lagging for long
+        wait_for(lambda: (s := scrape(leader_port)) and s["sparkraft_raft_voters_caught_up"] == 3, 15,
+                 "three voters caught up")
+        assert {k for k in leader if k.startswith("sparkraft_raft_voter_lag_records")} == {
+            f'sparkraft_raft_voter_lag_records{{voter="{i}"}}' for i in cp.voters}
+        follower = next(i for i in cp.voters if i != info.leader_id)
+        followed = scrape(cp.metrics_ports[follower])
+        assert "sparkraft_raft_voters_caught_up" not in followed  # only the leader knows: no made-up sample
+        assert followed["sparkraft_raft_fetched_records_total"] > 0
+        assert followed["sparkraft_controller_active_controller_count"] == 0
+        assert v["sparkraft_broker_metadata_version"] == leader["sparkraft_controller_metadata_version"] >= 1
+        assert v["sparkraft_broker_last_applied_record_lag_seconds"] >= 0
+        assert v["sparkraft_broker_metadata_loader_idle_seconds_total"] > 0
     finally:
         broker.terminate()
         broker.wait(30)

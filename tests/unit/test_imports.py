@@ -55,8 +55,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
     "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.metrics", "quorum.snapshot", "quorum.rpc",
                   "quorum.security", "quorum.kafka_import", "delta_tables"},
-    # the web console: the warehouse's tables, and the quorum as its controllers describe it
-    "console": {"delta_tables", "quorum.rpc", "quorum.properties", "quorum.security"},
+    # the web console: the warehouse's tables, the quorum as its controllers describe it, its own metrics
+    "console": {"delta_tables", "quorum.metrics", "quorum.rpc", "quorum.properties", "quorum.security"},
     "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
                   "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
                   "quorum.kafka", "quorum.kafka_log", "quorum.kafka_import", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",

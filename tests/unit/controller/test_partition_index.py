@@ -44,3 +44,13 @@ def test_update_equals_a_rebuild_after_random_isr_and_leader_changes(seed):
         index.update(image, new, touched)
         image = new
         assert index.snapshot() == PartitionIndex.build(image).snapshot()
+        _assert_counts_match_every_partition(index, image, min_isr={tid: 1 + ord(tid[1]) % 3 for tid, _ in replicas})
+
+
+def _assert_counts_match_every_partition(index, image, min_isr):
+    """The metrics' counts kept by the index equal a walk over every partition."""
+    parts = [(tid, p) for tid, t in image.topics.by_id.items() for p in t.partitions.values()]
+    assert index.offline_count() == sum(1 for _, p in parts if p.leader == -1)
+    assert index.imbalanced_count() == sum(1 for _, p in parts if p.leader != p.replicas[0])
+    assert index.under_replicated_count() == sum(1 for _, p in parts if len(p.isr) < len(p.replicas))
+    assert index.under_min_isr_count(min_isr.__getitem__) == sum(1 for tid, p in parts if len(p.isr) < min_isr[tid])
