@@ -28,13 +28,14 @@ class SparkraftCluster:
     def __init__(self, work_dir: Path, fsync: bool = True, size: int = 3,
                  overrides: dict[str, str] | None = None, raft_only: bool = True, tls: bool = False,
                  format_args: tuple[str, ...] = (), cluster_id: str | None = None,
-                 kafka_listeners: bool = False) -> None:
+                 kafka_listeners: bool = False, metrics: bool = False) -> None:
         """``tls``: SSL listeners with mutual TLS (a throwaway CA under ``work_dir/pki``); the
         benchmark's clients connect as ``CN=bench`` through ``command_config``. ``format_args``:
         more flags for every voter's ``storage format`` (``--from-warehouse W``, say); the voters
         are formatted at once, as on machines of their own. ``cluster_id``: the one to format with
         (default a new one). ``kafka_listeners``: each controller also answers Kafka's protocol, on
-        ``kafka_ports[node]`` (a second controller listener, KIP-919)."""
+        ``kafka_ports[node]`` (a second controller listener, KIP-919). ``metrics``: each serves
+        ``/metrics`` on ``metrics_ports[node]``."""
         self._format_args = tuple(format_args)
         self._cluster_id = cluster_id
         self._dir = work_dir
@@ -45,6 +46,7 @@ class SparkraftCluster:
         self.ports = dict(zip(range(1, size + 1), free_ports(size)))
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
         self.kafka_ports = dict(zip(range(1, size + 1), free_ports(size))) if kafka_listeners else {}
+        self.metrics_ports = dict(zip(range(1, size + 1), free_ports(size))) if metrics else {}
         self._voters: dict[int, ChildProcess] = {}
         self._client = None  # the benchmark's own RaftClient (describe, latency), made on first use
         from quorum.security.client import PLAINTEXT, ClientSecurity
@@ -102,6 +104,7 @@ class SparkraftCluster:
                 f",KAFKA://127.0.0.1:{self.kafka_ports[node_id]}" if self.kafka_ports else ""),
             "controller.listener.names": "CONTROLLER" + (",KAFKA" if self.kafka_ports else ""),
             "metadata.log.dir": str(self._dir / f"c{node_id}"),
+            **({"metrics.listener": f"127.0.0.1:{self.metrics_ports[node_id]}"} if self.metrics_ports else {}),
             **({"listener.security.protocol.map": "CONTROLLER:SSL",
                 "ssl.keystore.location": str(self._ca.keystore(f"controller-{node_id}")),
                 "ssl.truststore.location": str(self._ca.truststore), "ssl.client.auth": "required",
@@ -230,6 +233,7 @@ class SparkraftCluster:
             "listeners": f"CONTROLLER://127.0.0.1:{self.ports[node_id]}",
             "controller.listener.names": "CONTROLLER",
             "metadata.log.dir": str(self._dir / f"c{node_id}"),
+            **({"metrics.listener": f"127.0.0.1:{self.metrics_ports[node_id]}"} if self.metrics_ports else {}),
             **self._overrides,
         })
         fmt = ChildProcess(f"format-{node_id}", python_module_command(

@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "kafka_snapshot": "bench.kafka_snapshot_bench",
     "kafka_brokers": "bench.kafka_brokers_bench",
     "console": "bench.console_bench",
+    "metrics": "bench.metrics_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)

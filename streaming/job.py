@@ -222,6 +222,9 @@ def materializer_metrics(registry, materializer) -> None:
                    lambda: materializer.last_freshness_s)
     registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the tables hold.",
                    lambda: materializer.next_offset - 1)
+    registry.gauge("sparkraft_materializer_last_cut_timestamp_seconds", "When this job last committed a cut (Unix "
+                   "time; none yet: no sample). A job keeping up commits one at least every --idle-flush.",
+                   lambda: materializer.last_cut_at)
     for h in materializer.histograms.values():
         registry.histogram(h)
     registry.counter("sparkraft_materializer_rows_merged_total", "Rows merged into (or deleted from) each state "

@@ -96,6 +96,7 @@ class Materializer:
         self.freshness = freshness_histogram()
         self.last_freshness_s: Optional[float] = None
         self.histograms = batch_histograms()
+        self.last_cut_at: Optional[float] = None  # when this process last committed a cut (Unix time; metrics)
         self.rows_written: dict[str, int] = {}  # state table -> rows merged into it since the start (metrics)
         # where the last micro-batches' time went, by batch id: {"source read": s, "replay": s,
         # "records": s, "<state table>": s..., "cut commit": s} (benchmarks pair it with Spark's
@@ -224,6 +225,7 @@ class Materializer:
         clock = time.monotonic()
         if fresh.num_rows or changed:
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
+            self.last_cut_at = time.time()
             self._committed(SNAPSHOTS, clock)
             self._took("cut commit", clock)
             out["cut"] = last

@@ -9,6 +9,7 @@ at 2,000,000 partitions as at 10 (per-broker and per-voter labels only).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import shutil
 import threading
 import time
@@ -64,6 +65,24 @@ class _PerScrape:
             return self._value[key]
 
 
+class _LastAnswer:
+    """What the controller's loop answers, or, while it is busy with one long operation (fencing a
+    broker that leads 70,000 of 2,000,000 partitions takes seconds), its last answer: a scrape
+    then takes ``patience_s``, not as long as the operation."""
+
+    def __init__(self, ask: Callable[[], "concurrent.futures.Future"], patience_s: float = 1.0):
+        self.ask, self.patience_s = ask, patience_s
+        self._last: Optional[dict] = None
+
+    def __call__(self) -> dict:
+        try:
+            self._last = self.ask().result(self.patience_s)
+        except concurrent.futures.TimeoutError:
+            if self._last is None:
+                raise
+        return self._last
+
+
 def raft_metrics(registry: Registry, node, snapshots=None) -> None:
     """A RaftNode's election and replication state, its log's disk, commit and election latency (and
     its controller's snapshots, if given)."""
@@ -97,6 +116,9 @@ def raft_metrics(registry: Registry, node, snapshots=None) -> None:
                    lambda: quorum("caught_up"))
     registry.gauge("sparkraft_raft_voter_lag_records", "On the leader: records each voter's log lacks of its own.",
                    lambda: quorum("lag"), label="voter")
+    registry.gauge("sparkraft_raft_voter_caught_up_age_seconds", "On the leader: since each voter last reached its "
+                   "log end (a healthy one does at every fetch; one that has not since this leader began: since "
+                   "then).", lambda: quorum("caught_up_age"), label="voter")
     registry.gauge("sparkraft_raft_log_dir_free_bytes", "Free space on the disk of the metadata log's directory.",
                    lambda: shutil.disk_usage(node.log_dir).free)
     registry.gauge("sparkraft_raft_log_dir_capacity_bytes", "Size of the disk of the metadata log's directory.",
@@ -122,10 +144,17 @@ def _quorum_view(node) -> dict:
     """The leader's DescribeQuorum, as the caught-up count and each voter's lag (a follower: none)."""
     info = node.describe_quorum(timeout=2.0)
     leader_end = next((v.log_end_offset for v in info.voters if v.replica_id == info.leader_id), 0)
-    now_ms, within_ms = int(time.time() * 1000), node.core.settings.fetch_timeout_ms
-    caught_up = sum(1 for v in info.voters if v.replica_id == info.leader_id or v.log_end_offset >= leader_end
-                    or (v.last_caught_up_ms is not None and now_ms - v.last_caught_up_ms <= within_ms))
-    return {"caught_up": caught_up, "lag": {v.replica_id: max(0, leader_end - v.log_end_offset) for v in info.voters}}
+    now_ms, within_ms = node.now_ms(), node.core.settings.fetch_timeout_ms
+    since_ms = int((node.leading_since or time.time()) * 1000)  # a voter not caught up this term: since it began
+
+    def age_s(v) -> float:
+        if v.replica_id == info.leader_id:
+            return 0.0
+        return max(0, now_ms - (v.last_caught_up_ms if v.last_caught_up_ms is not None else since_ms)) / 1000
+
+    ages = {v.replica_id: age_s(v) for v in info.voters}
+    return {"caught_up": sum(1 for v in info.voters if ages[v.replica_id] * 1000 <= within_ms),
+            "lag": {v.replica_id: max(0, leader_end - v.log_end_offset) for v in info.voters}, "caught_up_age": ages}
 
 
 def controller_metrics(registry: Registry, controller) -> None:
@@ -133,7 +162,7 @@ def controller_metrics(registry: Registry, controller) -> None:
     follows the records it has handled: on the active controller, a few in flight ahead of the
     committed ones) and its own loop."""
     raft_metrics(registry, controller.raft, controller.snapshots)
-    cluster = _PerScrape(lambda: controller.health().result(5))
+    cluster = _PerScrape(_LastAnswer(controller.health))
     registry.gauge("sparkraft_controller_active_controller_count", "1 on the active controller, else 0.",
                    lambda: 1 if controller.is_active else 0, kafka=f"{CONTROLLER}ActiveControllerCount")
     registry.counter("sparkraft_controller_new_active_controllers_total", "Times this node became the active "

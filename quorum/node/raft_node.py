@@ -352,6 +352,11 @@ class RaftNode(RaftRounds):
         """The leader's view of the quorum (times in wall-clock ms); NotLeaderError elsewhere."""
         return self._call(lambda core, now: core.describe_quorum(now)).result(timeout)
 
+    @property
+    def leading_since(self) -> Optional[float]:
+        """When this node last became leader (Unix time), None if it never has."""
+        return self._status.leading_since
+
     def status(self) -> NodeStatus:
         return self._status.current
 

@@ -38,12 +38,15 @@ class StatusBoard:
         self.changed = threading.Condition()
         self.election_latency = election_latency()  # leader lost -> next leader known (metrics)
         self._leaderless_since: Optional[float] = None
+        self.leading_since: Optional[float] = None  # when this node last became leader (Unix time; metrics)
 
     def publish(self, st: NodeStatus) -> None:
         old = self.current
         if st == old:
             return
         self.current = st
+        if st.state == "Leader" and (old.state, old.epoch) != (st.state, st.epoch):
+            self.leading_since = time.time()
         if st.leader_id is None and old.leader_id is not None:
             self._leaderless_since = time.monotonic()
         elif st.leader_id is not None and self._leaderless_since is not None:

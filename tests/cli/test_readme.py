@@ -7,7 +7,7 @@ Every other block runs, unchanged, in one ``bash`` (the docs' pages after the RE
 in ``mkdocs.yml``'s order: a page may use what the walkthrough started) (jobs started with ``&`` in one block are stopped
 with ``kill %N`` in a later one, as in a terminal), with ``-e -o pipefail`` so that any failing
 command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 9193-9195, 7071-7073,
-7171, 8080) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
+7171, 8080; Prometheus on 9090) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080)  # + conf/dynamic/
+FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090)  # + conf/dynamic/
 
 
 def shell_blocks(markdown: str) -> list[str]:
