@@ -128,7 +128,7 @@ def metric_registries() -> dict:
         "controller": Registry(), "broker": Registry(),
         "streaming job (`sparkraft materialize --metrics-listener`)": Registry(),
     }
-    sources.controller_metrics(registries["controller"], SimpleNamespace(raft=raft, snapshots=None))
+    sources.controller_metrics(registries["controller"], SimpleNamespace(raft=raft, snapshots=None, health=None))
     sources.broker_metrics(registries["broker"], SimpleNamespace(stats=None), lifecycle=SimpleNamespace())
     materializer_metrics(registries["streaming job (`sparkraft materialize --metrics-listener`)"],
                          SimpleNamespace(freshness=freshness_histogram(), histograms=batch_histograms()))

@@ -55,11 +55,11 @@ class _PerScrape:
         with self._lock:
             now = time.monotonic()
             if self._value is None or now - self._at > self.ttl_s:
-                self._at = now
                 try:
                     self._value = self.compute()
                 except Exception as e:  # cannot answer now (a follower, a node stopping): no samples
                     self._value = e
+                self._at = time.monotonic()  # from the answer: a slow one is not asked again by the next gauge
             if isinstance(self._value, Exception):
                 raise self._value
             return self._value[key]
@@ -70,7 +70,7 @@ class _LastAnswer:
     broker that leads 70,000 of 2,000,000 partitions takes seconds), its last answer: a scrape
     then takes ``patience_s``, not as long as the operation."""
 
-    def __init__(self, ask: Callable[[], "concurrent.futures.Future"], patience_s: float = 1.0):
+    def __init__(self, ask: Callable[[], "concurrent.futures.Future"], patience_s: float = 0.5):
         self.ask, self.patience_s = ask, patience_s
         self._last: Optional[dict] = None
 
@@ -142,7 +142,7 @@ def raft_metrics(registry: Registry, node, snapshots=None) -> None:
 
 def _quorum_view(node) -> dict:
     """The leader's DescribeQuorum, as the caught-up count and each voter's lag (a follower: none)."""
-    info = node.describe_quorum(timeout=2.0)
+    info = node.describe_quorum(timeout=1.0)
     leader_end = next((v.log_end_offset for v in info.voters if v.replica_id == info.leader_id), 0)
     now_ms, within_ms = node.now_ms(), node.core.settings.fetch_timeout_ms
     since_ms = int((node.leading_since or time.time()) * 1000)  # a voter not caught up this term: since it began

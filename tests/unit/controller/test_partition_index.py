@@ -53,4 +53,6 @@ def _assert_counts_match_every_partition(index, image, min_isr):
     assert index.offline_count() == sum(1 for _, p in parts if p.leader == -1)
     assert index.imbalanced_count() == sum(1 for _, p in parts if p.leader != p.replicas[0])
     assert index.under_replicated_count() == sum(1 for _, p in parts if len(p.isr) < len(p.replicas))
-    assert index.under_min_isr_count(min_isr.__getitem__) == sum(1 for tid, p in parts if len(p.isr) < min_isr[tid])
+    under = sum(1 for tid, p in parts if len(p.isr) < min_isr[tid])
+    assert index.under_min_isr_count(min_isr.__getitem__) == under
+    assert index.under_min_isr_count(min_isr.__getitem__, ceiling=max(min_isr.values())) == under
