@@ -5,6 +5,7 @@ are flowing. Each stop exits 0 with one ``Stopped`` line and no stack trace; aft
 one catch-up run leaves every offset in ``records`` exactly once and the tables equal to the image."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -145,12 +146,9 @@ class StoppableJob:
         assert_tables_equal_image(str(self.wh), image_at(self.cp.bootstrap(), cut.offset), cut)
 
 
-def _spark_env(**extra: str) -> dict:
-    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **extra}
-
-
-@needs_spark_submit
-def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_launchers(controller_processes, tmp_path):
+@contextlib.contextmanager
+def _quorum_with_brokers(controller_processes, tmp_path: Path):
+    """A 3-controller quorum with three heartbeating brokers, and a StoppableJob against it."""
     from quorum.rpc.controller_client import ControllerClient
 
     cp = controller_processes()
@@ -161,11 +159,20 @@ def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_l
         brokers = LiveBrokers(admin, cp.cluster_id)
         try:
             brokers.wait_unfenced()
-            job = StoppableJob(cp, tmp_path, admin)
-            for launcher, how in STOPS:
-                job.stop_while_writing(launcher, how, _spark_env())
+            yield StoppableJob(cp, tmp_path, admin)
         finally:
             brokers.close()
+
+
+def _spark_env(**extra: str) -> dict:
+    return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **extra}
+
+
+@needs_spark_submit
+def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_launchers(controller_processes, tmp_path):
+    with _quorum_with_brokers(controller_processes, tmp_path) as job:
+        for launcher, how in STOPS:
+            job.stop_while_writing(launcher, how, _spark_env())
     job.check_caught_up_exactly_once()
 
 
@@ -184,27 +191,15 @@ def test_a_stop_that_also_kills_a_process_spark_started_is_still_a_clean_stop(co
     """SIGTERM to spark-submit's group while Hadoop's ``chmod`` of a checkpoint file runs: the chmod
     dies of it and fails the query under the job; the job still stops with exit 0, one Stopped
     line and no stack trace, and the next run replays the cut-short micro-batch exactly once."""
-    from quorum.rpc.controller_client import ControllerClient
-
     shims, running = tmp_path / "bin", tmp_path / "chmod-running"
     shims.mkdir()
     running.mkdir()
     (shims / "chmod").write_text(SLOW_CHMOD.format(running=running))
     (shims / "chmod").chmod(0o755)
-    cp = controller_processes()
-    cp.format()
-    cp.start()
-    cp.wait_leader()
-    with ControllerClient(cp.bootstrap(), timeout=20) as admin:
-        brokers = LiveBrokers(admin, cp.cluster_id)
-        try:
-            brokers.wait_unfenced()
-            job = StoppableJob(cp, tmp_path, admin)
-            text = job.stop_while_writing(
-                "spark-submit", "SIGTERM to the group", _spark_env(PATH=f"{shims}:{os.environ['PATH']}"),
-                before_signal=lambda: wait_for(lambda: any(running.iterdir()), 60, "a chmod running"))
-        finally:
-            brokers.close()
+    with _quorum_with_brokers(controller_processes, tmp_path) as job:
+        text = job.stop_while_writing(
+            "spark-submit", "SIGTERM to the group", _spark_env(PATH=f"{shims}:{os.environ['PATH']}"),
+            before_signal=lambda: wait_for(lambda: any(running.iterdir()), 60, "a chmod running"))
     assert "The query ended with an error as it stopped" in text, text[-4000:]  # a chmod did die of it
     job.check_caught_up_exactly_once()
 
