@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+from delta_tables.schemas import RECORDS
 from delta_tables.spark_session import local_spark_session
 from quorum.security.client import ClientSecurity
 from streaming.stop import GracefulStop
@@ -289,8 +290,6 @@ def _stopped_by_a_failure(stop: GracefulStop, materializer, error: "QueryFailed"
 def _say_stopped(stop: GracefulStop, materializer) -> None:
     """The one Stopped line, with the offset the tables hold by their own commits (a query that
     failed mid-batch may have applied more in memory than it wrote)."""
-    from delta_tables.schemas import RECORDS
-
     log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason, materializer.writer.applied(RECORDS))
 
 

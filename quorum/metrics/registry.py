@@ -66,8 +66,7 @@ class Registry:
     def gauge(self, name: str, help: str, read: Callable[[], Optional[float]], kafka: Optional[str] = None,
               label: Optional[str] = None) -> None:
         """A gauge read at scrape time; with ``label``, ``read`` gives {label value: value}."""
-        self._read.metrics.append(("gauge", name, with_kafka_name(help, kafka), label, read))
-        self._described.append((f"{name}{{{label}}}" if label else name, "gauge", help, kafka or ""))
+        self._read_at_scrape("gauge", name, name, help, read, kafka, label)
 
     def counter(self, name: str, help: str, read: Callable[[], Optional[float]], kafka: Optional[str] = None,
                 label: Optional[str] = None) -> None:
@@ -75,8 +74,12 @@ class Registry:
         ``read`` gives {label value: value}."""
         if not name.endswith("_total"):
             raise ValueError(f"a counter's name ends in _total: {name}")
-        self._read.metrics.append(("counter", name[: -len("_total")], with_kafka_name(help, kafka), label, read))
-        self._described.append((f"{name}{{{label}}}" if label else name, "counter", help, kafka or ""))
+        self._read_at_scrape("counter", name[: -len("_total")], name, help, read, kafka, label)
+
+    def _read_at_scrape(self, kind: str, family: str, name: str, help: str, read: Callable[[], Any],
+                        kafka: Optional[str], label: Optional[str]) -> None:
+        self._read.metrics.append((kind, family, with_kafka_name(help, kafka), label, read))
+        self._described.append((f"{name}{{{label}}}" if label else name, kind, help, kafka or ""))
 
     def histogram(self, histogram: _Histogram) -> _Histogram:
         """Serve ``histogram`` (made by :func:`histogram`, its help naming its Kafka metric if any)."""
