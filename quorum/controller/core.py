@@ -66,9 +66,15 @@ from quorum.metadata.errors import ReplayError
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader
-from quorum.metadata.records import MetadataRecord, decode_record, encode_record
+from quorum.metadata.records import MetadataRecord, RecordType, decode_record, encode_record
 
 log = logging.getLogger(__name__)
+
+# Record types whose replay changes one entry of the image (see ControllerCore.replays_quickly).
+_QUICK_TO_REPLAY = frozenset(int(t) for t in (
+    RecordType.CONFIG_RECORD, RecordType.TOPIC_RECORD, RecordType.PARTITION_RECORD,
+    RecordType.PARTITION_CHANGE_RECORD, RecordType.NO_OP_RECORD, RecordType.CLIENT_QUOTA_RECORD,
+    RecordType.PRODUCER_IDS_RECORD))
 
 NO_DEADLINE = 1 << 62
 _RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka's ZERO and ONE
@@ -354,6 +360,29 @@ class ControllerCore:
         self._next_balance_ms = NO_DEADLINE
         self._diverged = False
         self.sessions = Sessions(self.settings.session_timeout_ms)
+
+    # ------------------------------------------------------------------ what is quick
+    def handles_quickly(self, request: object) -> bool:
+        """A write whose handling is bounded by a few records (the registry's ``quick``)."""
+        row = registry.BY_TYPE.get(type(request))
+        return row is not None and row.quick is not None and self.is_active and row.quick(self, request)
+
+    def replays_quickly(self, batches: list[Batch]) -> bool:
+        """Committed batches this core replays in about the time of a few records: at most
+        QUICK_RECORDS records, each either its own (published from the speculative image kept for
+        it) or of a type whose replay touches one thing (not a topic's removal, say, which drops
+        every partition of the topic)."""
+        count = 0
+        for batch in batches:
+            count += len(batch.records)
+            if count > registry.QUICK_RECORDS:
+                return False
+            if batch.control or self.is_active and batch.epoch == self._epoch:
+                continue
+            for record in batch.records:
+                if (record[0] << 8 | record[1]) not in _QUICK_TO_REPLAY:
+                    return False
+        return True
 
     # ------------------------------------------------------------------ requests and timers
     def handle(self, request: object, now_ms: int) -> Operation:

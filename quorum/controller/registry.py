@@ -10,6 +10,13 @@ reading the rows.
 
 Handlers take a ControllerContext (context.py), the request and the time, and return the records
 and the reply (or raise SparkraftError, which changes nothing).
+
+``quick`` says which writes are small enough to handle on the node's event loop, where the wire
+read them, when the controller's thread is idle (quorum/node/controller_node.py): a thread hand-off
+each way costs a single writer about as much as the write's own work. Only writes whose work is
+bounded by a few records qualify; anything that may walk many partitions (a heartbeat can start a
+controlled shutdown, an election every partition) stays on the controller's thread, so the event
+loop never stalls Raft behind it.
 """
 from __future__ import annotations
 
@@ -32,6 +39,9 @@ from quorum.controller import (
 from quorum.controller.context import ControllerContext
 
 Handler = Callable[[ControllerContext, Any, int], tuple[list, Any]]
+Quick = Callable[[ControllerContext, Any], bool]
+
+QUICK_RECORDS = 64  # a quick write makes at most about this many records (and touches as many partitions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,7 @@ class RequestRow:
     # gRPC stays for SCRAM logins, requests a broker forwards for its client, and requests larger
     # than the wire takes (they get gRPC's RESOURCE_EXHAUSTED and a line saying to split them).
     wire: bool = True
+    quick: Optional[Quick] = None  # True for a request small enough to handle on the event loop (above)
 
     @property
     def writes(self) -> bool:
@@ -86,6 +97,35 @@ def _unregister(ctx: ControllerContext, req: api.UnregisterBrokerRequest, now: i
     records, reply = brokers_control.unregister(ctx, req)
     ctx.sessions.forget(req.broker_id)
     return records, reply
+
+
+def _few_configs(ctx: ControllerContext, req: api.IncrementalAlterConfigsRequest) -> bool:
+    return sum(len(ops) for _, ops in req.resources) <= QUICK_RECORDS
+
+
+def _few_new_partitions(ctx: ControllerContext, req: api.CreateTopicsRequest) -> bool:
+    """Partitions named outright (a -1 takes num.partitions, which an operator may have set high)."""
+    total = 0
+    for topic in req.topics:
+        count = len(topic.assignments) or topic.num_partitions
+        if count < 0:
+            return False
+        total += count
+    return total <= QUICK_RECORDS
+
+
+def _few_partitions_removed(ctx: ControllerContext, req: api.DeleteTopicsRequest) -> bool:
+    """Removing a topic costs its partitions (the image and the partition index drop each)."""
+    topics = ctx.spec.topics
+    total = 0
+    for topic_id in [topics.ids_by_name.get(name) for name in req.names] + list(req.topic_ids):
+        topic = topics.topic(topic_id) if topic_id is not None else None
+        total += len(topic.partitions) if topic is not None else 0
+    return total <= QUICK_RECORDS * 16
+
+
+def _few_quotas(ctx: ControllerContext, req: api.AlterClientQuotasRequest) -> bool:
+    return len(req.alterations) <= QUICK_RECORDS
 
 
 def _cluster(operation: str) -> Needs:
@@ -109,10 +149,10 @@ ROWS: tuple[RequestRow, ...] = (
     RequestRow(api.DescribeClusterRequest, "DescribeCluster", ("DescribeCluster", 60), NOTHING),
     # topics and partitions
     RequestRow(api.CreateTopicsRequest, "CreateTopics", ("CreateTopics", 19), Needs("create_topics"),
-               lambda c, r, now: topics_control.create_topics(c, r)),
+               lambda c, r, now: topics_control.create_topics(c, r), quick=_few_new_partitions),
     RequestRow(api.DeleteTopicsRequest, "DeleteTopics", ("DeleteTopics", 20),
                Needs("topics", "DELETE", names=lambda r: list(r.names), ids=lambda r: list(r.topic_ids)),
-               lambda c, r, now: topics_control.delete_topics(c, r)),
+               lambda c, r, now: topics_control.delete_topics(c, r), quick=_few_partitions_removed),
     RequestRow(api.CreatePartitionsRequest, "CreatePartitions", ("CreatePartitions", 37),
                Needs("topics", "ALTER", names=lambda r: [u.name for u in r.updates]),
                lambda c, r, now: topics_control.create_partitions(c, r)),
@@ -128,11 +168,11 @@ ROWS: tuple[RequestRow, ...] = (
     # configs and quotas
     RequestRow(api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", ("IncrementalAlterConfigs", 44),
                Needs("configs", "ALTER_CONFIGS", resources=lambda r: [k for k, _ in r.resources]),
-               lambda c, r, now: configs_control.incremental_alter(c.spec, r)),
+               lambda c, r, now: configs_control.incremental_alter(c.spec, r), quick=_few_configs),
     RequestRow(api.DescribeConfigsRequest, "DescribeConfigs", ("DescribeConfigs", 32),
                Needs("configs", "DESCRIBE_CONFIGS", resources=lambda r: list(r.resources))),
     RequestRow(api.AlterClientQuotasRequest, "AlterClientQuotas", ("AlterClientQuotas", 49),
-               _cluster("ALTER_CONFIGS"), lambda c, r, now: quotas_control.alter(c.spec, r)),
+               _cluster("ALTER_CONFIGS"), lambda c, r, now: quotas_control.alter(c.spec, r), quick=_few_quotas),
     RequestRow(api.DescribeClientQuotasRequest, "DescribeClientQuotas", ("DescribeClientQuotas", 48),
                _cluster("DESCRIBE_CONFIGS")),
     # features

@@ -207,8 +207,8 @@ def controller_metrics(registry: Registry, controller) -> None:
     registry.gauge("sparkraft_controller_last_applied_record_lag_seconds", "Since the leader appended the last "
                    "applied record.", lambda: _age_s(controller.core.last_committed_append_ms),
                    kafka=f"{CONTROLLER}LastAppliedRecordLagMs")
-    registry.counter("sparkraft_controller_event_queue_idle_seconds_total", "Time the controller's loop waited for "
-                     "work (its rate: the loop's idle ratio).", lambda: controller.idle_s,
+    registry.counter("sparkraft_controller_event_queue_idle_seconds_total", "Time no thread was handling the "
+                     "controller's work (its rate: the controller's idle ratio).", lambda: controller.idle_s,
                      kafka="kafka.controller:type=ControllerEventManager,name=AvgIdleRatio (its rate)")
     registry.counter("sparkraft_controller_metadata_errors_total", "Committed batches this controller could not "
                      "apply.", lambda: controller.replay_errors, kafka=f"{CONTROLLER}MetadataErrorCount")

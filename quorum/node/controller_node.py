@@ -2,8 +2,7 @@
 
 One node of the controller quorum = a :class:`~quorum.node.RaftNode` (the metadata log) plus a
 :class:`~quorum.controller.core.ControllerCore` (requests -> records, committed records -> image),
-wired by ONE controller event thread, the only thread that touches the core. It takes, from one
-inbound queue:
+wired by ONE controller event thread. It takes, from one inbound queue:
 
 - committed batches, handed off by the RaftNode's event loop (``add_commit_hand_off``) ->
   ``core.replay_committed(batch)``, every batch in log order (control batches included);
@@ -14,6 +13,18 @@ inbound queue:
 
 and between items it watches leadership and runs ``core.tick(now)`` when ``core.next_deadline_ms()``
 has come (only while active: the tick fences brokers whose session expired and similar).
+
+Quick items on the event loop. The core is touched only by whoever holds ``_turn``: the controller
+thread, or the RaftNode's event-loop thread for an item that is quick and arrives there while the
+controller thread is idle and its queue is empty (so items are still handled in the order they
+came). Quick: a write the registry calls quick (a config, a topic of a few partitions: its work is
+bounded by a few records), committed batches the core replays quickly (its own, or a few records
+of types that change one entry), and a proposal's outcome. A single write then crosses no thread
+at all: the loop reads it, the core turns it into records, Raft appends and commits them, the core
+replays them and the loop answers, where the controller thread cost four hand-offs (about as much
+as the write's own work). Anything that may walk many partitions stays on the controller thread,
+so Raft's loop never stalls behind it; when the controller thread is busy (a fencing at 2M), quick
+items queue behind its work as before.
 
 Leadership. The RaftNode's status says who leads which epoch. The core is activated for epoch E
 only once this node leads E *and* it has replayed a committed batch written in E: the leader's
@@ -35,9 +46,9 @@ committed by the new leader: clients retry, as with Kafka).
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import logging
-import queue
 import threading
 import time
 from dataclasses import replace
@@ -82,7 +93,11 @@ class ControllerNode:
         self.raft = raft
         self.core = core
         self.node_id = raft.node_id
-        self._inbox: "queue.SimpleQueue" = queue.SimpleQueue()
+        # Appended by any thread; taken only by the holder of ``_turn`` (the order of handling).
+        self._inbox: collections.deque = collections.deque()
+        self._work = threading.Event()  # set when something was appended: wakes the controller thread
+        self._turn = threading.Lock()  # held by whichever thread touches the core
+        self._wake_at_ms = 0  # when the controller thread wakes next on its own (its next timer)
         self._pending = PendingReplies()
         self._active_epoch: Optional[int] = None
         self._last_deactivated_epoch = -1
@@ -93,7 +108,9 @@ class ControllerNode:
         self.fatal_error: Optional[BaseException] = None
         self.replay_errors = 0  # committed batches the core could not replay (logged)
         self.activations = 0  # times this node became the active controller (metrics)
-        self.idle_s = 0.0  # seconds the controller's loop waited for work (metrics: its idle ratio)
+        self.busy_s = 0.0  # seconds either thread spent handling the core's items (metrics: its idle ratio)
+        self.quick_items = 0  # items handled on the event loop (the quick path above)
+        self._started_at: Optional[float] = None
         self.loaded = False  # replayed what the log held at start (see _follow_security)
         self._replay_to_load = 0
         self._state_cond = threading.Condition()
@@ -154,6 +171,7 @@ class ControllerNode:
         self._replay_to_load = self.raft.status().log_end_offset
         self._follow_security()
         self._running = True
+        self._started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"controller-{self.node_id}-loop", daemon=True)
         self._thread.start()
         self.raft.add_commit_hand_off(self._hand_off)
@@ -167,7 +185,7 @@ class ControllerNode:
         if self.migration is not None:
             self.migration.stop()
         if self._thread is not None and self._running:
-            self._inbox.put(Stop())
+            self._post(Stop())
             self._thread.join(10)
         self._running = False
         self.raft.shutdown(graceful=graceful)
@@ -180,6 +198,13 @@ class ControllerNode:
             self.fatal_error = self.fatal_error or self.raft.fatal_error
             return True
         return self._stopped.is_set()
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds since start that no thread spent on the core's items (metrics: the idle ratio)."""
+        if self._started_at is None:
+            return 0.0
+        return max(0.0, time.monotonic() - self._started_at - self.busy_s)
 
     @property
     def running(self) -> bool:
@@ -241,7 +266,9 @@ class ControllerNode:
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            self._inbox.put(Request(request, future, self.raft.now_ms(), check))
+            item = Request(request, future, self.raft.now_ms(), check)
+            if not self._quickly(item, lambda: self.core.handles_quickly(request)):
+                self._post(item)
         return future
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
@@ -250,7 +277,7 @@ class ControllerNode:
         if not self._running:
             future.set_exception(ControllerNotRunningError(f"controller {self.node_id} is not running"))
         else:
-            self._inbox.put(Call(fn, future))
+            self._post(Call(fn, future))
         return future
 
     def health(self) -> concurrent.futures.Future:
@@ -279,10 +306,47 @@ class ControllerNode:
 
     # ------------------------------------------------------------------ commits (from Raft's event loop)
     def _hand_off(self, delivery, done: Callable[[], None]) -> None:
-        """Committed batches (or the snapshot that replaced them) into this loop's queue, straight
-        from Raft's event loop: the reply to a write waits on this, so no thread sits between."""
-        self._inbox.put(SnapshotInstalled(delivery, done) if isinstance(delivery, SnapshotLoad)
-                        else Committed(delivery, done))
+        """Committed batches (or the snapshot that replaced them), straight from Raft's event loop:
+        replayed there if quick, else into this loop's queue (the reply to a write waits on this,
+        so no thread sits between)."""
+        if isinstance(delivery, SnapshotLoad):
+            self._post(SnapshotInstalled(delivery, done))
+            return
+        item = Committed(delivery, done)
+        if not self._quickly(item, lambda: self.core.replays_quickly(delivery)):
+            self._post(item)
+
+    # ------------------------------------------------------------------ who handles an item
+    def _post(self, item) -> None:
+        """Queue ``item`` for the controller thread (any thread)."""
+        self._inbox.append(item)
+        self._work.set()
+
+    def _quickly(self, item, quick: Callable[[], bool]) -> bool:
+        """Handle ``item`` here and now if this is the event loop's thread, the controller thread
+        is idle with nothing queued, and ``quick()`` (asked under the turn) says it is small; False
+        if it must be queued instead. Never waits for the turn: the event loop must not block."""
+        if not self.raft.in_loop() or not self._turn.acquire(blocking=False):
+            return False
+        try:
+            if not self._running or self._inbox or not quick():
+                return False
+            started = time.monotonic()
+            try:
+                self._check_leadership()
+                _HANDLERS[type(item)](self, item)
+            except BaseException as e:  # as on the controller thread: this controller stops
+                self.fatal_error = e
+                log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=True)
+                self._post(Stop())  # the controller thread fails what waits, and ends
+                return True
+            self.quick_items += 1
+            if self.core.next_deadline_ms() < self._wake_at_ms:
+                self._work.set()  # a timer earlier than the controller thread's next wake-up
+            self.busy_s += time.monotonic() - started
+            return True
+        finally:
+            self._turn.release()
 
     # ------------------------------------------------------------------ the event loop
     def _run(self) -> None:
@@ -292,49 +356,51 @@ class ControllerNode:
             self.fatal_error = e
             log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=True)
         finally:
-            self._running = False
-            self._fail_everything()
+            with self._turn:
+                self._running = False
+                self._fail_everything()
             self._stopped.set()
 
     def _loop(self) -> None:
-        """Inbound items first, then timers, then wait. Handling everything queued before a timer
-        fires matters at scale: fencing one broker of a 2M-partition cluster takes seconds, and
-        the heartbeats queued meanwhile must reach their sessions before the next expiry check
-        (the core fences at most one broker per tick for the same reason)."""
-        inbox = self._inbox
+        """Rounds of work, each under the turn, then a wait for more or for the next timer."""
         while True:
-            self._check_leadership()
-            if not self.loaded:  # the leader's word may come after the last delivery it needs
-                self._follow_security()
-            while True:
-                try:
-                    item = inbox.get_nowait()
-                except queue.Empty:
-                    break
-                if isinstance(item, Stop):
-                    return
-                _HANDLERS[type(item)](self, item)
-            self._check_leadership()
-            wait_s = LEADERSHIP_POLL_S
-            if self._active_epoch is not None:
-                now = self.raft.now_ms()
-                deadline = self.core.next_deadline_ms()
-                if deadline is not None and deadline <= now:
-                    for op in self.core.tick(now):
-                        self._start(op, None)
-                    deadline = self.core.next_deadline_ms()
-                if deadline is not None:
-                    wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
-            waited = time.monotonic()
-            try:
-                item = inbox.get(timeout=max(wait_s, 0.001))
-            except queue.Empty:
-                continue
-            finally:
-                self.idle_s += time.monotonic() - waited
-            if isinstance(item, Stop):
+            self._work.clear()  # before the round: what is appended during it wakes the next one
+            with self._turn:
+                started = time.monotonic()
+                wait_s = self._round()
+                self.busy_s += time.monotonic() - started
+            if wait_s is None:
                 return
+            self._work.wait(max(wait_s, 0.001))
+
+    def _round(self) -> Optional[float]:
+        """Queued items first, then timers; the seconds until the next timer (None: stopped).
+        Handling everything queued before a timer fires matters at scale: fencing one broker of
+        a 2M-partition cluster takes seconds, and the heartbeats queued meanwhile must reach their
+        sessions before the next expiry check (the core fences at most one broker per tick for the
+        same reason)."""
+        inbox = self._inbox
+        self._check_leadership()
+        if not self.loaded:  # the leader's word may come after the last delivery it needs
+            self._follow_security()
+        while inbox:
+            item = inbox.popleft()
+            if isinstance(item, Stop):
+                return None
             _HANDLERS[type(item)](self, item)
+        self._check_leadership()
+        wait_s = LEADERSHIP_POLL_S
+        if self._active_epoch is not None:
+            now = self.raft.now_ms()
+            deadline = self.core.next_deadline_ms()
+            if deadline is not None and deadline <= now:
+                for op in self.core.tick(now):
+                    self._start(op, None)
+                deadline = self.core.next_deadline_ms()
+            if deadline is not None:
+                wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
+        self._wake_at_ms = self.raft.now_ms() + int(wait_s * 1000)
+        return wait_s
 
     def _on_committed(self, item: Committed) -> None:
         try:
@@ -457,8 +523,13 @@ class ControllerNode:
         pending = self._pending.add(op, future, self._active_epoch)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
-            proposal.add_done_callback(lambda f, p=pending, i=index: self._inbox.put(Proposed(p, i, f)))
+            proposal.add_done_callback(lambda f, p=pending, i=index: self._proposal_done(Proposed(p, i, f)))
         self._settle()
+
+    def _proposal_done(self, item: Proposed) -> None:
+        """A proposal's outcome (on the event loop, where Raft settles proposals): quick."""
+        if not self._quickly(item, _always):
+            self._post(item)
 
     def _proposed(self, pending: Pending, index: int, proposal: concurrent.futures.Future) -> None:
         if pending.failed:
@@ -486,11 +557,8 @@ class ControllerNode:
             except Exception:
                 log.debug("deactivate failed during shutdown", exc_info=True)
         self._pending.fail_all(error)
-        while True:
-            try:
-                item = self._inbox.get_nowait()
-            except queue.Empty:
-                break
+        while self._inbox:
+            item = self._inbox.popleft()
             if isinstance(item, Request) and not item.future.done():
                 item.future.set_exception(error)
             elif isinstance(item, Call) and not item.future.done():
@@ -499,6 +567,10 @@ class ControllerNode:
                 item.done()
         with self._state_cond:
             self._state_cond.notify_all()
+
+
+def _always() -> bool:
+    return True
 
 
 _HANDLERS: dict[type, Callable[[ControllerNode, Any], None]] = {

@@ -234,6 +234,10 @@ class RaftNode(RaftRounds):
     def now_ms(self) -> int:
         return int(time.monotonic() * 1000 + self._anchor_ms)
 
+    def in_loop(self) -> bool:
+        """True on this node's event-loop thread (where the wire's requests and commits arrive)."""
+        return self._loop.in_loop()
+
     @property
     def running(self) -> bool:
         """The event loop accepts work (started and not stopping)."""

@@ -264,3 +264,87 @@ def test_callers_sharing_a_client_do_not_wait_for_each_others_wire_calls(cluster
     for t in threads:
         t.join(60)
     assert len(pool._idle) > 1, "the calls took turns on one wire channel"
+
+
+def _handled_on(node: ControllerNode, method: str) -> list[tuple[str, str]]:
+    """(what, thread name) for each call of the core's ``method`` from now on (the core's own code runs)."""
+    import threading
+
+    seen: list[tuple[str, str]] = []
+    real = getattr(node.core, method)
+
+    def spy(arg, *rest):
+        what = type(arg).__name__ if method == "handle" else f"{arg.base_offset}..{arg.last_offset}"
+        seen.append((what, threading.current_thread().name))
+        return real(arg, *rest)
+
+    setattr(node.core, method, spy)
+    return seen
+
+
+def test_a_quick_write_crosses_no_thread_and_a_big_one_takes_the_controller_thread(cluster):
+    """A config set over the wire is handled, committed, replayed and answered on the active
+    controller's event loop (no thread hand-off), and replayed on the standbys' event loops (unless
+    it arrives in the moment the controller thread looks at leadership); a topic
+    of more partitions than a quick write makes, and a heartbeat, take the controller thread, on
+    every node. Each is what the next read says, at the active controller and at a standby."""
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    standby = next(n for n in cluster.nodes.values() if n is not active)
+    cluster.client.create_topic("quick", 1, 3)
+    handled = _handled_on(active, "handle")
+    replayed = _handled_on(standby, "replay_committed")
+    key = api.ConfigResourceKey("TOPIC", "quick")
+    for n in range(10):  # one might arrive while the controller thread looks at leadership: it waits its turn
+        cluster.client.alter_configs(key, [api.AlterableConfig("retention.ms", "SET", str(1225 + n))])
+    loop, thread = f"raft-{active.node_id}-loop", f"controller-{active.node_id}-loop"
+    assert ("IncrementalAlterConfigsRequest", loop) in handled
+    wait_for(lambda: len(replayed) >= 10, 10, "the standby's replay of the configs")
+    assert f"raft-{standby.node_id}-loop" in {name for _, name in replayed}
+    handled.clear()
+    replayed.clear()
+    cluster.client.create_topic("wide", 200, 1)
+    assert ("CreateTopicsRequest", thread) in handled
+    assert all(name != loop for what, name in handled if what == "CreateTopicsRequest")
+    wait_for(lambda: len(standby.core.image.topics.topic(standby.core.image.topics.ids_by_name.get("wide", ""))
+                         .partitions if "wide" in standby.core.image.topics.ids_by_name else ()) == 200,
+             10, "the standby's replay of the wide topic")
+    assert f"controller-{standby.node_id}-loop" in {name for _, name in replayed}
+    wait_for(lambda: any(what == "BrokerHeartbeatRequest" for what, _ in handled), 10, "a heartbeat")
+    assert {name for what, name in handled if what == "BrokerHeartbeatRequest"} == {thread}
+    with ControllerClient(f"127.0.0.1:{standby.port}", timeout=10) as by_standby:
+        for client in (cluster.client, by_standby):
+            assert {e.name: e.value for e in client.describe_configs(key)}["retention.ms"] == "1234"
+            assert len(client.describe_topic("wide").partitions) == 200
+
+
+def test_quick_writes_wait_behind_the_controller_threads_work_and_keep_their_order(cluster):
+    """While the controller thread works (here: a call that blocks), a quick write arriving on the
+    event loop is queued behind that work, not handled around it; once the work ends, the queued
+    writes are handled in the order they came and each is answered."""
+    import concurrent.futures
+    import threading
+
+    cluster.register_brokers()
+    active = cluster.nodes[cluster.active()]
+    cluster.client.create_topic("ordered", 1, 1)
+    key = api.ConfigResourceKey("TOPIC", "ordered")
+    busy, release = threading.Event(), threading.Event()
+    blocked = active.call(lambda core: (busy.set(), release.wait(30)))
+    assert busy.wait(10)
+    handled = _handled_on(active, "handle")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        writes = []
+        for n in (1, 2):
+            writes.append(pool.submit(cluster.client.alter_configs, key,
+                                      [api.AlterableConfig("retention.ms", "SET", str(n))]))
+            wait_for(lambda: len(active._inbox) >= n, 10, f"write {n} queued behind the work")
+        assert not any(w.done() for w in writes) and handled == []
+        release.set()
+        for w in writes:
+            w.result(30)
+    assert blocked.result(10) == (None, True)
+    thread = f"controller-{active.node_id}-loop"
+    assert handled[:2] == [("IncrementalAlterConfigsRequest", thread)] * 2
+    # handled in the order they came: the second one's value is the one that stays
+    assert [e.value for e in cluster.client.describe_configs(key) if e.name == "retention.ms"] == ["2"]
