@@ -15,8 +15,14 @@ writer its own key or topic, each waiting for its write to be acknowledged):
 Three brokers heartbeat from this process, so topics can be placed. Reported per concurrency:
 writes/s and latency of each operation, and sparkraft ÷ etcd.
 
+- ``kafka-alter-config``, sparkraft alone: the same config in Kafka's protocol, as a Kafka client
+  sends it, to the active controller's own Kafka listener and through a ``sparkraft broker start``
+  process's listener, which forwards it to the active controller and answers once its own image
+  holds the write (read-your-writes). The difference of the p50s is what forwarding adds.
+
 Goals (issue 44): IncrementalAlterConfigs ≥ 1.0× etcd's Puts at every concurrency and its p50 at
-one writer ≤ etcd's; CreateTopics ≥ 0.5× etcd's transactions.
+one writer ≤ etcd's; CreateTopics ≥ 0.5× etcd's transactions; forwarding through a broker adds
+≤ 1 ms at p50.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness.plots import grouped_bar_chart
+from bench.harness.procs import ChildProcess, free_ports, python_module_command
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.harness.stats import ratio
 from bench.harness.workload import Load
@@ -42,6 +49,11 @@ PAIRS = (
     ("a topic against a transaction", "create-delete", ("create", "delete"), "txn", ("create", "delete")),
 )
 GOALS = {"alter-config": 1.0, "create": 0.5}  # sparkraft ÷ etcd, at every concurrency
+KAFKA_CONCURRENCY = (1, 16)
+# ControllerClient on the wire; the active controller's own Kafka listener; a broker's, forwarding
+KAFKA_PATHS = ("wire", "controller", "broker")
+GOAL_FORWARDING_MS = 1.0
+BROKER_PROCESS = 201
 
 
 @dataclass(frozen=True)
@@ -66,12 +78,42 @@ def _measure(system: dict, cluster, op: str, settings: Settings, ctx: Context, l
                                            for name, m in r["by_op"].items()))
 
 
+def _broker_process(work: Path, cluster) -> tuple[ChildProcess, int]:
+    """A ``sparkraft broker start`` process with a PLAINTEXT Kafka listener, and its port."""
+    port = free_ports(1)[0]
+    voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in cluster.ports.items())
+    config = work / f"broker-{BROKER_PROCESS}.properties"
+    config.write_text("\n".join([
+        "process.roles=broker", f"node.id={BROKER_PROCESS}", f"controller.quorum.voters={voters}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port}", f"metadata.log.dir={work / f'b{BROKER_PROCESS}'}", ""]))
+    proc = ChildProcess(f"broker-{BROKER_PROCESS}", python_module_command(
+        "sparkraft", "broker", "start", "--config", str(config)), work / f"broker-{BROKER_PROCESS}.log").start()
+    return proc, port
+
+
+def _measure_kafka(system: dict, cluster, broker_port: int, settings: Settings, ctx: Context) -> None:
+    ports = {"controller": cluster.kafka_ports[cluster.leader_id()], "broker": broker_port}
+    for c in KAFKA_CONCURRENCY:
+        for path in KAFKA_PATHS:
+            op = "alter-config" if path == "wire" else "kafka-alter-config"
+            with ctx.progress.phase(f"sparkraft: a config, {c} writers, {settings.seconds:g} s: "
+                                    + ("ControllerClient" if path == "wire" else f"Kafka's protocol to the {path}")):
+                r = cluster.throughput(Load(c, 1, VALUE_BYTES), settings.seconds, settings.warmup, op=op,
+                                       kafka=f"127.0.0.1:{ports[path]}" if path in ports else None)
+            measured = r["by_op"].get(op, {"per_s": 0.0, "latency_ms": {}})
+            system.setdefault("kafka", {}).setdefault(str(c), {})[path] = {**measured, "errors": r["errors"]}
+            ctx.progress.line(f"  {path}: {measured['per_s']:,.0f}/s p50 "
+                              f"{measured['latency_ms'].get('p50', 0):.2f} ms")
+
+
 def _sparkraft(ctx: Context, settings: Settings, system: dict) -> None:
     from bench.controller_bench import BrokerFleet, wait_until
     from bench.sparkraft_cluster import SparkraftCluster
 
-    with ctx.progress.phase("sparkraft: start 3 controllers and 3 brokers"):
-        cluster = SparkraftCluster(ctx.work_dir / "sparkraft", raft_only=False).__enter__()
+    work = ctx.work_dir / "sparkraft"
+    with ctx.progress.phase(f"sparkraft: start 3 controllers and {BROKERS} brokers"):
+        cluster = SparkraftCluster(work, raft_only=False, kafka_listeners=True).__enter__()
+    broker = None
     try:
         fleet = BrokerFleet(cluster.bootstrap, cluster.client.describe_quorum().cluster_id, count=BROKERS)
         fleet.start()
@@ -79,9 +121,16 @@ def _sparkraft(ctx: Context, settings: Settings, system: dict) -> None:
             wait_until(fleet.unfenced, 60, f"{BROKERS} brokers unfenced", interval=0.1)
             for _, ours, _, _, _ in PAIRS:
                 _measure(system, cluster, ours, settings, ctx, "sparkraft")
+            # Only now: a broker process fetches every write, on the same 2 cores as the quorum.
+            with ctx.progress.phase("sparkraft: start a broker process"):
+                broker, broker_port = _broker_process(work, cluster)
+                broker.wait_for_port("127.0.0.1", broker_port, timeout=60)
+            _measure_kafka(system, cluster, broker_port, settings, ctx)
         finally:
             fleet.stop()
     finally:
+        if broker is not None:
+            broker.stop(timeout=10)
         cluster.__exit__(None, None, None)
 
 
@@ -102,7 +151,8 @@ def run(ctx: Context) -> dict:
 
     settings = QUICK if ctx.quick else FULL
     results: dict = {"settings": {"seconds": settings.seconds, "warmup": settings.warmup, "value_bytes": VALUE_BYTES,
-                                  "concurrency": list(CONCURRENCY), "brokers": BROKERS},
+                                  "concurrency": list(CONCURRENCY), "brokers": BROKERS,
+                                  "kafka_concurrency": list(KAFKA_CONCURRENCY)},
                      "systems": {"sparkraft": {"label": "sparkraft (fsync on)", "errors": []},
                                  "etcd": {"label": "etcd (Debian, fsync on)", "errors": []}}}
     for key, measure in (("sparkraft", _sparkraft), ("etcd", _etcd)):
@@ -147,8 +197,27 @@ def report(document: dict) -> str:
         lines += [f"**{title}**", "",
                   markdown_table(["writers", "sparkraft", "per s", "p50 ms", "p99 ms", "etcd per s", "p50 ms",
                                   "p99 ms", "sparkraft ÷ etcd"], rows), ""]
+    kafka = ours.get("kafka", {})
+    if kafka:
+        rows = []
+        for c in results["settings"].get("kafka_concurrency", KAFKA_CONCURRENCY):
+            point = kafka.get(str(c), {})
+            p50 = {path: point.get(path, {}).get("latency_ms", {}).get("p50") for path in KAFKA_PATHS}
+            row = [c]
+            for path in KAFKA_PATHS:
+                row += [fmt_number(point.get(path, {}).get("per_s")), fmt_number(p50[path], 2)]
+            for base in ("controller", "wire"):
+                adds = p50["broker"] - p50[base] if p50["broker"] is not None and p50[base] is not None else None
+                row.append(fmt_number(adds, 2))
+            rows.append(row)
+        lines += ["**a config through a broker (forwarded), with a broker process fetching every write**", "",
+                  markdown_table(["writers", "ControllerClient per s", "p50 ms", "Kafka's protocol to the active "
+                                  "controller per s", "p50 ms", "through a broker per s", "p50 ms",
+                                  "forwarding adds ms (vs the controller's Kafka listener)", "(vs ControllerClient)"],
+                                 rows), ""]
     lines.append("Goals: IncrementalAlterConfigs ≥ 1.0× etcd's Puts at every concurrency, with a p50 at one writer "
-                 "≤ etcd's; CreateTopics of one partition ≥ 0.5× etcd's transactions of as many keys.")
+                 "≤ etcd's; CreateTopics of one partition ≥ 0.5× etcd's transactions of as many keys; forwarding "
+                 f"through a broker adds ≤ {GOAL_FORWARDING_MS:g} ms at p50.")
     errors = [f"{s['label']}: {e}" for s in results["systems"].values() for e in s.get("errors", [])]
     lines += [f"Errors: {e}" for e in errors]
     return "\n".join(lines)

@@ -249,11 +249,13 @@ class SparkraftCluster:
         return self._dir / f"c{node_id}"
 
     # -- measurements (ReplicatedLogUnderTest) -------------------------------------------------
-    def throughput(self, load: Load, seconds: float, warmup: float, op: str | None = None) -> dict:
+    def throughput(self, load: Load, seconds: float, warmup: float, op: str | None = None,
+                   kafka: str | None = None) -> dict:
         """Closed-loop appends from CLIENT_PROCESSES processes (each runs its share of the writers);
-        ``op``: another of bench.sparkraft_load's operations (a metadata write, on full controllers)."""
+        ``op``: another of bench.sparkraft_load's operations (a metadata write, on full controllers);
+        ``kafka``: the Kafka listener a Kafka-protocol operation goes to."""
         with sparkraft_load.Writers(self.bootstrap, load, CLIENT_PROCESSES, warmup, seconds,
-                                    self._dir, command_config=self.command_config, op=op) as writers:
+                                    self._dir, command_config=self.command_config, op=op, kafka=kafka) as writers:
             pids = {**self.pids(), **writers.pids()}
             start_in = max(0.0, writers.measured_from - time.monotonic())
             result, cpu = cpu_during(pids, start_in, seconds, writers.collect)

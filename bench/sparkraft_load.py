@@ -4,7 +4,9 @@ sequential writer for latency. A sparkraft quorum is written through
 etcd``) through etcd's own gRPC ``KV.Put`` at its leader, one Put per record, so both systems get
 the same load from the same generator. ``--op`` makes each writer do something else each time round
 (``OPS``): a metadata write through ControllerClient (an IncrementalAlterConfigs, or a CreateTopics
-then its DeleteTopics) against an etcd transaction of as many keys (``bench metadata_writes``).
+then its DeleteTopics) against an etcd transaction of as many keys, or the same config in Kafka's
+protocol to the Kafka listener ``--kafka`` names (a broker's, which forwards it, or the active
+controller's) (``bench metadata_writes``).
 
 Writers run in separate client processes (``python -m bench.sparkraft_load``, driven by JSON lines
 like the PySyncObj nodes) so the benchmark process's own GIL does not cap the load; each process
@@ -44,7 +46,7 @@ class Writers:
 
     def __init__(self, bootstrap: str, load: Load, processes: int, warmup: float, seconds: float,
                  log_dir: Path, target: str = "sparkraft", command_config: Path | None = None,
-                 op: str | None = None) -> None:
+                 op: str | None = None, kafka: str | None = None) -> None:
         self._warmup, self._seconds = warmup, seconds
         n = max(1, min(processes, load.writers))
         shares = [load.writers // n + (1 if i < load.writers % n else 0) for i in range(n)]
@@ -53,7 +55,8 @@ class Writers:
                 "bench.sparkraft_load", "--target", target, *(("--op", op) if op else ()),
                 "--bootstrap", bootstrap, "--threads", str(share),
                 "--records", str(load.records_per_append), "--record-bytes", str(load.record_bytes),
-                *(("--command-config", str(command_config)) if command_config else ())),
+                *(("--command-config", str(command_config)) if command_config else ()),
+                *(("--kafka", kafka) if kafka else ())),
                 log_dir / f"client-{i}.log", json_control=True)
             for i, share in enumerate(shares)]
         self.measured_from = 0.0  # time.monotonic() at which the measured window opens
@@ -119,7 +122,7 @@ def single_writer_latencies(client, count: int, warmup: int, record_bytes: int,
 Step = list[tuple[str, Callable[[], Any], int]]
 
 OPS = {
-    "sparkraft": ("append", "alter-config", "create-delete"),
+    "sparkraft": ("append", "alter-config", "create-delete", "kafka-alter-config"),
     "etcd": ("put", "txn"),
 }
 
@@ -195,10 +198,38 @@ def _etcd_step(op: str, client: EtcdAppender, records: list[bytes], name: str) -
     return [("create", lambda: client.txn_put(keys, value), 2), ("delete", lambda: client.txn_delete(keys), 1)]
 
 
-def _sparkraft_step(op: str, bootstrap: str, security, records: list[bytes], name: str):
+class KafkaConfigWriter:
+    """IncrementalAlterConfigs (v1) of one topic's ``retention.ms`` over one Kafka connection, as a
+    Kafka client sends it; ``close()`` for the writer's loop."""
+
+    def __init__(self, endpoint: str, topic: str):
+        from kio.schema.incremental_alter_configs.v1 import request as kafka
+
+        from quorum.kafka.client import KafkaConnection
+
+        host, port = endpoint.rsplit(":", 1)
+        self._kafka, self._topic, self._counter = kafka, topic, iter(range(10 ** 12))
+        self._connection = KafkaConnection(host, int(port), timeout=30)
+
+    def alter(self) -> None:
+        k = self._kafka
+        body = k.IncrementalAlterConfigsRequest(resources=(k.AlterConfigsResource(
+            resource_type=2, resource_name=self._topic, configs=(k.AlterableConfig(
+                name="retention.ms", config_operation=0, value=str(86_400_000 + next(self._counter))),)),),
+            validate_only=False)
+        (answer,) = self._connection.request(body).responses
+        if answer.error_code != 0:
+            raise RuntimeError(f"IncrementalAlterConfigs failed: {answer.error_code} {answer.error_message}")
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def _sparkraft_step(op: str, bootstrap: str, security, records: list[bytes], name: str, kafka: str | None = None):
     """(client, step): ``append``: a raw append through RaftClient (a ``--raft-only`` quorum);
     ``alter-config``: an IncrementalAlterConfigs of the writer's own topic (one ConfigRecord);
-    ``create-delete``: CreateTopics of one partition (two records), then DeleteTopics of it."""
+    ``create-delete``: CreateTopics of one partition (two records), then DeleteTopics of it;
+    ``kafka-alter-config``: the same config in Kafka's protocol to the Kafka listener ``kafka``."""
     if op == "append":
         from quorum.rpc.raft_client import RaftClient
 
@@ -209,6 +240,12 @@ def _sparkraft_step(op: str, bootstrap: str, security, records: list[bytes], nam
     from quorum.rpc.controller_client import ControllerClient
 
     client = ControllerClient(bootstrap, timeout=30.0, security=security)
+    if op == "kafka-alter-config":
+        client.create_topic(name, 1, 1)
+        client.close()
+        writer = KafkaConfigWriter(kafka, name)
+        writer.alter()  # connected, and the broker's image has the topic, before the clock starts
+        return writer, [("kafka-alter-config", writer.alter, 1)]
     if op == "alter-config":
         client.create_topic(name, 1, 1)
         key, counter = api.ConfigResourceKey("TOPIC", name), iter(range(10 ** 12))
@@ -229,10 +266,13 @@ def main() -> None:
     parser.add_argument("--records", type=int, required=True, help="records per append")
     parser.add_argument("--record-bytes", type=int, required=True)
     parser.add_argument("--command-config", help="client security settings (the TLS benchmark)")
+    parser.add_argument("--kafka", help="HOST:PORT of the Kafka listener kafka-alter-config writes to")
     args = parser.parse_args()
     op = args.op or OPS[args.target][0]
     if op not in OPS[args.target]:
         parser.error(f"--op {op} is not one of {args.target}'s: {', '.join(OPS[args.target])}")
+    if op == "kafka-alter-config" and not args.kafka:
+        parser.error("--op kafka-alter-config needs --kafka HOST:PORT")
     records = [bench_record(args.record_bytes) for _ in range(args.records)]
     names = [f"bench-{os.getpid()}-{i}" for i in range(args.threads)]
     clients, steps = [], []
@@ -247,7 +287,7 @@ def main() -> None:
 
         security = ClientSecurity.from_command_config(args.command_config)
         for name in names:
-            client, step = _sparkraft_step(op, args.bootstrap, security, records, name)
+            client, step = _sparkraft_step(op, args.bootstrap, security, records, name, args.kafka)
             clients.append(client)
             steps.append(step)
     print(json.dumps({"ok": True, "ready": True}), flush=True)
