@@ -73,6 +73,34 @@ def test_reads_wait_for_commits_and_refuse_a_foreign_cluster(cluster):
     assert e.value.error is Errors.INCONSISTENT_CLUSTER_ID
 
 
+def test_fetches_take_the_leaders_wire_and_a_long_poll_learns_the_commit_there(cluster):
+    """A reader's fetches go on the leader's wire (answered from its event loop when the high
+    watermark moves; gRPC held a server thread per long poll and passed the answer on late): each
+    fetch is served by the wire's Fetch handler, and a write committed during a long poll is
+    returned by it."""
+    from quorum.wire.methods import BY_NAME
+
+    active = cluster.nodes[cluster.active()]
+    cluster.register_brokers()
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+    number = BY_NAME["Fetch"].number
+    handler, served = active.raft.wire.handlers[number], []
+    active.raft.wire.handlers[number] = lambda conn, msg: (served.append(msg.replica_id), handler(conn, msg))[1]
+    try:
+        with MetadataLogReader(bootstrap) as reader:
+            start = reader.high_watermark()
+            got = {}
+            t = threading.Thread(target=lambda: got.setdefault("c", reader.read(start, wait_ms=5_000)))
+            t.start()
+            wait_for(lambda: -1 in served, 10, "the reader's long poll on the wire")
+            cluster.client.create_topic("wired-poll", 1, 1)
+            t.join(10)
+            assert not t.is_alive() and got["c"].records and got["c"].records[0].offset == start
+            assert reader._wires, "the reader did not take the wire"
+    finally:
+        active.raft.wire.handlers[number] = handler
+
+
 def test_following_survives_sigkill_of_the_leader_and_matches_the_log_on_disk(controller_processes):
     """Controller processes append a NoOp every 500 ms, so the log grows by itself. A reader follows
     it while the leader is SIGKILLed: it sees every offset once, in order, and exactly the records
