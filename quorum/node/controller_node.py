@@ -324,12 +324,14 @@ class ControllerNode:
 
     def _quickly(self, item, quick: Callable[[], bool]) -> bool:
         """Handle ``item`` here and now if this is the event loop's thread, the controller thread
-        is idle with nothing queued, and ``quick()`` (asked under the turn) says it is small; False
-        if it must be queued instead. Never waits for the turn: the event loop must not block."""
+        is idle with nothing queued and not due for its own round (its timers and leadership
+        checks: a stream of quick writes must not keep taking the turn from it), and ``quick()``
+        (asked under the turn) says it is small; False if it must be queued instead. Never waits
+        for the turn: the event loop must not block."""
         if not self.raft.in_loop() or not self._turn.acquire(blocking=False):
             return False
         try:
-            if not self._running or self._inbox or not quick():
+            if not self._running or self._inbox or self.raft.now_ms() >= self._wake_at_ms or not quick():
                 return False
             started = time.monotonic()
             try:
