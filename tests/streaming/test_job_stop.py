@@ -29,10 +29,16 @@ NOISE = ("Traceback", "FOREACH_BATCH", "Exception", "ERROR")
 # pyspark's own Python worker serving the streaming source to the JVM: when a terminal's Ctrl-C
 # reaches the whole process group, the JVM may close its socket while the worker still reads it, and
 # the worker prints EOFError / BrokenPipeError on its stderr. Spark's noise, not the job's: the job
-# still stops cleanly (checked). Only tracebacks whose every frame is that worker's are left out, and
-# a lone header line (a worker's traceback the JVM stopped copying out as it exited).
-PYSPARK_WORKER_FRAMES = ("python_streaming_source_runner.py", "pyspark/worker_util.py", "pyspark/serializers.py",
-                         "/socket.py")
+# still stops cleanly (checked). Only tracebacks that run through that worker and through none of
+# the job's own code are left out (the worker runs as a module: its last traceback also has
+# runpy's and contextlib's frames), and a lone header line (a worker's traceback the JVM stopped
+# copying out as it exited).
+PYSPARK_WORKER_FRAMES = ("python_streaming_source_runner.py", "pyspark/worker_util.py", "pyspark/serializers.py")
+
+
+def _a_workers(frames: list[str]) -> bool:
+    """Frames of a traceback that pyspark's worker printed: through it, and through none of ours."""
+    return any(f in x for x in frames for f in PYSPARK_WORKER_FRAMES) and not any(str(ROOT) in x for x in frames)
 
 
 def _without_pyspark_worker_tracebacks(text: str) -> str:
@@ -47,7 +53,7 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
                 continue
             frames = [x for x in block if x.startswith('  File "')]
             # no frames at all: a worker's header line whose rest the exiting JVM never copied out
-            worker = not frames or all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames)
+            worker = not frames or _a_workers(frames)
             block, kept = None, block
             if not worker:
                 out.extend(kept)
@@ -56,7 +62,7 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
         out.append(line)
     if block is not None:
         frames = [x for x in block if x.startswith('  File "')]
-        if frames and not all(any(f in x for f in PYSPARK_WORKER_FRAMES) for x in frames):
+        if frames and not _a_workers(frames):
             out.extend(block)
     return "\n".join(out)
 
