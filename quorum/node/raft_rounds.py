@@ -165,11 +165,23 @@ class RaftRounds:
 
     def _on_listen(self, item: Listen, now: int) -> None:
         lst = CommitListener(self.node_id, item.fn, len(self._listeners), self.log.start_offset, item.on_snapshot,
-                             delivered=lambda listener: self._put(Delivered(listener)), hand_off=item.hand_off)
+                             delivered=self._listener_done, hand_off=item.hand_off)
         self._listeners.append(lst)
         if lst.thread is not None:
             lst.thread.start()
         item.done.set()
+
+    def _listener_done(self, listener: CommitListener) -> None:
+        """A listener is through with a delivery (any thread). On the event loop itself (a delivery
+        handled where it was handed off: the controller's quick replays) the count drops at once,
+        with a round only if more is committed than was handed over; from another thread, through
+        the inbox. (A round for each quick commit cost every node a round of its loop a write.)"""
+        if self._loop.in_loop():
+            listener.pending -= 1
+            if listener.next_offset < self.core.high_watermark:
+                self._schedule_round()
+        else:
+            self._put(Delivered(listener))
 
     def _on_snapshot_written(self, item: SnapshotWritten, now: int) -> None:
         apply_retention(self.node_id, self.core, self.log, self.snapshot_store, self.retention, now)
