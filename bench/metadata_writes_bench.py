@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness.plots import grouped_bar_chart
-from bench.harness.procs import ChildProcess, free_ports, python_module_command
+from bench.harness.procs import ChildProcess, python_module_command
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.harness.stats import ratio
 from bench.harness.workload import Load
@@ -79,16 +79,16 @@ def _measure(system: dict, cluster, op: str, settings: Settings, ctx: Context, l
 
 
 def _broker_process(work: Path, cluster) -> tuple[ChildProcess, int]:
-    """A ``sparkraft broker start`` process with a PLAINTEXT Kafka listener, and its port."""
-    port = free_ports(1)[0]
+    """A ``sparkraft broker start`` process with a PLAINTEXT Kafka listener, and its port (the
+    controller benchmark's broker configuration)."""
+    from bench.controller_bench import _broker_config
+    from bench.kafka_bench import _broker_port
+
     voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in cluster.ports.items())
-    config = work / f"broker-{BROKER_PROCESS}.properties"
-    config.write_text("\n".join([
-        "process.roles=broker", f"node.id={BROKER_PROCESS}", f"controller.quorum.voters={voters}",
-        f"listeners=PLAINTEXT://127.0.0.1:{port}", f"metadata.log.dir={work / f'b{BROKER_PROCESS}'}", ""]))
+    config = _broker_config(work, BROKER_PROCESS, voters)
     proc = ChildProcess(f"broker-{BROKER_PROCESS}", python_module_command(
         "sparkraft", "broker", "start", "--config", str(config)), work / f"broker-{BROKER_PROCESS}.log").start()
-    return proc, port
+    return proc, _broker_port(work, BROKER_PROCESS)
 
 
 def _measure_kafka(system: dict, cluster, broker_port: int, settings: Settings, ctx: Context) -> None:

@@ -109,7 +109,6 @@ class ControllerNode:
         self.replay_errors = 0  # committed batches the core could not replay (logged)
         self.activations = 0  # times this node became the active controller (metrics)
         self.busy_s = 0.0  # seconds either thread spent handling the core's items (metrics: its idle ratio)
-        self.quick_items = 0  # items handled on the event loop (the quick path above)
         self._started_at: Optional[float] = None
         self.loaded = False  # replayed what the log held at start (see _follow_security)
         self._replay_to_load = 0
@@ -266,9 +265,8 @@ class ControllerNode:
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            item = Request(request, future, self.raft.now_ms(), check)
-            if not self._quickly(item, lambda: self.core.handles_quickly(request)):
-                self._post(item)
+            self._quickly_or_post(Request(request, future, self.raft.now_ms(), check),
+                                  lambda: self.core.handles_quickly(request))
         return future
 
     def call(self, fn: Callable[[Any], Any]) -> concurrent.futures.Future:
@@ -312,9 +310,7 @@ class ControllerNode:
         if isinstance(delivery, SnapshotLoad):
             self._post(SnapshotInstalled(delivery, done))
             return
-        item = Committed(delivery, done)
-        if not self._quickly(item, lambda: self.core.replays_quickly(delivery)):
-            self._post(item)
+        self._quickly_or_post(Committed(delivery, done), lambda: self.core.replays_quickly(delivery))
 
     # ------------------------------------------------------------------ who handles an item
     def _post(self, item) -> None:
@@ -322,12 +318,16 @@ class ControllerNode:
         self._inbox.append(item)
         self._work.set()
 
-    def _quickly(self, item, quick: Callable[[], bool]) -> bool:
+    def _quickly_or_post(self, item, quick: Callable[[], bool]) -> None:
         """Handle ``item`` here and now if this is the event loop's thread, the controller thread
         is idle with nothing queued and not due for its own round (its timers and leadership
         checks: a stream of quick writes must not keep taking the turn from it), and ``quick()``
-        (asked under the turn) says it is small; False if it must be queued instead. Never waits
-        for the turn: the event loop must not block."""
+        (asked under the turn) says it is small; else queue it for the controller thread. Never
+        waits for the turn: the event loop must not block."""
+        if not self._handled_quickly(item, quick):
+            self._post(item)
+
+    def _handled_quickly(self, item, quick: Callable[[], bool]) -> bool:
         if not self.raft.in_loop() or not self._turn.acquire(blocking=False):
             return False
         try:
@@ -338,11 +338,9 @@ class ControllerNode:
                 self._check_leadership()
                 _HANDLERS[type(item)](self, item)
             except BaseException as e:  # as on the controller thread: this controller stops
-                self.fatal_error = e
-                log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=True)
+                self._stops_on(e)
                 self._post(Stop())  # the controller thread fails what waits, and ends
                 return True
-            self.quick_items += 1
             if self.core.next_deadline_ms() < self._wake_at_ms:
                 self._work.set()  # a timer earlier than the controller thread's next wake-up
             self.busy_s += time.monotonic() - started
@@ -355,13 +353,17 @@ class ControllerNode:
         try:
             self._loop()
         except BaseException as e:
-            self.fatal_error = e
-            log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=True)
+            self._stops_on(e)
         finally:
             with self._turn:
                 self._running = False
                 self._fail_everything()
             self._stopped.set()
+
+    def _stops_on(self, error: BaseException) -> None:
+        self.fatal_error = error
+        log.error("Controller %d stops on an unexpected error", self.node_id, exc_info=(type(error), error,
+                                                                                     error.__traceback__))
 
     def _loop(self) -> None:
         """Rounds of work, each under the turn, then a wait for more or for the next timer."""
@@ -530,8 +532,7 @@ class ControllerNode:
 
     def _proposal_done(self, item: Proposed) -> None:
         """A proposal's outcome (on the event loop, where Raft settles proposals): quick."""
-        if not self._quickly(item, _always):
-            self._post(item)
+        self._quickly_or_post(item, _always)
 
     def _proposed(self, pending: Pending, index: int, proposal: concurrent.futures.Future) -> None:
         if pending.failed:
