@@ -127,6 +127,7 @@ class PartitionHealth:
         self.imbalanced: set[tuple[str, int]] = set()
 
     def on_update(self, update) -> None:
+        from quorum.metadata import change_block
         from quorum.metadata.records import RecordType
 
         with self._lock:
@@ -136,6 +137,9 @@ class PartitionHealth:
                 t = getattr(decoded, "type", None)
                 if t is RecordType.PARTITION_CHANGE_RECORD or t is RecordType.PARTITION_RECORD:
                     self._pending[decoded.message.topic_id, decoded.message.partition_id] = offset
+                elif t is RecordType.PARTITION_CHANGE_BLOCK_RECORD:  # row i is the change at offset + i
+                    for i, key in enumerate(change_block.touched(decoded.message)):
+                        self._pending[key] = offset + i
                 elif t is RecordType.REMOVE_TOPIC_RECORD:
                     self._scanned = False
             if self._scanned:

@@ -32,6 +32,7 @@ from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.voter_set import ZERO_UUID, VoterSet
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
+from quorum.metadata import change_block
 from quorum.metadata.records import MetadataRecord, RecordType
 from quorum.metadata.scram import MECHANISM_CODES, mechanism_name
 
@@ -83,6 +84,9 @@ class TouchedKeys:
             self.keys[TOPICS][(m.topic_id,)] = offset  # its partition count
         elif t is RecordType.PARTITION_CHANGE_RECORD:
             self.keys[PARTITIONS][(m.topic_id, m.partition_id)] = offset
+        elif t is RecordType.PARTITION_CHANGE_BLOCK_RECORD:  # row i is the change at offset + i
+            for i, key in enumerate(change_block.touched(m)):
+                self.keys[PARTITIONS][key] = offset + i
         elif t is RecordType.REMOVE_TOPIC_RECORD:
             self.keys[TOPICS][(m.topic_id,)] = offset
             topic = before.topics.topic(m.topic_id)

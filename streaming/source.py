@@ -194,7 +194,8 @@ def log_reader(protocol: str, bootstrap: str, cluster_id: str = "", timeout: flo
         return KafkaMetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security)
     from quorum.rpc.log_reader import MetadataLogReader
 
-    return MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security)
+    # Kafka's records, one per offset: a partition change block becomes the changes it stands for
+    return MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security, unblock=True)
 
 
 def cluster_id_of(protocol: str, bootstrap: str, timeout: float, security=None) -> str:

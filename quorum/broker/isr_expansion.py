@@ -36,6 +36,8 @@ from typing import Callable, Iterable
 from quorum.broker.metadata_client import MetadataUpdate
 from quorum.controller import api
 from quorum.errors import Errors, SparkraftError
+from quorum.metadata import change_block
+from quorum.metadata.change_block import UNCHANGED_LEADER
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import RecordType
 
@@ -89,13 +91,12 @@ class IsrExpansion:
                 t = getattr(decoded, "type", None)  # None: a record type this broker does not know
                 record = getattr(decoded, "message", None)
                 if t is RecordType.PARTITION_CHANGE_RECORD:
-                    key = (record.topic_id, record.partition_id)
-                    if record.HasField("replicas"):
-                        self._since[key] = offset
-                    elif (record.HasField("leader") and record.leader not in mine and key not in self._watch
-                          and key not in self._changed):
-                        continue  # led by another broker now, and not ours before: nothing to look at
-                    self._changed[key] = offset
+                    self._note_change(record.topic_id, record.partition_id,
+                                      record.leader if record.HasField("leader") else UNCHANGED_LEADER,
+                                      record.HasField("replicas"), offset, mine)
+                elif t is RecordType.PARTITION_CHANGE_BLOCK_RECORD:  # row i is the change at offset + i
+                    for i, (topic_id, pid, leader, moved) in enumerate(change_block.leaders_and_moves(record)):
+                        self._note_change(topic_id, pid, leader, moved, offset + i, mine)
                 elif t is RecordType.PARTITION_RECORD:
                     # a new partition matters only if this broker leads it short of replicas (creating
                     # two million partitions must not cost every broker two million set entries)
@@ -106,6 +107,14 @@ class IsrExpansion:
                 elif t is RecordType.REMOVE_TOPIC_RECORD:
                     self._rescan = True
         self._wake.set()
+
+    def _note_change(self, topic_id: str, pid: int, leader: int, moved: bool, offset: int, mine) -> None:
+        key = (topic_id, pid)
+        if moved:
+            self._since[key] = offset
+        elif leader != UNCHANGED_LEADER and leader not in mine and key not in self._watch and key not in self._changed:
+            return  # led by another broker now, and not ours before: nothing to look at
+        self._changed[key] = offset
 
     # -- one round -------------------------------------------------------------------------------
     def round(self) -> int:

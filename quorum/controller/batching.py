@@ -5,6 +5,7 @@ brokers, the lakehouse) see all of it or none of it (Kafka's KIP-868)."""
 from __future__ import annotations
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.change_block import CONTINUATION_BYTES
 from quorum.metadata.records import encode_record
 
 
@@ -22,16 +23,24 @@ def batches(encoded: list[bytes], name: str, max_records: int, max_bytes: int,
 
 def chunk(encoded: list[bytes], max_records: int, max_bytes: int) -> list[list[bytes]]:
     """Consecutive runs of ``encoded`` of at most ``max_records`` records and ``max_bytes`` bytes (a
-    record larger than that alone)."""
+    record larger than that alone). A partition change block and its continuations count as one
+    record of their length and size: row i of a block is read from the block, so they share a batch."""
     chunks: list[list[bytes]] = []
     current: list[bytes] = []
     size = 0
-    for record in encoded:
-        if current and (len(current) >= max_records or size + len(record) > max_bytes):
+    i, n = 0, len(encoded)
+    while i < n:
+        end = i + 1
+        while end < n and encoded[end] == CONTINUATION_BYTES:
+            end += 1
+        span = end - i
+        span_size = len(encoded[i]) + (span - 1) * len(CONTINUATION_BYTES)
+        if current and (len(current) + span > max_records or size + span_size > max_bytes):
             chunks.append(current)
             current, size = [], 0
-        current.append(record)
-        size += len(record)
+        current.extend(encoded[i:end])
+        size += span_size
+        i = end
     if current:
         chunks.append(current)
     return chunks

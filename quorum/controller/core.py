@@ -47,6 +47,7 @@ from quorum.controller import (
     brokers_control,
     configs_control,
     features_control,
+    levels,
     migration_control,
     quotas_control,
     reads,
@@ -61,6 +62,7 @@ from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
+from quorum.metadata import change_block
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.features import METADATA_VERSION
@@ -455,11 +457,18 @@ class ControllerCore:
         """The Operation proposing ``records`` (after any activation records still to go out);
         ``transaction``: wrapped in Begin/End even if they fit one batch. ReplayError (before
         anything changed) if they do not apply to the speculative image."""
+        min_rows = self.settings.change_block_min_rows
+        if len(records) >= min_rows and levels.change_blocks_enabled(self._spec):
+            # a block shares a batch with its continuations (and perhaps a transaction's markers)
+            max_rows = min(change_block.MAX_ROWS, self.settings.max_records_per_batch - 2)
+            records = change_block.pack(records, min_rows, max_rows)
         if records:
             snapshot, touched = self._apply(records)
         batches, self._pending_batches = self._pending_batches, []
         if records:
-            chunks = batching.batches([encode_record(r) for r in records], name or "operation",
+            continuation = change_block.CONTINUATION
+            encoded = [change_block.CONTINUATION_BYTES if r is continuation else encode_record(r) for r in records]
+            chunks = batching.batches(encoded, name or "operation",
                                       self.settings.max_records_per_batch, self.settings.max_batch_bytes,
                                       transaction)
             for i, chunk in enumerate(chunks):
@@ -532,5 +541,7 @@ def _note(message: Message, parts: set, topics: set) -> None:
     t = type(message)
     if t is pb.PartitionChangeRecord:
         parts.add((message.topic_id, message.partition_id))
+    elif t is pb.PartitionChangeBlockRecord:
+        parts.update(change_block.touched(message))
     elif t is pb.PartitionRecord or t is pb.TopicRecord or t is pb.RemoveTopicRecord:
         topics.add(message.topic_id)

@@ -8,7 +8,12 @@ level   adds
 1       the base records
 2       partition reassignment: adding and removing replicas in partition records
 3       eligible leader replicas: ELR and last-known ELR in partition records (KIP-966)
+4       partition change blocks: many partition changes in one record (a balance, a shutdown)
 ======  ==================================================================================
+
+Level 4 changes how the log writes changes, not what an image holds, so a downgrade below it is
+always safe; a sparkraft from before it must then start from a snapshot taken after the downgrade
+(it would skip the blocks still in the log before it).
 
 ``eligible.leader.replicas.version`` 1 (elections and ISR changes use the ELR) needs
 metadata.version 3. A new cluster starts at the highest metadata.version (``storage format

@@ -9,7 +9,8 @@ from typing import Optional
 MV_MIN = 1
 MV_REASSIGNMENT = 2  # partition records may carry adding and removing replicas
 MV_ELR = 3  # ...and eligible leader replicas (KIP-966)
-MV_MAX = 3  # the highest metadata.version this controller supports
+MV_CHANGE_BLOCKS = 4  # ...and many partition changes may be one PartitionChangeBlockRecord
+MV_MAX = 4  # the highest metadata.version this controller supports
 MV_BOOTSTRAP = MV_MAX  # what an empty log starts at (storage format --release-version picks another)
 ELR_VERSION = "eligible.leader.replicas.version"
 # what a broker of this code supports besides metadata.version (RegisterBroker's features)
@@ -25,6 +26,9 @@ class ControllerSettings:
     # ...and so do operations whose records take more bytes than this: a batch must stay well below
     # what a follower fetches at once (8 MiB) and what gRPC sends in one message.
     max_batch_bytes: int = 4 * 1024 * 1024
+    # at metadata.version 4, a run of at least this many partition changes in one operation is written
+    # as PartitionChangeBlockRecords (quorum/metadata/change_block.py); the simulation lowers it
+    change_block_min_rows: int = 32
     max_partitions_per_request: int = 100_000  # max.partitions.per.request
     max_partitions: int = 5_000_000  # max.partitions: all topics together
     auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable

@@ -34,7 +34,8 @@ from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.metadata.features import METADATA_VERSION
-from quorum.metadata.records import MetadataRecord, RecordType, decode_record, record_type
+from quorum.metadata import change_block
+from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, decode_record, record_type
 
 KAFKA_METADATA_VERSION = 14
 KAFKA_RELEASE = "3.6-IV2"
@@ -160,6 +161,8 @@ _NO_OP_VALUE = bytes([1, NO_OP, 0, 0])  # NoOpRecord v0: frame 1, key 20, versio
 def _value(kind: RecordType, message) -> bytes:
     if kind in NOT_SENT:
         return _NO_OP_VALUE
+    if kind in SPARKRAFT_ONLY:
+        raise ValueError(f"a {kind.name} is sent as the PartitionChangeRecords it stands for: export its batch")
     key = int(kind)
     version = RECORD_VERSIONS.get(key, 0)
     w = Writer()
@@ -245,7 +248,8 @@ def export_batch(batch: sparkraft_batch.Batch) -> bytes:
     if batch.control:
         records = [control_value(r) for r in batch.records]
     else:
-        records = [(None, record_value(r)) for r in batch.records]
+        # a partition change block goes out as the PartitionChangeRecords it stands for, one per offset
+        records = [(None, record_value(r)) for r in change_block.unblocked(batch.records)]
     return encode_batch(batch.base_offset, batch.epoch, batch.append_time_ms, records, batch.control)
 
 

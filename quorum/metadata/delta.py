@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from google.protobuf.message import Message
 
+from quorum.metadata import change_block
 from quorum.metadata.acls import AclsDelta
 from quorum.metadata.cluster import ClusterDelta
 from quorum.metadata.configs import ConfigsDelta
@@ -110,6 +111,8 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.TOPIC_RECORD: _to("topics", "replay_topic"),
     RecordType.PARTITION_RECORD: _to("topics", "replay_partition"),
     RecordType.PARTITION_CHANGE_RECORD: _to("topics", "replay_partition_change"),
+    RecordType.PARTITION_CHANGE_BLOCK_RECORD: lambda delta, message: change_block.replay(delta.sub("topics"), message),
+    RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD: lambda delta, message: None,  # its block changed it
     RecordType.REMOVE_TOPIC_RECORD: MetadataDelta._remove_topic,  # its topic configs go too
     RecordType.CONFIG_RECORD: _to("configs", "replay_config"),
     RecordType.FEATURE_LEVEL_RECORD: _to("features", "replay_feature_level"),

@@ -33,7 +33,8 @@ HEADER = struct.Struct(">HH")  # type id, version
 
 
 class RecordType(IntEnum):
-    """Kafka's metadata record type ids (``apiKey`` in metadata/src/main/resources/common/metadata).
+    """Kafka's metadata record type ids (``apiKey`` in metadata/src/main/resources/common/metadata),
+    and two of sparkraft's own beyond Kafka's range (a block of partition changes).
 
     The protobuf message of each is the name in CamelCase (``TOPIC_RECORD`` -> ``TopicRecord``).
     Kafka's obsolete FENCE_BROKER_RECORD (7) and UNFENCE_BROKER_RECORD (8) are not used:
@@ -60,10 +61,19 @@ class RecordType(IntEnum):
     BEGIN_TRANSACTION_RECORD = 23
     END_TRANSACTION_RECORD = 24
     ABORT_TRANSACTION_RECORD = 25
+    # sparkraft's own, outside Kafka's ids (quorum/metadata/change_block.py): never sent to Kafka
+    PARTITION_CHANGE_BLOCK_RECORD = 0x7E01
+    PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD = 0x7E02
 
     @property
     def message_class(self) -> type[Message]:
         return _MESSAGE_CLASS[self]
+
+
+# sparkraft's own record types: Kafka's log never holds them, and what Kafka's brokers are sent or
+# the lakehouse shows of them is the PartitionChangeRecords they stand for
+SPARKRAFT_ONLY = frozenset({RecordType.PARTITION_CHANGE_BLOCK_RECORD,
+                            RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD})
 
 
 _MESSAGE_CLASS: dict[RecordType, type[Message]] = {
@@ -82,6 +92,7 @@ _UUID_FIELDS: dict[RecordType, tuple[str, ...]] = {
     RecordType.PARTITION_RECORD: ("topic_id",),
     RecordType.PARTITION_CHANGE_RECORD: ("topic_id",),
     RecordType.REMOVE_TOPIC_RECORD: ("topic_id",),
+    RecordType.PARTITION_CHANGE_BLOCK_RECORD: ("topic_ids",),
     RecordType.ACCESS_CONTROL_ENTRY_RECORD: ("id",),
     RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD: ("id",),
 }
@@ -165,7 +176,9 @@ def redacted(record: AnyRecord) -> AnyRecord:
 def validate(record: MetadataRecord) -> None:
     """Raise ValueError if a field holding an id is not a Kafka Uuid string."""
     for name in _UUID_FIELDS.get(record.type, ()):
-        validate_uuid(getattr(record.message, name), f"{record.type_name} {name}")
+        value = getattr(record.message, name)
+        for one in ([value] if isinstance(value, str) else value):
+            validate_uuid(one, f"{record.type_name} {name}")
 
 
 # -- bytes ------------------------------------------------------------------------------------

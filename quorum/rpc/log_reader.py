@@ -28,6 +28,7 @@ from quorum.log.api import OffsetAndEpoch
 from quorum.log.batch import decode
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
+from quorum.metadata import change_block
 from quorum.metadata.records import decode_record
 from quorum.rpc import convert
 from quorum.rpc.leader_client import LeaderFollowingClient
@@ -89,9 +90,13 @@ class MetadataLogReader(LeaderFollowingClient):
 
     def __init__(self, bootstrap: Bootstrap, cluster_id: str = "", timeout: float = 15.0,
                  rpc_timeout: float = 2.0, backoff: float = 0.05, max_bytes: int = FETCH_MAX_BYTES,
-                 security: Optional[ClientSecurity] = None):
+                 security: Optional[ClientSecurity] = None, unblock: bool = False):
         super().__init__(parse_bootstrap(bootstrap), timeout, rpc_timeout, backoff, security)
         self.cluster_id = cluster_id  # "": learnt from the quorum (DescribeQuorum) on first use
+        # records as Kafka's log would hold them: each partition change block as the
+        # PartitionChangeRecords it stands for, one per offset (what a reader that shows records wants;
+        # a follower that only replays them is faster with the blocks)
+        self.unblock = unblock
         self.max_bytes = max_bytes
         self.bytes_fetched = 0  # record batch bytes received (what a benchmark compares)
         self._epoch = 0  # the newest leader epoch any answer named
@@ -172,7 +177,7 @@ class MetadataLogReader(LeaderFollowingClient):
                 chunk = LogChunk([], hw, offset, resp.log_start_offset)
             else:
                 data = tail + resp.records
-                chunk = self._committed(data, offset, hw, max_records, resp.log_start_offset)
+                chunk = self._committed(data, offset, hw, max_records, resp.log_start_offset, self.unblock)
                 if not chunk.records and data:
                     tail, known_hw = data, hw
                     tail_end, tail_epoch = _end_of(data)
@@ -181,10 +186,11 @@ class MetadataLogReader(LeaderFollowingClient):
 
     @staticmethod
     def _committed(data: bytes, offset: int, hw: int, max_records: Optional[int],
-                   log_start: int) -> LogChunk:
+                   log_start: int, unblock: bool = False) -> LogChunk:
         out: list[LogRecord] = []
         for batch in decode(data):
-            for i, raw in enumerate(batch.records):
+            records = change_block.unblocked(batch.records) if unblock and not batch.control else batch.records
+            for i, raw in enumerate(records):
                 o = batch.base_offset + i
                 if o < offset:
                     continue

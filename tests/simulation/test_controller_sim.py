@@ -11,7 +11,10 @@ from quorum.controller.index import PartitionIndex
 from quorum.controller.local import LocalController
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors
+from quorum.metadata import MetadataDelta, change_block
+from quorum.metadata.delta import TRANSACTION_MARKERS
 from quorum.metadata.invariants import violations
+from quorum.metadata.records import decode_record
 from quorum.raft.settings import RaftSettings
 from quorum.sim.cluster import CLUSTER_ID
 from quorum.sim.controller_sim import ControllerCluster
@@ -101,6 +104,32 @@ def test_brokers_without_heartbeats_get_fenced_on_the_new_controller():
     _, core = c.active()
     assert all(b.fenced for b in core.image.cluster.brokers.values())
     assert all(p.leader == -1 for p in core.image.topics.topic_by_name("t").partitions.values())
+
+
+def test_a_shutdown_written_as_blocks_reaches_every_controller_alike():
+    c = ControllerCluster(21)
+    leader = c.wait_active()
+    epochs = _register_brokers(c)
+    (r,) = c.request(api.CreateTopicsRequest((api.CreatableTopic("t", 300, 3),)))
+    assert r.error is Errors.NONE
+    # broker 0's controlled shutdown moves its ~100 leaderships and takes it out of 300 ISRs
+    c.request(api.BrokerHeartbeatRequest(0, epochs[0], 1 << 40, want_shutdown=True))
+    c.crash(leader)  # ...and a standby that replayed the blocks takes over
+    c.wait_active()
+    c.start(leader)
+    target = c.leader().core.high_watermark
+    assert c.run_until(lambda: len(c.controllers()) == 3 and all(
+        core.last_committed_offset >= target - 1 for core in c.controllers().values()), 30_000)
+    node = c.leader()
+    frames = [raw for b in node.log.batches(0, target) if not b.control for raw in b.records]
+    assert sum(1 for raw in frames if raw[:2] == change_block.BLOCK_PREFIX) >= 1
+    images = [core.image for core in c.controllers().values()]
+    assert all(img.topics == images[0].topics for img in images)
+    t = images[0].topics.topic_by_name("t")
+    assert all(p.leader != 0 and 0 not in p.isr for p in t.partitions.values())
+    for core in c.controllers().values():
+        assert violations(core.image) == []
+        assert PartitionIndex.build(core.image).snapshot() == core.index.snapshot()
 
 
 # ---------------------------------------------------------------- property test
@@ -205,7 +234,9 @@ def _epochs(image) -> dict:
 @example(populated=1, actions=[("reassign", "a", 0, [0]), ("features", "metadata.version", 1, "UNSAFE_DOWNGRADE")])
 @example(populated=1, actions=[("reassign", "a", 1, [0, 1]), ("features", "metadata.version", 1, "UNSAFE_DOWNGRADE")])
 def test_random_requests_keep_the_image_sound(populated, actions):
-    c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4, leader_imbalance_check_interval_ms=3000))
+    # blocks from two partition changes on: every election, fencing and shutdown writes them
+    c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4, leader_imbalance_check_interval_ms=3000,
+                                           change_block_min_rows=2))
     epochs: dict[int, int] = {}
     if populated:  # brokers and topics to reassign, elect and fence from the first action on; ELR on at 2
         for b in BROKERS:
@@ -280,6 +311,7 @@ def test_random_requests_keep_the_image_sound(populated, actions):
             if op.error is not None:
                 assert c.core.spec is before
             else:
+                _blocks_apply_as_their_rows(before, op)
                 c.propose(op)
                 if kind in ("reassign", "cancel") and op.reply[0].error is Errors.NONE:
                     tid, p = _partition(before, a[1], a[2])
@@ -310,6 +342,36 @@ def test_random_requests_keep_the_image_sound(populated, actions):
     c.commit()
     assert violations(c.core.image) == []
     _settle(c, epochs, reassignments)
+
+
+BLOCKS_SEEN = [0]  # blocks the property test saw (its last test checks there were some)
+
+
+def _blocks_apply_as_their_rows(before, op) -> None:
+    """The invariant of partition change blocks: the image after an operation's records as written
+    (blocks and continuations) equals the image after the same changes one by one, and each block
+    shares its batch with its continuations."""
+    frames = [raw for batch in op.batches for raw in batch]
+    for batch in op.batches:
+        assert batch[0] != change_block.CONTINUATION_BYTES  # a continuation never starts a batch
+    BLOCKS_SEEN[0] += sum(1 for raw in frames if raw[:2] == change_block.BLOCK_PREFIX)
+    images = []
+    for form in (frames, [raw for batch in op.batches for raw in change_block.unblocked(batch)]):
+        delta = MetadataDelta(before)
+        for raw in form:
+            record = decode_record(raw)
+            if record.type not in TRANSACTION_MARKERS:
+                delta.replay(record)
+        images.append(delta.apply())
+    assert images[0].topics == images[1].topics
+    assert images[0].topics.partition_total == images[1].topics.partition_total
+
+
+def test_the_random_requests_wrote_partition_change_blocks():
+    """(after the property test, in file order) the invariant above was exercised."""
+    if BLOCKS_SEEN[0] == 0:
+        test_random_requests_keep_the_image_sound()
+    assert BLOCKS_SEEN[0] > 0
 
 
 def _settle(c: LocalController, epochs: dict, reassignments: Reassignments) -> None:

@@ -15,7 +15,7 @@ from quorum.kafka_log.records import describe
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
-from quorum.metadata.records import RecordType, encode_record
+from quorum.metadata.records import SPARKRAFT_ONLY, RecordType, encode_record
 from apache_kafka import need_kafka
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -38,8 +38,8 @@ SAMPLES = [
 
 
 def test_every_record_type_sparkraft_writes_is_translated_or_sent_as_a_no_op():
-    assert set(export.TO_KAFKA) | export.NOT_SENT == set(RecordType)
-    assert not set(export.TO_KAFKA) & export.NOT_SENT
+    assert set(export.TO_KAFKA) | export.NOT_SENT | SPARKRAFT_ONLY == set(RecordType)
+    assert not set(export.TO_KAFKA) & export.NOT_SENT and not set(export.TO_KAFKA) & SPARKRAFT_ONLY
 
 
 def _kafkas(message) -> dict:
@@ -126,3 +126,39 @@ def test_the_export_cache_keeps_only_its_newest_bytes():
     cache = export.ExportCache(max_bytes=1)
     export.export_batches(_log(), cache)
     assert len(cache._batches) == 1  # the newest batch, however large
+
+
+def _blocked_log() -> bytes:
+    """A batch holding a NoOp, 40 leader changes as one block (+ 39 continuations), and a NoOp."""
+    from quorum.metadata import change_block
+
+    changes = [pb.PartitionChangeRecord(partition_id=p, topic_id=TOPIC_ID, leader=p % 3) for p in range(40)]
+    records = [pb.NoOpRecord(), *change_block.pack(changes), pb.NoOpRecord()]
+    assert type(records[1]) is pb.PartitionChangeBlockRecord and len(records) == 42
+    raws = [change_block.CONTINUATION_BYTES if r is change_block.CONTINUATION else encode_record(r) for r in records]
+    return sparkraft_batch.encode_batch(10, 2, 5000, raws)
+
+
+def test_a_change_block_goes_to_kafka_as_one_partition_change_per_offset():
+    (batch,) = read_batches(export.export_batches(_blocked_log()))
+    assert (batch.base_offset, batch.last_offset) == (10, 51)
+    read = [describe(False, r.key, r.value) for r in batch.records]
+    assert [r.type for r in read] == ["NO_OP_RECORD"] + ["PARTITION_CHANGE_RECORD"] * 40 + ["NO_OP_RECORD"]
+    assert [(r.data["partitionId"], r.data["leader"]) for r in read[1:41]] == [(p, p % 3) for p in range(40)]
+    assert "isr" not in read[5].data  # unchanged, as Kafka leaves it out
+
+
+@pytest.mark.slow
+def test_kafkas_own_dump_log_reads_a_change_block_as_partition_changes(tmp_path):
+    folder = need_kafka()
+    segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(export.export_batches(_blocked_log()))
+    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
+                          "--cluster-metadata-decoder", "--files", str(segment)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line]
+    changes = [p["data"] for p in payloads if p["type"] == "PARTITION_CHANGE_RECORD"]
+    assert [(c["partitionId"], c["leader"]) for c in changes] == [(p, p % 3) for p in range(40)]
+    assert "offset: 50 " in out.stdout and "isvalid: true" in out.stdout

@@ -5,7 +5,7 @@ from controller_helpers import controller, create, heartbeat
 from quorum.controller import api
 from quorum.controller.core import ControllerCore
 from quorum.controller.local import LocalController
-from quorum.controller.settings import ControllerSettings
+from quorum.controller.settings import MV_MAX, ControllerSettings
 from quorum.errors import Errors, SparkraftError
 from quorum.metadata.invariants import violations
 
@@ -579,7 +579,7 @@ def test_the_first_active_controller_writes_the_bootstrap_credentials_once():
                                           stored_key=cred.stored_key, server_key=cred.server_key, iterations=4096)
     c = LocalController(ControllerSettings(seed=1, bootstrap_records=(record,)))
     assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) == cred
-    assert c.core.image.features.metadata_version == 3  # the highest, as storage format's default
+    assert c.core.image.features.metadata_version == MV_MAX  # the highest, as storage format's default
     c.request(api.AlterUserScramCredentialsRequest(deletions=(api.ScramCredentialDeletion("admin", "SCRAM-SHA-256"),)))
     c.elect(c.epoch + 1)  # a later leader: the log is not empty, the bootstrap records are not written again
     assert c.core.image.scram.credential("admin", MECHANISMS["SCRAM-SHA-256"].code) is None

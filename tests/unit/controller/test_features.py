@@ -7,7 +7,7 @@ from controller_helpers import controller, create, register
 
 from quorum.controller import api
 from quorum.controller.local import LocalController
-from quorum.controller.settings import ControllerSettings
+from quorum.controller.settings import MV_MAX, ControllerSettings
 from quorum.errors import Errors
 from quorum.metadata.invariants import violations
 
@@ -26,11 +26,11 @@ def levels(c):
 def test_describe_lists_finalized_and_supported_levels():
     c, _ = controller(1)
     d = c.core.describe_features()
-    assert d.finalized == ((MV, 3),)
-    assert (MV, 1, 3) in d.supported and (ELR, 0, 1) in d.supported and ("kraft.version", 0, 1) in d.supported
+    assert d.finalized == ((MV, MV_MAX),)
+    assert (MV, 1, MV_MAX) in d.supported and (ELR, 0, 1) in d.supported and ("kraft.version", 0, 1) in d.supported
     assert d.epoch == c.core.last_committed_offset
     features(c, (ELR, 1))
-    assert c.core.describe_features().finalized == ((MV, 3), (ELR, 1))
+    assert c.core.describe_features().finalized == ((MV, MV_MAX), (ELR, 1))
 
 
 def test_an_upgrade_a_broker_cannot_follow_is_refused():
@@ -63,7 +63,7 @@ def test_dependencies_and_upgrade_types():
     assert r.error is Errors.INVALID_UPDATE_VERSION and "supports only versions 0-1" in r.message
     (r,) = features(c, (MV, 0), kind="UNSAFE_DOWNGRADE")
     assert r.error is Errors.INVALID_UPDATE_VERSION and "cannot be lower than 1" in r.message
-    (r,) = features(c, (MV, 4), kind="SAFE_DOWNGRADE")
+    (r,) = features(c, (MV, MV_MAX + 1), kind="SAFE_DOWNGRADE")
     assert r.error is Errors.INVALID_UPDATE_VERSION and "newer version" in r.message
     e = c.expect_error(api.UpdateFeaturesRequest(((MV, 2),), upgrade_type="SIDEWAYS"))
     assert e.error is Errors.INVALID_REQUEST
@@ -74,11 +74,11 @@ def test_a_safe_downgrade_loses_nothing_and_goes_through():
     c, _ = controller(3)
     create(c, "t", 2, 2)
     (r,) = features(c, (MV, 1), kind="SAFE_DOWNGRADE", dry=True)
-    assert r.error is Errors.NONE and levels(c) == {MV: 3}  # a dry run changes nothing
+    assert r.error is Errors.NONE and levels(c) == {MV: MV_MAX}  # a dry run changes nothing
     (r,) = features(c, (MV, 1), kind="SAFE_DOWNGRADE")
     assert (r.error, r.message) == (Errors.NONE, "") and levels(c) == {MV: 1}
-    (r,) = features(c, (MV, 3))
-    assert r.error is Errors.NONE and levels(c) == {MV: 3}
+    (r,) = features(c, (MV, MV_MAX))
+    assert r.error is Errors.NONE and levels(c) == {MV: MV_MAX}
 
 
 def test_an_unsafe_downgrade_is_refused_unless_asked_then_rewrites_and_says_what_it_dropped():
@@ -91,7 +91,7 @@ def test_an_unsafe_downgrade_is_refused_unless_asked_then_rewrites_and_says_what
     (r,) = features(c, (MV, 1), kind="SAFE_DOWNGRADE")
     assert r.error is Errors.INVALID_UPDATE_VERSION
     assert "might delete metadata information: 1 reassignment(s) in flight reverted" in r.message
-    assert c.core.image.topics is before and levels(c) == {MV: 3}
+    assert c.core.image.topics is before and levels(c) == {MV: MV_MAX}
     (r,) = features(c, (MV, 1), kind="UNSAFE_DOWNGRADE")
     assert r.error is Errors.NONE and r.message.startswith("dropped: 1 reassignment(s) in flight reverted")
     p = c.core.image.topics.topic_by_name("t").partitions[0]

@@ -17,6 +17,7 @@ from kio.index import load_request_schema
 
 from quorum.connection_limits import ConnectionLimits
 from quorum.controller import api
+from quorum.controller.settings import MV_MAX
 from quorum.errors import Errors
 from quorum.kafka import apis
 from quorum.kafka.apis import SUPPORTED
@@ -59,7 +60,7 @@ def sample(key: int, version: int) -> dict:
         51: {"deletions": [], "upsertions": []},
         35: {"topics": None},
         55: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
-        57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": 3, "upgrade_type": 1,
+        57: {"feature_updates": [{"feature": "metadata.version", "max_version_level": MV_MAX, "upgrade_type": 1,
                                   "allow_downgrade": False}], "validate_only": True, "timeout": 1000},
         # the data plane: refused (data_plane.py)
         0: {"transactional_id": None, "acks": -1, "timeout": 1000, "topic_data": [

@@ -33,6 +33,8 @@ KAFKA_API_KEYS = {
     "ZkMigrationStateRecord": 21,
     "BeginTransactionRecord": 23, "EndTransactionRecord": 24, "AbortTransactionRecord": 25,
 }
+# sparkraft's own record types, outside Kafka's ids (never sent to Kafka's brokers as they are)
+SPARKRAFT_TYPES = {"PartitionChangeBlockRecord": 0x7E01, "PartitionChangeBlockContinuationRecord": 0x7E02}
 
 SAMPLES = [
     broker(1, epoch=42, rack="rack-a"),
@@ -60,6 +62,9 @@ SAMPLES = [
     pb.EndTransactionRecord(),
     pb.AbortTransactionRecord(reason="controller failover"),
     pb.RemoveUserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_512),
+    pb.PartitionChangeBlockRecord(topic_ids=[uid(7)], topic_rows=[2], partition_ids=[0, 1], leaders=[1, -2],
+                                  isr=[0, -1], list_lengths=[2], list_ids=[1, 2]),
+    pb.PartitionChangeBlockContinuationRecord(),
 ]
 SCRAM = pb.UserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_256, salt=b"s" * 32,
                                      stored_key=b"k" * 32, server_key=b"v" * 32, iterations=8192)
@@ -67,9 +72,11 @@ SCRAM = pb.UserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.S
 
 def test_type_ids_are_kafkas_and_cover_every_record_message():
     messages = {name for name in pb.DESCRIPTOR.message_types_by_name if name.endswith("Record")}
-    assert messages == set(KAFKA_API_KEYS)
-    assert {t.message_class.DESCRIPTOR.name: int(t) for t in RecordType} == KAFKA_API_KEYS
-    assert {type(s).DESCRIPTOR.name for s in [*SAMPLES, SCRAM]} == set(KAFKA_API_KEYS)
+    every = {**KAFKA_API_KEYS, **SPARKRAFT_TYPES}
+    assert messages == set(every)
+    assert {t.message_class.DESCRIPTOR.name: int(t) for t in RecordType} == every
+    assert {type(s).DESCRIPTOR.name for s in [*SAMPLES, SCRAM]} == set(every)
+    assert max(KAFKA_API_KEYS.values()) < min(SPARKRAFT_TYPES.values())
 
 
 @pytest.mark.parametrize("message", [*SAMPLES, SCRAM], ids=lambda m: type(m).__name__)

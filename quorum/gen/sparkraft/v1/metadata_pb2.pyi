@@ -405,3 +405,35 @@ class AbortTransactionRecord(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class PartitionChangeBlockRecord(_message.Message):
+    __slots__ = ("topic_ids", "topic_rows", "partition_ids", "leaders", "isr", "replicas", "removing_replicas", "adding_replicas", "eligible_leader_replicas", "last_known_elr", "list_lengths", "list_ids")
+    TOPIC_IDS_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_ROWS_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEADERS_FIELD_NUMBER: _ClassVar[int]
+    ISR_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
+    LIST_LENGTHS_FIELD_NUMBER: _ClassVar[int]
+    LIST_IDS_FIELD_NUMBER: _ClassVar[int]
+    topic_ids: _containers.RepeatedScalarFieldContainer[str]
+    topic_rows: _containers.RepeatedScalarFieldContainer[int]
+    partition_ids: _containers.RepeatedScalarFieldContainer[int]
+    leaders: _containers.RepeatedScalarFieldContainer[int]
+    isr: _containers.RepeatedScalarFieldContainer[int]
+    replicas: _containers.RepeatedScalarFieldContainer[int]
+    removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+    adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+    eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
+    last_known_elr: _containers.RepeatedScalarFieldContainer[int]
+    list_lengths: _containers.RepeatedScalarFieldContainer[int]
+    list_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, topic_ids: _Optional[_Iterable[str]] = ..., topic_rows: _Optional[_Iterable[int]] = ..., partition_ids: _Optional[_Iterable[int]] = ..., leaders: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ..., list_lengths: _Optional[_Iterable[int]] = ..., list_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PartitionChangeBlockContinuationRecord(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -1,0 +1,250 @@
+"""Many partition changes as one record: how the controller writes a balance or a shutdown.
+
+A preferred-leader balance after a rolling restart at 2M partitions is about a million
+PartitionChangeRecords. One protobuf message per change, encoded once and decoded and merged in
+Python by every controller, broker and reader, is what made it take 100 s. A
+``PartitionChangeBlockRecord`` holds up to :data:`MAX_ROWS` of them in columns (packed ints that
+protobuf parses at C speed; the few distinct broker lists stored once) and its replay builds the
+new partitions in one pass (:func:`replay`).
+
+Offsets stay what they would be with one record per change: a block of n rows is followed in its
+batch by n - 1 ``PartitionChangeBlockContinuationRecord``\\ s (4 bytes each), and row i is the
+change at the block's offset + i. So a Kafka broker fetching the log, ``dump-log``, the
+lakehouse's tables and anything else that must see Kafka's per-partition records get exactly those,
+at the offsets Kafka would give them (:func:`unblocked`). Blocks need metadata.version 4
+(:data:`quorum.controller.settings.MV_CHANGE_BLOCKS`): a reader from before would skip them.
+
+The image after a block is the image after its rows one by one as PartitionChangeRecords; the
+simulation and tests/unit/metadata/test_change_block.py check it for random blocks.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from google.protobuf.message import Message
+
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.errors import ReplayError
+from quorum.metadata.records import HEADER, MetadataRecord, RecordType, decode_record, encode_record
+from quorum.metadata.topics import PartitionRegistration, TopicsDelta, broker_list
+
+PACK_MIN_ROWS = 32  # a shorter run of changes stays PartitionChangeRecords (the controller's default)
+MAX_ROWS = 1000  # rows of one block: it and its continuations must share a batch
+UNCHANGED_LEADER = -2  # Kafka's PartitionChangeRecord default: the leader stays
+UNCHANGED = -1  # a list column's "this row leaves the list as it is"
+
+# (the block's column, the PartitionChangeRecord field, the PartitionRegistration field), in the
+# order PartitionRegistration holds them
+LIST_COLUMNS = (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removing_replicas"),
+                ("adding_replicas", "adding_replicas"), ("eligible_leader_replicas", "eligible_leader_replicas"),
+                ("last_known_elr", "last_known_elr"))
+
+CONTINUATION = pb.PartitionChangeBlockContinuationRecord()  # shared: it has no fields
+CONTINUATION_BYTES = HEADER.pack(RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD, 0)
+BLOCK_PREFIX = HEADER.pack(RecordType.PARTITION_CHANGE_BLOCK_RECORD, 0)[:2]  # its type id
+_new_registration = tuple.__new__  # PartitionRegistration is a NamedTuple: build it without __new__'s overhead
+
+
+# -- writing ----------------------------------------------------------------------------------
+def pack(records: Sequence[Message], min_rows: int = PACK_MIN_ROWS, max_rows: int = MAX_ROWS) -> list[Message]:
+    """``records`` with every run of at least ``min_rows`` PartitionChangeRecords as blocks of at
+    most ``max_rows`` rows, each followed by its continuations (same offsets)."""
+    out: list[Message] = []
+    run: list[pb.PartitionChangeRecord] = []
+    for r in records:
+        if type(r) is pb.PartitionChangeRecord:
+            run.append(r)
+            continue
+        _pack_run(run, out, min_rows, max_rows)
+        run = []
+        out.append(r)
+    _pack_run(run, out, min_rows, max_rows)
+    return out
+
+
+def _pack_run(run: list[pb.PartitionChangeRecord], out: list[Message], min_rows: int, max_rows: int) -> None:
+    if len(run) < max(1, min_rows):
+        out.extend(run)
+        return
+    for start in range(0, len(run), max(1, max_rows)):
+        rows = run[start:start + max(1, max_rows)]
+        out.append(block_of(rows))
+        out.extend([CONTINUATION] * (len(rows) - 1))
+
+
+def block_of(changes: Sequence[pb.PartitionChangeRecord]) -> pb.PartitionChangeBlockRecord:
+    """One block holding ``changes`` in order (row i is ``changes[i]``)."""
+    lists: dict[tuple[int, ...], int] = {}
+    topic_ids: list[str] = []
+    topic_rows: list[int] = []
+    pids: list[int] = []
+    leaders: list[int] = []
+    columns: dict[str, list[int]] = {name: [] for name, _ in LIST_COLUMNS}
+    present: set[str] = set()
+    for c in changes:
+        if topic_ids and topic_ids[-1] == c.topic_id:
+            topic_rows[-1] += 1
+        else:
+            topic_ids.append(c.topic_id)
+            topic_rows.append(1)
+        pids.append(c.partition_id)
+        leaders.append(c.leader if c.HasField("leader") else UNCHANGED_LEADER)
+        for name, field in LIST_COLUMNS:
+            if c.HasField(field):
+                ids = tuple(getattr(c, field).ids)
+                index = lists.get(ids)
+                if index is None:
+                    index = lists[ids] = len(lists)
+                columns[name].append(index)
+                present.add(name)
+            else:
+                columns[name].append(UNCHANGED)
+    block = pb.PartitionChangeBlockRecord(topic_ids=topic_ids, topic_rows=topic_rows, partition_ids=pids,
+                                          list_lengths=[len(ids) for ids in lists],
+                                          list_ids=[b for ids in lists for b in ids])
+    if any(leader != UNCHANGED_LEADER for leader in leaders):
+        block.leaders.extend(leaders)
+    for name in present:
+        getattr(block, name).extend(columns[name])
+    return block
+
+
+# -- reading ----------------------------------------------------------------------------------
+class Columns:
+    """A block's columns as Python lists, checked: a column is one entry per row, or None when no
+    row changes its field; list columns hold broker lists (tuples) or None for "unchanged"."""
+
+    __slots__ = ("segments", "partition_ids", "leaders", "lists")
+
+    def __init__(self, block: pb.PartitionChangeBlockRecord) -> None:
+        rows = len(block.partition_ids)
+        if len(block.topic_ids) != len(block.topic_rows) or sum(block.topic_rows) != rows or \
+                any(n <= 0 for n in block.topic_rows):
+            raise ReplayError(f"a partition change block of {rows} rows has topic runs "
+                              f"{list(block.topic_rows)} for {len(block.topic_ids)} topics")
+        known: list[tuple[int, ...]] = []
+        ids, pos = list(block.list_ids), 0
+        for n in block.list_lengths:
+            if n < 0 or pos + n > len(ids):
+                raise ReplayError(f"a partition change block's broker lists run past its {len(ids)} ids")
+            known.append(broker_list(ids[pos:pos + n]))
+            pos += n
+        if pos != len(ids):
+            raise ReplayError(f"a partition change block has {len(ids) - pos} broker ids in no list")
+        self.segments = list(zip(block.topic_ids, block.topic_rows))
+        self.partition_ids = list(block.partition_ids)
+        self.leaders = _column(block.leaders, rows, "leaders")
+        if self.leaders is not None and any(leader < UNCHANGED_LEADER for leader in self.leaders):
+            raise ReplayError("a partition change block names a leader below -2")
+        self.lists: list[Optional[list]] = []
+        for name, _ in LIST_COLUMNS:
+            column = _column(getattr(block, name), rows, name)
+            if column is not None:
+                bad = [i for i in column if not UNCHANGED <= i < len(known)]
+                if bad:
+                    raise ReplayError(f"a partition change block's {name} names list {bad[0]}, which it does "
+                                      f"not have (it has {len(known)})")
+                column = [None if i == UNCHANGED else known[i] for i in column]
+            self.lists.append(column)
+
+    def changes(self) -> list[pb.PartitionChangeRecord]:
+        """The rows as the PartitionChangeRecords they stand for, in order."""
+        out = []
+        row = 0
+        for topic_id, n in self.segments:
+            for r in range(row, row + n):
+                c = pb.PartitionChangeRecord(partition_id=self.partition_ids[r], topic_id=topic_id)
+                if self.leaders is not None and self.leaders[r] != UNCHANGED_LEADER:
+                    c.leader = self.leaders[r]
+                for (_, field), column in zip(LIST_COLUMNS, self.lists):
+                    if column is not None and column[r] is not None:
+                        target = getattr(c, field)
+                        target.SetInParent()  # present even when empty: "now empty"
+                        target.ids.extend(column[r])
+                out.append(c)
+            row += n
+        return out
+
+
+def _column(values, rows: int, name: str) -> Optional[list[int]]:
+    if not values:
+        return None
+    if len(values) != rows:
+        raise ReplayError(f"a partition change block of {rows} rows has {len(values)} {name}")
+    return list(values)
+
+
+def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
+    """Apply every row of ``block`` to ``topics`` (as its rows would one by one, but in one pass).
+    ReplayError, with nothing changed, if the block is malformed or a row names no partition."""
+    cols = Columns(block)
+    pids, leaders, (replicas, isr, removing, adding, elr, last_known) = cols.partition_ids, cols.leaders, cols.lists
+    cls = PartitionRegistration
+    updates: dict[str, tuple[dict, dict]] = {}  # topic id -> (its delta's partitions, the new ones)
+    row = 0
+    for topic_id, n in cols.segments:
+        delta = topics._topic(topic_id, lambda: f"cannot change partitions {pids[row:row + n]}")
+        current = delta.partitions
+        base_get = delta.base.partitions.get if delta.base is not None else (lambda pid: None)
+        new = updates.setdefault(topic_id, (current, {}))[1]  # a topic may have several runs
+        for r in range(row, row + n):
+            pid = pids[r]
+            p = new.get(pid) or current.get(pid) or base_get(pid)
+            if p is None:
+                raise ReplayError(f"cannot change partition {pid} of topic {delta.name!r}: no such partition")
+            leader = UNCHANGED_LEADER if leaders is None else leaders[r]
+            new[pid] = _new_registration(cls, (
+                p[0] if replicas is None or replicas[r] is None else replicas[r],
+                p[1] if isr is None or isr[r] is None else isr[r],
+                p[2] if removing is None or removing[r] is None else removing[r],
+                p[3] if adding is None or adding[r] is None else adding[r],
+                p[4] if leader == UNCHANGED_LEADER else leader,
+                p[5] if leader == UNCHANGED_LEADER else p[5] + 1,
+                p[6] + 1,
+                p[7] if elr is None or elr[r] is None else elr[r],
+                p[8] if last_known is None or last_known[r] is None else last_known[r]))
+        row += n
+    for current, new in updates.values():
+        current.update(new)
+
+
+def touched(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int]]:
+    """(topic id, partition id) of every row."""
+    out = []
+    pids = list(block.partition_ids)
+    row = 0
+    for topic_id, n in zip(block.topic_ids, block.topic_rows):
+        out.extend((topic_id, pid) for pid in pids[row:row + n])
+        row += n
+    return out
+
+
+def leaders_and_moves(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int, int, bool]]:
+    """(topic id, partition id, new leader or UNCHANGED_LEADER, whether its replicas change) of
+    every row: what a broker's ISR expansion looks at, without building each change."""
+    keys = touched(block)
+    leaders = list(block.leaders) or [UNCHANGED_LEADER] * len(keys)
+    moves = [i != UNCHANGED for i in block.replicas] or [False] * len(keys)
+    return [(t, p, leader, moved) for (t, p), leader, moved in zip(keys, leaders, moves)]
+
+
+def unblocked(frames: Sequence[bytes]) -> Sequence[bytes]:
+    """A batch's record frames (all of them, in order) with each block and its continuations as the
+    frames of the PartitionChangeRecords they stand for, one per offset: what a reader that shows or
+    sends Kafka's records reads. Every other frame is left as it is (``frames`` itself if no block)."""
+    if not any(frame[:2] == BLOCK_PREFIX for frame in frames):
+        return frames
+    out = list(frames)
+    i = 0
+    while i < len(out):
+        if out[i][:2] != BLOCK_PREFIX:
+            i += 1
+            continue
+        record = decode_record(out[i])
+        changes = Columns(record.message).changes() if isinstance(record, MetadataRecord) else []
+        for k, c in enumerate(changes):  # a continuation missing (a broken batch): the rest stays
+            if i + k >= len(out) or (k and out[i + k] != CONTINUATION_BYTES):
+                break
+            out[i + k] = encode_record(c)
+        i += max(1, len(changes))
+    return out
