@@ -59,7 +59,7 @@ def run(names: list[str], args: argparse.Namespace) -> int:
         module = suite.load(name)
         progress.scope(name)
         work_dir = Path(tempfile.mkdtemp(prefix=f"sparkraft-bench-{name}-"))
-        ctx = suite.Context(quick=args.quick, progress=progress, work_dir=work_dir)
+        ctx = suite.Context(quick=args.quick, progress=progress, work_dir=work_dir, only_sizes=tuple(args.sizes or ()))
         progress.line(f"{module.TITLE} ({ctx.mode} mode); scratch space {work_dir}")
         started = time.monotonic()
         with progress.phase("machine facts"):
@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="'all', one or more benchmark names, 'list', or 'report [NAME...]'")
     parser.add_argument("--quick", action="store_true",
                         help="a pass of a few minutes (shorter phases, fewer repetitions)")
+    parser.add_argument("--sizes", type=lambda text: [int(n.replace("_", "")) for n in text.split(",")],
+                        metavar="N[,N...]", help="partition counts a sized benchmark runs instead of its own "
+                                                 "(for example --sizes 2_000_000 --results-dir DIR)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (storage, logs)")
     parser.add_argument("--results-dir", type=Path, help="where JSON results go (default bench/results)")

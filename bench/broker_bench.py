@@ -153,7 +153,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
 
 
 def run(ctx: Context) -> dict:
-    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    sizes = ctx.sizes(QUICK_SIZES, FULL_SIZES)
     results: dict = {"settings": {"missed_fraction": MISSED_FRACTION}, "sizes": [],
                      "systems": {"sparkraft": {"errors": []}}}
     for partitions in sizes:

@@ -245,7 +245,7 @@ def _one_size(size: int, ctx: Context) -> dict:
 
 
 def run(ctx: Context) -> dict:
-    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    sizes = ctx.sizes(QUICK_SIZES, FULL_SIZES)
     return {"sizes": [_one_size(size, ctx) for size in sizes], "goals_s": GOALS_S,
             "systems": {"sparkraft": {"errors": []}}}
 

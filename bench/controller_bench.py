@@ -333,7 +333,7 @@ def run_sizes(ctx: Context, sizes, one_size, results: dict) -> dict:
 
 
 def run(ctx: Context) -> dict:
-    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    sizes = ctx.sizes(QUICK_SIZES, FULL_SIZES)
     results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
                             "brokers": SIMULATED_BROKERS + len(PROCESS_BROKERS),
                             "session_timeout_ms": SESSION_TIMEOUT_MS},

@@ -352,7 +352,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
 
 
 def run(ctx: Context) -> dict:
-    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    sizes = ctx.sizes(QUICK_SIZES, FULL_SIZES)
     results = {"settings": {"partitions_per_topic": PARTITIONS_PER_TOPIC, "replication_factor": REPLICATION_FACTOR,
                             "brokers": 28 + len(PROCESS_BROKERS), "leader_imbalance_check_interval_s": 36000},
                "sizes": [], "systems": {"sparkraft": {"errors": []}}}

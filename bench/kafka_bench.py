@@ -336,7 +336,7 @@ def run(ctx: Context) -> dict:
     results = {"settings": {"connections": CONNECTIONS, "creates": CREATES,
                             "partitions_per_topic": PARTITIONS_PER_TOPIC},
                "sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    results = run_sizes(ctx, QUICK_SIZES if ctx.quick else FULL_SIZES, _one_size, results)
+    results = run_sizes(ctx, ctx.sizes(QUICK_SIZES, FULL_SIZES), _one_size, results)
     if not ctx.quick:
         try:
             results["in_process"] = _in_process_full_cluster(IN_PROCESS_FULL, ctx)

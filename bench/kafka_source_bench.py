@@ -367,7 +367,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
 def run(ctx: Context) -> dict:
     from bench.controller_bench import run_sizes
 
-    return run_sizes(ctx, QUICK_SIZES if ctx.quick else FULL_SIZES, _one_size, {})
+    return run_sizes(ctx, ctx.sizes(QUICK_SIZES, FULL_SIZES), _one_size, {})
 
 
 def report(document: dict) -> str:

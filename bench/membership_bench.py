@@ -173,7 +173,7 @@ def _one_size(partitions: int, ctx: Context) -> dict:
 
 
 def run(ctx: Context) -> dict:
-    sizes = QUICK_SIZES if ctx.quick else FULL_SIZES
+    sizes = ctx.sizes(QUICK_SIZES, FULL_SIZES)
     results = {"sizes": [], "systems": {"sparkraft": {"errors": []}}}
     return run_sizes(ctx, sizes, _one_size, results)
 

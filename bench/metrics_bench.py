@@ -199,7 +199,7 @@ def _writes_beside_scraping(ctx: Context) -> dict:
 def run(ctx: Context) -> dict:
     results: dict = {"sizes": [], "writes": None, "errors": [], "goals": {"scrape_ms": GOAL_SCRAPE_MS,
                                                                           "writes_cost": GOAL_WRITES_COST}}
-    for partitions in QUICK_SIZES if ctx.quick else FULL_SIZES:
+    for partitions in ctx.sizes(QUICK_SIZES, FULL_SIZES):
         try:
             results["sizes"].append(_scrape_at(partitions, ctx))
         except Exception as e:

@@ -71,7 +71,7 @@ def _one(partitions: int, ctx: Context) -> dict:
 
 def run(ctx: Context) -> dict:
     results: dict = {"sizes": [], "systems": {"sparkraft": {"errors": []}}}
-    for partitions in QUICK_SIZES if ctx.quick else FULL_SIZES:
+    for partitions in ctx.sizes(QUICK_SIZES, FULL_SIZES):
         try:
             results["sizes"].append(_one(partitions, ctx))
         except Exception as e:

@@ -50,10 +50,15 @@ class Context:
     quick: bool
     progress: Progress
     work_dir: Path  # scratch space (cluster storage, process logs); removed after a good run
+    only_sizes: tuple[int, ...] = ()  # --sizes: the sizes a sized benchmark runs instead of its own
 
     @property
     def mode(self) -> str:
         return "quick" if self.quick else "full"
+
+    def sizes(self, quick: tuple[int, ...], full: tuple[int, ...]) -> tuple[int, ...]:
+        """The sizes (partitions) to run: ``--sizes`` if given, else the mode's."""
+        return self.only_sizes or (quick if self.quick else full)
 
 
 def load(name: str) -> ModuleType:

@@ -43,6 +43,7 @@ from quorum.errors import SparkraftError
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
+from quorum.metadata import change_block
 from quorum.metadata.records import AnyRecord, decode_record
 from quorum.rpc.log_reader import LogRecord, MetadataLogReader, SnapshotRequired
 from quorum.security.client import ClientSecurity
@@ -268,6 +269,7 @@ class BrokerMetadataClient:
         ones stop at a stop, within STOP_CHECK_RECORDS: what is left is fetched after a restart."""
         applied: list[tuple[int, AnyRecord]] = []
         started = time.monotonic()
+        continuation = change_block.CONTINUATION_BYTES
         with self._lock:
             done = 0
             for r in records:
@@ -275,7 +277,9 @@ class BrokerMetadataClient:
                     break
                 if r.offset != self._next_offset:
                     raise ReplayError(f"record at offset {r.offset} after {self._next_offset - 1}")
-                if not r.control:
+                if r.data == continuation and not r.control:  # its block, before it, applied it
+                    self._loader.advance(r.offset, r.epoch)
+                elif not r.control:
                     record = decode_record(r.data)
                     self._loader.replay(record, r.offset, r.epoch)
                     applied.append((r.offset, record))

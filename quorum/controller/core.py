@@ -275,9 +275,12 @@ class ControllerCore:
 
     def _replay_skipped(self) -> None:
         """Decode the records _replay_own kept aside (before anything else is replayed)."""
+        continuation = change_block.CONTINUATION_BYTES
         for batch, first in self._skipped:
             for i in range(first, len(batch.records)):
-                self.loader.replay(decode_record(batch.records[i]), batch.base_offset + i, batch.epoch)
+                if batch.records[i] != continuation:  # its block applied it
+                    self.loader.replay(decode_record(batch.records[i]), batch.base_offset + i, batch.epoch)
+            self.loader.advance(batch.last_offset, batch.epoch)
         self._skipped.clear()
         self.loader.flush()
 
@@ -286,11 +289,15 @@ class ControllerCore:
             self._replay_skipped()
         follow = not self.is_active  # the index follows the committed image only on a standby
         parts, topics = self._acc_parts, self._acc_topics
+        continuation = change_block.CONTINUATION_BYTES
         for i, raw in enumerate(batch.records):
+            if raw == continuation:  # its block applied it
+                continue
             record = decode_record(raw)
             if follow and isinstance(record, MetadataRecord):
                 _note(record.message, parts, topics)
             self.loader.replay(record, batch.base_offset + i, batch.epoch)
+        self.loader.advance(batch.last_offset, batch.epoch)
         self.loader.flush()
         if follow:
             self._sync_index()
@@ -486,8 +493,9 @@ class ControllerCore:
         delta = MetadataDelta(self._spec)
         parts: set = set()
         topics: set = set()
+        continuation = change_block.CONTINUATION
         for r in records:
-            if isinstance(r, _MARKERS):
+            if r is continuation or isinstance(r, _MARKERS):  # a block's row, applied with the block
                 continue
             delta.replay(r)
             _note(r, parts, topics)

@@ -69,6 +69,15 @@ def elect_leader(p: PartitionRegistration, replicas: Sequence[int], isr: Sequenc
     return NO_LEADER, False
 
 
+def preferred_leader_only(p: PartitionRegistration, elr: Optional[Elr]) -> bool:
+    """Is a PREFERRED election of ``p``, whose first replica is in the ISR and may lead, exactly
+    "the first replica leads" (the record ``change`` writes: the leader, nothing else)? So when no
+    reassignment is in flight (it could complete) and there is no ELR to keep or clear. A balance
+    elects a million partitions this way at 2M, without the general path's work for each."""
+    return (not p.adding_replicas and not p.removing_replicas and not p.elr and not p.last_known_elr
+            and (elr is None or len(p.isr) >= elr.min_isr))
+
+
 def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptable: Callable[[int], bool],
            target_isr: Optional[Sequence[int]] = None, target_replicas: Optional[Sequence[int]] = None,
            election: Election = Election.ANY, target_adding: Optional[Sequence[int]] = None,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, configs_control, levels
-from quorum.controller.partition_change import Election, Elr, change
+from quorum.controller.partition_change import Election, Elr, change, preferred_leader_only
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -310,9 +310,12 @@ def _elect_one(ctx: "ControllerContext", topic_id: str, pid: int, p: PartitionRe
         preferred = p.replicas[0]
         if p.leader == preferred:
             return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
-        eligible = preferred in p.isr or (elr is not None and not p.isr and preferred in p.elr)
+        in_isr = preferred in p.isr
+        eligible = in_isr or (elr is not None and not p.isr and preferred in p.elr)
         if not (eligible and ctx.acceptable(preferred)):
             return Errors.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available.", None
+        if in_isr and preferred_leader_only(p, elr):
+            return Errors.NONE, "", pb.PartitionChangeRecord(partition_id=pid, topic_id=topic_id, leader=preferred)
     elif p.leader != NO_LEADER:
         return Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition.", None
     record = change(topic_id, pid, p, ctx.acceptable, election=election, elr=elr)
@@ -415,6 +418,11 @@ def balance_leaders(ctx: "ControllerContext", limit: int) -> tuple[list[pb.Parti
                 topic_id, partition_of, elr = tid, by_id[tid].partitions.getter(), policies.elr(tid)
             p = partition_of(pid)
             if broker not in p.isr:
+                continue
+            if preferred_leader_only(p, elr):  # (broker, its first replica, may lead: checked above)
+                records.append(pb.PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker))
+                if len(records) >= limit:
+                    return records, True
                 continue
             record = change(tid, pid, p, ctx.acceptable, election=Election.PREFERRED, elr=elr)
             if record is not None:

@@ -74,38 +74,45 @@ def _pack_run(run: list[pb.PartitionChangeRecord], out: list[Message], min_rows:
 
 def block_of(changes: Sequence[pb.PartitionChangeRecord]) -> pb.PartitionChangeBlockRecord:
     """One block holding ``changes`` in order (row i is ``changes[i]``)."""
+    rows = len(changes)
     lists: dict[tuple[int, ...], int] = {}
     topic_ids: list[str] = []
     topic_rows: list[int] = []
-    pids: list[int] = []
-    leaders: list[int] = []
-    columns: dict[str, list[int]] = {name: [] for name, _ in LIST_COLUMNS}
-    present: set[str] = set()
-    for c in changes:
-        if topic_ids and topic_ids[-1] == c.topic_id:
-            topic_rows[-1] += 1
-        else:
-            topic_ids.append(c.topic_id)
-            topic_rows.append(1)
-        pids.append(c.partition_id)
-        leaders.append(c.leader if c.HasField("leader") else UNCHANGED_LEADER)
-        for name, field in LIST_COLUMNS:
-            if c.HasField(field):
-                ids = tuple(getattr(c, field).ids)
+    pids = [0] * rows
+    leaders = [UNCHANGED_LEADER] * rows
+    columns: dict[str, list[int]] = {}  # only the columns some row sets
+    for r, c in enumerate(changes):
+        # ListFields: the fields present, in one call (a change sets few: an election only its leader)
+        for field, value in c.ListFields():
+            name = field.name
+            if name == "topic_id":
+                if topic_ids and topic_ids[-1] == value:
+                    topic_rows[-1] += 1
+                else:
+                    topic_ids.append(value)
+                    topic_rows.append(1)
+            elif name == "partition_id":
+                pids[r] = value
+            elif name == "leader":
+                leaders[r] = value
+            else:
+                ids = tuple(value.ids)
                 index = lists.get(ids)
                 if index is None:
                     index = lists[ids] = len(lists)
-                columns[name].append(index)
-                present.add(name)
-            else:
-                columns[name].append(UNCHANGED)
+                column = columns.get(name)
+                if column is None:
+                    column = columns[name] = [UNCHANGED] * rows
+                column[r] = index
+    if sum(topic_rows) != rows:  # a change without a topic id (never written by the controller)
+        raise ValueError("every partition change of a block needs its topic id")
     block = pb.PartitionChangeBlockRecord(topic_ids=topic_ids, topic_rows=topic_rows, partition_ids=pids,
                                           list_lengths=[len(ids) for ids in lists],
                                           list_ids=[b for ids in lists for b in ids])
     if any(leader != UNCHANGED_LEADER for leader in leaders):
         block.leaders.extend(leaders)
-    for name in present:
-        getattr(block, name).extend(columns[name])
+    for name, column in columns.items():
+        getattr(block, name).extend(column)
     return block
 
 
@@ -185,7 +192,7 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
     for topic_id, n in cols.segments:
         delta = topics._topic(topic_id, lambda: f"cannot change partitions {pids[row:row + n]}")
         current = delta.partitions
-        base_get = delta.base.partitions.get if delta.base is not None else (lambda pid: None)
+        base_get = delta.base.partitions.getter() if delta.base is not None else (lambda pid: None)
         new = updates.setdefault(topic_id, (current, {}))[1]  # a topic may have several runs
         for r in range(row, row + n):
             pid = pids[r]

@@ -73,6 +73,13 @@ class MetadataLoader:
             self._transaction_start = None
         self._last_offset, self._last_epoch = offset, epoch
 
+    def advance(self, offset: int, epoch: int) -> None:
+        """Records up to ``offset`` that change nothing were replayed: a partition change block's
+        continuations (their block, before them in the batch, applied every row), which the hot
+        replay loops skip rather than decode."""
+        if offset > self._last_offset:
+            self._last_offset, self._last_epoch = offset, epoch
+
     def flush(self) -> MetadataImage:
         """Publish every record replayed so far unless a transaction is open; the latest image."""
         if not self.in_transaction:

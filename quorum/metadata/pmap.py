@@ -112,6 +112,20 @@ class PMap(Mapping[K, V], Generic[K, V]):
     def evolver(self) -> Evolver[K, V]:
         return Evolver(self)
 
+    def updated(self, changes: Mapping[K, V]) -> PMap[K, V]:
+        """This map with ``changes`` set: a map held in one leaf that stays one is copied and
+        updated as a dict (a balance changes half of every topic's partitions: a dict copy of a
+        hundred entries beats fifty evolver writes)."""
+        root = self._root
+        if type(root) is dict and len(root) + len(changes) <= LEAF_MAX:
+            new = root.copy()
+            new.update(changes)
+            return PMap(new, len(new))
+        ev = Evolver(self)
+        for key, value in changes.items():
+            ev[key] = value
+        return ev.finish()
+
     def set(self, key: K, value: V) -> PMap[K, V]:
         ev = Evolver(self)
         ev[key] = value

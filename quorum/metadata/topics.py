@@ -166,10 +166,7 @@ class TopicDelta:
             return self.base
         if self.base is None:  # a new topic: build its map in one go
             return TopicImage(self.name, self.topic_id, PMap.from_dict(self.partitions))
-        ev = self.base.partitions.evolver()
-        for partition_id, registration in self.partitions.items():
-            ev[partition_id] = registration
-        return TopicImage(self.name, self.topic_id, ev.finish())
+        return TopicImage(self.name, self.topic_id, self.base.partitions.updated(self.partitions))
 
 
 class TopicsDelta:

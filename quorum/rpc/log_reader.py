@@ -277,7 +277,11 @@ class MetadataLogReader(LeaderFollowingClient):
 def replay(loader: MetadataLoader, records) -> MetadataImage:
     """Replay committed LogRecords (control records skipped) into ``loader``; its latest image."""
     for record in records:
-        if not record.control:
+        if record.control:
+            continue
+        if record.data == change_block.CONTINUATION_BYTES:  # its block, before it, applied it
+            loader.advance(record.offset, record.epoch)
+        else:
             loader.replay(decode_record(record.data), record.offset, record.epoch)
     return loader.flush()
 

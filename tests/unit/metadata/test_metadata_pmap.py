@@ -100,3 +100,13 @@ def test_more_colliding_keys_than_a_leaf_holds():
     assert len(m) == 3 * LEAF_MAX and all(m[Colliding(i)] == i for i in range(3 * LEAF_MAX))
     smaller = m.discard(Colliding(5))
     assert Colliding(5) not in smaller and Colliding(5) in m and len(smaller) == 3 * LEAF_MAX - 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(keys, st.integers(), max_size=300), st.dictionaries(keys, st.integers(), max_size=200))
+def test_updated_is_the_map_with_the_changes_and_leaves_the_original(base, changes):
+    pmap = PMap.from_items(base)
+    new = pmap.updated(changes)
+    assert dict(new.items()) == {**base, **changes} and len(new) == len({**base, **changes})
+    assert dict(pmap.items()) == base  # untouched
+    assert new.updated({}) == new

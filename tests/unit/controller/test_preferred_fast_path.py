@@ -1,0 +1,48 @@
+"""The preferred election's short path writes exactly what the general one (``change``) writes."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quorum.controller.partition_change import Election, Elr, change, preferred_leader_only
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.topics import PartitionRegistration
+
+TOPIC = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+@st.composite
+def partitions(draw) -> PartitionRegistration:
+    replicas = tuple(draw(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True)))
+    isr = tuple(b for b in replicas if draw(st.booleans()))
+    rest = [b for b in replicas if b not in isr]
+    moving = draw(st.integers(0, 3)) == 0 and len(replicas) > 1
+    elr = tuple(b for b in rest if draw(st.booleans()))
+    return PartitionRegistration(
+        replicas, isr, removing_replicas=replicas[-1:] if moving else (),
+        adding_replicas=replicas[:1] if moving and draw(st.booleans()) else (),
+        leader=draw(st.sampled_from((-1, *replicas))), leader_epoch=3, partition_epoch=7,
+        elr=elr if draw(st.booleans()) else (),
+        last_known_elr=tuple(b for b in rest if b not in elr) if draw(st.integers(0, 3)) == 0 else ())
+
+
+@settings(max_examples=2000, deadline=None)
+@given(partitions(), st.one_of(st.none(), st.builds(Elr, st.integers(1, 4))), st.sets(st.integers(0, 5)))
+def test_the_short_path_is_the_general_one_where_it_applies(p, elr, fenced):
+    preferred = p.replicas[0]
+
+    def acceptable(b: int) -> bool:
+        return b not in fenced
+
+    if p.leader == preferred or preferred not in p.isr or not acceptable(preferred) or not preferred_leader_only(p, elr):
+        return  # the general path's case
+    general = change(TOPIC, 4, p, acceptable, election=Election.PREFERRED, elr=elr)
+    assert general == pb.PartitionChangeRecord(partition_id=4, topic_id=TOPIC, leader=preferred)
+
+
+def test_it_leaves_a_reassignment_or_an_elr_to_the_general_path():
+    base = PartitionRegistration((1, 2, 3), (1, 2, 3), leader=2)
+    assert preferred_leader_only(base, None) and preferred_leader_only(base, Elr(2))
+    assert not preferred_leader_only(base._replace(adding_replicas=(1,), removing_replicas=(3,)), None)
+    assert not preferred_leader_only(base._replace(isr=(1,), elr=(2,)), Elr(2))
+    assert not preferred_leader_only(base._replace(isr=(1, 2)), Elr(3))  # below min ISR: the ELR may change
