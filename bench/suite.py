@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, str] = {
     "heartbeats": "bench.heartbeats_bench",
     "overload": "bench.overload_bench",
     "day2": "bench.day2_bench",
+    "elections": "bench.elections_bench",
     "restore": "bench.restore_bench",
     "history": "bench.history_bench",
     "cluster": "bench.cluster_bench",

@@ -21,6 +21,11 @@ from quorum.metadata.topics import NO_LEADER, PartitionRegistration
 Masks = dict[str, int]  # topic id -> bit mask of partition ids
 
 
+def bits(mask: int) -> Iterator[int]:
+    """The partition ids of ``mask``, lowest first."""
+    return _bits(mask)
+
+
 def _bits(mask: int) -> Iterator[int]:
     while mask:
         low = mask & -mask
@@ -104,6 +109,18 @@ class PartitionIndex:
 
     def imbalanced_partitions(self, preferred: int) -> list[tuple[str, int]]:
         return [(tid, pid) for tid, m in self.imbalanced.get(preferred, {}).items() for pid in _bits(m)]
+
+    def imbalanced_by_topic(self) -> dict[str, int]:
+        """Topic id -> the mask of its partitions not led by their preferred replica."""
+        out: dict[str, int] = {}
+        for masks in self.imbalanced.values():
+            for tid, m in masks.items():
+                out[tid] = out.get(tid, 0) | m
+        return out
+
+    def leaderless_by_topic(self) -> dict[str, int]:
+        """Topic id -> the mask of its partitions without a leader."""
+        return dict(self.leaderless)
 
     def all_imbalanced(self) -> list[tuple[str, int]]:
         """Every partition not led by its preferred replica (leaderless ones included)."""
@@ -271,6 +288,7 @@ class PartitionIndex:
                 continue
             old_p = ot.partitions.getter() if ot is not None else _absent
             new_p = nt.partitions.getter() if nt is not None else _absent
+            moves = _MaskMoves()
             for pid in pids:
                 p, q = old_p(pid), new_p(pid)
                 if p is q or p == q:
@@ -279,8 +297,20 @@ class PartitionIndex:
                     self._add(tid, pid, q)
                 elif q is None:
                     self._remove(tid, pid, p)
-                else:
+                elif not moves.add(pid, p, q):
                     self._change(tid, pid, p, q)
+            if moves:
+                self._move_masks(tid, moves)
+
+    def _move_masks(self, tid: str, moves: "_MaskMoves") -> None:
+        """A topic's changes gathered by ``_MaskMoves``: every clear, then every set."""
+        for side, apply in ((moves.clear, _clear), (moves.set, _set)):
+            for table, masks in side.items():
+                target = getattr(self, table)
+                for key, mask in masks.items():
+                    apply(target, key, tid, mask)
+        self.imbalanced_total += moves.imbalanced
+        self.short_isr_total += moves.short_isr
 
     def snapshot(self) -> tuple:
         """A comparable copy (for tests)."""
@@ -288,3 +318,78 @@ class PartitionIndex:
                 dict(self.leaderless), dict(self.preferred), {b: dict(m) for b, m in self.imbalanced.items()},
                 {b: dict(m) for b, m in self.elr.items()}, {n: dict(m) for n, m in self.short_isr.items()},
                 self.leaderless_count, self.imbalanced_total, self.short_isr_total)
+
+
+class _MaskMoves:
+    """One topic's partition changes that kept the replicas and the ELR and had a leader before and
+    after (what a balance, a controlled shutdown, a fencing or an ISR expansion does to nearly all
+    of them: the leader moves, the ISR loses or gains a broker): their index bits, gathered as a
+    mask per (table, key) so that the index is touched once per broker, not once per partition.
+    Within one change a bit is only ever cleared and then set under the same key, so applying every
+    clear before every set is the order ``_change`` would have used."""
+
+    __slots__ = ("clear", "set", "imbalanced", "short_isr")
+
+    def __init__(self) -> None:
+        # "isr" / "leads" / "imbalanced" / "short_isr" -> key (a broker, or an ISR size) -> mask
+        self.clear: dict[str, dict[int, int]] = {}
+        self.set: dict[str, dict[int, int]] = {}
+        self.imbalanced = 0  # change of the index's counts
+        self.short_isr = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.clear or self.set)
+
+    @staticmethod
+    def _mark(side: dict[str, dict[int, int]], table: str, key: int, bit: int) -> None:
+        masks = side.get(table)
+        if masks is None:
+            masks = side[table] = {}
+        masks[key] = masks.get(key, 0) | bit
+
+    def add(self, pid: int, p: PartitionRegistration, q: PartitionRegistration) -> bool:
+        """Take the change from ``p`` to ``q`` if it is of this kind (False: it is not)."""
+        if p.leader == NO_LEADER or q.leader == NO_LEADER or p.replicas != q.replicas or p.elr != q.elr:
+            return False
+        bit = 1 << pid
+        mark = self._mark
+        if p.isr is q.isr and p.leader != q.leader:  # (lists are interned) a leader move alone: inline
+            clear, set_ = self.clear, self.set
+            leads_off = clear.get("leads") or clear.setdefault("leads", {})
+            leads_on = set_.get("leads") or set_.setdefault("leads", {})
+            leads_off[p.leader] = leads_off.get(p.leader, 0) | bit
+            leads_on[q.leader] = leads_on.get(q.leader, 0) | bit
+            preferred = q.replicas[0]
+            if p.leader == preferred:
+                mark(set_, "imbalanced", preferred, bit)
+                self.imbalanced += 1
+            elif q.leader == preferred:
+                mark(clear, "imbalanced", preferred, bit)
+                self.imbalanced -= 1
+            return True
+        if p.isr != q.isr:
+            for b in p.isr:
+                if b not in q.isr:
+                    mark(self.clear, "isr", b, bit)
+            for b in q.isr:
+                if b not in p.isr:
+                    mark(self.set, "isr", b, bit)
+            size = len(q.replicas)
+            if len(p.isr) != len(q.isr):
+                if len(p.isr) < size:
+                    mark(self.clear, "short_isr", len(p.isr), bit)
+                    self.short_isr -= 1
+                if len(q.isr) < size:
+                    mark(self.set, "short_isr", len(q.isr), bit)
+                    self.short_isr += 1
+        if p.leader != q.leader:
+            mark(self.clear, "leads", p.leader, bit)
+            mark(self.set, "leads", q.leader, bit)
+            preferred = q.replicas[0]
+            if p.leader == preferred:
+                mark(self.set, "imbalanced", preferred, bit)
+                self.imbalanced += 1
+            elif q.leader == preferred:
+                mark(self.clear, "imbalanced", preferred, bit)
+                self.imbalanced -= 1
+        return True

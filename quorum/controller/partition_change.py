@@ -78,6 +78,39 @@ def preferred_leader_only(p: PartitionRegistration, elr: Optional[Elr]) -> bool:
             and (elr is None or len(p.isr) >= elr.min_isr))
 
 
+GENERAL = object()  # shrink_isr's "not this kind of change: take the general path"
+
+
+def shrink_isr(topic_id: str, partition_id: int, p: PartitionRegistration, target_isr: Sequence[int],
+               acceptable: Callable[[int], bool], elr: Optional[Elr]):
+    """The record ``change`` writes for brokers leaving ``p``'s ISR (``target_isr``, a non-empty
+    subset of it) with an ANY or UNCLEAN election, or ``GENERAL`` where that takes more than "the
+    ISR shrinks, the leader stays if it still may lead, else the first replica in the ISR that may":
+    a reassignment in flight, an ELR to keep or work out, or no member left to lead. What fencing or
+    a controlled shutdown does to 200,000 partitions at 2M, without the general path's work."""
+    if (not target_isr or p.adding_replicas or p.removing_replicas or p.elr or p.last_known_elr
+            or (elr is not None and len(target_isr) < elr.min_isr)):
+        return GENERAL
+    isr = tuple(target_isr)
+    leader = p.leader
+    if leader == NO_LEADER or leader not in isr or not acceptable(leader):
+        for b in p.replicas:
+            if b in isr and acceptable(b):
+                leader = b
+                break
+        else:
+            return GENERAL
+    if leader == p.leader and isr == p.isr:
+        return None
+    record = pb.PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
+    if leader != p.leader:
+        record.leader = leader
+    if isr != p.isr:
+        record.isr.SetInParent()
+        record.isr.ids.extend(isr)
+    return record
+
+
 def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptable: Callable[[int], bool],
            target_isr: Optional[Sequence[int]] = None, target_replicas: Optional[Sequence[int]] = None,
            election: Election = Election.ANY, target_adding: Optional[Sequence[int]] = None,

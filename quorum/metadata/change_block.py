@@ -19,6 +19,7 @@ simulation and tests/unit/metadata/test_change_block.py check it for random bloc
 """
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Optional, Sequence
 
 from google.protobuf.message import Message
@@ -187,6 +188,8 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
     cols = Columns(block)
     pids, leaders, (replicas, isr, removing, adding, elr, last_known) = cols.partition_ids, cols.leaders, cols.lists
     cls = PartitionRegistration
+    leaders_only = (leaders is not None and all(column is None for column in cols.lists)
+                    and UNCHANGED_LEADER not in leaders)
     updates: dict[str, tuple[dict, dict]] = {}  # topic id -> (its delta's partitions, the new ones)
     row = 0
     for topic_id, n in cols.segments:
@@ -194,6 +197,15 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
         current = delta.partitions
         base_get = delta.base.partitions.getter() if delta.base is not None else (lambda pid: None)
         new = updates.setdefault(topic_id, (current, {}))[1]  # a topic may have several runs
+        if leaders_only:  # an election block: every row moves the leader, nothing else (one lean loop)
+            for r in range(row, row + n):
+                pid = pids[r]
+                p = new.get(pid) or current.get(pid) or base_get(pid)
+                if p is None:
+                    raise ReplayError(f"cannot change partition {pid} of topic {delta.name!r}: no such partition")
+                new[pid] = _new_registration(cls, (p[0], p[1], p[2], p[3], leaders[r], p[5] + 1, p[6] + 1, p[7], p[8]))
+            row += n
+            continue
         for r in range(row, row + n):
             pid = pids[r]
             p = new.get(pid) or current.get(pid) or base_get(pid)
@@ -217,11 +229,11 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
 
 def touched(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int]]:
     """(topic id, partition id) of every row."""
-    out = []
+    out: list[tuple[str, int]] = []
     pids = list(block.partition_ids)
     row = 0
     for topic_id, n in zip(block.topic_ids, block.topic_rows):
-        out.extend((topic_id, pid) for pid in pids[row:row + n])
+        out.extend(zip(repeat(topic_id, n), pids[row:row + n]))
         row += n
     return out
 

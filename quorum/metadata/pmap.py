@@ -117,10 +117,11 @@ class PMap(Mapping[K, V], Generic[K, V]):
         updated as a dict (a balance changes half of every topic's partitions: a dict copy of a
         hundred entries beats fifty evolver writes)."""
         root = self._root
-        if type(root) is dict and len(root) + len(changes) <= LEAF_MAX:
+        if type(root) is dict:
             new = root.copy()
             new.update(changes)
-            return PMap(new, len(new))
+            if len(new) <= LEAF_MAX:
+                return PMap(new, len(new))
         ev = Evolver(self)
         for key, value in changes.items():
             ev[key] = value

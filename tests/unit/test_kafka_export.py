@@ -85,27 +85,33 @@ def test_batches_keep_sparkraft_offsets_epochs_and_times():
     assert voters.data["voters"][0]["endpoints"] == [{"name": "CONTROLLER", "host": "h", "port": 9093}]
 
 
-@pytest.mark.slow
-def test_kafkas_own_dump_log_reads_the_exported_log(tmp_path):
+def _kafka_dump_log(tmp_path, log: bytes) -> tuple[list[dict], str]:
+    """Kafka's own DumpLogSegments over ``log`` as an exported segment: the payloads, and its output."""
     folder = need_kafka()
     segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
     segment.parent.mkdir()
-    segment.write_bytes(export.export_batches(_log()))
+    segment.write_bytes(export.export_batches(log))
     out = subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
                           "--cluster-metadata-decoder", "--files", str(segment)], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line]
+    return ([json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line],
+            out.stdout)
+
+
+@pytest.mark.slow
+def test_kafkas_own_dump_log_reads_the_exported_log(tmp_path):
+    payloads, stdout = _kafka_dump_log(tmp_path, _log())
     assert [p["type"] for p in payloads] == ["REGISTER_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD",
                                              "PARTITION_CHANGE_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD",
                                              "FEATURE_LEVEL_RECORD", "CONFIG_RECORD"]
     assert payloads[2]["data"]["isr"] == [1, 2]
     assert payloads[5]["data"]["featureLevel"] == export.KAFKA_METADATA_VERSION
-    assert '"leaderId":1,"voters":[{"voterId":1}]' in out.stdout  # LeaderChange
-    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in out.stdout
+    assert '"leaderId":1,"voters":[{"voterId":1}]' in stdout  # LeaderChange
+    assert 'KRaftVersion {"version":0,"kRaftVersion":1}' in stdout
     assert '"voterDirectoryId":"Uvwkq7q1T9Cb96OVaGex7A","endpoints":[{"name":"CONTROLLER","host":"h","port":9093}]' \
-        in out.stdout  # KRaftVoters
-    assert out.stdout.count("isvalid: true") == 3 and "isvalid: false" not in out.stdout  # every CRC-32C holds
+        in stdout  # KRaftVoters
+    assert stdout.count("isvalid: true") == 3 and "isvalid: false" not in stdout  # every CRC-32C holds
 
 
 def test_the_export_cache_gives_the_same_bytes_and_exports_each_batch_once():
@@ -150,15 +156,7 @@ def test_a_change_block_goes_to_kafka_as_one_partition_change_per_offset():
 
 @pytest.mark.slow
 def test_kafkas_own_dump_log_reads_a_change_block_as_partition_changes(tmp_path):
-    folder = need_kafka()
-    segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
-    segment.parent.mkdir()
-    segment.write_bytes(export.export_batches(_blocked_log()))
-    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
-                          "--cluster-metadata-decoder", "--files", str(segment)], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    payloads = [json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line]
+    payloads, stdout = _kafka_dump_log(tmp_path, _blocked_log())
     changes = [p["data"] for p in payloads if p["type"] == "PARTITION_CHANGE_RECORD"]
     assert [(c["partitionId"], c["leader"]) for c in changes] == [(p, p % 3) for p in range(40)]
-    assert "offset: 50 " in out.stdout and "isvalid: true" in out.stdout
+    assert "offset: 50 " in stdout and "isvalid: true" in stdout

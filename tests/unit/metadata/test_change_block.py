@@ -60,6 +60,19 @@ def test_a_block_applies_as_its_rows_one_by_one(changes):
 
 
 @settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, TOPICS), st.integers(0, PARTITIONS - 1), st.integers(-1, 6)),
+                min_size=1, max_size=60))
+def test_an_election_block_applies_as_its_rows_one_by_one(elections):
+    """(a block whose rows only move leaders takes a shorter path)"""
+    image = base_image()
+    changes = [pb.PartitionChangeRecord(topic_id=uid(t), partition_id=p, leader=leader) for t, p, leader in elections]
+    block = change_block.block_of(changes)
+    assert not block.isr and len(block.leaders) == len(changes)
+    via_block = replay(image, [block] + [change_block.CONTINUATION] * (len(changes) - 1))
+    assert via_block.topics == one_by_one(image, changes).topics
+
+
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(a_change(), st.just(pb.NoOpRecord())), max_size=200))
 def test_pack_keeps_every_offset_and_each_change(records):
     packed = change_block.pack(records)

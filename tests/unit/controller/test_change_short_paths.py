@@ -1,10 +1,11 @@
-"""The preferred election's short path writes exactly what the general one (``change``) writes."""
+"""The short paths of a preferred election and of an ISR shrink write exactly what the general one
+(``change``) writes where they apply."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quorum.controller.partition_change import Election, Elr, change, preferred_leader_only
+from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.topics import PartitionRegistration
 
@@ -26,7 +27,7 @@ def partitions(draw) -> PartitionRegistration:
         last_known_elr=tuple(b for b in rest if b not in elr) if draw(st.integers(0, 3)) == 0 else ())
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(partitions(), st.one_of(st.none(), st.builds(Elr, st.integers(1, 4))), st.sets(st.integers(0, 5)))
 def test_the_short_path_is_the_general_one_where_it_applies(p, elr, fenced):
     preferred = p.replicas[0]
@@ -46,3 +47,28 @@ def test_it_leaves_a_reassignment_or_an_elr_to_the_general_path():
     assert not preferred_leader_only(base._replace(adding_replicas=(1,), removing_replicas=(3,)), None)
     assert not preferred_leader_only(base._replace(isr=(1,), elr=(2,)), Elr(2))
     assert not preferred_leader_only(base._replace(isr=(1, 2)), Elr(3))  # below min ISR: the ELR may change
+
+
+@settings(max_examples=1000, deadline=None)
+@given(partitions(), st.one_of(st.none(), st.builds(Elr, st.integers(1, 4))), st.sets(st.integers(0, 5)),
+       st.sets(st.integers(0, 5)), st.sampled_from([Election.ANY, Election.UNCLEAN]))
+def test_an_isr_shrink_is_the_general_change_where_it_applies(p, elr, fenced, leaving, election):
+    def acceptable(b: int) -> bool:
+        return b not in fenced
+
+    target = [b for b in p.isr if b not in leaving]
+    short = shrink_isr(TOPIC, 4, p, target, acceptable, elr)
+    if short is GENERAL:
+        return
+    assert short == change(TOPIC, 4, p, acceptable, target_isr=target, election=election, elr=elr)
+
+
+def test_an_isr_shrink_takes_the_usual_case_and_leaves_the_rest():
+    p = PartitionRegistration((1, 2, 3), (1, 2, 3), leader=1, leader_epoch=5)
+    moved = shrink_isr(TOPIC, 0, p, [2, 3], lambda b: b != 1, None)  # the leader shuts down
+    assert moved.leader == 2 and list(moved.isr.ids) == [2, 3]
+    kept = shrink_isr(TOPIC, 0, p, [1, 2], lambda b: b != 3, None)  # a follower does
+    assert not kept.HasField("leader") and list(kept.isr.ids) == [1, 2]
+    assert shrink_isr(TOPIC, 0, p, [1, 2, 3], lambda b: True, None) is None  # nothing changes
+    assert shrink_isr(TOPIC, 0, p, [2], lambda b: b == 1, None) is GENERAL  # nobody left to lead
+    assert shrink_isr(TOPIC, 0, p, [2, 3], lambda b: b != 1, Elr(3)) is GENERAL  # below min ISR with ELR
