@@ -422,8 +422,9 @@ def _describe_topics_to(reply) -> dict:
 
 
 def _partition_results_from(m) -> tuple:
-    return tuple(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message)
-                 for r in m.results)
+    result, tp = api.ElectLeadersResult, api.TopicPartition  # (a million of them after a roll at 2M)
+    return tuple(result(tp(r.partition.topic, r.partition.partition)) if not r.error else
+                 result(_tp_from(r.partition), error_from_code(r.error), r.error_message) for r in m.results)
 
 
 def _items_to(reply) -> dict:
