@@ -562,23 +562,53 @@ def reply_to_proto(method: str, reply):
     """The successful response of RPC ``method`` for the controller's ``reply``."""
     to_fields, _ = _converters(method)
     if to_fields is None:
+        # Per-partition outcomes: an election of every partition after a rolling restart at 2M
+        # answers a million. Setting three fields of a nested message for each took a quarter of the
+        # active controller's time in such a balance; they are encoded as the bytes of the results
+        # field instead (each topic's name once) and parsed into the response in one call.
         response = _response(method)
-        _fill_partition_results(response.results, _as_tuple(reply))
+        response.MergeFromString(partition_results_bytes(_as_tuple(reply)))
         return response
     return _response(method, **to_fields(reply))
 
 
-def _fill_partition_results(results, reply: tuple) -> None:
-    """Per-partition outcomes written into the response in place: an election of every partition
-    after a rolling restart at 2M answers a million of them, and building a message per result
-    and copying it in took 5 times as long (0.67 s for 200,000)."""
+_RESULTS_TAG = bytes([5 << 3 | 2])  # field 5 (results), length-delimited
+
+
+def _varint(n: int) -> bytes:
+    if n < 0:
+        n += 1 << 64  # int32 negatives are ten-byte varints
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def partition_results_bytes(reply: tuple) -> bytes:
+    """``reply`` (ElectLeadersResults) as the bytes of the ``results`` field (5) of an
+    ElectLeadersResponse or AlterPartitionReassignmentsResponse."""
+    topics: dict[str, bytes] = {}
+    ints: dict[int, bytes] = {}
+    parts = []
     for r in reply:
-        m = results.add()
-        m.partition.topic = r.partition.topic
-        m.partition.partition = r.partition.partition
+        tp = r.partition
+        topic = topics.get(tp.topic)
+        if topic is None:
+            name = tp.topic.encode()
+            topic = topics[tp.topic] = b"\x0a" + _varint(len(name)) + name
+        pid = tp.partition
+        number = ints.get(pid)
+        if number is None:
+            number = ints[pid] = b"\x10" + _varint(pid) if pid else b""
+        partition = topic + number
+        result = b"\x0a" + _varint(len(partition)) + partition
         if r.error is not Errors.NONE:
-            m.error = int(r.error)
-            m.error_message = r.message
+            message = r.message.encode()
+            result += b"\x10" + _varint(int(r.error)) + (b"\x1a" + _varint(len(message)) + message if message else b"")
+        parts.append(_RESULTS_TAG + _varint(len(result)) + result)
+    return b"".join(parts)
 
 
 def reply_from_proto(method: str, m):
