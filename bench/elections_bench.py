@@ -47,10 +47,9 @@ QUICK_SIZES = (20_000,)
 FULL_SIZES = (200_000, 2_000_000)  # 2M: about 10 minutes on 2 cores
 GOAL_BALANCE_S = 20.0
 GOAL_SHUTDOWN_S = 2.0
-# the figures of the same steps before partition change blocks (docs/bench/day2.md, 2026-11-26 and
-# 2026-11-25, 2 x Intel Xeon): a million elections apart 45.3 s committed; bench controller's
-# controlled shutdown at 2M 4.45 s
-BEFORE = {2_000_000: {"balance_committed_s": 45.3, "controlled_shutdown_s": 4.45}}
+# this benchmark at sparkraft 555ea84, before partition change blocks, the hour the work was
+# measured (2026-11-28, 2 x Intel Xeon; bench/results/partial/elections-2m-before.json)
+BEFORE = {2_000_000: {"balance_committed_s": 82.85, "controlled_shutdown_s": 6.76}}
 
 
 def _imbalance(rig, fleet: IsrFleet, ctx: Context) -> dict:

@@ -148,3 +148,39 @@ def test_following_survives_sigkill_of_the_leader_and_matches_the_log_on_disk(co
     finally:
         log.close()
     assert all(on_disk[r.offset] == (r.epoch, r.data, r.control) for r in seen)
+
+
+def test_a_change_block_reads_as_one_partition_change_per_offset_where_asked(cluster):
+    """A reassignment of 100 partitions is written as blocks; a reader that unblocks (the lakehouse's)
+    gets one PartitionChangeRecord per offset, and one that does not gets the blocks; both images
+    equal the controllers'."""
+    from quorum.controller import api
+    from quorum.metadata import change_block
+    from quorum.metadata.records import RecordType, decode_record
+
+    cluster.active()
+    cluster.register_brokers()
+    cluster.client.create_topic("wide", 100, 3)
+    topic = cluster.client.describe_topics(["wide"])[0]
+    rotated = [(api.TopicPartition("wide", p.partition), p.replicas[1:] + p.replicas[:1]) for p in topic.partitions]
+    assert all(r.error is Errors.NONE for r in cluster.client.alter_reassignments(rotated))
+    bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in cluster.nodes.values())
+    with MetadataLogReader(bootstrap) as reader:
+        hw = reader.high_watermark()
+        stored = list(reader.follow(0, until=hw, wait_ms=200))
+    with MetadataLogReader(bootstrap, unblock=True) as reader:
+        unblocked = list(reader.follow(0, until=hw, wait_ms=200))
+    assert [r.offset for r in stored] == [r.offset for r in unblocked] == list(range(hw))
+    blocks = [r.offset for r in stored if not r.control and r.data[:2] == change_block.BLOCK_PREFIX]
+    assert blocks, "the reassignment of 100 partitions was not written as a block"
+    kinds = {decode_record(r.data).type for r in unblocked if not r.control}
+    assert RecordType.PARTITION_CHANGE_BLOCK_RECORD not in kinds
+    assert RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD not in kinds
+    changes = [decode_record(r.data).message for r in unblocked[blocks[0]:blocks[0] + 100]]
+    assert sorted(c.partition_id for c in changes) == list(range(100)) and all(c.HasField("replicas") for c in changes)
+    node = cluster.nodes[cluster.active()]
+    wait_for(lambda: node.call(lambda core: core.last_committed_offset >= hw - 1).result(5), 10, "the commit")
+    committed = node.call(lambda core: core.image).result(5)
+    for records in (stored, unblocked):
+        image = replay(MetadataLoader(), [r for r in records if r.offset <= committed.offset])
+        assert image.topics == committed.topics
