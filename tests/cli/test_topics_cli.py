@@ -344,12 +344,12 @@ def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, 
     until --unsafe, which reverts it and says so; the upgrade back restores the level."""
     boot = ("--bootstrap-controller", cluster.bootstrap())
     rows = {r["feature"]: r for r in json.loads(ok("features", "describe", "--json", *boot))}
-    assert rows["metadata.version"]["finalized_version_level"] == 3
-    assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) == (1, 3)
+    assert rows["metadata.version"]["finalized_version_level"] == 4
+    assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) == (1, 4)
     assert rows["eligible.leader.replicas.version"]["supported_max_version"] == 1
     line = next(x for x in ok("features", "describe", *boot).splitlines() if x.startswith("Feature: metadata.version"))
-    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 3\t"
-                           "FinalizedVersionLevel: 3\tEpoch: ")
+    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 4\t"
+                           "FinalizedVersionLevel: 4\tEpoch: ")
     ok("topics", "create", "--topic", "downgraded", "--partitions", "1", "--replication-factor", "1", *boot)
     (part,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
     spare = sorted({101, 102, 103} - set(part["replicas"]))[0]
@@ -363,7 +363,7 @@ def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, 
         assert result.stdout.startswith("Could not downgrade metadata.version to 1. INVALID_UPDATE_VERSION: "
                                         "Refusing to perform the requested downgrade because it might delete "
                                         "metadata information: 1 reassignment(s) in flight reverted")
-        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 3
+        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 4
         out = ok("features", "downgrade", "--metadata", "1", "--unsafe", *boot)
         assert out.startswith("metadata.version was downgraded to 1. (dropped: 1 reassignment(s) in flight "
                               "reverted to their original replicas (downgraded-0))")
@@ -372,7 +372,7 @@ def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, 
         result = sparkraft("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
         assert result.returncode == 1 and result.stderr.startswith("UNSUPPORTED_VERSION: ")
     finally:
-        assert "metadata.version was upgraded to 3." in ok("features", "upgrade", "--metadata", "3", *boot)
+        assert "metadata.version was upgraded to 4." in ok("features", "upgrade", "--metadata", "4", *boot)
 
 
 def test_client_quota_configs_as_kafka_configs(cluster):
@@ -428,10 +428,10 @@ def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error
 
 @pytest.mark.parametrize("args, says", [
     (["downgrade", "--metadata", "0", "--unsafe"], "metadata.version cannot be lower than 1"),
-    (["upgrade", "--metadata", "4"], "supports only versions 1-3"),
+    (["upgrade", "--metadata", "5"], "supports only versions 1-4"),
     (["upgrade", "--feature", "group.version=1"], "higher levels are not implemented"),
     (["upgrade", "--feature", "no.such.feature=1"], "does not support the given feature"),
-    (["downgrade", "--metadata", "4"], "Can't downgrade to a newer version"),
+    (["downgrade", "--metadata", "5"], "Can't downgrade to a newer version"),
     (["upgrade", "--metadata", "2"], "without setting the upgrade type"),
 ])
 def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, says):

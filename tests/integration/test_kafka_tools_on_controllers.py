@@ -193,8 +193,8 @@ def test_the_tools_of_older_kafka_releases_negotiate_with_a_controller(quorum, r
     # 3.9 asks v4, which carries them all
     expected = ["metadata.version"] if release == "kafka-tools-3.7.2" else ours
     assert sorted(re.findall(r"Feature: (\S+)", features)) == expected
-    # 3.x still names sparkraft's metadata.version levels 1-3 (Kafka's 3.0-IV1 to 3.2-IV0); 4.x no longer does
-    assert "SupportedMinVersion: 3.0-IV1" in features and "FinalizedVersionLevel: 3.2-IV0" in features
+    # 3.x still names sparkraft's metadata.version levels 1-4 (Kafka's 3.0-IV1 to 3.3-IV0); 4.x no longer does
+    assert "SupportedMinVersion: 3.0-IV1" in features and "FinalizedVersionLevel: 3.3-IV0" in features
 
 
 def _frame(api_key: int, version: int, body: bytes = b"", correlation: int = 7) -> bytes:
