@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.controller_bench import (
@@ -312,7 +313,10 @@ def _broker_exit(rig) -> dict:
     return {"controlled_shutdown_s": measured["seconds"], "exit_s": measured["process_exit_s"]}
 
 
-def _one_size(partitions: int, ctx: Context) -> dict:
+@contextmanager
+def rig_with_fleet(partitions: int, ctx: Context):
+    """The rig at ``partitions`` (created, then settled) with its IsrFleet, as (rig, fleet, seconds the
+    creation took); both stopped on leaving."""
     work = ctx.work_dir / f"p{partitions}"
     work.mkdir()
     with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
@@ -324,10 +328,19 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         fleet = IsrFleet(rig.cluster.bootstrap, rig.admin.describe_cluster().cluster_id, lifecycles).start()
         for b in lifecycles.values():  # they report the offset of the image their leader side uses
             b.offset_source = lambda: fleet.metadata.applied_offset
-        out: dict = {"partitions": partitions}
         with ctx.progress.phase(f"create {partitions:,} partitions"):
-            out["create_s"] = create_partitions(rig, partitions, ctx)
+            create_s = create_partitions(rig, partitions, ctx)
         settle(rig, ctx)
+        yield rig, fleet, create_s
+    finally:
+        if fleet is not None:
+            fleet.stop()
+        stop_rig(rig)
+
+
+def _one_size(partitions: int, ctx: Context) -> dict:
+    with rig_with_fleet(partitions, ctx) as (rig, fleet, create_s):
+        out: dict = {"partitions": partitions, "create_s": create_s}
         with ctx.progress.phase("feature upgrade: eligible.leader.replicas.version=1"):
             out["feature_upgrade"] = _feature_upgrade(rig)
         settle(rig, ctx)
@@ -345,10 +358,6 @@ def _one_size(partitions: int, ctx: Context) -> dict:
             f"{out['decommission']['complete_s']:.2f}s; balance after the roll {out['balance']['balance_s']:.2f}s "
             f"({out['balance']['imbalanced_after_roll']:,} imbalanced); broker exit {out['broker_exit']['exit_s']:.2f}s")
         return out
-    finally:
-        if fleet is not None:
-            fleet.stop()
-        stop_rig(rig)
 
 
 def run(ctx: Context) -> dict:

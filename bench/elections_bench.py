@@ -27,14 +27,11 @@ from bench.controller_bench import (
     PROCESS_BROKERS,
     REPLICATION_FACTOR,
     _controlled_shutdown,
-    create_partitions,
     run_sizes,
     settle,
-    start_rig,
-    stop_rig,
     wait_until,
 )
-from bench.day2_bench import REQUEST_PARTITIONS, SESSION_TIMEOUT_MS, STEP_TIMEOUT_S, IsrFleet, _caught_up
+from bench.day2_bench import REQUEST_PARTITIONS, STEP_TIMEOUT_S, IsrFleet, _caught_up, rig_with_fleet
 from bench.harness.plots import bar_chart, largest_size
 from bench.harness.results import fmt_number, markdown_table, measured_on
 from bench.suite import Context
@@ -97,21 +94,8 @@ def _balance(rig, fleet: IsrFleet) -> dict:
 
 
 def _one_size(partitions: int, ctx: Context) -> dict:
-    work = ctx.work_dir / f"p{partitions}"
-    work.mkdir()
-    with ctx.progress.phase(f"{partitions:,} partitions: 3 controllers, 30 brokers"):
-        rig = start_rig(work, ctx, overrides={"leader.imbalance.check.interval.seconds": "36000",
-                                              "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)})
-    fleet = None
-    try:
-        lifecycles = {b.broker_id: b for b in rig.fleet.brokers}
-        fleet = IsrFleet(rig.cluster.bootstrap, rig.admin.describe_cluster().cluster_id, lifecycles).start()
-        for b in lifecycles.values():  # they report the offset of the image their leader side uses
-            b.offset_source = lambda: fleet.metadata.applied_offset
-        out: dict = {"partitions": partitions}
-        with ctx.progress.phase(f"create {partitions:,} partitions"):
-            out["create_s"] = create_partitions(rig, partitions, ctx)
-        settle(rig, ctx)
+    with rig_with_fleet(partitions, ctx) as (rig, fleet, create_s):
+        out: dict = {"partitions": partitions, "create_s": create_s}
         with ctx.progress.phase("rotate the replica order of every other partition"):
             out["imbalance"] = _imbalance(rig, fleet, ctx)
         settle(rig, ctx)
@@ -133,10 +117,6 @@ def _one_size(partitions: int, ctx: Context) -> dict:
                           f"{b['balance_reported_by_every_broker_s']:.2f}s; controlled shutdown "
                           f"{out['controlled_shutdown_s']:.2f}s")
         return out
-    finally:
-        if fleet is not None:
-            fleet.stop()
-        stop_rig(rig)
 
 
 def run(ctx: Context) -> dict:
