@@ -43,8 +43,7 @@ from quorum.errors import SparkraftError
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
-from quorum.metadata import change_block
-from quorum.metadata.records import AnyRecord, decode_record
+from quorum.metadata.records import AnyRecord
 from quorum.rpc.log_reader import LogRecord, MetadataLogReader, SnapshotRequired
 from quorum.security.client import ClientSecurity
 from quorum.snapshot.checkpoint import CheckpointError
@@ -269,7 +268,6 @@ class BrokerMetadataClient:
         ones stop at a stop, within STOP_CHECK_RECORDS: what is left is fetched after a restart."""
         applied: list[tuple[int, AnyRecord]] = []
         started = time.monotonic()
-        continuation = change_block.CONTINUATION_BYTES
         with self._lock:
             done = 0
             for r in records:
@@ -277,12 +275,10 @@ class BrokerMetadataClient:
                     break
                 if r.offset != self._next_offset:
                     raise ReplayError(f"record at offset {r.offset} after {self._next_offset - 1}")
-                if r.data == continuation and not r.control:  # its block, before it, applied it
-                    self._loader.advance(r.offset, r.epoch)
-                elif not r.control:
-                    record = decode_record(r.data)
-                    self._loader.replay(record, r.offset, r.epoch)
-                    applied.append((r.offset, record))
+                if not r.control:
+                    record = self._loader.replay_frame(r.data, r.offset, r.epoch)
+                    if record is not None:  # (None: a block's continuation, applied with its block)
+                        applied.append((r.offset, record))
                 self._next_offset = r.offset + 1
                 done += 1
             records = records[:done]

@@ -68,7 +68,7 @@ from quorum.metadata.errors import ReplayError
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader
-from quorum.metadata.records import MetadataRecord, RecordType, decode_record, encode_record
+from quorum.metadata.records import MetadataRecord, RecordType, encode_record
 
 log = logging.getLogger(__name__)
 
@@ -275,12 +275,9 @@ class ControllerCore:
 
     def _replay_skipped(self) -> None:
         """Decode the records _replay_own kept aside (before anything else is replayed)."""
-        continuation = change_block.CONTINUATION_BYTES
         for batch, first in self._skipped:
             for i in range(first, len(batch.records)):
-                if batch.records[i] != continuation:  # its block applied it
-                    self.loader.replay(decode_record(batch.records[i]), batch.base_offset + i, batch.epoch)
-            self.loader.advance(batch.last_offset, batch.epoch)
+                self.loader.replay_frame(batch.records[i], batch.base_offset + i, batch.epoch)
         self._skipped.clear()
         self.loader.flush()
 
@@ -289,15 +286,10 @@ class ControllerCore:
             self._replay_skipped()
         follow = not self.is_active  # the index follows the committed image only on a standby
         parts, topics = self._acc_parts, self._acc_topics
-        continuation = change_block.CONTINUATION_BYTES
         for i, raw in enumerate(batch.records):
-            if raw == continuation:  # its block applied it
-                continue
-            record = decode_record(raw)
+            record = self.loader.replay_frame(raw, batch.base_offset + i, batch.epoch)
             if follow and isinstance(record, MetadataRecord):
                 _note(record.message, parts, topics)
-            self.loader.replay(record, batch.base_offset + i, batch.epoch)
-        self.loader.advance(batch.last_offset, batch.epoch)
         self.loader.flush()
         if follow:
             self._sync_index()

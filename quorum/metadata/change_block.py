@@ -34,11 +34,10 @@ MAX_ROWS = 1000  # rows of one block: it and its continuations must share a batc
 UNCHANGED_LEADER = -2  # Kafka's PartitionChangeRecord default: the leader stays
 UNCHANGED = -1  # a list column's "this row leaves the list as it is"
 
-# (the block's column, the PartitionChangeRecord field, the PartitionRegistration field), in the
-# order PartitionRegistration holds them
-LIST_COLUMNS = (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removing_replicas"),
-                ("adding_replicas", "adding_replicas"), ("eligible_leader_replicas", "eligible_leader_replicas"),
-                ("last_known_elr", "last_known_elr"))
+# the broker list columns, each named as the PartitionChangeRecord field it holds, in the order
+# PartitionRegistration holds them
+LIST_COLUMNS = ("replicas", "isr", "removing_replicas", "adding_replicas", "eligible_leader_replicas",
+                "last_known_elr")
 
 CONTINUATION = pb.PartitionChangeBlockContinuationRecord()  # shared: it has no fields
 CONTINUATION_BYTES = HEADER.pack(RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD, 0)
@@ -145,7 +144,7 @@ class Columns:
         if self.leaders is not None and any(leader < UNCHANGED_LEADER for leader in self.leaders):
             raise ReplayError("a partition change block names a leader below -2")
         self.lists: list[Optional[list]] = []
-        for name, _ in LIST_COLUMNS:
+        for name in LIST_COLUMNS:
             column = _column(getattr(block, name), rows, name)
             if column is not None:
                 bad = [i for i in column if not UNCHANGED <= i < len(known)]
@@ -164,7 +163,7 @@ class Columns:
                 c = pb.PartitionChangeRecord(partition_id=self.partition_ids[r], topic_id=topic_id)
                 if self.leaders is not None and self.leaders[r] != UNCHANGED_LEADER:
                     c.leader = self.leaders[r]
-                for (_, field), column in zip(LIST_COLUMNS, self.lists):
+                for field, column in zip(LIST_COLUMNS, self.lists):
                     if column is not None and column[r] is not None:
                         target = getattr(c, field)
                         target.SetInParent()  # present even when empty: "now empty"

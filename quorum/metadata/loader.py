@@ -21,11 +21,12 @@ from typing import Optional
 
 from google.protobuf.message import Message
 
+from quorum.metadata import change_block
 from quorum.metadata.delta import TRANSACTION_MARKERS, MetadataDelta
 from quorum.metadata.errors import ReplayError
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.partition_block import PartitionBlock
-from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record
+from quorum.metadata.records import AnyRecord, MetadataRecord, RecordType, as_record, decode_record
 from quorum.metadata.topics import PartitionRegistration
 
 
@@ -73,12 +74,18 @@ class MetadataLoader:
             self._transaction_start = None
         self._last_offset, self._last_epoch = offset, epoch
 
-    def advance(self, offset: int, epoch: int) -> None:
-        """Records up to ``offset`` that change nothing were replayed: a partition change block's
-        continuations (their block, before them in the batch, applied every row), which the hot
-        replay loops skip rather than decode."""
-        if offset > self._last_offset:
+    def replay_frame(self, frame: bytes, offset: int, epoch: int) -> Optional[AnyRecord]:
+        """Replay one committed record frame; the decoded record, or None for a partition change
+        block's continuation, which changes nothing (its block, before it in the batch, applied
+        every row) and is not decoded: a million of them follow a balance at 2M."""
+        if frame == change_block.CONTINUATION_BYTES:
+            if offset <= self._last_offset:
+                raise ReplayError(f"offset {offset} is not after the last replayed offset {self._last_offset}")
             self._last_offset, self._last_epoch = offset, epoch
+            return None
+        record = decode_record(frame)
+        self.replay(record, offset, epoch)
+        return record
 
     def flush(self) -> MetadataImage:
         """Publish every record replayed so far unless a transaction is open; the latest image."""

@@ -29,7 +29,6 @@ from quorum.log.batch import decode, scan
 from quorum.metadata import change_block
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.loader import MetadataLoader
-from quorum.metadata.records import decode_record
 from quorum.rpc import convert
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
@@ -277,12 +276,8 @@ class MetadataLogReader(LeaderFollowingClient):
 def replay(loader: MetadataLoader, records) -> MetadataImage:
     """Replay committed LogRecords (control records skipped) into ``loader``; its latest image."""
     for record in records:
-        if record.control:
-            continue
-        if record.data == change_block.CONTINUATION_BYTES:  # its block, before it, applied it
-            loader.advance(record.offset, record.epoch)
-        else:
-            loader.replay(decode_record(record.data), record.offset, record.epoch)
+        if not record.control:
+            loader.replay_frame(record.data, record.offset, record.epoch)
     return loader.flush()
 
 
