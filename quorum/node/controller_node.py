@@ -98,7 +98,7 @@ class ControllerNode:
         self._work = threading.Event()  # set when something was appended: wakes the controller thread
         self._turn = threading.Lock()  # held by whichever thread touches the core
         self._wake_at_ms = 0  # when the controller thread wakes next on its own (its next timer)
-        self._pending = PendingReplies()
+        self._pending = PendingReplies(self.node_id)
         self._active_epoch: Optional[int] = None
         self._last_deactivated_epoch = -1
         self._last_replayed_epoch = -1
@@ -398,8 +398,9 @@ class ControllerNode:
             now = self.raft.now_ms()
             deadline = self.core.next_deadline_ms()
             if deadline is not None and deadline <= now:
+                started = time.monotonic()
                 for op in self.core.tick(now):
-                    self._start(op, None)
+                    self._start(op, None, started)
                 deadline = self.core.next_deadline_ms()
             if deadline is not None:
                 wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
@@ -508,6 +509,7 @@ class ControllerNode:
         if denied is not None:
             future.set_exception(denied)
             return
+        started = time.monotonic()
         try:
             op = self.core.handle(request, arrived_ms)
         except SparkraftError as e:
@@ -520,11 +522,12 @@ class ControllerNode:
         if op.error is not None:
             future.set_exception(op.error)
             return
-        self._start(op, future)
+        self._start(op, future, started)
 
-    def _start(self, op, future: Optional[concurrent.futures.Future]) -> None:
-        """Propose an Operation's batches in order; its reply waits in FIFO order for their commit."""
-        pending = self._pending.add(op, future, self._active_epoch)
+    def _start(self, op, future: Optional[concurrent.futures.Future], started: Optional[float] = None) -> None:
+        """Propose an Operation's batches in order; its reply waits in FIFO order for their commit.
+        ``started``: when its request was taken up (time.monotonic()), for the slow-operation log."""
+        pending = self._pending.add(op, future, self._active_epoch, started)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
             proposal.add_done_callback(lambda f, p=pending, i=index: self._proposal_done(Proposed(p, i, f)))

@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from quorum.errors import Errors, SparkraftError
+
+log = logging.getLogger(__name__)
+
+# an operation answered this long after it was taken up is logged with where its time went (Kafka's
+# controller.performance.always.log.threshold.ms has the same default): a balance or a fencing at
+# 2M partitions, or a commit held up by a slow quorum, shows in the log without a profiler
+SLOW_OPERATION_S = 2.0
 
 
 def not_controller(node_id: int, leader_id: Optional[int], activating: bool = False) -> SparkraftError:
@@ -33,6 +42,9 @@ class Pending:
     last_offsets: list = field(default_factory=list)  # per batch, once committed (None until then)
     first_offset: Optional[int] = None  # offset of the first record of the first batch
     failed: bool = False
+    started: float = 0.0  # time.monotonic() when the request was taken up
+    handled: float = 0.0  # ... when its records were ready to propose
+    committed_at: float = 0.0  # ... when its last batch was committed
 
     @property
     def committed(self) -> bool:
@@ -44,6 +56,7 @@ class Pending:
 
     def batch_committed(self, index: int, last_offset: int) -> None:
         self.last_offsets[index] = last_offset
+        self.committed_at = time.monotonic()
         if index == 0:
             self.first_offset = last_offset - len(self.op.batches[0]) + 1
 
@@ -56,14 +69,19 @@ class Pending:
 class PendingReplies:
     """The pending requests, oldest first (controller thread only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_id: int = -1) -> None:
         self._queue: collections.deque[Pending] = collections.deque()
+        self._node_id = node_id
 
     def __bool__(self) -> bool:
         return bool(self._queue)
 
-    def add(self, op, future: Optional[concurrent.futures.Future], epoch: int) -> Pending:
-        pending = Pending(op, future, epoch, [None] * len(op.batches))
+    def add(self, op, future: Optional[concurrent.futures.Future], epoch: int,
+            started: Optional[float] = None) -> Pending:
+        """``started``: when the request was taken up (time.monotonic(); default now)."""
+        now = time.monotonic()
+        pending = Pending(op, future, epoch, [None] * len(op.batches),
+                          started=now if started is None else started, handled=now)
         self._queue.append(pending)
         return pending
 
@@ -77,6 +95,7 @@ class PendingReplies:
             if not p.committed or p.last_offset > replayed:
                 return
             self._queue.popleft()
+            self._log_if_slow(p)
             if p.future is None:
                 continue
             try:
@@ -87,6 +106,17 @@ class PendingReplies:
                 p.future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
             else:
                 p.future.set_result(reply)
+
+    def _log_if_slow(self, p: Pending) -> None:
+        answered = time.monotonic()
+        if answered - p.started < SLOW_OPERATION_S:
+            return
+        committed = p.committed_at if p.op.batches else p.handled
+        records = sum(len(b) for b in p.op.batches)
+        log.info("Controller %d: slow operation %s (%d records in %d batches) took %.2fs: handled in %.2fs, "
+                 "committed %.2fs later, replayed and answered %.2fs after that", self._node_id,
+                 p.op.name or "operation", records, len(p.op.batches), answered - p.started,
+                 p.handled - p.started, max(0.0, committed - p.handled), max(0.0, answered - committed))
 
     def fail_all(self, error: BaseException) -> None:
         while self._queue:
