@@ -400,7 +400,7 @@ class ControllerNode:
             if deadline is not None and deadline <= now:
                 started = time.monotonic()
                 for op in self.core.tick(now):
-                    self._start(op, None, started)
+                    self._start(op, None, started, started)
                 deadline = self.core.next_deadline_ms()
             if deadline is not None:
                 wait_s = max(0.0, min(wait_s, (deadline - self.raft.now_ms()) / 1000))
@@ -510,6 +510,7 @@ class ControllerNode:
             future.set_exception(denied)
             return
         started = time.monotonic()
+        arrived = started - max(0, self.raft.now_ms() - arrived_ms) / 1000
         try:
             op = self.core.handle(request, arrived_ms)
         except SparkraftError as e:
@@ -522,12 +523,14 @@ class ControllerNode:
         if op.error is not None:
             future.set_exception(op.error)
             return
-        self._start(op, future, started)
+        self._start(op, future, arrived, started)
 
-    def _start(self, op, future: Optional[concurrent.futures.Future], started: Optional[float] = None) -> None:
+    def _start(self, op, future: Optional[concurrent.futures.Future], arrived: Optional[float] = None,
+               started: Optional[float] = None) -> None:
         """Propose an Operation's batches in order; its reply waits in FIFO order for their commit.
-        ``started``: when its request was taken up (time.monotonic()), for the slow-operation log."""
-        pending = self._pending.add(op, future, self._active_epoch, started)
+        ``arrived``, ``started``: when its request was queued and taken up (time.monotonic()), for
+        the slow-operation log."""
+        pending = self._pending.add(op, future, self._active_epoch, arrived, started)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
             proposal.add_done_callback(lambda f, p=pending, i=index: self._proposal_done(Proposed(p, i, f)))

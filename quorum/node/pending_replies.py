@@ -42,7 +42,8 @@ class Pending:
     last_offsets: list = field(default_factory=list)  # per batch, once committed (None until then)
     first_offset: Optional[int] = None  # offset of the first record of the first batch
     failed: bool = False
-    started: float = 0.0  # time.monotonic() when the request was taken up
+    arrived: float = 0.0  # time.monotonic() when the request was queued
+    started: float = 0.0  # ... when it was taken up
     handled: float = 0.0  # ... when its records were ready to propose
     committed_at: float = 0.0  # ... when its last batch was committed
 
@@ -77,11 +78,13 @@ class PendingReplies:
         return bool(self._queue)
 
     def add(self, op, future: Optional[concurrent.futures.Future], epoch: int,
-            started: Optional[float] = None) -> Pending:
-        """``started``: when the request was taken up (time.monotonic(); default now)."""
+            arrived: Optional[float] = None, started: Optional[float] = None) -> Pending:
+        """``arrived``, ``started``: when the request was queued and taken up (time.monotonic();
+        default now)."""
         now = time.monotonic()
-        pending = Pending(op, future, epoch, [None] * len(op.batches),
-                          started=now if started is None else started, handled=now)
+        started = now if started is None else started
+        pending = Pending(op, future, epoch, [None] * len(op.batches), arrived=started if arrived is None else arrived,
+                          started=started, handled=now)
         self._queue.append(pending)
         return pending
 
@@ -108,15 +111,17 @@ class PendingReplies:
                 p.future.set_result(reply)
 
     def _log_if_slow(self, p: Pending) -> None:
+        """One line for an operation that wrote records and took long (one that wrote none only
+        waited for those before it, which are logged themselves)."""
         answered = time.monotonic()
-        if answered - p.started < SLOW_OPERATION_S:
+        if not p.op.batches or answered - p.arrived < SLOW_OPERATION_S:
             return
-        committed = p.committed_at if p.op.batches else p.handled
         records = sum(len(b) for b in p.op.batches)
-        log.info("Controller %d: slow operation %s (%d records in %d batches) took %.2fs: handled in %.2fs, "
-                 "committed %.2fs later, replayed and answered %.2fs after that", self._node_id,
-                 p.op.name or "operation", records, len(p.op.batches), answered - p.started,
-                 p.handled - p.started, max(0.0, committed - p.handled), max(0.0, answered - committed))
+        log.info("Controller %d: slow operation %s (%d records in %d batches) took %.2fs: queued %.2fs, handled "
+                 "in %.2fs, committed %.2fs later, replayed and answered %.2fs after that", self._node_id,
+                 p.op.name or "operation", records, len(p.op.batches), answered - p.arrived,
+                 p.started - p.arrived, p.handled - p.started, max(0.0, p.committed_at - p.handled),
+                 max(0.0, answered - p.committed_at))
 
     def fail_all(self, error: BaseException) -> None:
         while self._queue:

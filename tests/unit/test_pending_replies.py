@@ -32,8 +32,9 @@ def test_answers_in_order_once_committed_and_replayed():
 def test_a_slow_operation_is_logged_with_where_its_time_went(caplog):
     replies = PendingReplies(7)
     future = concurrent.futures.Future()
-    started = time.monotonic() - 3 * pending_replies.SLOW_OPERATION_S  # taken up a while ago
-    p = replies.add(_op("ElectLeadersRequest", batches=2, records=4), future, epoch=1, started=started)
+    arrived = time.monotonic() - 3 * pending_replies.SLOW_OPERATION_S  # queued a while ago
+    p = replies.add(_op("ElectLeadersRequest", batches=2, records=4), future, epoch=1, arrived=arrived,
+                    started=arrived + 1)
     p.batch_committed(0, 3)
     p.batch_committed(1, 7)
     with caplog.at_level(logging.INFO, logger=pending_replies.__name__):
@@ -41,7 +42,17 @@ def test_a_slow_operation_is_logged_with_where_its_time_went(caplog):
     assert future.result() == "ElectLeadersRequest"
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("Controller 7: slow operation ElectLeadersRequest (8 records in 2 batches) took ")
-    assert "handled in " in line and "committed " in line and "replayed and answered " in line
+    assert "queued 1.00s, handled in " in line and "committed " in line and "replayed and answered " in line
+
+
+def test_an_operation_without_records_that_waited_for_others_logs_nothing(caplog):
+    replies = PendingReplies(7)
+    future = concurrent.futures.Future()
+    replies.add(Operation([], reply="hb", name="BrokerHeartbeatRequest"), future, epoch=1,
+                arrived=time.monotonic() - 3 * pending_replies.SLOW_OPERATION_S)
+    with caplog.at_level(logging.INFO, logger=pending_replies.__name__):
+        replies.settle(0)
+    assert future.result() == "hb" and not caplog.records
 
 
 def test_a_quick_operation_logs_nothing(caplog):
