@@ -253,7 +253,7 @@ def create_partitions(ctx: "ControllerContext", req: api.CreatePartitionsRequest
 
 # ---------------------------------------------------------------- elections and ISR changes
 def elect_leaders(ctx: "ControllerContext", req: api.ElectLeadersRequest
-                  ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
+                  ) -> tuple[list, api.PartitionResults]:
     kind = req.election_type.upper()
     if kind not in ("PREFERRED", "UNCLEAN"):
         raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown election type {req.election_type}")
@@ -262,24 +262,24 @@ def elect_leaders(ctx: "ControllerContext", req: api.ElectLeadersRequest
     policies = TopicPolicies(ctx)
     if req.partitions is None:
         return _elect_every(ctx, election, policies)
-    records, results = [], []
+    records, results = [], api.PartitionResults()
     for tp in dict.fromkeys(req.partitions):
         topic = topics.topic_by_name(tp.topic)
         p = topic.partition(tp.partition) if topic is not None else None
         if p is None:
-            results.append(api.ElectLeadersResult(tp, Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                                  "This server does not host this topic-partition."))
+            results.add(api.ElectLeadersResult(tp, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                               "This server does not host this topic-partition."))
             continue
         error, message, record = _elect_one(ctx, topic.topic_id, tp.partition, p, election,
                                             policies.elr(topic.topic_id))
         if record is not None:
             records.append(record)
-        results.append(api.ElectLeadersResult(tp, error, message))
-    return records, tuple(results)
+        results.add(api.ElectLeadersResult(tp, error, message))
+    return records, results
 
 
 def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicPolicies"
-                 ) -> tuple[list, tuple[api.ElectLeadersResult, ...]]:
+                 ) -> tuple[list, api.PartitionResults]:
     """An election of every partition: only those an election could change (the index knows
     them), in (topic name, partition) order; the others would be ELECTION_NOT_NEEDED, which Kafka
     leaves out of such an answer. After a rolling restart at 2M that is a million partitions: they
@@ -289,25 +289,29 @@ def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicP
     masks = (ctx.index.imbalanced_by_topic() if election is Election.PREFERRED
              else ctx.index.leaderless_by_topic())
     able = ctx.acceptable
-    records, results = [], []
-    new_record, new_result, Partition = pb.PartitionChangeRecord, api.ElectLeadersResult, api.TopicPartition
+    records, results = [], api.PartitionResults()
+    new_record = pb.PartitionChangeRecord
     for name, tid in sorted((by_id[tid].name, tid) for tid in masks):
         partition_of, elr = by_id[tid].partitions.getter(), policies.elr(tid)
+        elected = None  # the run of this topic's successes being written (None: start one)
         for pid in bits(masks[tid]):
             p = partition_of(pid)
             preferred = p.replicas[0]
             if (election is Election.PREFERRED and p.leader != preferred and preferred in p.isr and able(preferred)
                     and preferred_leader_only(p, elr)):
                 records.append(new_record(partition_id=pid, topic_id=tid, leader=preferred))
-                results.append(new_result(Partition(name, pid)))
+                if elected is None:
+                    elected = results.run(name)
+                elected.append(pid)
                 continue
             error, message, record = _elect_one(ctx, tid, pid, p, election, elr)
             if error is Errors.ELECTION_NOT_NEEDED:
                 continue
             if record is not None:
                 records.append(record)
-            results.append(new_result(Partition(name, pid), error, message))
-    return records, tuple(results)
+            results.add(api.ElectLeadersResult(api.TopicPartition(name, pid), error, message))
+            elected = None
+    return records, results
 
 
 def _elect_one(ctx: "ControllerContext", topic_id: str, pid: int, p: PartitionRegistration,

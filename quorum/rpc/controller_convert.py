@@ -270,7 +270,7 @@ _REQUESTS: list[tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = [
          m.validate_only)),
     (api.ElectLeadersRequest,
      lambda r: pb.ElectLeadersRequest(election_type=r.election_type, all_partitions=r.partitions is None,
-                                      partitions=[_tp_to(tp) for tp in r.partitions or ()]),
+                                      partitions=[_tp_to(tp) for tp in r.partitions or ()], results_by_topic=True),
      lambda m: api.ElectLeadersRequest(m.election_type or "PREFERRED",
                                        None if m.all_partitions else tuple(_tp_from(tp) for tp in m.partitions))),
     (api.AlterPartitionRequest,
@@ -382,7 +382,7 @@ def _response(method: str, **fields):
 def _as_tuple(reply) -> tuple:
     if reply is None:
         return ()
-    return tuple(reply) if isinstance(reply, (list, tuple)) else (reply,)
+    return tuple(reply) if isinstance(reply, (list, tuple, api.PartitionResults)) else (reply,)
 
 
 def _create_topics_to(reply) -> dict:
@@ -421,10 +421,24 @@ def _describe_topics_to(reply) -> dict:
     return {"topics": out}
 
 
-def _partition_results_from(m) -> tuple:
-    result, tp = api.ElectLeadersResult, api.TopicPartition  # (a million of them after a roll at 2M)
-    return tuple(result(tp(r.partition.topic, r.partition.partition)) if not r.error else
-                 result(_tp_from(r.partition), error_from_code(r.error), r.error_message) for r in m.results)
+def _partition_results_from(m) -> api.PartitionResults:
+    """A million of them after a roll at 2M: kept as runs (see api.PartitionResults), whether the
+    server sent a topic's successes as one result (``more_partitions``) or one by one."""
+    out = api.PartitionResults()
+    run, topic_of_run = None, None
+    for r in m.results:
+        if r.error:
+            out.add(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message))
+            run = None
+            continue
+        tp = r.partition
+        topic = tp.topic
+        if run is None or topic != topic_of_run:
+            run, topic_of_run = out.run(topic), topic
+        run.append(tp.partition)
+        if r.more_partitions:
+            run.extend(r.more_partitions)
+    return out
 
 
 def _items_to(reply) -> dict:
@@ -558,9 +572,20 @@ def _converters(method: str):
         raise TypeError(f"unknown controller RPC {method!r}") from None
 
 
-def reply_to_proto(method: str, reply):
-    """The successful response of RPC ``method`` for the controller's ``reply``."""
+def reply_to_proto(method: str, reply, results_by_topic: bool = False):
+    """The successful response of RPC ``method`` for the controller's ``reply``; ``results_by_topic``:
+    the client reads a run of a topic's successes as one result (see ElectLeadersRequest)."""
     to_fields, _ = _converters(method)
+    if to_fields is None and results_by_topic and isinstance(reply, api.PartitionResults):
+        response = _response(method)
+        add = response.results.add
+        for run in reply.runs():
+            if type(run) is tuple:
+                topic, pids = run
+                add(partition=pb.TopicPartition(topic=topic, partition=pids[0]), more_partitions=pids[1:])
+            else:
+                add(partition=_tp_to(run.partition), error=int(run.error), error_message=run.message)
+        return response
     if to_fields is None:
         # Per-partition outcomes: an election of every partition after a rolling restart at 2M
         # answers a million. Setting three fields of a nested message for each took a quarter of the

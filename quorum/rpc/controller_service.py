@@ -162,7 +162,7 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
     def finish(reply):
         if check is not None and isinstance(request, ListTopicsRequest):
             reply = request_actions.visible_topics(security, caller, reply)
-        response = cc.reply_to_proto(method, reply)
+        response = cc.reply_to_proto(method, reply, getattr(request_pb, "results_by_topic", False))
         if not is_read:  # answered once committed and replayed here: this is at or past its records
             response.committed_offset = node.last_committed_offset()
         if is_read:

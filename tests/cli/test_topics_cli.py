@@ -145,6 +145,56 @@ def test_leader_election_reports_as_kafka_does(cluster):
     ok("topics", "delete", "--topic", "elect", *boot)
 
 
+def test_an_election_of_many_partitions_is_answered_in_runs_and_printed_whole(cluster):
+    """A topic's partitions led by another replica than their first (the replica order rotated, as
+    after a rolling restart): ElectLeaders of every partition elects them all, the real controller
+    answers the client in a run per topic (ElectLeadersResult.more_partitions), and the command
+    prints every one of them."""
+    from quorum.controller import api
+    from quorum.errors import Errors
+    from quorum.rpc.controller_client import ControllerClient
+
+    boot = ("--bootstrap-controller", cluster.bootstrap())
+    ok("topics", "create", "--topic", "rotated", "--partitions", "40", "--replication-factor", "3", *boot)
+    with ControllerClient(cluster.bootstrap(), timeout=20) as admin:
+        described = admin.describe_topic("rotated")
+        moves = [(api.TopicPartition("rotated", p.partition), p.replicas[1:] + p.replicas[:1])
+                 for p in described.partitions]
+        assert all(r.error is Errors.NONE for r in admin.alter_reassignments(moves))
+        results = admin.elect_leaders("PREFERRED", [tp for tp, _ in moves[:20]])
+        assert isinstance(results, api.PartitionResults)
+        assert [r[1] for r in results.runs()] == [list(range(20))]  # one run, in partition order
+        assert all(r.error is Errors.NONE for r in results) and len(results) == 20
+    out = ok("leader-election", "--election-type", "PREFERRED", "--all-topic-partitions", *boot)
+    assert out.strip() == ("Successfully completed leader election (PREFERRED) for partitions "
+                           + ", ".join(f"rotated-{i}" for i in range(20, 40)))
+    after = json.loads(ok("topics", "describe", "--topic", "rotated", "--json", *boot))
+    assert all(p["leader"] == p["replicas"][0] for p in after["partitions"])
+    # on the wire: a run is one result to a client that asks for runs, one result each to one that does not
+    import grpc
+
+    from quorum.gen.sparkraft.v1 import controller_pb2, controller_pb2_grpc
+
+    leader = cluster.wait_leader().leader_id
+    with ControllerClient(cluster.bootstrap(), timeout=20) as admin, \
+            grpc.insecure_channel(f"127.0.0.1:{cluster.ports[leader]}") as channel:
+        stub = controller_pb2_grpc.ControllerStub(channel)
+        for by_topic in (True, False):
+            rotate = [(api.TopicPartition("rotated", p["partition"]), p["replicas"][1:] + p["replicas"][:1])
+                      for p in after["partitions"][:5]]
+            assert all(r.error is Errors.NONE for r in admin.alter_reassignments(rotate))
+            after = json.loads(ok("topics", "describe", "--topic", "rotated", "--json", *boot))
+            answer = stub.ElectLeaders(controller_pb2.ElectLeadersRequest(
+                election_type="PREFERRED", all_partitions=True, results_by_topic=by_topic), timeout=20)
+            assert answer.error == 0, answer.error_message
+            if by_topic:
+                assert [(r.partition.partition, list(r.more_partitions)) for r in answer.results] == [(0, [1, 2, 3, 4])]
+            else:
+                assert [(r.partition.partition, list(r.more_partitions)) for r in answer.results] == \
+                    [(i, []) for i in range(5)]
+    ok("topics", "delete", "--topic", "rotated", *boot)
+
+
 def test_cluster_unregister_takes_a_broker_out_of_the_metadata(cluster):
     from quorum.controller import api
     from quorum.rpc.controller_client import ControllerClient

@@ -273,24 +273,28 @@ class TopicPartition(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class ElectLeadersRequest(_message.Message):
-    __slots__ = ("election_type", "all_partitions", "partitions")
+    __slots__ = ("election_type", "all_partitions", "partitions", "results_by_topic")
     ELECTION_TYPE_FIELD_NUMBER: _ClassVar[int]
     ALL_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_BY_TOPIC_FIELD_NUMBER: _ClassVar[int]
     election_type: str
     all_partitions: bool
     partitions: _containers.RepeatedCompositeFieldContainer[TopicPartition]
-    def __init__(self, election_type: _Optional[str] = ..., all_partitions: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ...) -> None: ...
+    results_by_topic: bool
+    def __init__(self, election_type: _Optional[str] = ..., all_partitions: _Optional[bool] = ..., partitions: _Optional[_Iterable[_Union[TopicPartition, _Mapping]]] = ..., results_by_topic: _Optional[bool] = ...) -> None: ...
 
 class ElectLeadersResult(_message.Message):
-    __slots__ = ("partition", "error", "error_message")
+    __slots__ = ("partition", "error", "error_message", "more_partitions")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    MORE_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     partition: TopicPartition
     error: int
     error_message: str
-    def __init__(self, partition: _Optional[_Union[TopicPartition, _Mapping]] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+    more_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition: _Optional[_Union[TopicPartition, _Mapping]] = ..., error: _Optional[int] = ..., error_message: _Optional[str] = ..., more_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ElectLeadersResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
