@@ -28,6 +28,7 @@ process) whose partition-leader side (one ISR expansion for all of them,
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from contextlib import contextmanager
@@ -139,8 +140,7 @@ class PartitionHealth:
                 if t is RecordType.PARTITION_CHANGE_RECORD or t is RecordType.PARTITION_RECORD:
                     self._pending[decoded.message.topic_id, decoded.message.partition_id] = offset
                 elif t is RecordType.PARTITION_CHANGE_BLOCK_RECORD:  # row i is the change at offset + i
-                    for i, key in enumerate(change_block.touched(decoded.message)):
-                        self._pending[key] = offset + i
+                    self._pending.update(zip(change_block.touched(decoded.message), itertools.count(offset)))
                 elif t is RecordType.REMOVE_TOPIC_RECORD:
                     self._scanned = False
             if self._scanned:

@@ -89,6 +89,22 @@ class MetadataClientStats:
 # Writing the cache costs about what replaying this many records per partition of the image costs
 # (measured at 200,000 partitions: 1.4 us a partition written, 6 us a partition change replayed).
 CACHE_COST_IN_RECORDS = 0.25
+# While the client is behind the quorum, a cache waits until it has caught up (writing one competes
+# with catching up, and what is still to come changes the image it would write), unless this many
+# times the records that make one due are pending: a client that never catches up still writes.
+BEHIND_CACHE_FACTOR = 4
+
+
+def cache_due(pending: int, every: int, interval_due: bool, lag: int) -> bool:
+    """Whether to write the cache now: ``pending`` records applied since the last one, ``every``
+    the records that make one due, ``interval_due`` the interval passed, ``lag`` committed records
+    not applied yet. A million-election balance at 2M used to set off a 2M-partition cache write
+    in every broker process while it was still replaying the balance (a third of its CPU then)."""
+    if pending <= 0:
+        return False
+    if lag > 0 and pending < BEHIND_CACHE_FACTOR * every:
+        return False
+    return pending >= every or interval_due
 
 
 class BrokerMetadataClient:
@@ -336,7 +352,8 @@ class BrokerMetadataClient:
         partitions a cache takes seconds to write). A big image waits for more records: a cache
         is written once replaying what came since it would cost about what writing it costs (see
         CACHE_COST_IN_RECORDS), so a storm of changes (a cluster-wide leader balance at 2M is half
-        a million records) does not have the broker write its whole image five times over."""
+        a million records) does not have the broker write its whole image five times over; and
+        none is written while the client is behind (see cache_due)."""
         if self.cache is None or self._stop.is_set() or (self._cache_writer is not None
                                                          and self._cache_writer.is_alive()):
             return
@@ -347,7 +364,7 @@ class BrokerMetadataClient:
         due = time.monotonic() - self._last_cache_write >= self.cache_interval_s
         every = max(self.cache_every_records,
                     int(self._loader.image.topics.partition_count() * CACHE_COST_IN_RECORDS))
-        if pending >= every or (due and pending > 0):
+        if cache_due(pending, every, due, self.lag):
             self._cache_writer = threading.Thread(target=self.save_cache, name="broker-metadata-cache",
                                                   daemon=True)
             self._cache_writer.start()
