@@ -457,10 +457,13 @@ class ControllerCore:
         ``transaction``: wrapped in Begin/End even if they fit one batch. ReplayError (before
         anything changed) if they do not apply to the speculative image."""
         min_rows = self.settings.change_block_min_rows
-        if len(records) >= min_rows and levels.change_blocks_enabled(self._spec):
+        rows = change_block.rows(records)  # (a handler's LeaderElections stands for many)
+        if rows >= min_rows and levels.change_blocks_enabled(self._spec):
             # a block shares a batch with its continuations (and perhaps a transaction's markers)
             max_rows = min(change_block.MAX_ROWS, self.settings.max_records_per_batch - 2)
             records = change_block.pack(records, min_rows, max_rows)
+        else:
+            records = change_block.expanded(records)
         if records:
             snapshot, touched = self._apply(records)
         batches, self._pending_batches = self._pending_batches, []

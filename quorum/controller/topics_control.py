@@ -18,6 +18,7 @@ from quorum.controller.partition_change import GENERAL, Election, Elr, change, p
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import change_block
 from quorum.metadata.configs import TOPIC
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration, collision_key
 
@@ -289,19 +290,22 @@ def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicP
     masks = (ctx.index.imbalanced_by_topic() if election is Election.PREFERRED
              else ctx.index.leaderless_by_topic())
     able = ctx.acceptable
-    records, results = [], api.PartitionResults()
-    new_record = pb.PartitionChangeRecord
+    records, results, moves = [], api.PartitionResults(), change_block.LeaderElections()
     for name, tid in sorted((by_id[tid].name, tid) for tid in masks):
         partition_of, elr = by_id[tid].partitions.getter(), policies.elr(tid)
-        elected = None  # the run of this topic's successes being written (None: start one)
+        elected = None  # the run of this topic's successes being answered (None: start one)
+        moved_pids = leaders = None  # this topic's columns in ``moves`` (None: not asked for yet)
         for pid in bits(masks[tid]):
             p = partition_of(pid)
             preferred = p.replicas[0]
             if (election is Election.PREFERRED and p.leader != preferred and preferred in p.isr and able(preferred)
                     and preferred_leader_only(p, elr)):
-                records.append(new_record(partition_id=pid, topic_id=tid, leader=preferred))
                 if elected is None:
                     elected = results.run(name)
+                if moved_pids is None:
+                    moved_pids, leaders = moves.topic(tid)
+                moved_pids.append(pid)
+                leaders.append(preferred)
                 elected.append(pid)
                 continue
             error, message, record = _elect_one(ctx, tid, pid, p, election, elr)
@@ -311,6 +315,8 @@ def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicP
                 records.append(record)
             results.add(api.ElectLeadersResult(api.TopicPartition(name, pid), error, message))
             elected = None
+    if len(moves):
+        records.append(moves)  # after the few general ones: every change is to its own partition
     return records, results
 
 

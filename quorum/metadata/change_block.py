@@ -19,7 +19,7 @@ simulation and tests/unit/metadata/test_change_block.py check it for random bloc
 """
 from __future__ import annotations
 
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Optional, Sequence
 
 from google.protobuf.message import Message
@@ -46,9 +46,84 @@ _new_registration = tuple.__new__  # PartitionRegistration is a NamedTuple: buil
 
 
 # -- writing ----------------------------------------------------------------------------------
+class LeaderElections:
+    """Changes that only move a partition's leader (a preferred election with no reassignment or ELR
+    in play: nearly every one of a balance's million), gathered by topic as columns. Among the
+    records a handler returns it stands for its changes, in order: :func:`pack` writes it as blocks
+    straight from the columns (no PartitionChangeRecord per election to build and take apart
+    again), :func:`expanded` as the PartitionChangeRecords where blocks are not written."""
+
+    __slots__ = ("_topics",)
+
+    def __init__(self) -> None:
+        self._topics: list[tuple[str, list[int], list[int]]] = []  # (topic id, partition ids, leaders)
+
+    def topic(self, topic_id: str) -> tuple[list[int], list[int]]:
+        """The partition ids and new leaders lists of ``topic_id``'s run at the end, to append to."""
+        topics = self._topics
+        if topics and topics[-1][0] == topic_id:
+            return topics[-1][1], topics[-1][2]
+        pids: list[int] = []
+        leaders: list[int] = []
+        topics.append((topic_id, pids, leaders))
+        return pids, leaders
+
+    def __len__(self) -> int:
+        return sum(len(pids) for _, pids, _ in self._topics)
+
+    def changes(self) -> list[pb.PartitionChangeRecord]:
+        new = pb.PartitionChangeRecord
+        return [new(partition_id=pid, topic_id=tid, leader=leader)
+                for tid, pids, leaders in self._topics for pid, leader in zip(pids, leaders)]
+
+    def blocks(self, max_rows: int = MAX_ROWS) -> list[Message]:
+        """The blocks of at most ``max_rows`` rows (each followed by its continuations) that
+        :func:`pack` makes of :meth:`changes`."""
+        max_rows = max(1, max_rows)
+        runs = [(tid, len(pids)) for tid, pids, _ in self._topics if pids]
+        pids = list(chain.from_iterable(p for _, p, _ in self._topics))
+        leaders = list(chain.from_iterable(ls for _, _, ls in self._topics))
+        out: list[Message] = []
+        run, used = 0, 0  # the topic run the next row is in, and its rows already in earlier blocks
+        for start in range(0, len(pids), max_rows):
+            end = min(len(pids), start + max_rows)
+            topic_ids, topic_rows, row = [], [], start
+            while row < end:
+                tid, n = runs[run]
+                take = min(n - used, end - row)
+                topic_ids.append(tid)
+                topic_rows.append(take)
+                row, used = row + take, used + take
+                if used == n:
+                    run, used = run + 1, 0
+            out.append(pb.PartitionChangeBlockRecord(topic_ids=topic_ids, topic_rows=topic_rows,
+                                                     partition_ids=pids[start:end], leaders=leaders[start:end]))
+            out.extend([CONTINUATION] * (end - start - 1))
+        return out
+
+
+def rows(records: Sequence[Message]) -> int:
+    """The records ``records`` stands for (a LeaderElections counts its changes)."""
+    return len(records) + sum(len(r) - 1 for r in records if type(r) is LeaderElections)
+
+
+def expanded(records: Sequence[Message]) -> Sequence[Message]:
+    """``records`` with each LeaderElections as its PartitionChangeRecords (``records`` itself if none)."""
+    if not any(type(r) is LeaderElections for r in records):
+        return records
+    out: list[Message] = []
+    for r in records:
+        if type(r) is LeaderElections:
+            out.extend(r.changes())
+        else:
+            out.append(r)
+    return out
+
+
 def pack(records: Sequence[Message], min_rows: int = PACK_MIN_ROWS, max_rows: int = MAX_ROWS) -> list[Message]:
-    """``records`` with every run of at least ``min_rows`` PartitionChangeRecords as blocks of at
-    most ``max_rows`` rows, each followed by its continuations (same offsets)."""
+    """``records`` with every run of at least ``min_rows`` PartitionChangeRecords, and every
+    LeaderElections of at least ``min_rows`` changes, as blocks of at most ``max_rows`` rows, each
+    followed by its continuations (same offsets)."""
     out: list[Message] = []
     run: list[pb.PartitionChangeRecord] = []
     for r in records:
@@ -57,7 +132,10 @@ def pack(records: Sequence[Message], min_rows: int = PACK_MIN_ROWS, max_rows: in
             continue
         _pack_run(run, out, min_rows, max_rows)
         run = []
-        out.append(r)
+        if type(r) is LeaderElections:
+            out.extend(r.blocks(max_rows) if len(r) >= max(1, min_rows) else r.changes())
+        else:
+            out.append(r)
     _pack_run(run, out, min_rows, max_rows)
     return out
 

@@ -132,3 +132,36 @@ def test_a_malformed_block_changes_nothing(damage, error):
     with pytest.raises(ReplayError, match=error):
         delta.replay(block)
     assert delta.apply().topics == image.topics
+
+
+leader_moves = st.lists(st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.integers(0, 500), st.integers(0, 40)),
+                        max_size=120)
+
+
+def _elections(moves) -> change_block.LeaderElections:
+    out = change_block.LeaderElections()
+    for tid, pid, leader in moves:
+        pids, leaders = out.topic(tid)
+        pids.append(pid)
+        leaders.append(leader)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(leader_moves, st.integers(1, 50), st.integers(1, 60))
+def test_leader_elections_are_written_as_pack_writes_their_changes(moves, min_rows, max_rows):
+    """Columns straight to blocks: the same blocks, continuations and records as packing one
+    PartitionChangeRecord per election, in order; where blocks are not written, those records."""
+    elections = _elections(moves)
+    changes = [pb.PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=leader) for tid, pid, leader in moves]
+    assert len(elections) == len(moves) and elections.changes() == changes
+    before = pb.TopicRecord(name="x", topic_id="a" * 22)  # another record around it stays where it is
+    assert change_block.rows([before, elections, before]) == len(moves) + 2
+    assert change_block.pack([before, elections, before], min_rows, max_rows) == \
+        change_block.pack([before, *changes, before], 1 if len(moves) >= min_rows else len(moves) + 1, max_rows)
+    assert change_block.expanded([before, elections, before]) == [before, *changes, before]
+
+
+def test_records_without_leader_elections_are_not_copied():
+    records = [pb.TopicRecord(name="x", topic_id="a" * 22)]
+    assert change_block.expanded(records) is records and change_block.rows(records) == 1
