@@ -167,7 +167,20 @@ class PartitionResults(Sequence):
                 yield r
 
     def __getitem__(self, i):
-        return tuple(self)[i]
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        if i < 0:
+            i += len(self)
+        if i >= 0:
+            for r in self._runs:  # a run at a time, not a million objects
+                n = len(r[1]) if type(r) is tuple else 1
+                if i < n:
+                    return ElectLeadersResult(TopicPartition(r[0], r[1][i])) if type(r) is tuple else r
+                i -= n
+        raise IndexError("PartitionResults index out of range")
+
+    def __reversed__(self) -> Iterator[ElectLeadersResult]:
+        return reversed(tuple(self))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (PartitionResults, tuple, list)):

@@ -582,7 +582,8 @@ def reply_to_proto(method: str, reply, results_by_topic: bool = False):
         for run in reply.runs():
             if type(run) is tuple:
                 topic, pids = run
-                add(partition=pb.TopicPartition(topic=topic, partition=pids[0]), more_partitions=pids[1:])
+                if pids:  # (a run asked for and left empty answers nothing)
+                    add(partition=pb.TopicPartition(topic=topic, partition=pids[0]), more_partitions=pids[1:])
             else:
                 add(partition=_tp_to(run.partition), error=int(run.error), error_message=run.message)
         return response

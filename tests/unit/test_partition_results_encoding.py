@@ -1,6 +1,7 @@
 """Per-partition results written as bytes read back as the results protobuf would have written."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +55,11 @@ def test_partition_results_are_the_results_they_were_made_of(reply):
     assert held == tuple(reply) and tuple(reply) == held and list(held) == reply
     assert len(held) == len(reply)
     assert held.failures() == [r for r in reply if r.error is not Errors.NONE]
-    assert all(held[i] == reply[i] for i in range(len(reply)))
+    assert all(held[i] == reply[i] and held[i - len(reply)] == reply[i] for i in range(len(reply)))
+    assert held[1:3] == tuple(reply[1:3]) and list(reversed(held)) == reply[::-1]
+    for beyond in (len(reply), -len(reply) - 1):
+        with pytest.raises(IndexError):
+            held[beyond]
     # a run per stretch of one topic's successes, each failure on its own
     for run in held.runs():
         assert (type(run) is tuple and run[1]) or run.error is not Errors.NONE
@@ -81,6 +86,12 @@ def test_a_million_elections_answer_in_a_run_per_topic():
     assert len(m.results) == 10_000 and len(m.SerializeToString()) < 2_000_000  # 15 MB one by one
     decoded = reply_from_proto("ElectLeaders", m)
     assert len(decoded) == 1_000_000 and decoded == reply and not decoded.failures()
+
+
+def test_an_empty_run_answers_nothing():
+    reply = api.PartitionResults()
+    reply.run("asked-for-but-empty")
+    assert len(reply) == 0 and reply == () and not reply_to_proto("ElectLeaders", reply, results_by_topic=True).results
 
 
 def test_the_client_asks_for_runs_and_an_older_one_gets_a_result_each():
