@@ -425,19 +425,13 @@ def _partition_results_from(m) -> api.PartitionResults:
     """A million of them after a roll at 2M: kept as runs (see api.PartitionResults), whether the
     server sent a topic's successes as one result (``more_partitions``) or one by one."""
     out = api.PartitionResults()
-    run, topic_of_run = None, None
     for r in m.results:
         if r.error:
             out.add(api.ElectLeadersResult(_tp_from(r.partition), error_from_code(r.error), r.error_message))
-            run = None
             continue
-        tp = r.partition
-        topic = tp.topic
-        if run is None or topic != topic_of_run:
-            run, topic_of_run = out.run(topic), topic
-        run.append(tp.partition)
-        if r.more_partitions:
-            run.extend(r.more_partitions)
+        run = out.run(r.partition.topic)  # (the run at the end while the topic stays the same)
+        run.append(r.partition.partition)
+        run.extend(r.more_partitions)
     return out
 
 
