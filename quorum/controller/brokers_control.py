@@ -24,6 +24,7 @@ from quorum.controller import api, topics_control
 from quorum.controller.settings import MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import change_block
 from quorum.metadata.features import METADATA_VERSION
 from quorum.uuids import validate_uuid
 
@@ -134,7 +135,12 @@ def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms:
             records.append(_change(reg, in_controlled_shutdown=True))
         moves = topics_control.move_off(ctx, req.broker_id)
         records += moves
-        moved = {(r.topic_id, r.partition_id) for r in moves if r.HasField("leader")}
+        moved = set()
+        for r in moves:
+            if type(r) is change_block.ChangeColumns:
+                moved.update(r.leader_moves())
+            elif r.HasField("leader"):
+                moved.add((r.topic_id, r.partition_id))
         still_leads = any(key not in moved for key in ctx.index.led_partitions(req.broker_id))
         if not still_leads:
             records.append(_change(reg, fenced=True))

@@ -457,7 +457,7 @@ class ControllerCore:
         ``transaction``: wrapped in Begin/End even if they fit one batch. ReplayError (before
         anything changed) if they do not apply to the speculative image."""
         min_rows = self.settings.change_block_min_rows
-        rows = change_block.rows(records)  # (a handler's LeaderElections stands for many)
+        rows = change_block.rows(records)  # (a handler's ChangeColumns stands for many)
         if rows >= min_rows and levels.change_blocks_enabled(self._spec):
             # a block shares a batch with its continuations (and perhaps a transaction's markers)
             max_rows = min(change_block.MAX_ROWS, self.settings.max_records_per_batch - 2)

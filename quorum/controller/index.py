@@ -304,11 +304,13 @@ class PartitionIndex:
 
     def _move_masks(self, tid: str, moves: "_MaskMoves") -> None:
         """A topic's changes gathered by ``_MaskMoves``: every clear, then every set."""
-        for side, apply in ((moves.clear, _clear), (moves.set, _set)):
-            for table, masks in side.items():
-                target = getattr(self, table)
-                for key, mask in masks.items():
-                    apply(target, key, tid, mask)
+        for table, off, on in ((self.isr, moves.isr_off, moves.isr_on), (self.leads, moves.leads_off, moves.leads_on),
+                               (self.imbalanced, moves.imbalanced_off, moves.imbalanced_on),
+                               (self.short_isr, moves.short_isr_off, moves.short_isr_on)):
+            for key, mask in off.items():
+                _clear(table, key, tid, mask)
+            for key, mask in on.items():
+                _set(table, key, tid, mask)
         self.imbalanced_total += moves.imbalanced
         self.short_isr_total += moves.short_isr
 
@@ -328,68 +330,64 @@ class _MaskMoves:
     Within one change a bit is only ever cleared and then set under the same key, so applying every
     clear before every set is the order ``_change`` would have used."""
 
-    __slots__ = ("clear", "set", "imbalanced", "short_isr")
+    __slots__ = ("isr_off", "isr_on", "leads_off", "leads_on", "imbalanced_off", "imbalanced_on",
+                 "short_isr_off", "short_isr_on", "imbalanced", "short_isr")
 
     def __init__(self) -> None:
-        # "isr" / "leads" / "imbalanced" / "short_isr" -> key (a broker, or an ISR size) -> mask
-        self.clear: dict[str, dict[int, int]] = {}
-        self.set: dict[str, dict[int, int]] = {}
+        # per index table, the bits to clear (``_off``) and to set (``_on``): key (a broker, or an
+        # ISR size) -> mask
+        self.isr_off: dict[int, int] = {}
+        self.isr_on: dict[int, int] = {}
+        self.leads_off: dict[int, int] = {}
+        self.leads_on: dict[int, int] = {}
+        self.imbalanced_off: dict[int, int] = {}
+        self.imbalanced_on: dict[int, int] = {}
+        self.short_isr_off: dict[int, int] = {}
+        self.short_isr_on: dict[int, int] = {}
         self.imbalanced = 0  # change of the index's counts
         self.short_isr = 0
 
     def __bool__(self) -> bool:
-        return bool(self.clear or self.set)
-
-    @staticmethod
-    def _mark(side: dict[str, dict[int, int]], table: str, key: int, bit: int) -> None:
-        masks = side.get(table)
-        if masks is None:
-            masks = side[table] = {}
-        masks[key] = masks.get(key, 0) | bit
+        return bool(self.isr_off or self.isr_on or self.leads_off or self.leads_on or self.imbalanced_off
+                    or self.imbalanced_on or self.short_isr_off or self.short_isr_on)
 
     def add(self, pid: int, p: PartitionRegistration, q: PartitionRegistration) -> bool:
-        """Take the change from ``p`` to ``q`` if it is of this kind (False: it is not)."""
-        if p.leader == NO_LEADER or q.leader == NO_LEADER or p.replicas != q.replicas or p.elr != q.elr:
+        """Take the change from ``p`` to ``q`` if it is of this kind (False: it is not). (Inline
+        mask updates: a controlled shutdown at 2M makes 200,000 of these calls.)"""
+        old_leader, new_leader, replicas = p.leader, q.leader, q.replicas
+        if old_leader == NO_LEADER or new_leader == NO_LEADER or p.replicas != replicas or p.elr != q.elr:
             return False
         bit = 1 << pid
-        mark = self._mark
-        if p.isr is q.isr and p.leader != q.leader:  # (lists are interned) a leader move alone: inline
-            clear, set_ = self.clear, self.set
-            leads_off = clear.get("leads") or clear.setdefault("leads", {})
-            leads_on = set_.get("leads") or set_.setdefault("leads", {})
-            leads_off[p.leader] = leads_off.get(p.leader, 0) | bit
-            leads_on[q.leader] = leads_on.get(q.leader, 0) | bit
-            preferred = q.replicas[0]
-            if p.leader == preferred:
-                mark(set_, "imbalanced", preferred, bit)
-                self.imbalanced += 1
-            elif q.leader == preferred:
-                mark(clear, "imbalanced", preferred, bit)
-                self.imbalanced -= 1
-            return True
-        if p.isr != q.isr:
-            for b in p.isr:
-                if b not in q.isr:
-                    mark(self.clear, "isr", b, bit)
-            for b in q.isr:
-                if b not in p.isr:
-                    mark(self.set, "isr", b, bit)
-            size = len(q.replicas)
-            if len(p.isr) != len(q.isr):
-                if len(p.isr) < size:
-                    mark(self.clear, "short_isr", len(p.isr), bit)
+        old_isr, new_isr = p.isr, q.isr
+        if old_isr is not new_isr and old_isr != new_isr:  # (lists are interned: mostly the same object)
+            off, on = self.isr_off, self.isr_on
+            for b in old_isr:
+                if b not in new_isr:
+                    off[b] = off.get(b, 0) | bit
+            for b in new_isr:
+                if b not in old_isr:
+                    on[b] = on.get(b, 0) | bit
+            old_size, new_size, size = len(old_isr), len(new_isr), len(replicas)
+            if old_size != new_size:
+                if old_size < size:
+                    off = self.short_isr_off
+                    off[old_size] = off.get(old_size, 0) | bit
                     self.short_isr -= 1
-                if len(q.isr) < size:
-                    mark(self.set, "short_isr", len(q.isr), bit)
+                if new_size < size:
+                    on = self.short_isr_on
+                    on[new_size] = on.get(new_size, 0) | bit
                     self.short_isr += 1
-        if p.leader != q.leader:
-            mark(self.clear, "leads", p.leader, bit)
-            mark(self.set, "leads", q.leader, bit)
-            preferred = q.replicas[0]
-            if p.leader == preferred:
-                mark(self.set, "imbalanced", preferred, bit)
+        if old_leader != new_leader:
+            off, on = self.leads_off, self.leads_on
+            off[old_leader] = off.get(old_leader, 0) | bit
+            on[new_leader] = on.get(new_leader, 0) | bit
+            preferred = replicas[0]
+            if old_leader == preferred:
+                on = self.imbalanced_on
+                on[preferred] = on.get(preferred, 0) | bit
                 self.imbalanced += 1
-            elif q.leader == preferred:
-                mark(self.clear, "imbalanced", preferred, bit)
+            elif new_leader == preferred:
+                off = self.imbalanced_off
+                off[preferred] = off.get(preferred, 0) | bit
                 self.imbalanced -= 1
         return True

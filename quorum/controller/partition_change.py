@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.change_block import UNCHANGED_LEADER
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration
 
 
@@ -81,13 +82,15 @@ def preferred_leader_only(p: PartitionRegistration, elr: Optional[Elr]) -> bool:
 GENERAL = object()  # shrink_isr's "not this kind of change: take the general path"
 
 
-def shrink_isr(topic_id: str, partition_id: int, p: PartitionRegistration, target_isr: Sequence[int],
-               acceptable: Callable[[int], bool], elr: Optional[Elr]):
-    """The record ``change`` writes for brokers leaving ``p``'s ISR (``target_isr``, a non-empty
-    subset of it) with an ANY or UNCLEAN election, or ``GENERAL`` where that takes more than "the
-    ISR shrinks, the leader stays if it still may lead, else the first replica in the ISR that may":
-    a reassignment in flight, an ELR to keep or work out, or no member left to lead. What fencing or
-    a controlled shutdown does to 200,000 partitions at 2M, without the general path's work."""
+def shrink_isr(p: PartitionRegistration, target_isr: Sequence[int], acceptable: Callable[[int], bool],
+               elr: Optional[Elr]):
+    """The change ``change`` makes for brokers leaving ``p``'s ISR (``target_isr``, a non-empty
+    subset of it) with an ANY or UNCLEAN election, as a row of :class:`ChangeColumns` (the new
+    leader or UNCHANGED_LEADER, the new ISR or None; None: nothing changes), or ``GENERAL`` where
+    that takes more than "the ISR shrinks, the leader stays if it still may lead, else the first
+    replica in the ISR that may": a reassignment in flight, an ELR to keep or work out, or no member
+    left to lead. What fencing or a controlled shutdown does to 200,000 partitions at 2M, without
+    the general path's work or a record per change."""
     if (not target_isr or p.adding_replicas or p.removing_replicas or p.elr or p.last_known_elr
             or (elr is not None and len(target_isr) < elr.min_isr)):
         return GENERAL
@@ -100,15 +103,9 @@ def shrink_isr(topic_id: str, partition_id: int, p: PartitionRegistration, targe
                 break
         else:
             return GENERAL
-    if leader == p.leader and isr == p.isr:
-        return None
-    record = pb.PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id)
-    if leader != p.leader:
-        record.leader = leader
-    if isr != p.isr:
-        record.isr.SetInParent()
-        record.isr.ids.extend(isr)
-    return record
+    if leader == p.leader:
+        return None if isr == p.isr else (UNCHANGED_LEADER, isr)
+    return leader, (None if isr == p.isr else isr)
 
 
 def change(topic_id: str, partition_id: int, p: PartitionRegistration, acceptable: Callable[[int], bool],

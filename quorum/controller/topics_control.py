@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Optional
 
+from google.protobuf.message import Message
+
 from quorum.controller import api, configs_control, levels
 from quorum.controller.index import bits
 from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
@@ -290,11 +292,11 @@ def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicP
     masks = (ctx.index.imbalanced_by_topic() if election is Election.PREFERRED
              else ctx.index.leaderless_by_topic())
     able = ctx.acceptable
-    records, results, moves = [], api.PartitionResults(), change_block.LeaderElections()
+    records, results, moves = [], api.PartitionResults(), change_block.ChangeColumns()
     for name, tid in sorted((by_id[tid].name, tid) for tid in masks):
         partition_of, elr = by_id[tid].partitions.getter(), policies.elr(tid)
         elected = None  # the run of this topic's successes being answered (None: start one)
-        moved_pids = leaders = None  # this topic's columns in ``moves`` (None: not asked for yet)
+        moved_pids = leaders = isrs = None  # this topic's columns in ``moves`` (None: not asked for yet)
         for pid in bits(masks[tid]):
             p = partition_of(pid)
             preferred = p.replicas[0]
@@ -303,9 +305,10 @@ def _elect_every(ctx: "ControllerContext", election: Election, policies: "TopicP
                 if elected is None:
                     elected = results.run(name)
                 if moved_pids is None:
-                    moved_pids, leaders = moves.topic(tid)
+                    moved_pids, leaders, isrs = moves.topic(tid)
                 moved_pids.append(pid)
                 leaders.append(preferred)
+                isrs.append(None)
                 elected.append(pid)
                 continue
             error, message, record = _elect_one(ctx, tid, pid, p, election, elr)
@@ -448,7 +451,7 @@ def balance_leaders(ctx: "ControllerContext", limit: int) -> tuple[list[pb.Parti
     return records, False
 
 
-def move_off(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
+def move_off(ctx: "ControllerContext", broker: int) -> list[Message]:
     """Take ``broker`` out of every ISR it is in (unless it is the last member) and move its
     leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration."""
     def acceptable(b: int) -> bool:
@@ -458,7 +461,7 @@ def move_off(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRe
                     lambda p: [b for b in p.isr if b != broker])
 
 
-def restarted(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
+def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
     """A new incarnation of ``broker`` registers (its process restarted): out of every ISR and ELR it
     is in, its leaderships moved (Kafka's handleBrokerUncleanShutdown, once metadata.version has
     ELR): whatever it held before the restart is not vouched for."""
@@ -470,7 +473,7 @@ def restarted(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeR
                     TopicPolicies(ctx, unclean_shutdown=(broker,)))
 
 
-def elect_leaderless(ctx: "ControllerContext", broker: int) -> list[pb.PartitionChangeRecord]:
+def elect_leaderless(ctx: "ControllerContext", broker: int) -> list[Message]:
     """Leaderless partitions that ``broker``, which just became available, may lead: those whose ISR
     (or, with the ISR empty, ELR) holds it, and where ``unclean.leader.election.enable`` is on, those
     it is only a replica of."""
@@ -525,22 +528,34 @@ class TopicPolicies:
 
 def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
              acceptable: Callable[[int], bool], target_isr: Callable,
-             policies: Optional[TopicPolicies] = None) -> list[pb.PartitionChangeRecord]:
+             policies: Optional[TopicPolicies] = None) -> list[Message]:
     """Each partition's change; an election with no ISR member left to lead goes outside the ISR
-    where the topic allows unclean elections (Kafka's controller does the same on every such change)."""
+    where the topic allows unclean elections (Kafka's controller does the same on every such change).
+    ISR shrinks (nearly all of a fencing or a controlled shutdown) come last, as one ChangeColumns;
+    each partition changes once, so their order among the others does not matter."""
     by_id = ctx.spec.topics.by_id
     policies = policies or TopicPolicies(ctx)
-    out = []
-    topic_id = None
+    out: list[Message] = []
+    shrinks = change_block.ChangeColumns()
+    topic_id = columns = None
     for tid, pid in sorted(partitions):
         if tid != topic_id:  # sorted: a topic's partitions in a row, its lookups once
             topic_id, partition_of = tid, by_id[tid].partitions.getter()
             election, elr = policies.election(tid), policies.elr(tid)
+            columns = None  # this topic's columns in ``shrinks`` (None: not asked for yet)
         p = partition_of(pid)
         isr = target_isr(p)
-        record = GENERAL if isr is None else shrink_isr(tid, pid, p, isr, acceptable, elr)
-        if record is GENERAL:
+        row = GENERAL if isr is None else shrink_isr(p, isr, acceptable, elr)
+        if row is GENERAL:
             record = change(tid, pid, p, acceptable, target_isr=isr, election=election, elr=elr)
-        if record is not None:
-            out.append(record)
+            if record is not None:
+                out.append(record)
+        elif row is not None:
+            if columns is None:
+                columns = shrinks.topic(tid)
+            columns[0].append(pid)
+            columns[1].append(row[0])
+            columns[2].append(row[1])
+    if len(shrinks):
+        out.append(shrinks)
     return out

@@ -46,43 +46,61 @@ _new_registration = tuple.__new__  # PartitionRegistration is a NamedTuple: buil
 
 
 # -- writing ----------------------------------------------------------------------------------
-class LeaderElections:
-    """Changes that only move a partition's leader (a preferred election with no reassignment or ELR
-    in play: nearly every one of a balance's million), gathered by topic as columns. Among the
-    records a handler returns it stands for its changes, in order: :func:`pack` writes it as blocks
-    straight from the columns (no PartitionChangeRecord per election to build and take apart
-    again), :func:`expanded` as the PartitionChangeRecords where blocks are not written."""
+class ChangeColumns:
+    """Partition changes that set only a new leader and/or a new ISR, gathered by topic as columns:
+    what nearly every change of a balance (the preferred replica leads) and of a controlled shutdown
+    or a fencing (the broker leaves the ISR, its leaderships move) is. Among the records a handler
+    returns it stands for its changes, in order: :func:`pack` writes it as blocks straight from the
+    columns (no PartitionChangeRecord per change to build and take apart again), :func:`expanded`
+    as the PartitionChangeRecords where blocks are not written. A row's leader is
+    :data:`UNCHANGED_LEADER` and its ISR None where the change leaves them as they are."""
 
     __slots__ = ("_topics",)
 
     def __init__(self) -> None:
-        self._topics: list[tuple[str, list[int], list[int]]] = []  # (topic id, partition ids, leaders)
+        # (topic id, partition ids, leaders, ISRs as broker tuples or None)
+        self._topics: list[tuple[str, list[int], list[int], list[Optional[tuple[int, ...]]]]] = []
 
-    def topic(self, topic_id: str) -> tuple[list[int], list[int]]:
-        """The partition ids and new leaders lists of ``topic_id``'s run at the end, to append to."""
+    def topic(self, topic_id: str) -> tuple[list[int], list[int], list[Optional[tuple[int, ...]]]]:
+        """The partition ids, leaders and ISRs lists of ``topic_id``'s run at the end, to append to
+        (one entry each per change)."""
         topics = self._topics
         if topics and topics[-1][0] == topic_id:
-            return topics[-1][1], topics[-1][2]
-        pids: list[int] = []
-        leaders: list[int] = []
-        topics.append((topic_id, pids, leaders))
-        return pids, leaders
+            return topics[-1][1:]
+        run: tuple = (topic_id, [], [], [])
+        topics.append(run)
+        return run[1:]
 
     def __len__(self) -> int:
-        return sum(len(pids) for _, pids, _ in self._topics)
+        return sum(len(pids) for _, pids, _, _ in self._topics)
+
+    def leader_moves(self) -> list[tuple[str, int]]:
+        """(topic id, partition id) of every change that sets a leader."""
+        return [(tid, pid) for tid, pids, leaders, _ in self._topics
+                for pid, leader in zip(pids, leaders) if leader != UNCHANGED_LEADER]
 
     def changes(self) -> list[pb.PartitionChangeRecord]:
         new = pb.PartitionChangeRecord
-        return [new(partition_id=pid, topic_id=tid, leader=leader)
-                for tid, pids, leaders in self._topics for pid, leader in zip(pids, leaders)]
+        out = []
+        for tid, pids, leaders, isrs in self._topics:
+            for pid, leader, isr in zip(pids, leaders, isrs):
+                c = new(partition_id=pid, topic_id=tid)
+                if leader != UNCHANGED_LEADER:
+                    c.leader = leader
+                if isr is not None:
+                    c.isr.SetInParent()  # present even when empty: "now empty"
+                    c.isr.ids.extend(isr)
+                out.append(c)
+        return out
 
     def blocks(self, max_rows: int = MAX_ROWS) -> list[Message]:
         """The blocks of at most ``max_rows`` rows (each followed by its continuations) that
         :func:`pack` makes of :meth:`changes`."""
         max_rows = max(1, max_rows)
-        runs = [(tid, len(pids)) for tid, pids, _ in self._topics if pids]
-        pids = list(chain.from_iterable(p for _, p, _ in self._topics))
-        leaders = list(chain.from_iterable(ls for _, _, ls in self._topics))
+        runs = [(tid, len(pids)) for tid, pids, _, _ in self._topics if pids]
+        pids = list(chain.from_iterable(t[1] for t in self._topics))
+        leaders = list(chain.from_iterable(t[2] for t in self._topics))
+        isrs = list(chain.from_iterable(t[3] for t in self._topics))
         out: list[Message] = []
         run, used = 0, 0  # the topic run the next row is in, and its rows already in earlier blocks
         for start in range(0, len(pids), max_rows):
@@ -96,24 +114,35 @@ class LeaderElections:
                 row, used = row + take, used + take
                 if used == n:
                     run, used = run + 1, 0
-            out.append(pb.PartitionChangeBlockRecord(topic_ids=topic_ids, topic_rows=topic_rows,
-                                                     partition_ids=pids[start:end], leaders=leaders[start:end]))
+            block = pb.PartitionChangeBlockRecord(topic_ids=topic_ids, topic_rows=topic_rows,
+                                                  partition_ids=pids[start:end])
+            block_leaders = leaders[start:end]
+            if block_leaders.count(UNCHANGED_LEADER) != len(block_leaders):
+                block.leaders.extend(block_leaders)
+            block_isrs = isrs[start:end]
+            if block_isrs.count(None) != len(block_isrs):
+                lists: dict[tuple[int, ...], int] = {}  # each distinct ISR once, in order of first use
+                column = [UNCHANGED if isr is None else lists.setdefault(isr, len(lists)) for isr in block_isrs]
+                block.list_lengths.extend([len(ids) for ids in lists])
+                block.list_ids.extend([b for ids in lists for b in ids])
+                block.isr.extend(column)
+            out.append(block)
             out.extend([CONTINUATION] * (end - start - 1))
         return out
 
 
 def rows(records: Sequence[Message]) -> int:
-    """The records ``records`` stands for (a LeaderElections counts its changes)."""
-    return len(records) + sum(len(r) - 1 for r in records if type(r) is LeaderElections)
+    """The records ``records`` stands for (a ChangeColumns counts its changes)."""
+    return len(records) + sum(len(r) - 1 for r in records if type(r) is ChangeColumns)
 
 
 def expanded(records: Sequence[Message]) -> Sequence[Message]:
-    """``records`` with each LeaderElections as its PartitionChangeRecords (``records`` itself if none)."""
-    if not any(type(r) is LeaderElections for r in records):
+    """``records`` with each ChangeColumns as its PartitionChangeRecords (``records`` itself if none)."""
+    if not any(type(r) is ChangeColumns for r in records):
         return records
     out: list[Message] = []
     for r in records:
-        if type(r) is LeaderElections:
+        if type(r) is ChangeColumns:
             out.extend(r.changes())
         else:
             out.append(r)
@@ -122,7 +151,7 @@ def expanded(records: Sequence[Message]) -> Sequence[Message]:
 
 def pack(records: Sequence[Message], min_rows: int = PACK_MIN_ROWS, max_rows: int = MAX_ROWS) -> list[Message]:
     """``records`` with every run of at least ``min_rows`` PartitionChangeRecords, and every
-    LeaderElections of at least ``min_rows`` changes, as blocks of at most ``max_rows`` rows, each
+    ChangeColumns of at least ``min_rows`` changes, as blocks of at most ``max_rows`` rows, each
     followed by its continuations (same offsets)."""
     out: list[Message] = []
     run: list[pb.PartitionChangeRecord] = []
@@ -132,7 +161,7 @@ def pack(records: Sequence[Message], min_rows: int = PACK_MIN_ROWS, max_rows: in
             continue
         _pack_run(run, out, min_rows, max_rows)
         run = []
-        if type(r) is LeaderElections:
+        if type(r) is ChangeColumns:
             out.extend(r.blocks(max_rows) if len(r) >= max(1, min_rows) else r.changes())
         else:
             out.append(r)

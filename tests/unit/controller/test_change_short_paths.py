@@ -7,9 +7,21 @@ from hypothesis import strategies as st
 
 from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import change_block
 from quorum.metadata.topics import PartitionRegistration
 
 TOPIC = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def as_record(pid: int, row) -> pb.PartitionChangeRecord:
+    """An ISR shrink's row of ChangeColumns as the record it stands for."""
+    columns = change_block.ChangeColumns()
+    pids, leaders, isrs = columns.topic(TOPIC)
+    pids.append(pid)
+    leaders.append(row[0])
+    isrs.append(row[1])
+    (record,) = columns.changes()
+    return record
 
 
 @st.composite
@@ -57,18 +69,23 @@ def test_an_isr_shrink_is_the_general_change_where_it_applies(p, elr, fenced, le
         return b not in fenced
 
     target = [b for b in p.isr if b not in leaving]
-    short = shrink_isr(TOPIC, 4, p, target, acceptable, elr)
+    short = shrink_isr(p, target, acceptable, elr)
     if short is GENERAL:
         return
-    assert short == change(TOPIC, 4, p, acceptable, target_isr=target, election=election, elr=elr)
+    general = change(TOPIC, 4, p, acceptable, target_isr=target, election=election, elr=elr)
+    assert (None if short is None else as_record(4, short)) == general
 
 
 def test_an_isr_shrink_takes_the_usual_case_and_leaves_the_rest():
     p = PartitionRegistration((1, 2, 3), (1, 2, 3), leader=1, leader_epoch=5)
-    moved = shrink_isr(TOPIC, 0, p, [2, 3], lambda b: b != 1, None)  # the leader shuts down
-    assert moved.leader == 2 and list(moved.isr.ids) == [2, 3]
-    kept = shrink_isr(TOPIC, 0, p, [1, 2], lambda b: b != 3, None)  # a follower does
-    assert not kept.HasField("leader") and list(kept.isr.ids) == [1, 2]
-    assert shrink_isr(TOPIC, 0, p, [1, 2, 3], lambda b: True, None) is None  # nothing changes
-    assert shrink_isr(TOPIC, 0, p, [2], lambda b: b == 1, None) is GENERAL  # nobody left to lead
-    assert shrink_isr(TOPIC, 0, p, [2, 3], lambda b: b != 1, Elr(3)) is GENERAL  # below min ISR with ELR
+    moved = shrink_isr(p, [2, 3], lambda b: b != 1, None)  # the leader shuts down
+    assert moved == (2, (2, 3))
+    record = as_record(0, moved)
+    assert record.leader == 2 and list(record.isr.ids) == [2, 3]
+    kept = shrink_isr(p, [1, 2], lambda b: b != 3, None)  # a follower does
+    assert kept == (change_block.UNCHANGED_LEADER, (1, 2))
+    record = as_record(0, kept)
+    assert not record.HasField("leader") and list(record.isr.ids) == [1, 2]
+    assert shrink_isr(p, [1, 2, 3], lambda b: True, None) is None  # nothing changes
+    assert shrink_isr(p, [2], lambda b: b == 1, None) is GENERAL  # nobody left to lead
+    assert shrink_isr(p, [2, 3], lambda b: b != 1, Elr(3)) is GENERAL  # below min ISR with ELR

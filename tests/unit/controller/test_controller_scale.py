@@ -9,6 +9,8 @@ from controller_helpers import controller, heartbeat
 
 from quorum.controller import api
 from quorum.controller.index import PartitionIndex
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.records import decode_record
 from quorum.metadata.invariants import violations
 
 
@@ -30,6 +32,31 @@ def test_fencing_one_broker_writes_one_change_per_partition_it_is_in():
     assert image.cluster.broker(7).fenced and violations(image) == []
     assert PartitionIndex.build(image).snapshot() == c.core.index.snapshot()
 
+
+
+def test_a_controlled_shutdown_writes_its_isr_shrinks_as_blocks_that_standbys_read_back():
+    """The shrinks go from columns straight to blocks with an ISR column; a standby decoding the log
+    builds the same image, and the index matches one built from it."""
+    c, epochs = controller(30, racks=["a", "b", "c"])
+    for t in range(30):
+        c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic(f"topic-{t}", 100, 3),)), c.now))
+    before = c.core.image
+    holding = {(tid, pid) for tid, t in before.topics.by_id.items() for pid, p in t.partitions.items() if 7 in p.isr}
+    led = {key for key in holding if before.topics.by_id[key[0]].partitions[key[1]].leader == 7}
+    first = len(c.log)
+    reply = heartbeat(c, 7, epochs[7], want_shutdown=True)
+    assert reply.should_shutdown and led
+    blocks = [m for b in c.log[first:] for m in (decode_record(f).message for f in b.records)
+              if type(m) is pb.PartitionChangeBlockRecord]
+    assert sum(len(b.partition_ids) for b in blocks) == len(holding)
+    assert all(b.isr and b.list_ids for b in blocks)  # every row takes broker 7 out of the ISR
+    image = c.core.image
+    for tid, pid in holding:
+        p, was = image.topics.by_id[tid].partitions[pid], before.topics.by_id[tid].partitions[pid]
+        assert p.isr == tuple(b for b in was.isr if b != 7) and p.leader != 7
+        assert p.leader_epoch == was.leader_epoch + ((tid, pid) in led)
+    assert _reference_image(c, c.log).topics == image.topics
+    assert violations(image) == [] and PartitionIndex.build(image).snapshot() == c.core.index.snapshot()
 
 
 def _reference_image(c, batches):

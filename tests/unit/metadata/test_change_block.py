@@ -134,32 +134,50 @@ def test_a_malformed_block_changes_nothing(damage, error):
     assert delta.apply().topics == image.topics
 
 
-leader_moves = st.lists(st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.integers(0, 500), st.integers(0, 40)),
-                        max_size=120)
+column_changes = st.lists(
+    st.tuples(st.sampled_from(["t1", "t2", "t3"]), st.integers(0, 500),
+              st.one_of(st.just(change_block.UNCHANGED_LEADER), st.integers(-1, 40)),
+              st.one_of(st.none(), st.tuples(), st.lists(st.integers(0, 5), max_size=3, unique=True).map(tuple))),
+    max_size=120).filter(lambda rows: all(leader != change_block.UNCHANGED_LEADER or isr is not None
+                                          for _, _, leader, isr in rows))  # every row changes something
 
 
-def _elections(moves) -> change_block.LeaderElections:
-    out = change_block.LeaderElections()
-    for tid, pid, leader in moves:
-        pids, leaders = out.topic(tid)
+def _columns(rows) -> change_block.ChangeColumns:
+    out = change_block.ChangeColumns()
+    for tid, pid, leader, isr in rows:
+        pids, leaders, isrs = out.topic(tid)
         pids.append(pid)
         leaders.append(leader)
+        isrs.append(isr)
     return out
 
 
+def _record(tid, pid, leader, isr) -> pb.PartitionChangeRecord:
+    r = pb.PartitionChangeRecord(partition_id=pid, topic_id=tid)
+    if leader != change_block.UNCHANGED_LEADER:
+        r.leader = leader
+    if isr is not None:
+        r.isr.SetInParent()
+        r.isr.ids.extend(isr)
+    return r
+
+
 @settings(max_examples=300, deadline=None)
-@given(leader_moves, st.integers(1, 50), st.integers(1, 60))
-def test_leader_elections_are_written_as_pack_writes_their_changes(moves, min_rows, max_rows):
+@given(column_changes, st.integers(1, 50), st.integers(1, 60))
+def test_change_columns_are_written_as_pack_writes_their_changes(rows, min_rows, max_rows):
     """Columns straight to blocks: the same blocks, continuations and records as packing one
-    PartitionChangeRecord per election, in order; where blocks are not written, those records."""
-    elections = _elections(moves)
-    changes = [pb.PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=leader) for tid, pid, leader in moves]
-    assert len(elections) == len(moves) and elections.changes() == changes
+    PartitionChangeRecord per change (a new leader, a new ISR, or both), in order; where blocks are
+    not written, those records."""
+    columns = _columns(rows)
+    changes = [_record(*row) for row in rows]
+    assert len(columns) == len(rows) and columns.changes() == changes
+    assert columns.leader_moves() == [(tid, pid) for tid, pid, leader, _ in rows
+                                      if leader != change_block.UNCHANGED_LEADER]
     before = pb.TopicRecord(name="x", topic_id="a" * 22)  # another record around it stays where it is
-    assert change_block.rows([before, elections, before]) == len(moves) + 2
-    assert change_block.pack([before, elections, before], min_rows, max_rows) == \
-        change_block.pack([before, *changes, before], 1 if len(moves) >= min_rows else len(moves) + 1, max_rows)
-    assert change_block.expanded([before, elections, before]) == [before, *changes, before]
+    assert change_block.rows([before, columns, before]) == len(rows) + 2
+    assert change_block.pack([before, columns, before], min_rows, max_rows) == \
+        change_block.pack([before, *changes, before], 1 if len(rows) >= min_rows else len(rows) + 1, max_rows)
+    assert change_block.expanded([before, columns, before]) == [before, *changes, before]
 
 
 def test_records_without_leader_elections_are_not_copied():
