@@ -135,18 +135,24 @@ def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms:
             records.append(_change(reg, in_controlled_shutdown=True))
         moves = topics_control.move_off(ctx, req.broker_id)
         records += moves
-        moved = set()
-        for r in moves:
-            if type(r) is change_block.ChangeColumns:
-                moved.update(r.leader_moves())
-            elif r.HasField("leader"):
-                moved.add((r.topic_id, r.partition_id))
-        still_leads = any(key not in moved for key in ctx.index.led_partitions(req.broker_id))
-        if not still_leads:
+        if not _still_leads(ctx.index.led_masks(req.broker_id), moves):
             records.append(_change(reg, fenced=True))
             fenced, shutdown = True, True
     return records, api.BrokerHeartbeatReply(is_caught_up=caught_up, is_fenced=fenced,
                                              should_shutdown=shutdown)
+
+
+def _still_leads(led: dict[str, int], moves: list) -> bool:
+    """Does a broker leading ``led`` (topic id -> mask of partition ids) still lead a partition
+    that ``moves`` gives no new leader?"""
+    moved: dict[str, int] = {}
+    for r in moves:
+        if type(r) is change_block.ChangeColumns:
+            for tid, mask in r.leader_masks().items():
+                moved[tid] = moved.get(tid, 0) | mask
+        elif r.HasField("leader"):
+            moved[r.topic_id] = moved.get(r.topic_id, 0) | 1 << r.partition_id
+    return any(mask & ~moved.get(tid, 0) for tid, mask in led.items())
 
 
 def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional[bool] = None

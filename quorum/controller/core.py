@@ -112,7 +112,7 @@ class _Inflight:
     base: int
     end: int
     snapshot: Optional[MetadataImage] = None
-    touched: Optional[tuple[set, set]] = None
+    touched: Optional[tuple[set, set, list]] = None  # partitions, topics, and blocks (their rows' partitions)
 
 
 class ControllerCore:
@@ -345,6 +345,8 @@ class ControllerCore:
             if e.touched is not None:
                 parts |= e.touched[0]
                 topics |= e.touched[1]
+                for block in e.touched[2]:  # (worked out only now: _apply gave the index their moves)
+                    parts.update(change_block.touched(block))
         committed = self.loader.image
         if self._diverged:
             self.index = PartitionIndex.build(committed)
@@ -483,21 +485,27 @@ class ControllerCore:
             self._last_write_ms = now_ms
         return Operation(batches, reply, None, None, name)
 
-    def _apply(self, records: list[Message]) -> tuple[MetadataImage, tuple[set, set]]:
+    def _apply(self, records: list[Message]) -> tuple[MetadataImage, tuple[set, set, list]]:
         """Apply records to the speculative image (and the index); the image after them."""
         delta = MetadataDelta(self._spec)
         parts: set = set()
         topics: set = set()
-        continuation = change_block.CONTINUATION
+        moves: change_block.Moves = {}  # what the blocks did, for the index (no lookups again)
+        blocks = []
+        continuation, block_type = change_block.CONTINUATION, pb.PartitionChangeBlockRecord
         for r in records:
             if r is continuation or isinstance(r, _MARKERS):  # a block's row, applied with the block
+                continue
+            if type(r) is block_type:
+                change_block.replay(delta.sub("topics"), r, moves, parts)
+                blocks.append(r)
                 continue
             delta.replay(r)
             _note(r, parts, topics)
         new = delta.apply(Provenance(self._next_write_offset, self._epoch))
-        self.index.update(self._spec, new, parts, topics)
+        self.index.update(self._spec, new, parts, topics, moves)
         self._spec = new
-        return new, (parts, topics)
+        return new, (parts, topics, blocks)
 
     # ------------------------------------------------------------------ reads (committed image)
     def list_topics(self) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
+from quorum.metadata import change_block
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration
 
@@ -103,6 +104,10 @@ class PartitionIndex:
 
     def led_partitions(self, broker: int) -> list[tuple[str, int]]:
         return [(tid, pid) for tid, m in self.leads.get(broker, {}).items() for pid in _bits(m)]
+
+    def led_masks(self, broker: int) -> Masks:
+        """Topic id -> the mask of the partitions ``broker`` leads (the index's own: do not change it)."""
+        return self.leads.get(broker, {})
 
     def leads_any(self, broker: int) -> bool:
         return bool(self.leads.get(broker))
@@ -255,11 +260,17 @@ class PartitionIndex:
             _clear(self.leads, leader, tid, bit)
 
     def update(self, old: MetadataImage, new: MetadataImage, partitions: Iterable[tuple[str, int]],
-               topics: Iterable[str] = ()) -> None:
+               topics: Iterable[str] = (), moves: Optional[change_block.Moves] = None) -> None:
         """Move from ``old`` to ``new`` where they may differ: the given partitions, and every
-        partition of the given topics (created or removed ones)."""
+        partition of the given topics (created or removed ones). ``moves``: partitions whose
+        registration in ``old`` and in ``new`` the caller already holds (what a block's replay
+        found), as ``change_block.replay`` gathers them; one also in ``partitions`` or of a topic
+        in ``topics`` is taken from the images instead."""
         old_t, new_t = old.topics.by_id, new.topics.by_id
         topics = set(topics)
+        if moves:
+            partitions = partitions if isinstance(partitions, (set, frozenset)) else set(partitions)
+            self._follow(moves, partitions, topics)
         for tid in topics:
             ot, nt = old_t.get(tid), new_t.get(tid)
             if ot is nt:
@@ -301,6 +312,20 @@ class PartitionIndex:
                     self._change(tid, pid, p, q)
             if moves:
                 self._move_masks(tid, moves)
+
+    def _follow(self, moves: change_block.Moves, partitions: set[tuple[str, int]], topics: set[str]) -> None:
+        """``update``'s ``moves``: each topic's changes gathered into one ``_MaskMoves``."""
+        for tid, (pids, before, after) in moves.items():
+            if tid in topics or not pids:
+                continue
+            masks = _MaskMoves()
+            for pid, p, q in zip(pids, before, after):
+                if partitions and (tid, pid) in partitions:
+                    continue
+                if not masks.add(pid, p, q):
+                    self._change(tid, pid, p, q)
+            if masks:
+                self._move_masks(tid, masks)
 
     def _move_masks(self, tid: str, moves: "_MaskMoves") -> None:
         """A topic's changes gathered by ``_MaskMoves``: every clear, then every set."""

@@ -537,6 +537,7 @@ def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
     policies = policies or TopicPolicies(ctx)
     out: list[Message] = []
     shrinks = change_block.ChangeColumns()
+    isrs: dict[tuple[int, ...], tuple[int, ...]] = {}  # each distinct ISR once (fewer objects to keep)
     topic_id = columns = None
     for tid, pid in sorted(partitions):
         if tid != topic_id:  # sorted: a topic's partitions in a row, its lookups once
@@ -555,7 +556,7 @@ def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
                 columns = shrinks.topic(tid)
             columns[0].append(pid)
             columns[1].append(row[0])
-            columns[2].append(row[1])
+            columns[2].append(row[1] if row[1] is None else isrs.setdefault(row[1], row[1]))
     if len(shrinks):
         out.append(shrinks)
     return out

@@ -74,10 +74,17 @@ class ChangeColumns:
     def __len__(self) -> int:
         return sum(len(pids) for _, pids, _, _ in self._topics)
 
-    def leader_moves(self) -> list[tuple[str, int]]:
-        """(topic id, partition id) of every change that sets a leader."""
-        return [(tid, pid) for tid, pids, leaders, _ in self._topics
-                for pid, leader in zip(pids, leaders) if leader != UNCHANGED_LEADER]
+    def leader_masks(self) -> dict[str, int]:
+        """Topic id -> the mask of its partition ids whose change sets a leader."""
+        out: dict[str, int] = {}
+        for tid, pids, leaders, _ in self._topics:
+            mask = out.get(tid, 0)
+            for pid, leader in zip(pids, leaders):
+                if leader != UNCHANGED_LEADER:
+                    mask |= 1 << pid
+            if mask:
+                out[tid] = mask
+        return out
 
     def changes(self) -> list[pb.PartitionChangeRecord]:
         new = pb.PartitionChangeRecord
@@ -288,28 +295,51 @@ def _column(values, rows: int, name: str) -> Optional[list[int]]:
     return list(values)
 
 
-def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
+# topic id -> (partition ids, their registrations before, after): parallel lists, not a tuple per
+# change (a 200,000-change shutdown would leave 200,000 more objects for the cyclic collector)
+Moves = dict[str, tuple[list[int], list[PartitionRegistration], list[PartitionRegistration]]]
+
+
+def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord, moves: Optional[Moves] = None,
+           revisited: Optional[set[tuple[str, int]]] = None) -> None:
     """Apply every row of ``block`` to ``topics`` (as its rows would one by one, but in one pass).
-    ReplayError, with nothing changed, if the block is malformed or a row names no partition."""
+    ReplayError, with nothing changed, if the block is malformed or a row names no partition.
+
+    With ``moves`` (and ``revisited``): what each row did, for an index to follow without looking
+    the partitions up again. A partition the delta had not changed before goes to ``moves`` by
+    topic with its registration in the delta's base and its new one; one it had (or that is new in
+    the delta) goes to ``revisited`` as (topic id, partition id)."""
     cols = Columns(block)
     pids, leaders, (replicas, isr, removing, adding, elr, last_known) = cols.partition_ids, cols.leaders, cols.lists
     cls = PartitionRegistration
     leaders_only = (leaders is not None and all(column is None for column in cols.lists)
                     and UNCHANGED_LEADER not in leaders)
     updates: dict[str, tuple[dict, dict]] = {}  # topic id -> (its delta's partitions, the new ones)
+    found: list[tuple[str, list, list]] = []  # per topic run: (topic id, registrations before, after)
     row = 0
     for topic_id, n in cols.segments:
         delta = topics._topic(topic_id, lambda: f"cannot change partitions {pids[row:row + n]}")
         current = delta.partitions
-        base_get = delta.base.partitions.getter() if delta.base is not None else (lambda pid: None)
+        base_get = delta.base.partitions.getter() if delta.base is not None else _nothing
         new = updates.setdefault(topic_id, (current, {}))[1]  # a topic may have several runs
+        if moves is not None:
+            before: list = []
+            after: list = []
+            found.append((topic_id, before, after))
+            was, now = before.append, after.append
+        else:
+            was = now = None
         if leaders_only:  # an election block: every row moves the leader, nothing else (one lean loop)
             for r in range(row, row + n):
                 pid = pids[r]
                 p = new.get(pid) or current.get(pid) or base_get(pid)
                 if p is None:
                     raise ReplayError(f"cannot change partition {pid} of topic {delta.name!r}: no such partition")
-                new[pid] = _new_registration(cls, (p[0], p[1], p[2], p[3], leaders[r], p[5] + 1, p[6] + 1, p[7], p[8]))
+                q = new[pid] = _new_registration(cls, (p[0], p[1], p[2], p[3], leaders[r], p[5] + 1, p[6] + 1,
+                                                       p[7], p[8]))
+                if was:
+                    was(p)
+                    now(q)
             row += n
             continue
         for r in range(row, row + n):
@@ -318,7 +348,7 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
             if p is None:
                 raise ReplayError(f"cannot change partition {pid} of topic {delta.name!r}: no such partition")
             leader = UNCHANGED_LEADER if leaders is None else leaders[r]
-            new[pid] = _new_registration(cls, (
+            q = new[pid] = _new_registration(cls, (
                 p[0] if replicas is None or replicas[r] is None else replicas[r],
                 p[1] if isr is None or isr[r] is None else isr[r],
                 p[2] if removing is None or removing[r] is None else removing[r],
@@ -328,9 +358,53 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord) -> None:
                 p[6] + 1,
                 p[7] if elr is None or elr[r] is None else elr[r],
                 p[8] if last_known is None or last_known[r] is None else last_known[r]))
+            if was:
+                was(p)
+                now(q)
         row += n
+    if moves is not None:
+        # (after every row: a row may find its partition changed by an earlier row of this block)
+        _sort_moves(topics, found, pids, moves, revisited)
     for current, new in updates.values():
         current.update(new)
+
+
+def _nothing(pid: int) -> None:
+    return None
+
+
+def _sort_moves(topics: TopicsDelta, found: list[tuple[str, list, list]], pids: list[int],
+                moves: Moves, revisited: set[tuple[str, int]]) -> None:
+    """``replay``'s rows into ``moves`` (first changes, from the base) and ``revisited`` (the rest)."""
+    seen: dict[str, set] = {}  # topic id -> partitions an earlier row of this block changed
+    row = 0
+    for topic_id, before, after in found:
+        n = len(after)
+        run_pids = pids[row:row + n]
+        row += n
+        delta = topics.changed[topic_id]
+        current = delta.partitions  # (not yet updated with this block's rows)
+        earlier = seen.setdefault(topic_id, set())
+        if delta.base is None:
+            revisited.update((topic_id, pid) for pid in run_pids)
+            continue
+        first = moves.get(topic_id)
+        if first is None:
+            first = moves[topic_id] = ([], [], [])
+        if not earlier and not current and len(set(run_pids)) == n:  # the usual case: all first changes
+            first[0].extend(run_pids)
+            first[1].extend(before)
+            first[2].extend(after)
+            earlier.update(run_pids)
+            continue
+        for pid, p, q in zip(run_pids, before, after):
+            if pid in current or pid in earlier:
+                revisited.add((topic_id, pid))
+            else:
+                first[0].append(pid)
+                first[1].append(p)
+                first[2].append(q)
+            earlier.add(pid)
 
 
 def touched(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int]]:

@@ -5,6 +5,7 @@ import pytest
 
 from quorum.controller.index import PartitionIndex
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import change_block
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.image import MetadataImage
 
@@ -45,6 +46,42 @@ def test_update_equals_a_rebuild_after_random_isr_and_leader_changes(seed):
         image = new
         assert index.snapshot() == PartitionIndex.build(image).snapshot()
         _assert_counts_match_every_partition(index, image, min_isr={tid: 1 + ord(tid[1]) % 3 for tid, _ in replicas})
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_update_from_what_blocks_did_equals_a_rebuild(seed):
+    """The active controller's path: blocks replayed with ``moves`` (the registrations before and
+    after each row), beside single records; a partition changed twice in one delta (two rows of a
+    block, or a record and a row) is taken from the images instead."""
+    rng = random.Random(seed)
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    replicas = {}
+    for t in range(3):
+        tid = f"b{t}-{seed:04d}".ljust(22, "0")
+        delta.replay(pb.TopicRecord(name=f"topic-{t}", topic_id=tid))
+        for pid in range(rng.randint(1, 40)):
+            r = rng.sample(BROKERS, 3)
+            replicas[tid, pid] = r
+            delta.replay(pb.PartitionRecord(partition_id=pid, topic_id=tid, replicas=r, isr=r, leader=r[0]))
+    image = delta.apply()
+    index = PartitionIndex.build(image)
+    keys = sorted(replicas)
+    for _ in range(30):
+        delta = MetadataDelta(image)
+        parts, moves = set(), {}
+        for _ in range(rng.randint(1, 4)):
+            if rng.random() < 0.3:  # a single record
+                tid, pid = rng.choice(keys)
+                delta.replay(_random_change(rng, tid, pid, replicas[tid, pid]))
+                parts.add((tid, pid))
+            else:  # a block of rows in key order, some partitions twice
+                rows = sorted(rng.choices(keys, k=rng.randint(1, 25)))
+                block = change_block.block_of([_random_change(rng, tid, pid, replicas[tid, pid]) for tid, pid in rows])
+                change_block.replay(delta.sub("topics"), block, moves, parts)
+        new = delta.apply()
+        index.update(image, new, parts, (), moves)
+        image = new
+        assert index.snapshot() == PartitionIndex.build(image).snapshot()
 
 
 def _assert_counts_match_every_partition(index, image, min_isr):
