@@ -21,7 +21,7 @@ from typing import Iterator, Sequence
 from quorum.log.api import LogError, OffsetAndEpoch
 from quorum.log.errors import StorageError
 from quorum.log.file_log import FileLog
-from quorum.rpc.log_reader import LogRecord
+from quorum.rpc.log_reader import LogRecord, new_log_record
 
 log = logging.getLogger(__name__)
 
@@ -65,24 +65,24 @@ class LocalMetadataLog:
         append time and kind, as the leader wrote them."""
         if records[0].offset != self.end_offset:
             raise LogError(f"records from offset {records[0].offset} do not follow the copy's end {self.end_offset}")
-        run = [records[0]]
-        for r in records[1:]:
-            head = run[0]
-            if (r.epoch, r.append_time_ms, r.control) != (head.epoch, head.append_time_ms, head.control):
-                self._append_run(run)
-                run = []
-            run.append(r)
-        self._append_run(run)
+        start = 0
+        head = records[0]
+        for i, r in enumerate(records):
+            if r.epoch != head.epoch or r.append_time_ms != head.append_time_ms or r.control != head.control:
+                self._append_run(records, start, i)
+                start, head = i, r
+        self._append_run(records, start, len(records))
 
-    def _append_run(self, run: list[LogRecord]) -> None:
-        head = run[0]
-        self._log.append_as_leader([r.data for r in run], head.epoch, head.append_time_ms, head.control)
+    def _append_run(self, records: Sequence[LogRecord], start: int, end: int) -> None:
+        head = records[start]
+        self._log.append_as_leader([r.data for r in records[start:end]], head.epoch, head.append_time_ms, head.control)
 
     def records_from(self, offset: int) -> Iterator[list[LogRecord]]:
         """The records from ``offset`` to the end, a batch's worth at a time."""
         for batch in self._log.batches(offset, self.end_offset):
-            yield [LogRecord(batch.base_offset + i, batch.epoch, batch.append_time_ms, data, batch.control)
-                   for i, data in enumerate(batch.records) if batch.base_offset + i >= offset]
+            base, epoch, append_ms, control = batch.base_offset, batch.epoch, batch.append_time_ms, batch.control
+            yield [new_log_record(LogRecord, (base + i, epoch, append_ms, data, control, None))
+                   for i, data in enumerate(batch.records) if base + i >= offset]
 
     def release_below(self, offset: int) -> None:
         """A cache reaches ``offset``: the segments wholly before it may go."""

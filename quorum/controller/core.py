@@ -129,6 +129,7 @@ class ControllerCore:
         self._indexed: MetadataImage = self.loader.image  # the image the index reflects (standby)
         self._acc_parts: set = set()  # partitions replayed since the index last followed the loader
         self._acc_topics: set = set()
+        self._acc_moves: change_block.Moves = {}  # what blocks replayed since then did (standby)
         self.sessions = Sessions(settings.session_timeout_ms)
         self._epoch: Optional[int] = None  # the epoch we are active in
         self._spec: Optional[MetadataImage] = None
@@ -266,6 +267,7 @@ class ControllerCore:
         self.loader.reset(image)
         self.index = PartitionIndex.build(image)
         self._indexed = image
+        self._acc_parts, self._acc_topics, self._acc_moves = set(), set(), {}
         self.last_committed_offset = end_offset - 1
 
     @property
@@ -286,11 +288,17 @@ class ControllerCore:
             self._replay_skipped()
         follow = not self.is_active  # the index follows the committed image only on a standby
         parts, topics = self._acc_parts, self._acc_topics
-        for i, raw in enumerate(batch.records):
-            record = self.loader.replay_frame(raw, batch.base_offset + i, batch.epoch)
-            if follow and isinstance(record, MetadataRecord):
-                _note(record.message, parts, topics)
-        self.loader.flush()
+        if follow:  # blocks say what they did (no partition looked up again), the rest is noted
+            self.loader.collect_moves(self._acc_moves, parts)
+        block = RecordType.PARTITION_CHANGE_BLOCK_RECORD
+        try:
+            for i, raw in enumerate(batch.records):
+                record = self.loader.replay_frame(raw, batch.base_offset + i, batch.epoch)
+                if follow and isinstance(record, MetadataRecord) and record.type is not block:
+                    _note(record.message, parts, topics)
+            self.loader.flush()
+        finally:
+            self.loader.collect_moves(None, None)
         if follow:
             self._sync_index()
 
@@ -298,10 +306,13 @@ class ControllerCore:
         image = self.loader.image
         if image is self._indexed:
             return
-        self.index.update(self._indexed, image, self._acc_parts, self._acc_topics)
+        if self.loader.in_transaction:  # what the open transaction did is not in ``image`` yet
+            self.index.update(self._indexed, image, self._acc_parts, self._acc_topics)
+            self._indexed = image
+            return
+        self.index.update(self._indexed, image, self._acc_parts, self._acc_topics, self._acc_moves)
         self._indexed = image
-        if not self.loader.in_transaction:
-            self._acc_parts, self._acc_topics = set(), set()
+        self._acc_parts, self._acc_topics, self._acc_moves = set(), set(), {}
 
     # ------------------------------------------------------------------ leadership
     def activate(self, epoch: int, now_ms: int, next_write_offset: Optional[int] = None) -> None:
@@ -311,6 +322,10 @@ class ControllerCore:
             self.deactivate()
         self._epoch = epoch
         self._spec = self.loader.image
+        # what a standby's open transaction did is not in the index (it follows published images),
+        # and that transaction ends aborted or from our own image: look those partitions up instead
+        self._acc_parts.update(change_block.moved_keys(self._acc_moves))
+        self._acc_moves = {}
         self._next_write_offset = (self.last_committed_offset + 1 if next_write_offset is None
                                    else next_write_offset)
         self._diverged = False

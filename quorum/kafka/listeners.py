@@ -81,8 +81,9 @@ class KafkaListeners:
         next: warming never takes more than a tenth of the broker's time (sampled during a rolling
         restart at 2M, passes every second took a third of it: topics there change every few
         seconds, each a tenth of its partitions). No pass runs while the broker's metadata is
-        behind the quorum: replaying a million-election balance at 2M, passes took a fifth of the
-        broker's CPU for topics the next records changed again."""
+        behind the quorum, and a pass stops where it finds the broker behind: replaying a
+        million-election balance at 2M, passes took a fifth of the broker's CPU for topics the next
+        records changed again."""
         previous, pause = None, 1.0
         while not self._stop.wait(pause):
             pause = 1.0
@@ -95,7 +96,7 @@ class KafkaListeners:
             postponed = 0
             try:
                 for a in answers:
-                    a.warm(image, settled=previous)
+                    a.warm(image, settled=previous, behind=lambda: self.metadata.lag > 0)
                     postponed += a.postponed
             except Exception:  # a bug here must not stop the answers, only their warming
                 log.exception("Broker %d: warming Metadata answers failed; they are encoded when asked",

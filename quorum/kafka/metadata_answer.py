@@ -56,6 +56,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 METADATA_KEY = 3
 NEWEST_VERSION = 13  # warmed from the start: what current clients ask in
 WARM_FOR_SECONDS = 600.0  # a layout no client asked in for this long is no longer kept warm
+WARM_CHECK_TOPICS = 200  # a warming pass asks whether the broker fell behind this often (topics)
 
 
 _LAYOUTS: dict[tuple, int] = {}
@@ -203,14 +204,17 @@ class MetadataAnswers:
         kept = self._frames[key] = around(materialize(cls, rest), "topics")
         return kept
 
-    def warm(self, image: MetadataImage, settled: Optional[MetadataImage] = None) -> int:
+    def warm(self, image: MetadataImage, settled: Optional[MetadataImage] = None,
+             behind: Callable[[], bool] = lambda: False) -> int:
         """Encode each of the image's topics not kept as it is now, for every layout asked for in
         the last WARM_FOR_SECONDS; returns how many were encoded. ``settled``: an earlier image (the
         last pass's); a topic that changed since, or every topic if the brokers did, is still
         changing (a cluster-wide balance changes most topics every second, a rolling restart the
         brokers every few) and is left for a later pass, counted in ``postponed``, instead of being
         encoded again and again while the storm lasts (an answer that needs it meanwhile encodes
-        it itself)."""
+        it itself). ``behind``: asked every WARM_CHECK_TOPICS topics; once it says the broker's
+        metadata is behind the quorum, the rest is postponed too (a pass over 2M partitions takes
+        seconds, and a broker replaying a balance needs them more)."""
         self.postponed = 0
         endpoints, live, live_key = self._brokers(image)
         now = time.monotonic()
@@ -227,7 +231,11 @@ class MetadataAnswers:
             self.postponed, topics = len(topics) - len(steady), steady
         for version in versions.values():
             topic_cls = nested_type(response_type(METADATA_KEY, version), "topics")
-            for topic in topics:
+            for i, topic in enumerate(topics):
+                if i % WARM_CHECK_TOPICS == 0 and i and behind():
+                    self.postponed += len(topics) - i
+                    self._prune(image)
+                    return self.encoded_topics - before
                 self._topic_bytes(topic, version, topic_cls, endpoints, live, live_key)
         self._prune(image)
         return self.encoded_topics - before

@@ -300,6 +300,11 @@ def _column(values, rows: int, name: str) -> Optional[list[int]]:
 Moves = dict[str, tuple[list[int], list[PartitionRegistration], list[PartitionRegistration]]]
 
 
+def moved_keys(moves: Moves) -> list[tuple[str, int]]:
+    """(topic id, partition id) of everything ``moves`` holds."""
+    return [(topic_id, pid) for topic_id, (pids, _, _) in moves.items() for pid in pids]
+
+
 def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord, moves: Optional[Moves] = None,
            revisited: Optional[set[tuple[str, int]]] = None) -> None:
     """Apply every row of ``block`` to ``topics`` (as its rows would one by one, but in one pass).

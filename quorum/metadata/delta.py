@@ -66,6 +66,16 @@ class MetadataDelta:
         if offset is not None:
             self.last_offset = offset
 
+    def replay_block(self, block: Message, offset: Optional[int],
+                     moves: change_block.Moves, revisited: set) -> None:
+        """``replay`` of a partition change block that also says what its rows did (see
+        ``change_block.replay``), for an index that follows this delta's images."""
+        if offset is not None and offset <= self.last_offset:
+            raise ReplayError(f"offset {offset} is not after the last replayed offset {self.last_offset}")
+        change_block.replay(self.sub("topics"), block, moves, revisited)
+        if offset is not None:
+            self.last_offset = offset
+
     def sub(self, domain: str) -> Any:
         """The sub-delta of ``domain`` (a MetadataImage field name), created on first use."""
         delta = getattr(self, domain)

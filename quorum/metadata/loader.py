@@ -41,6 +41,21 @@ class MetadataLoader:
         # the last record replayed (kept as two ints: a Provenance per record is measurable)
         self._last_offset, self._last_epoch = image.provenance.offset, image.provenance.epoch
         self._transaction_start: Optional[int] = None  # offset of the open BeginTransactionRecord
+        self._moves: Optional[change_block.Moves] = None  # see collect_moves
+        self._revisited: Optional[set] = None
+
+    def collect_moves(self, moves: Optional[change_block.Moves], revisited: Optional[set]) -> None:
+        """From now on (None: no longer), say what each partition change block did to the partitions
+        the published image holds, as ``change_block.replay`` does: for an index that follows the
+        published images (a standby controller's) without looking each partition up again. When
+        the delta they are relative to goes (a transaction begins or is aborted), what ``moves``
+        holds goes to ``revisited`` as (topic id, partition id): look those up."""
+        self._moves, self._revisited = moves, revisited
+
+    def _demote_moves(self) -> None:
+        if self._moves:
+            self._revisited.update(change_block.moved_keys(self._moves))
+            self._moves.clear()
 
     @property
     def in_transaction(self) -> bool:
@@ -59,18 +74,23 @@ class MetadataLoader:
         record = as_record(record)
         kind = record.type if type(record) is MetadataRecord else None
         if kind not in TRANSACTION_MARKERS:
-            self._delta.replay(record, offset)
+            if kind is RecordType.PARTITION_CHANGE_BLOCK_RECORD and self._moves is not None:
+                self._delta.replay_block(record.message, offset, self._moves, self._revisited)
+            else:
+                self._delta.replay(record, offset)
         elif kind is RecordType.BEGIN_TRANSACTION_RECORD:
             if self.in_transaction:
                 raise ReplayError(f"BeginTransactionRecord at {offset} inside the transaction "
                                   f"begun at {self._transaction_start}")
             self._publish()
+            self._demote_moves()  # (relative to the image before the one just published)
             self._transaction_start = offset
         else:  # End or Abort
             if not self.in_transaction:
                 raise ReplayError(f"{record.type_name} at {offset} outside a transaction")
             if kind is RecordType.ABORT_TRANSACTION_RECORD:
                 self._delta = MetadataDelta(self.image)
+                self._demote_moves()  # (their new registrations went with the delta)
             self._transaction_start = None
         self._last_offset, self._last_epoch = offset, epoch
 

@@ -93,3 +93,49 @@ def test_own_multi_batch_operation_is_published_from_its_image_even_across_a_lea
     assert not c.core.in_transaction
     assert len(c.core.image.topics.topic_by_name("big").partitions) == 250
     assert c.core.image == _reference_image(c, c.log)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_standby_index_follows_blocks_inside_and_outside_transactions(seed):
+    """A standby's index follows blocks from what their replay found; around a transaction begun
+    mid-batch, one aborted, and one still open, it still equals an index built from the image."""
+    import random
+
+    from quorum.controller.core import ControllerCore
+    from quorum.log.batch import Batch
+    from quorum.metadata import change_block
+    from quorum.metadata.records import encode_record
+
+    rng = random.Random(seed)
+    c, _ = controller(6)
+    for t in range(4):
+        c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic(f"topic-{t}", 40, 3),)), c.now))
+    standby = ControllerCore(2, c.cluster_id, c.core.settings)
+    for b in c.log:
+        standby.replay_committed(b)
+    image = standby.image
+    keys = sorted((tid, pid) for tid, t in image.topics.by_id.items() for pid in t.partitions)
+
+    def block():
+        rows = sorted(rng.sample(keys, rng.randint(2, 30)))
+        changes = []
+        for tid, pid in rows:
+            p = image.topics.by_id[tid].partitions[pid]
+            change = pb.PartitionChangeRecord(topic_id=tid, partition_id=pid, leader=rng.choice(p.replicas))
+            if rng.random() < 0.5:
+                change.isr.ids.extend(sorted(rng.sample(p.replicas, rng.randint(1, len(p.replicas)))))
+            changes.append(change)
+        return [change_block.block_of(changes)] + [change_block.CONTINUATION] * (len(changes) - 1)
+
+    begin, end = pb.BeginTransactionRecord(name="t"), pb.EndTransactionRecord()
+    abort = pb.AbortTransactionRecord(reason="test")
+    batches = [[*block(), begin, *block()], [*block(), end], [*block(), begin, *block()], [*block(), abort],
+               [begin, *block()], [*block()]]  # the last transaction stays open
+    offset = c.end_offset
+    for records in batches:
+        frames = tuple(change_block.CONTINUATION_BYTES if r is change_block.CONTINUATION else encode_record(r)
+                       for r in records)
+        standby.replay_committed(Batch(offset, c.epoch, 0, frames))
+        offset += len(frames)
+        image = standby.image
+        assert standby.index.snapshot() == PartitionIndex.build(image).snapshot(), records

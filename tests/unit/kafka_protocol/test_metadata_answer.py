@@ -11,7 +11,7 @@ from kio.serial import entity_reader
 
 from quorum.controller import api
 from quorum.kafka.codec import encode_entity, materialize, response_type
-from quorum.kafka.metadata_answer import WARM_FOR_SECONDS, MetadataAnswers, topic_layout
+from quorum.kafka.metadata_answer import WARM_CHECK_TOPICS, WARM_FOR_SECONDS, MetadataAnswers, topic_layout
 
 ALL = MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
 
@@ -131,3 +131,21 @@ def test_warming_leaves_a_topic_still_changing_for_a_later_pass():
     fenced = c.core.image
     assert answers.warm(fenced, settled=changing) == 0 and answers.postponed == 2  # the brokers changed
     assert answers.warm(fenced, settled=fenced) == 2 and answers.postponed == 0
+
+
+def test_a_pass_stops_where_it_finds_the_broker_behind_and_the_next_one_finishes():
+    c, ctx = broker_with_orders()
+    c.request(api.CreateTopicsRequest(tuple(api.CreatableTopic(f"t{i}", 1, 1) for i in range(2 * WARM_CHECK_TOPICS))))
+    answers = ctx.metadata_answers
+    image = c.core.image
+    topics = len(image.topics.by_id)
+    asked = []
+
+    def behind() -> bool:
+        asked.append(True)
+        return True
+
+    assert answers.warm(image, behind=behind) == WARM_CHECK_TOPICS  # asked after the first stretch
+    assert len(asked) == 1 and answers.postponed == topics - WARM_CHECK_TOPICS
+    assert answers.warm(image, behind=lambda: False) == topics - WARM_CHECK_TOPICS and answers.postponed == 0
+    assert answers.warm(image) == 0
