@@ -95,8 +95,7 @@ class IsrExpansion:
                                       record.leader if record.HasField("leader") else UNCHANGED_LEADER,
                                       record.HasField("replicas"), offset, mine)
                 elif t is RecordType.PARTITION_CHANGE_BLOCK_RECORD:  # row i is the change at offset + i
-                    for i, (topic_id, pid, leader, moved) in enumerate(change_block.leaders_and_moves(record)):
-                        self._note_change(topic_id, pid, leader, moved, offset + i, mine)
+                    self._note_block(record, offset, mine)
                 elif t is RecordType.PARTITION_RECORD:
                     # a new partition matters only if this broker leads it short of replicas (creating
                     # two million partitions must not cost every broker two million set entries)
@@ -115,6 +114,27 @@ class IsrExpansion:
         elif leader != UNCHANGED_LEADER and leader not in mine and key not in self._watch and key not in self._changed:
             return  # led by another broker now, and not ours before: nothing to look at
         self._changed[key] = offset
+
+    def _note_block(self, block, offset: int, mine) -> None:
+        """``_note_change`` of every row of a partition change block, read from its columns (a
+        balance at 2M is a million rows, nearly all leaders moving between other brokers)."""
+        pids = list(block.partition_ids)
+        leaders = list(block.leaders) if block.leaders else None
+        moved = [i != change_block.UNCHANGED for i in block.replicas] if block.replicas else None
+        watch, changed, since = self._watch, self._changed, self._since
+        start = 0
+        for topic_id, n in zip(block.topic_ids, block.topic_rows):
+            for i in range(start, start + n):
+                if moved is not None and moved[i]:
+                    since[topic_id, pids[i]] = changed[topic_id, pids[i]] = offset + i
+                    continue
+                if leaders is not None and leaders[i] != UNCHANGED_LEADER and leaders[i] not in mine:
+                    key = (topic_id, pids[i])
+                    if key in watch or key in changed:
+                        changed[key] = offset + i
+                    continue
+                changed[topic_id, pids[i]] = offset + i
+            start += n
 
     # -- one round -------------------------------------------------------------------------------
     def round(self) -> int:

@@ -34,6 +34,17 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
+def masks_of(partitions: Iterable[tuple[str, int]], *more: Masks) -> Masks:
+    """(topic id, partition id) pairs, and any further masks, as one topic id -> mask table."""
+    out: Masks = {}
+    for tid, pid in partitions:
+        out[tid] = out.get(tid, 0) | 1 << pid
+    for masks in more:
+        for tid, m in masks.items():
+            out[tid] = out.get(tid, 0) | m
+    return out
+
+
 def _set(table: dict[int, Masks], broker: int, topic_id: str, bit: int) -> None:
     masks = table.get(broker)
     if masks is None:
@@ -99,15 +110,17 @@ class PartitionIndex:
     def isr_partitions(self, broker: int) -> list[tuple[str, int]]:
         return [(tid, pid) for tid, m in self.isr.get(broker, {}).items() for pid in _bits(m)]
 
-    def elr_partitions(self, broker: int) -> list[tuple[str, int]]:
-        return [(tid, pid) for tid, m in self.elr.get(broker, {}).items() for pid in _bits(m)]
-
-    def led_partitions(self, broker: int) -> list[tuple[str, int]]:
-        return [(tid, pid) for tid, m in self.leads.get(broker, {}).items() for pid in _bits(m)]
-
     def led_masks(self, broker: int) -> Masks:
         """Topic id -> the mask of the partitions ``broker`` leads (the index's own: do not change it)."""
         return self.leads.get(broker, {})
+
+    def isr_masks(self, broker: int) -> Masks:
+        """Topic id -> the mask of the partitions whose ISR holds ``broker`` (the index's own)."""
+        return self.isr.get(broker, {})
+
+    def elr_masks(self, broker: int) -> Masks:
+        """Topic id -> the mask of the partitions whose ELR holds ``broker`` (the index's own)."""
+        return self.elr.get(broker, {})
 
     def leads_any(self, broker: int) -> bool:
         return bool(self.leads.get(broker))

@@ -9,13 +9,13 @@ into the reply; a problem with the whole request raises SparkraftError.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Optional
 
 from google.protobuf.message import Message
 
 from quorum.controller import api, configs_control, levels
-from quorum.controller.index import bits
+from quorum.controller.index import Masks, bits, masks_of
 from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
@@ -457,8 +457,7 @@ def move_off(ctx: "ControllerContext", broker: int) -> list[Message]:
     def acceptable(b: int) -> bool:
         return b != broker and ctx.acceptable(b)
 
-    return _changes(ctx, ctx.index.isr_partitions(broker), acceptable,
-                    lambda p: [b for b in p.isr if b != broker])
+    return _changes(ctx, ctx.index.isr_masks(broker), acceptable, lambda p: [b for b in p.isr if b != broker])
 
 
 def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
@@ -468,7 +467,7 @@ def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
     def acceptable(b: int) -> bool:
         return b != broker and ctx.acceptable(b)
 
-    partitions = set(ctx.index.isr_partitions(broker)) | set(ctx.index.elr_partitions(broker))
+    partitions = masks_of((), ctx.index.isr_masks(broker), ctx.index.elr_masks(broker))
     return _changes(ctx, partitions, acceptable, lambda p: [b for b in p.isr if b != broker],
                     TopicPolicies(ctx, unclean_shutdown=(broker,)))
 
@@ -480,14 +479,13 @@ def elect_leaderless(ctx: "ControllerContext", broker: int) -> list[Message]:
     def acceptable(b: int) -> bool:
         return b == broker or ctx.acceptable(b)
 
-    partitions = set(ctx.index.leaderless_partitions(broker))
-    partitions.update(ctx.index.leaderless_partitions(elr_member=broker))
+    partitions = ctx.index.leaderless_partitions(broker) + ctx.index.leaderless_partitions(elr_member=broker)
     by_id = ctx.spec.topics.by_id
     policies = TopicPolicies(ctx)
     for tid, pid in ctx.index.leaderless_partitions(topic_ok=policies):
         if broker in by_id[tid].partitions[pid].replicas:
-            partitions.add((tid, pid))
-    return _changes(ctx, partitions, acceptable, lambda p: None, policies)
+            partitions.append((tid, pid))
+    return _changes(ctx, masks_of(partitions), acceptable, lambda p: None, policies)
 
 
 class TopicPolicies:
@@ -526,11 +524,11 @@ class TopicPolicies:
         return Election.UNCLEAN if self(topic_id) else Election.ANY
 
 
-def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
-             acceptable: Callable[[int], bool], target_isr: Callable,
-             policies: Optional[TopicPolicies] = None) -> list[Message]:
-    """Each partition's change; an election with no ISR member left to lead goes outside the ISR
-    where the topic allows unclean elections (Kafka's controller does the same on every such change).
+def _changes(ctx: "ControllerContext", partitions: Masks, acceptable: Callable[[int], bool],
+             target_isr: Callable, policies: Optional[TopicPolicies] = None) -> list[Message]:
+    """Each partition's change (``partitions``: topic id -> mask of partition ids, walked in topic id
+    and partition order); an election with no ISR member left to lead goes outside the ISR where
+    the topic allows unclean elections (Kafka's controller does the same on every such change).
     ISR shrinks (nearly all of a fencing or a controlled shutdown) come last, as one ChangeColumns;
     each partition changes once, so their order among the others does not matter."""
     by_id = ctx.spec.topics.by_id
@@ -538,25 +536,24 @@ def _changes(ctx: "ControllerContext", partitions: Iterable[tuple[str, int]],
     out: list[Message] = []
     shrinks = change_block.ChangeColumns()
     isrs: dict[tuple[int, ...], tuple[int, ...]] = {}  # each distinct ISR once (fewer objects to keep)
-    topic_id = columns = None
-    for tid, pid in sorted(partitions):
-        if tid != topic_id:  # sorted: a topic's partitions in a row, its lookups once
-            topic_id, partition_of = tid, by_id[tid].partitions.getter()
-            election, elr = policies.election(tid), policies.elr(tid)
-            columns = None  # this topic's columns in ``shrinks`` (None: not asked for yet)
-        p = partition_of(pid)
-        isr = target_isr(p)
-        row = GENERAL if isr is None else shrink_isr(p, isr, acceptable, elr)
-        if row is GENERAL:
-            record = change(tid, pid, p, acceptable, target_isr=isr, election=election, elr=elr)
-            if record is not None:
-                out.append(record)
-        elif row is not None:
-            if columns is None:
-                columns = shrinks.topic(tid)
-            columns[0].append(pid)
-            columns[1].append(row[0])
-            columns[2].append(row[1] if row[1] is None else isrs.setdefault(row[1], row[1]))
+    for tid in sorted(partitions):
+        partition_of = by_id[tid].partitions.getter()  # a topic's lookups once
+        election, elr = policies.election(tid), policies.elr(tid)
+        columns = None  # this topic's columns in ``shrinks`` (None: not asked for yet)
+        for pid in bits(partitions[tid]):
+            p = partition_of(pid)
+            isr = target_isr(p)
+            row = GENERAL if isr is None else shrink_isr(p, isr, acceptable, elr)
+            if row is GENERAL:
+                record = change(tid, pid, p, acceptable, target_isr=isr, election=election, elr=elr)
+                if record is not None:
+                    out.append(record)
+            elif row is not None:
+                if columns is None:
+                    columns = shrinks.topic(tid)
+                columns[0].append(pid)
+                columns[1].append(row[0])
+                columns[2].append(row[1] if row[1] is None else isrs.setdefault(row[1], row[1]))
     if len(shrinks):
         out.append(shrinks)
     return out

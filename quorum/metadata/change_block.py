@@ -423,15 +423,6 @@ def touched(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int]]:
     return out
 
 
-def leaders_and_moves(block: pb.PartitionChangeBlockRecord) -> list[tuple[str, int, int, bool]]:
-    """(topic id, partition id, new leader or UNCHANGED_LEADER, whether its replicas change) of
-    every row: what a broker's ISR expansion looks at, without building each change."""
-    keys = touched(block)
-    leaders = list(block.leaders) or [UNCHANGED_LEADER] * len(keys)
-    moves = [i != UNCHANGED for i in block.replicas] or [False] * len(keys)
-    return [(t, p, leader, moved) for (t, p), leader, moved in zip(keys, leaders, moves)]
-
-
 def unblocked(frames: Sequence[bytes]) -> Sequence[bytes]:
     """A batch's record frames (all of them, in order) with each block and its continuations as the
     frames of the PartitionChangeRecords they stand for, one per offset: what a reader that shows or

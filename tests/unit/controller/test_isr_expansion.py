@@ -209,3 +209,38 @@ def test_one_expansion_for_several_brokers_proposes_each_partition_from_its_lead
         assert r.broker_epoch == epochs[r.broker_id]
         assert all(_p(c, pid=i.partition).leader == r.broker_id for i in r.partitions)
     assert all(set(_p(c, pid=pid).isr) == {0, 1, 2} for pid in range(6))
+
+
+def test_a_block_is_noted_as_its_rows_one_by_one():
+    """A partition change block (a balance or a shutdown at scale) notes exactly what its rows as
+    PartitionChangeRecords at the same offsets note: moved replicas, leaders this broker gains or
+    loses, and leaders moving between other brokers only where watched or noted already."""
+    import random
+
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata import change_block
+    from quorum.metadata.records import encode_record
+
+    for seed in range(30):
+        rng = random.Random(seed)
+        changes = []
+        for _ in range(rng.randint(1, 60)):
+            change = pb.PartitionChangeRecord(topic_id=rng.choice(["A" * 22, "B" * 22]), partition_id=rng.randint(0, 9))
+            if rng.random() < 0.8:
+                change.leader = rng.randint(-1, 4)
+            if rng.random() < 0.2:
+                change.replicas.ids.extend(rng.sample(range(5), 3))
+            if rng.random() < 0.3 or not change.HasField("leader"):
+                change.isr.ids.extend(rng.sample(range(5), 2))
+            changes.append(change)
+        changes.sort(key=lambda c: c.topic_id)  # a block holds a topic's rows in a row
+        watched = {(rng.choice(["A" * 22, "B" * 22]), rng.randint(0, 9)) for _ in range(4)}
+        noted = {(rng.choice(["A" * 22, "B" * 22]), rng.randint(0, 9)): 3 for _ in range(3)}
+        seen = []
+        for records in ([change_block.block_of(changes)], changes):
+            x = IsrExpansion(1, None, lambda: None, lambda b: 0)
+            x._watch, x._changed = set(watched), dict(noted)
+            decoded = tuple((100 + i, decode_record(encode_record(r))) for i, r in enumerate(records))
+            x.on_update(MetadataUpdate(100, 100 + len(changes) - 1, decoded, None))
+            seen.append((x._changed, x._since))
+        assert seen[0] == seen[1], seed
