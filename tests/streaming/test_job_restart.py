@@ -89,7 +89,7 @@ def test_a_job_whose_source_runner_is_sigkilled_starts_its_query_again_and_loses
             for pid in runners:
                 os.kill(pid, signal.SIGKILL)
             text = lambda: out_path.read_text(errors="replace")  # noqa: E731
-            wait_for(lambda: "starting it again from its checkpoint" in text(), 120,
+            wait_for(lambda: "starting it again from its checkpoint" in text(), 240,
                      f"the job to start its query again ({text()[-3000:]})")
             assert job.poll() is None, text()[-3000:]
             before = _cut_offset(wh)

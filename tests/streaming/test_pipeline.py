@@ -136,7 +136,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
         try:
             for i in range(8):
                 admin.create_topic(f"t{i}", 10, 2)
-            wait_for(lambda: _cuts(wh) >= 2, 120, "the job to write a few cuts")
+            wait_for(lambda: _cuts(wh) >= 2, 240, "the job to write a few cuts")
             # a controller failover while it runs: the job retries and goes on
             leader = cp.wait_leader().leader_id
             cp.kill(leader)
@@ -144,7 +144,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
             cuts = _cuts(wh)
             for i in range(8, 12):
                 admin.create_topic(f"t{i}", 10, 2)
-            wait_for(lambda: _cuts(wh) > cuts + 1, 120, "cuts after the failover")
+            wait_for(lambda: _cuts(wh) > cuts + 1, 240, "cuts after the failover")
             assert job.poll() is None, "the job died on the controller failover"
             job.send_signal(signal.SIGKILL)
             job.wait(10)

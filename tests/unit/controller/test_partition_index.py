@@ -22,19 +22,23 @@ def _random_change(rng, topic_id, pid, replicas):
     return change
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_update_equals_a_rebuild_after_random_isr_and_leader_changes(seed):
-    rng = random.Random(seed)
+def _random_topics(rng, prefix: str, seed: int, topics: int, max_partitions: int):
+    """An image of ``topics`` topics of random sizes, RF 3, every ISR full; and each partition's replicas."""
     delta = MetadataDelta(MetadataImage.EMPTY)
     replicas = {}
-    for t in range(4):
-        tid = f"t{t}-{seed:04d}".ljust(22, "0")
+    for t in range(topics):
+        tid = f"{prefix}{t}-{seed:04d}".ljust(22, "0")
         delta.replay(pb.TopicRecord(name=f"topic-{t}", topic_id=tid))
-        for pid in range(rng.randint(1, 70)):
+        for pid in range(rng.randint(1, max_partitions)):
             r = rng.sample(BROKERS, 3)
             replicas[tid, pid] = r
             delta.replay(pb.PartitionRecord(partition_id=pid, topic_id=tid, replicas=r, isr=r, leader=r[0]))
-    image = delta.apply()
+    return delta.apply(), replicas
+
+@pytest.mark.parametrize("seed", range(20))
+def test_update_equals_a_rebuild_after_random_isr_and_leader_changes(seed):
+    rng = random.Random(seed)
+    image, replicas = _random_topics(rng, "t", seed, topics=4, max_partitions=70)
     index = PartitionIndex.build(image)
     for _ in range(30):
         delta = MetadataDelta(image)
@@ -54,16 +58,7 @@ def test_update_from_what_blocks_did_equals_a_rebuild(seed):
     after each row), beside single records; a partition changed twice in one delta (two rows of a
     block, or a record and a row) is taken from the images instead."""
     rng = random.Random(seed)
-    delta = MetadataDelta(MetadataImage.EMPTY)
-    replicas = {}
-    for t in range(3):
-        tid = f"b{t}-{seed:04d}".ljust(22, "0")
-        delta.replay(pb.TopicRecord(name=f"topic-{t}", topic_id=tid))
-        for pid in range(rng.randint(1, 40)):
-            r = rng.sample(BROKERS, 3)
-            replicas[tid, pid] = r
-            delta.replay(pb.PartitionRecord(partition_id=pid, topic_id=tid, replicas=r, isr=r, leader=r[0]))
-    image = delta.apply()
+    image, replicas = _random_topics(rng, "b", seed, topics=3, max_partitions=40)
     index = PartitionIndex.build(image)
     keys = sorted(replicas)
     for _ in range(30):
