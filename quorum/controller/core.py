@@ -512,7 +512,7 @@ class ControllerCore:
             if r is continuation or isinstance(r, _MARKERS):  # a block's row, applied with the block
                 continue
             if type(r) is block_type:
-                change_block.replay(delta.sub("topics"), r, moves, parts)
+                delta.replay_block(r, None, moves, parts)
                 blocks.append(r)
                 continue
             delta.replay(r)

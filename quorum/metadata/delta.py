@@ -53,9 +53,7 @@ class MetadataDelta:
     def replay(self, record: Message | AnyRecord, offset: Optional[int] = None) -> None:
         """Replay one record at ``offset``, which must be past every offset replayed before
         (None for a record without one, such as a snapshot's)."""
-        if offset is not None and offset <= self.last_offset:
-            raise ReplayError(f"offset {offset} is not after the last replayed offset "
-                              f"{self.last_offset}")
+        self._check_offset(offset)
         record = as_record(record)
         if type(record) is MetadataRecord:
             handler = _HANDLERS.get(record.type)
@@ -70,11 +68,15 @@ class MetadataDelta:
                      moves: change_block.Moves, revisited: set) -> None:
         """``replay`` of a partition change block that also says what its rows did (see
         ``change_block.replay``), for an index that follows this delta's images."""
-        if offset is not None and offset <= self.last_offset:
-            raise ReplayError(f"offset {offset} is not after the last replayed offset {self.last_offset}")
+        self._check_offset(offset)
         change_block.replay(self.sub("topics"), block, moves, revisited)
         if offset is not None:
             self.last_offset = offset
+
+    def _check_offset(self, offset: Optional[int]) -> None:
+        if offset is not None and offset <= self.last_offset:
+            raise ReplayError(f"offset {offset} is not after the last replayed offset "
+                              f"{self.last_offset}")
 
     def sub(self, domain: str) -> Any:
         """The sub-delta of ``domain`` (a MetadataImage field name), created on first use."""
