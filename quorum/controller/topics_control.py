@@ -16,7 +16,8 @@ from google.protobuf.message import Message
 
 from quorum.controller import api, configs_control, levels
 from quorum.controller.index import Masks, bits, masks_of
-from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
+from quorum.controller.partition_change import (GENERAL, Election, Elr, IsrShrinks, change,
+                                               preferred_leader_only)
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -457,7 +458,7 @@ def move_off(ctx: "ControllerContext", broker: int) -> list[Message]:
     def acceptable(b: int) -> bool:
         return b != broker and ctx.acceptable(b)
 
-    return _changes(ctx, ctx.index.isr_masks(broker), acceptable, lambda p: [b for b in p.isr if b != broker])
+    return _changes(ctx, ctx.index.isr_masks(broker), acceptable, IsrShrinks(broker, acceptable))
 
 
 def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
@@ -468,7 +469,7 @@ def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
         return b != broker and ctx.acceptable(b)
 
     partitions = masks_of((), ctx.index.isr_masks(broker), ctx.index.elr_masks(broker))
-    return _changes(ctx, partitions, acceptable, lambda p: [b for b in p.isr if b != broker],
+    return _changes(ctx, partitions, acceptable, IsrShrinks(broker, acceptable),
                     TopicPolicies(ctx, unclean_shutdown=(broker,)))
 
 
@@ -485,7 +486,7 @@ def elect_leaderless(ctx: "ControllerContext", broker: int) -> list[Message]:
     for tid, pid in ctx.index.leaderless_partitions(topic_ok=policies):
         if broker in by_id[tid].partitions[pid].replicas:
             partitions.append((tid, pid))
-    return _changes(ctx, masks_of(partitions), acceptable, lambda p: None, policies)
+    return _changes(ctx, masks_of(partitions), acceptable, None, policies)
 
 
 class TopicPolicies:
@@ -525,26 +526,27 @@ class TopicPolicies:
 
 
 def _changes(ctx: "ControllerContext", partitions: Masks, acceptable: Callable[[int], bool],
-             target_isr: Callable, policies: Optional[TopicPolicies] = None) -> list[Message]:
+             shrinks_of: Optional[IsrShrinks], policies: Optional[TopicPolicies] = None) -> list[Message]:
     """Each partition's change (``partitions``: topic id -> mask of partition ids, walked in topic id
-    and partition order); an election with no ISR member left to lead goes outside the ISR where
-    the topic allows unclean elections (Kafka's controller does the same on every such change).
+    and partition order): a broker taken out of its ISR (``shrinks_of``; None: the ISR stays) and a
+    leader elected; an election with no ISR member left to lead goes outside the ISR where the
+    topic allows unclean elections (Kafka's controller does the same on every such change).
     ISR shrinks (nearly all of a fencing or a controlled shutdown) come last, as one ChangeColumns;
     each partition changes once, so their order among the others does not matter."""
     by_id = ctx.spec.topics.by_id
     policies = policies or TopicPolicies(ctx)
     out: list[Message] = []
     shrinks = change_block.ChangeColumns()
-    isrs: dict[tuple[int, ...], tuple[int, ...]] = {}  # each distinct ISR once (fewer objects to keep)
     for tid in sorted(partitions):
         partition_of = by_id[tid].partitions.getter()  # a topic's lookups once
         election, elr = policies.election(tid), policies.elr(tid)
+        shrink = shrinks_of.rows(elr) if shrinks_of is not None else None
         columns = None  # this topic's columns in ``shrinks`` (None: not asked for yet)
         for pid in bits(partitions[tid]):
             p = partition_of(pid)
-            isr = target_isr(p)
-            row = GENERAL if isr is None else shrink_isr(p, isr, acceptable, elr)
+            row = GENERAL if shrink is None else shrink(p)
             if row is GENERAL:
+                isr = None if shrinks_of is None else shrinks_of.target_isr(p)
                 record = change(tid, pid, p, acceptable, target_isr=isr, election=election, elr=elr)
                 if record is not None:
                     out.append(record)
@@ -553,7 +555,7 @@ def _changes(ctx: "ControllerContext", partitions: Masks, acceptable: Callable[[
                     columns = shrinks.topic(tid)
                 columns[0].append(pid)
                 columns[1].append(row[0])
-                columns[2].append(row[1] if row[1] is None else isrs.setdefault(row[1], row[1]))
+                columns[2].append(row[1])
     if len(shrinks):
         out.append(shrinks)
     return out

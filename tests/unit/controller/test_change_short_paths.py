@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quorum.controller.partition_change import GENERAL, Election, Elr, change, preferred_leader_only, shrink_isr
+from quorum.controller.partition_change import (GENERAL, Election, Elr, IsrShrinks, change, preferred_leader_only,
+                                               shrink_isr)
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import change_block
 from quorum.metadata.topics import PartitionRegistration
@@ -89,3 +90,19 @@ def test_an_isr_shrink_takes_the_usual_case_and_leaves_the_rest():
     assert shrink_isr(p, [1, 2, 3], lambda b: True, None) is None  # nothing changes
     assert shrink_isr(p, [2], lambda b: b == 1, None) is GENERAL  # nobody left to lead
     assert shrink_isr(p, [2, 3], lambda b: b != 1, Elr(3)) is GENERAL  # below min ISR with ELR
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(partitions(), st.sampled_from((None, Elr(1), Elr(2), Elr(3)))), min_size=1, max_size=12),
+       st.integers(0, 5), st.sets(st.integers(0, 5)), st.data())
+def test_isr_shrinks_worked_out_once_per_kind_are_each_partitions_own(drawn, leaving, fenced, data):
+    """IsrShrinks reuses a row across partitions alike in ISR, leader, replicas and ELR settings:
+    each partition still gets exactly ``shrink_isr``'s row for it (here many share replicas and
+    ISR with different leaders, and the same partition comes with different ELR settings)."""
+    def acceptable(b: int) -> bool:
+        return b != leaving and b not in fenced
+
+    shrinks = IsrShrinks(leaving, acceptable)
+    for p, elr in drawn + [(p._replace(leader=data.draw(st.sampled_from((-1, *p.replicas)))), elr) for p, elr in drawn]:
+        direct = shrink_isr(p, [b for b in p.isr if b != leaving], acceptable, elr)
+        assert shrinks.rows(elr)(p) == direct

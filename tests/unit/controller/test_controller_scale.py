@@ -139,3 +139,36 @@ def test_a_standby_index_follows_blocks_inside_and_outside_transactions(seed):
         offset += len(frames)
         image = standby.image
         assert standby.index.snapshot() == PartitionIndex.build(image).snapshot(), records
+
+
+def test_taking_a_broker_off_its_partitions_writes_what_the_general_change_would_for_each():
+    """``move_off`` works a shrink out once per distinct (ISR, leader, replicas) and reuses it:
+    over partitions whose ISRs and leaders an earlier fencing and a controlled shutdown left
+    varied, every row it writes is the record the general path writes for that partition."""
+    from quorum.controller.partition_change import change
+    from quorum.controller.topics_control import TopicPolicies, move_off
+
+    c, epochs = controller(12, racks=["a", "b", "c"])
+    for t in range(20):
+        c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic(f"topic-{t}", 30, 3 + t % 2),)), c.now))
+    heartbeat(c, 3, epochs[3], want_fence=True)
+    heartbeat(c, 5, epochs[5], want_shutdown=True)
+    ctx, leaving = c.core, 7
+    spec, policies = ctx.spec, TopicPolicies(ctx)
+    expected = {}
+    for tid, mask in ctx.index.isr_masks(leaving).items():
+        for pid in range(mask.bit_length()):
+            if mask >> pid & 1:
+                p = spec.topics.by_id[tid].partitions[pid]
+                record = change(tid, pid, p, lambda b: b != leaving and ctx.acceptable(b),
+                                target_isr=[b for b in p.isr if b != leaving], election=policies.election(tid),
+                                elr=policies.elr(tid))
+                if record is not None:
+                    expected[tid, pid] = record
+    written = {}
+    for r in move_off(ctx, leaving):
+        for record in (r.changes() if type(r) is not pb.PartitionChangeRecord else [r]):
+            written[record.topic_id, record.partition_id] = record
+    leaders = {spec.topics.by_id[tid].partitions[pid].leader for tid, pid in expected}
+    assert len(expected) > 100 and len(leaders) > 5  # varied enough to share ISRs across leaders
+    assert written == expected
