@@ -111,7 +111,8 @@ def shrink_isr(p: PartitionRegistration, target_isr: Sequence[int], acceptable: 
 class IsrShrinks:
     """``shrink_isr`` for ``leaving`` taken out of partitions' ISRs, worked out once per distinct
     (ISR, leader, replicas) and ELR settings, on which alone its row depends when no reassignment
-    or ELR is in flight: a 200,000-partition controlled shutdown at 2M has a few thousand of them.
+    or ELR is in flight: a controlled shutdown of a broker in 222,000 partitions at 2M (27 brokers,
+    RF 3) has 486 of them.
     ``acceptable`` must not change while this is used. Each distinct new ISR is kept once."""
 
     __slots__ = ("leaving", "acceptable", "_rows", "_isrs")

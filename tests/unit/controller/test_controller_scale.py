@@ -9,6 +9,8 @@ from controller_helpers import controller, heartbeat
 
 from quorum.controller import api
 from quorum.controller.index import PartitionIndex
+from quorum.controller.partition_change import change
+from quorum.controller.topics_control import TopicPolicies, move_off
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.records import decode_record
 from quorum.metadata.invariants import violations
@@ -145,9 +147,6 @@ def test_taking_a_broker_off_its_partitions_writes_what_the_general_change_would
     """``move_off`` works a shrink out once per distinct (ISR, leader, replicas) and reuses it:
     over partitions whose ISRs and leaders an earlier fencing and a controlled shutdown left
     varied, every row it writes is the record the general path writes for that partition."""
-    from quorum.controller.partition_change import change
-    from quorum.controller.topics_control import TopicPolicies, move_off
-
     c, epochs = controller(12, racks=["a", "b", "c"])
     for t in range(20):
         c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic(f"topic-{t}", 30, 3 + t % 2),)), c.now))
