@@ -183,11 +183,12 @@ def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_l
 
 
 # Hadoop writes each checkpoint file with a `chmod` it starts (no native library in pyspark). Once the
-# test creates {hold}, the next chmod waits (up to 60 s) instead of running, so a stop's signal to the
-# whole process group is sure to find one, and kill it: it notes its death in {killed}. (A chmod that
-# merely slept before running sometimes finished between being seen and the signal arriving.)
+# test creates {hold}, the next chmod (only that one: the first to make {hold}.taken) waits, up to
+# 60 s, instead of running, so a stop's signal to the whole process group is sure to find one, and
+# kill it: it notes its death in {killed}. (A chmod that merely slept before running sometimes
+# finished between being seen and the signal arriving.) Any chmod after it runs at once.
 HELD_CHMOD = """#!/bin/sh
-if [ -e "{hold}" ]; then
+if [ -e "{hold}" ] && mkdir "{hold}.taken" 2>/dev/null; then
   trap 'touch "{killed}/$$"; exit 143' TERM
   touch "{running}/$$"
   i=0
