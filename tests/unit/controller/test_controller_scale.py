@@ -8,7 +8,7 @@ import pytest
 from controller_helpers import controller, heartbeat
 
 from quorum.controller import api
-from quorum.controller.index import PartitionIndex
+from quorum.controller.index import PartitionIndex, bits
 from quorum.controller.partition_change import change
 from quorum.controller.topics_control import TopicPolicies, move_off
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -156,14 +156,13 @@ def test_taking_a_broker_off_its_partitions_writes_what_the_general_change_would
     spec, policies = ctx.spec, TopicPolicies(ctx)
     expected = {}
     for tid, mask in ctx.index.isr_masks(leaving).items():
-        for pid in range(mask.bit_length()):
-            if mask >> pid & 1:
-                p = spec.topics.by_id[tid].partitions[pid]
-                record = change(tid, pid, p, lambda b: b != leaving and ctx.acceptable(b),
-                                target_isr=[b for b in p.isr if b != leaving], election=policies.election(tid),
-                                elr=policies.elr(tid))
-                if record is not None:
-                    expected[tid, pid] = record
+        for pid in bits(mask):
+            p = spec.topics.by_id[tid].partitions[pid]
+            record = change(tid, pid, p, lambda b: b != leaving and ctx.acceptable(b),
+                            target_isr=[b for b in p.isr if b != leaving], election=policies.election(tid),
+                            elr=policies.elr(tid))
+            if record is not None:
+                expected[tid, pid] = record
     written = {}
     for r in move_off(ctx, leaving):
         for record in (r.changes() if type(r) is not pb.PartitionChangeRecord else [r]):
