@@ -8,6 +8,7 @@ the trust store's CAs signed. (The cluster's SCRAM users as a login is not built
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import signal
 import socket
@@ -75,8 +76,28 @@ def check_exposure(host: str, tls: Optional[TlsSettings]) -> None:
                          f"ssl.client.auth=required (or listen on 127.0.0.1)")
 
 
-def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> str:
-    """Run until SIGINT or SIGTERM; the signal's name. Open streams are closed and the process
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The console's listening socket, bound before anything says the console is up: a port that is
+    taken is one line and exit 1, not a "Console at" line followed by uvicorn's own error."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise OSError(f"--listen {host}:{port}: cannot resolve {host}: {e.strerror}") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        why = "the port is taken" if e.errno == errno.EADDRINUSE else e.strerror
+        raise OSError(f"--listen {host}:{port}: cannot listen there: {why}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(app, sock: socket.socket, tls: Optional[TlsSettings]) -> str:
+    """Serve on ``sock`` (from :func:`bind_listener`) until SIGINT or SIGTERM; the signal's name. Open streams are closed and the process
     exits 0, as the other long-running commands do (uvicorn would re-raise the signal instead)."""
     import uvicorn
 
@@ -100,10 +121,11 @@ def serve(app, host: str, port: int, tls: Optional[TlsSettings]) -> str:
     if tls is not None:
         options = {"ssl_certfile": tls.key_store, "ssl_keyfile": tls.key_store, "ssl_ca_certs": tls.trust_store,
                    "ssl_cert_reqs": ssl.CERT_REQUIRED if tls.client_auth == "required" else ssl.CERT_NONE}
+    host, port = sock.getsockname()[:2]
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=2, lifespan="on", **options)
     server = Server(config)
-    server.run()
+    server.run(sockets=[sock])
     if not server.started:
         raise OSError(f"the console could not listen on {host}:{port} (is the port taken?)")
     return server.stopped_by

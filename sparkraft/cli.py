@@ -19,6 +19,7 @@ from typing import NoReturn
 from quorum.allocator import tune_allocator
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
+from quorum.rpc import nothing_listens
 from quorum.gc_tuning import tune_gc
 from sparkraft.commands import apply_storage_options, common_options
 from sparkraft.logging_setup import setup_logging
@@ -87,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     tune_allocator()
     try:
         setup_logging(getattr(args, "log_level", None), default=args.log_default)
-        if args.log_default == "WARNING":  # a one-shot command, not a process that waits for others
-            give_up_when_nothing_listens()
-            if sys.stderr.isatty():
-                say_what_we_wait_for()
+        if not getattr(args, "waits_for_quorum", False):  # a client: quorum/rpc/nothing_listens.py's rule
+            nothing_listens.apply()
+        if args.log_default == "WARNING" and sys.stderr.isatty():  # a one-shot command run by a person
+            say_what_we_wait_for()
         apply_storage_options(args)
         return args.run(args) or 0
     except KeyboardInterrupt:
@@ -100,17 +101,6 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(error_line(e), file=sys.stderr)
         return 1
-
-
-def give_up_when_nothing_listens() -> None:
-    """A command given an address where nothing listens says so within seconds, not at --timeout.
-
-    Not sooner than 10 s: a controller started in the background a moment before (as the README's
-    first block does) takes a few seconds to import and listen on a busy machine, and CI saw 1.5 s
-    run out before three of them listened."""
-    from quorum.rpc.leader_client import LeaderFollowingClient
-
-    LeaderFollowingClient.refused_give_up_s = 10.0
 
 
 def say_what_we_wait_for() -> None:

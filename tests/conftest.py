@@ -362,6 +362,14 @@ def controller_processes(tmp_path, request):
             print(cp.dump_outputs())
 
 
+def pytest_configure(config):
+    """Skips are held to tests/allowed_skips.toml where the run is reported (not on xdist's workers)."""
+    from skip_policy import SkipPolicy, load_allowed
+
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(SkipPolicy(load_allowed()), "sparkraft-skip-policy")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

@@ -42,6 +42,7 @@ from quorum.kafka_log.batches import KafkaBatchError, batch_size, read_batches
 from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
 from quorum.log.api import OffsetAndEpoch
 from quorum.metadata.records import MetadataRecord, encode_record
+from quorum.rpc import nothing_listens
 from quorum.rpc.log_reader import LogChunk, LogRecord, SnapshotRequired
 from quorum.security.client import ClientSecurity
 
@@ -109,7 +110,9 @@ class KafkaMetadataLogReader:
 
     def _call(self, body, deadline: float):
         """``body`` sent to the leader (or, while it is unknown, a bootstrap controller); its answer.
-        A lost connection is tried again elsewhere until ``deadline``."""
+        A lost connection is tried again elsewhere until ``deadline`` (or, in a client command, until
+        quorum/rpc/nothing_listens.py's rule says nothing listens at any address)."""
+        refusals = nothing_listens.RefusalClock(_text(self.bootstrap).split(","))
         while True:
             address = self._leader or self.bootstrap[self._next % len(self.bootstrap)]
             try:
@@ -120,12 +123,17 @@ class KafkaMetadataLogReader:
                 wait = getattr(body, "max_wait", datetime.timedelta(0)).total_seconds()
                 return self._connection.request(body, self.rpc_timeout + wait)
             except (OSError, ConnectionError, ValueError) as e:
+                if isinstance(e, ConnectionRefusedError):
+                    refusals.note_refused(f"{address[0]}:{address[1]}")
+                else:
+                    refusals.note_answered()  # something is there (a handshake, a bad frame...)
                 self.close()
                 self._leader = None
                 self._next += 1
                 if time.monotonic() >= deadline:
                     raise SparkraftError(Errors.NETWORK_EXCEPTION,
                                          f"no Kafka controller reachable at {_text(self.bootstrap)}: {e}") from None
+                refusals.check()
                 time.sleep(self.backoff)
 
     def discover(self, deadline: float) -> None:

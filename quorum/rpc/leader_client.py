@@ -19,6 +19,7 @@ import grpc
 from quorum.config import parse_host_port
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
+from quorum.rpc import nothing_listens
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_PROTOCOLS
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem, kafka_protocol_problem
@@ -54,10 +55,6 @@ class LeaderFollowingClient:
     # Called once per call that has waited WAIT_NOTICE_S, with one line saying what for; the CLI
     # sets it when stderr is a terminal, so a person is never left in silence (None: quiet).
     notify_waiting: Optional[Callable[[str], None]] = None
-    # A one-shot command gives up this soon when every server refuses the connection and none has
-    # answered (nothing listens: a wrong port, or nothing started); None (processes that wait for
-    # their controllers to start): keep trying until the timeout.
-    refused_give_up_s: Optional[float] = None
     stub_class: type  # the generated gRPC stub
     leader_noun = "leader"  # what the error messages call the server that answers
     no_leader_error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -319,16 +316,13 @@ class LeaderFollowingClient:
                 time.sleep(min(self.backoff, max(0.0, deadline - time.monotonic())))
 
     def _nothing_listens(self, started: float, unreachable: dict[str, str], answered: Optional[str]) -> bool:
-        give_up = type(self).refused_give_up_s
+        give_up = nothing_listens.give_up_s  # the one rule (quorum/rpc/nothing_listens.py)
         return (give_up is not None and answered is None and time.monotonic() - started >= give_up
                 and set(unreachable) >= set(self.servers)
                 and all(why.startswith("connection refused") for why in unreachable.values()))
 
     def _raise_nothing_listens(self, started: float, unreachable: dict[str, str]):
-        raise SparkraftError(Errors.NETWORK_EXCEPTION,
-                             f"nothing listens at {','.join(self.servers)}: every connection was refused for "
-                             f"{time.monotonic() - started:.1f}s (is the controller running, and is this the "
-                             f"address of its controller listener?)")
+        raise nothing_listens.error(self.servers, time.monotonic() - started)
 
     def _notice_at(self) -> Optional[float]:
         """When a call started now should say what it waits for (None: never)."""

@@ -61,9 +61,11 @@ def add_group(subparsers, name: str, help: str):
     return commands
 
 
-def add_command(subparsers, name: str, help: str, run: Handler,
-                log_default: str = "WARNING") -> argparse.ArgumentParser:
-    """A runnable command; long-running processes pass ``log_default="INFO"``."""
+def add_command(subparsers, name: str, help: str, run: Handler, log_default: str = "WARNING",
+                waits_for_quorum: bool = False) -> argparse.ArgumentParser:
+    """A runnable command; long-running processes pass ``log_default="INFO"``. ``waits_for_quorum``:
+    a server that waits for its quorum to start however long that takes (controllers, brokers);
+    every other command is a client, and says at once when nothing listens (quorum/rpc/nothing_listens.py)."""
     parser = subparsers.add_parser(name, help=help, description=help, parents=[_COMMON])
-    parser.set_defaults(run=run, log_default=log_default, command_parser=parser)
+    parser.set_defaults(run=run, log_default=log_default, command_parser=parser, waits_for_quorum=waits_for_quorum)
     return parser

@@ -34,7 +34,7 @@ log = logging.getLogger("sparkraft.broker")
 def register(subparsers) -> None:
     commands = add_group(subparsers, "broker", "run a broker: registers and heartbeats with the controllers")
     start = add_command(commands, "start", "run a broker in the foreground until SIGTERM or SIGINT",
-                        run_start, log_default="INFO")
+                        run_start, log_default="INFO", waits_for_quorum=True)
     start.add_argument("-c", "--config", required=True, metavar="FILE", help="the broker's properties file")
     start.add_argument("--warehouse", metavar="URI",
                        help="the Delta warehouse of `sparkraft materialize`: bootstrap from its latest consistent cut "

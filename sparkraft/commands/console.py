@@ -29,7 +29,7 @@ def register(subparsers) -> None:
 def run_console(args: argparse.Namespace) -> None:
     from console.app import make_app
     from console.model import Warehouse
-    from console.serve import check_exposure, parse_listen, serve, tls_settings
+    from console.serve import bind_listener, check_exposure, parse_listen, serve, tls_settings
 
     host, port = parse_listen(args.listen)
     tls = tls_settings(args.tls_config)
@@ -40,7 +40,8 @@ def run_console(args: argparse.Namespace) -> None:
         from console.quorum_view import QuorumView
 
         quorum = QuorumView(args.bootstrap_controller, client_security(args))
+    sock = bind_listener(host, port)
     scheme = "https" if tls else "http"
     print(f"Console at {scheme}://{host}:{port}/ (warehouse {args.warehouse})", flush=True)
-    stopped_by = serve(make_app(args.warehouse, quorum), host, port, tls)
+    stopped_by = serve(make_app(args.warehouse, quorum), sock, tls)
     print(f"Stopped ({stopped_by or 'shut down'})", flush=True)

@@ -26,7 +26,7 @@ log = logging.getLogger("sparkraft.controller")
 def register(subparsers) -> None:
     commands = add_group(subparsers, "controller", "run a controller: a voter of the metadata quorum")
     start = add_command(commands, "start", "run a controller in the foreground until SIGTERM or SIGINT",
-                        run_start, log_default="INFO")
+                        run_start, log_default="INFO", waits_for_quorum=True)
     start.add_argument("-c", "--config", required=True, metavar="FILE", help="the controller's properties file")
     start.add_argument("--raft-only", action="store_true",
                        help="run only the Raft quorum, no metadata controller, and accept raw Append RPCs "

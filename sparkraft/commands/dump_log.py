@@ -15,7 +15,8 @@ than this sparkraft knows prints as ``UNKNOWN`` with its ``raw`` bytes and is co
 
 It streams batch by batch (constant memory, fine in a pipe to ``head``). A path that is not a log
 is one line on stderr and exit 1; a damaged tail is reported after everything good before it, and
-a tail of zeros (a running node's preallocated room) is the end.
+a tail of zeros after the batches (a running node's preallocated room) is the end; a file of only
+zeros is damage (one line, exit 1).
 """
 from __future__ import annotations
 
@@ -83,7 +84,9 @@ def batches(path: Path) -> Iterator:
                     used = header.position + header.size
             except CorruptBatchError as e:
                 if zeros_from(buffer, used, len(buffer)) and _zeros_to_the_end(f):
-                    return  # the active segment's preallocated room (quorum/log/file_log.py)
+                    if position + used == 0:  # zeros where the first batch should be: damage, not an empty log
+                        raise _only_zeros(path, size)
+                    return  # the active segment's preallocated room after its batches (quorum/log/file_log.py)
                 if chunk and len(buffer) - used < (64 << 20):  # maybe a batch cut by the chunk: read more
                     buffer = buffer[used:]
                     position += used
@@ -93,9 +96,16 @@ def batches(path: Path) -> Iterator:
             buffer = buffer[used:]
             position += used
             if not chunk:
+                if buffer and position == 0 and zeros_from(buffer, 0, len(buffer)):
+                    raise _only_zeros(path, size)
                 if buffer:
                     raise NotALogError(f"{path}: {len(buffer)} trailing bytes at byte {position} are not a batch")
                 return
+
+
+def _only_zeros(path: Path, size: int) -> NotALogError:
+    return NotALogError(f"{path}: only zero bytes ({size} of them), no batch: a preallocated file nothing was "
+                        f"written to, or a torn one; not a log")
 
 
 def _zeros_to_the_end(f) -> bool:

@@ -36,12 +36,23 @@ def test_a_malformed_command_line_is_one_line_and_exit_1(args, expected):
     assert result.stdout == ""
 
 
-def test_an_address_where_nothing_listens_is_said_within_seconds():
-    """Every connection refused and nothing ever answered: the command says so after 10 s of
-    trying (a controller started a moment before has time to listen), not at --timeout."""
+CLIENTS = {  # every kind of client command, each speaking its own protocol to the controllers
+    "topics list (gRPC and the wire)": ["topics", "list"],
+    "materialize": ["materialize", "--warehouse", "{tmp}/wh", "--checkpoint", "{tmp}/ck"],
+    "materialize --source kafka (Kafka's protocol)": ["materialize", "--source", "kafka", "--warehouse", "{tmp}/wh",
+                                                      "--checkpoint", "{tmp}/ck"],
+}
+
+
+@pytest.mark.parametrize("command", list(CLIENTS.values()), ids=list(CLIENTS))
+def test_an_address_where_nothing_listens_is_said_within_seconds(command, tmp_path):
+    """One rule for every client command (quorum/rpc/nothing_listens.py): every connection refused
+    and nothing ever answered, the command says so after 10 s of trying (a controller started a
+    moment before has time to listen), not at --timeout."""
     (port,) = free_ports(1)  # nothing listens there
-    result = sparkraft("topics", "list", "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "60")
-    assert result.returncode == 1
+    args = [a.replace("{tmp}", str(tmp_path)) for a in command]
+    result = sparkraft(*args, "--bootstrap-controller", f"127.0.0.1:{port}", "--timeout", "60")
+    assert result.returncode == 1, result.stderr
     assert result.stderr.splitlines() == [
         f"NETWORK_EXCEPTION: nothing listens at 127.0.0.1:{port}: every connection was refused for "
         f"{result.stderr.split(' for ')[1].split('s ')[0]}s (is the controller running, and is this the address "

@@ -71,7 +71,11 @@ def test_segments_and_a_checkpoint_print_every_record_as_json(cluster, tmp_path)
 def test_what_is_not_a_log_is_one_line_and_exit_1(tmp_path):
     (tmp_path / "random.log").write_bytes(bytes(range(256)) * 4)
     (tmp_path / "empty").mkdir()
+    (tmp_path / "zeros.log").write_bytes(bytes(3 << 20))  # preallocated, never written; or torn to zeros
+    (tmp_path / "few-zeros.log").write_bytes(bytes(40))
     for path, words in ((tmp_path / "random.log", "not a log"), (tmp_path / "empty", "without .log"),
-                        (tmp_path / "missing.log", "no such file")):
+                        (tmp_path / "missing.log", "no such file"), (tmp_path / "zeros.log", "only zero bytes"),
+                        (tmp_path / "few-zeros.log", "only zero bytes")):
         r = dump(path, check=False)
         assert r.returncode == 1 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert r.stdout == ""

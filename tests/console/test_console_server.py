@@ -337,3 +337,14 @@ def test_beyond_loopback_it_serves_only_https_to_holders_of_a_client_certificate
             urllib.request.urlopen(console.url.replace("https", "http") + "/", timeout=10).read()
     finally:
         console.close()
+
+
+def test_a_taken_port_is_one_line_and_exit_1_without_claiming_to_listen(served):
+    console, wh, _ = served
+    taken = subprocess.run(sparkraft_cmd("console", "--warehouse", str(wh), "--listen", f"127.0.0.1:{console.port}"),
+                           capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 1, (taken.returncode, taken.stdout, taken.stderr)
+    assert "Console at" not in taken.stdout, taken.stdout
+    assert taken.stderr.count("\n") == 1 and "the port is taken" in taken.stderr, taken.stderr
+    assert f"127.0.0.1:{console.port}" in taken.stderr
+    assert console.get("/")[0] == 200  # the console that holds the port is untouched
