@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the one place errors become output
         if debug:
             traceback.print_exc()
+            if getattr(e, "report", ""):  # a failed streaming query: Spark's whole report (streaming/job.py)
+                print(e.report, file=sys.stderr)
         print(error_line(e), file=sys.stderr)
         return 1
 

@@ -36,10 +36,17 @@ class QueryFailed(RuntimeError):
         causes = jvm_causes(error)
         report = "\n".join([str(error), *causes])
         cause = query_failure_cause(str(error))
-        if cause.startswith("SQLSTATE") or not cause:  # Spark said nothing of its own: name the JVM's cause
+        if cause.startswith(("SQLSTATE", "An error occurred while calling")) or not cause:  # (py4j's own words)  # Spark said nothing of its own: name the JVM's cause
             cause = next((sentence for pattern, sentence in SPARK_LOSSES if pattern in report),
                          causes[-1] if causes else cause)
         return cls(f"the streaming query failed: {cause}", report)
+
+    @property
+    def caused_by_a_stop(self) -> bool:
+        """Whether the failure is what a stop's signal does: a process Spark started (Hadoop's
+        ``chmod``, a Python worker) died of SIGTERM or SIGINT, which reach the job's whole process
+        group, or Spark's own context was shut down. Any other failure during a stop is a failure."""
+        return any(p in self.report for p in STOP_SIGNS)
 
     @property
     def transient(self) -> bool:
@@ -61,6 +68,13 @@ TRANSIENT_FAILURES = (
     "Python worker failed to connect back", "waiting for the Python worker to connect back",
     "Python worker exited unexpectedly", "the log start moved past offset", "NETWORK_EXCEPTION",
     "no Kafka controller reachable", "answered in time", "StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED",
+)
+# What a failure caused by the stop's own signal says (QueryFailed.caused_by_a_stop): a process's exit
+# status 128 + SIGTERM or SIGINT, a Python worker of Spark's gone, Spark's context shut down.
+STOP_SIGNS = (
+    "exit code 143", "exit code 130", "exitCode=143", "exitCode=130",
+    *(pattern for pattern, _ in SPARK_LOSSES), "Python worker exited unexpectedly",
+    "SparkContext was shut down", "SparkContext has been shutdown",
 )
 RESTARTS = 5  # failed queries in a row, none of which applied a record, before the job gives up
 
@@ -90,18 +104,27 @@ def jvm_causes(error: BaseException) -> list[str]:
     failed query may say no more than an SQLSTATE."""
     out: list[str] = []
     try:
-        cause = getattr(error, "_origin", None)
+        cause = getattr(error, "_origin", None) or getattr(error, "java_exception", None)  # PySpark's, py4j's
         cause = cause.getCause() if cause is not None else None
         while cause is not None and len(out) < 8:
             where = next((f.getClassName() for f in cause.getStackTrace()
                           if not f.getClassName().startswith(("java.", "javax.", "jdk.", "scala.", "sun."))), None)
             message = cause.getMessage()
             out.append(f"{cause.getClass().getName()}{f' at {where}' if where else ''}"
-                       f"{f': {message}' if message else ''}")
+                       f"{f': {message}' if message else ''}{_exit_code(cause)}")
             cause = cause.getCause()
     except Exception as e:  # the JVM is gone (a stop), or py4j cannot reach it: Spark's report only
         log.debug("no JVM cause of %s: %s", type(error).__name__, e)
     return out
+
+
+def _exit_code(cause) -> str:
+    """`` (exit code N)`` of a JVM cause that is a process's exit (Hadoop's Shell.ExitCodeException),
+    else ""."""
+    try:
+        return f" (exit code {int(cause.getExitCode())})"
+    except Exception:  # not a process's exit: py4j finds no such method
+        return ""
 
 
 class CheckpointError(ValueError):
@@ -276,11 +299,15 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
 
 
 def _stopped_by_a_failure(stop: GracefulStop, materializer, error: "QueryFailed") -> None:
-    """The query failed after a stop was asked for: a stop all the same. A service manager's SIGTERM
-    reaches the job's whole process group, and with it any process Spark has just started (Hadoop
-    runs ``chmod`` for each checkpoint file it writes), which dies of it and fails the query. Each
-    micro-batch's tables commit atomically and Spark replays the one it had not marked done, so the
-    tables are whole either way; the failure is said in one line and the job exits 0."""
+    """The query failed after a stop was asked for. Where the stop's signal caused it, a stop all the
+    same: a service manager's SIGTERM reaches the job's whole process group, and with it any process
+    Spark has just started (Hadoop runs ``chmod`` for each checkpoint file it writes), which dies of
+    it and fails the query. Each micro-batch's tables commit atomically and Spark replays the one it
+    had not marked done, so the tables are whole either way; the failure is said in one line and
+    the job exits 0. A failure of any other cause is raised: one line, exit 1 (the report under
+    ``--debug``)."""
+    if not error.caused_by_a_stop:
+        raise QueryFailed(f"{error} (as the job stopped on {stop.reason})", error.report) from error
     log.info("The query ended with an error as it stopped (the signal also reaches the processes Spark starts); "
              "the next start replays the micro-batch it had in flight")
     log.debug("The query's error as it stopped: %s", error.report or error)
@@ -387,14 +414,25 @@ def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint:
         while not stop.requested.is_set() and not _ended(query, 0.2):
             pass
         if stop.requested.is_set():
-            _stop_between_batches(spark, query, materializer)
-            _say_stopped(stop, materializer)
+            _stop_query(spark, query, materializer, stop)
             return
     finally:
         if query.isActive:
             query.stop()
     if query.exception() is not None:
         raise QueryFailed.of(query.exception())
+
+
+def _stop_query(spark, query, materializer, stop: GracefulStop) -> None:
+    """A stop asked for while the query runs: stop between micro-batches, then say how it ended. The
+    micro-batch in flight, or its checkpoint, may have failed meanwhile: Spark, stopped at once
+    after the batch, may not record a batch's failure, so the materialiser's is asked too."""
+    _stop_between_batches(spark, query, materializer)
+    failure = query.exception() or materializer.batch_failure
+    if failure is not None:
+        _stopped_by_a_failure(stop, materializer, QueryFailed.of(failure))
+        return
+    _say_stopped(stop, materializer)
 
 
 def _ended(query, seconds: float) -> bool:

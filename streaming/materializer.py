@@ -92,6 +92,10 @@ class Materializer:
         writer.ensure_tables()
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
         self._refusing = False  # set by refuse_batches: the job is stopping
+        # the error the last micro-batch raised (None once one succeeds): a stop that waited for the
+        # batch in flight learns from it that the batch failed, even where Spark, stopped at once
+        # after, records no failure of its own (streaming/job.py)
+        self.batch_failure: Optional[BaseException] = None
         # commit -> Delta visible: from the append time of a batch's newest record to its cut
         self.freshness = freshness_histogram()
         self.last_freshness_s: Optional[float] = None
@@ -302,6 +306,10 @@ class Materializer:
                 result = self.process(table)
                 self.histograms["duration"].observe(time.monotonic() - started)
                 self.histograms["records"].observe(result["records"])
+                self.batch_failure = None
+            except BaseException as e:
+                self.batch_failure = e
+                raise
             finally:
                 self.timings[batch_id] = self._timing
                 self._timing = None

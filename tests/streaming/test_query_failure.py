@@ -49,3 +49,62 @@ def test_a_report_without_a_python_traceback_gives_its_first_line_without_the_qu
 ])
 def test_only_failures_a_new_query_may_not_meet_are_tried_again(report, transient):
     assert QueryFailed("the streaming query failed", report).transient is transient
+
+
+@pytest.mark.parametrize("report, by_the_stop", [
+    ("org.apache.hadoop.util.Shell$ExitCodeException at org.apache.hadoop.util.Shell: (exit code 143)", True),
+    ("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)", True),
+    ("java.lang.IllegalStateException: SparkContext has been shutdown", True),
+    ("org.apache.hadoop.util.Shell$ExitCodeException: chmod: Input/output error (exit code 1)", False),
+    ("GapError: the micro-batch starts at offset 5 but the tables end at 3", False),
+    ("OSError: Generic LocalFileSystem error: No space left on device", False),
+])
+def test_a_failure_during_a_stop_is_the_stops_only_where_the_stops_signal_caused_it(report, by_the_stop):
+    assert QueryFailed("the streaming query failed", report).caused_by_a_stop is by_the_stop
+
+
+@pytest.mark.parametrize("error, clean", [
+    (OSError("Generic LocalFileSystem error: No space left on device"), False),
+    (OSError("chmod of a checkpoint file died of the job's own signal (exit code 143)"), True),
+], ids=["another cause: exit 1", "the stop's own signal: a clean stop"])
+def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, error, clean):
+    """The stop waits for the micro-batch in flight; when that batch then fails, the job exits 1 with
+    its cause unless the stop's own signal caused it (then a clean stop with its Stopped line)."""
+    import threading
+
+    from delta_tables.writer import DeltaRsWriter
+    from streaming.job import _stop_query
+    from streaming.materializer import Materializer
+    from streaming.stop import GracefulStop
+
+    materializer = Materializer(DeltaRsWriter(str(tmp_path / "wh")))
+    in_flight, release = threading.Event(), threading.Event()
+
+    def process(table):  # the batch's write, held until the stop waits for it, then failing
+        in_flight.set()
+        release.wait(60)
+        raise error
+
+    materializer.process = process
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load().writeStream
+             .foreachBatch(materializer.foreach_batch).option("checkpointLocation", str(tmp_path / "ck")).start())
+    stop = GracefulStop()
+    try:
+        assert in_flight.wait(120), "a micro-batch in flight"
+        stop.request("SIGTERM")
+        threading.Timer(0.5, release.set).start()
+        caplog.set_level("INFO", logger="streaming.job")
+        if clean:
+            _stop_query(spark, query, materializer, stop)
+            assert "Stopped (SIGTERM)" in caplog.text and "ended with an error as it stopped" in caplog.text
+        else:
+            with pytest.raises(QueryFailed) as failed:
+                _stop_query(spark, query, materializer, stop)
+            assert str(failed.value) == ("the streaming query failed: OSError: Generic LocalFileSystem error: No "
+                                         "space left on device (as the job stopped on SIGTERM)"), str(failed.value)
+            assert "Stopped (SIGTERM)" not in caplog.text
+    finally:
+        release.set()
+        if query.isActive:
+            query.stop()
+        spark.sparkContext.setLogLevel("WARN")  # _stop_query turned the shared session's log off
