@@ -16,15 +16,36 @@ function atOffset(offset) {
   return url.toString();
 }
 
+// A count's axis: whole-number ticks only (Plotly's own pick for a count up to 4 is 0, 0.5, 1...,
+// which ",d" then prints as 0, 1, 1, 2...), about five of them whatever the largest count.
+function countAxis(title, largest, more) {
+  return { title: { text: title }, rangemode: "tozero", tickformat: ",d", tick0: 0,
+           dtick: Math.max(1, Math.ceil(largest / 5)), ...more };
+}
+
+// NoOp records (one every 500 ms from the active controller) make most of a quiet cluster's bars:
+// hidden unless the switch says otherwise (still one click away in the legend).
+const NOOP = "NO_OP_RECORD";
+
 function drawTimeline() {
   const data = chartData("timeline-data");
   const node = document.getElementById("timeline-chart");
   if (!data || !node || typeof Plotly === "undefined") return;
+  const switchNode = document.getElementById("show-noops");
+  const showNoops = switchNode ? switchNode.checked : false;
+  if (switchNode && !switchNode.dataset.wired) {
+    switchNode.dataset.wired = "1";
+    switchNode.addEventListener("change", drawTimeline);
+  }
   const x = data.starts_ms.map((ms) => new Date(ms));
+  const shown = Object.entries(data.by_type).filter(([type]) => showNoops || type !== NOOP);
   const traces = Object.entries(data.by_type).map(([type, counts]) => ({
     type: "bar", name: type, x, y: counts, customdata: data.last_offsets,
+    visible: type === NOOP && !showNoops ? "legendonly" : true,
     hovertemplate: "%{y} " + type + "<br>through offset %{customdata}<extra></extra>",
   }));
+  const stacked = x.map((_, i) => shown.reduce((sum, [, counts]) => sum + (counts[i] || 0), 0));
+  const largestMark = Math.max(0, ...Object.values(data.marks).flat());
   const marks = { election: "diamond", reassignment: "square", fencing: "x" };
   for (const [mark, symbol] of Object.entries(marks)) {
     const counts = data.marks[mark] || [];
@@ -37,8 +58,8 @@ function drawTimeline() {
   }
   Plotly.newPlot(node, traces, {
     barmode: "stack", margin: { t: 20, r: 60, b: 40, l: 50 }, legend: { orientation: "h" },
-    yaxis: { title: { text: "records" } },
-    yaxis2: { title: { text: "marked" }, overlaying: "y", side: "right", rangemode: "tozero", tickformat: ",d" },
+    yaxis: countAxis("records", Math.max(0, ...stacked), {}),
+    yaxis2: countAxis("marked", largestMark, { overlaying: "y", side: "right", showgrid: false }),
   }, { displaylogo: false, responsive: true });
   node.on("plotly_click", (event) => {
     const point = event.points[0];

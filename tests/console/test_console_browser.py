@@ -37,6 +37,12 @@ BROKERS = {101: "rack-a", 102: "rack-b", 103: "rack-c"}
 LIVE_S = 60  # a change reaches an open page through the job (micro-batches of 0.2 s) and /events
 
 
+# the slider's thumb at its right end: a range input whose value is its max and whose min is below
+# it (with min equal to max a browser draws the thumb at the left), or disabled with one cut so far
+SLIDER_AT_THE_NEWEST_CUT = ("() => { const s = document.querySelector('#slider'); return s.disabled || "
+                            "(Number(s.value) === Number(s.max) && Number(s.min) < Number(s.max)); }")
+
+
 def _unfenced(admin) -> set[int]:
     try:
         return {b.broker_id for b in admin.describe_cluster().brokers if not b.fenced}
@@ -99,6 +105,7 @@ def test_an_operator_watches_the_cluster_live_travels_back_diffs_and_queries(con
         page.evaluate("window.sameDocument = true")  # gone if the page were reloaded
         before = int(page.locator("#cut-offset").inner_text())
         topics_before = int(page.locator("#topic-count").inner_text())
+        assert page.evaluate(SLIDER_AT_THE_NEWEST_CUT), "a live page's slider sits at its right end"
         page.screenshot(path=str(shots / "overview.png"), full_page=True)
 
         # a topic created with the CLI appears on the open page, no reload
@@ -109,6 +116,7 @@ def test_an_operator_watches_the_cluster_live_travels_back_diffs_and_queries(con
         assert page.evaluate("window.sameDocument") is True
         after = int(page.locator("#cut-offset").inner_text())
         assert after > before
+        assert page.evaluate(SLIDER_AT_THE_NEWEST_CUT), "and stays there as new cuts arrive"
 
         # a SIGKILLed broker is fenced after its session timeout, seen on the open page
         brokers.procs[103].send_signal(signal.SIGKILL)
@@ -124,6 +132,8 @@ def test_an_operator_watches_the_cluster_live_travels_back_diffs_and_queries(con
         page.locator("#slider").fill(str(before))
         page.wait_for_url(f"**/topics?at={before}")
         assert page.locator("#cut-status").inner_text().startswith("past cut")
+        assert page.evaluate("() => Number(document.querySelector('#slider').value)") == before
+        assert not page.evaluate(SLIDER_AT_THE_NEWEST_CUT), "a past cut's slider shows where the page is"
         names = page.locator("#topics tr[data-topic]").evaluate_all("rows => rows.map(r => r.dataset.topic)")
         assert "orders" in names and "payments-live" not in names
         page.screenshot(path=str(shots / "time-travel.png"), full_page=True)
@@ -161,6 +171,14 @@ def test_an_operator_watches_the_cluster_live_travels_back_diffs_and_queries(con
         # the timeline draws (Plotly renders an SVG)
         page.goto(console.url + "/timeline")
         page.wait_for_selector("#timeline-chart .main-svg")
+        for axis in ("ytick", "y2tick"):  # counts: whole numbers, each once (not 0, 1, 1, 2, 2)
+            labels = page.locator(f"#timeline-chart g.{axis} text").evaluate_all("ts => ts.map(t => t.textContent)")
+            assert labels and len(labels) == len(set(labels)), (axis, labels)
+        noop = "() => document.getElementById('timeline-chart').data.find(t => t.name === 'NO_OP_RECORD').visible"
+        assert page.evaluate(noop) == "legendonly", "NoOp records are hidden by default"
+        page.check("#show-noops")
+        assert page.evaluate(noop) is True, "and shown by the switch"
+        page.uncheck("#show-noops")
         page.screenshot(path=str(shots / "timeline.png"), full_page=True)
         page.close()
     finally:
