@@ -1,5 +1,5 @@
 """Resolve the JVM artifacts the tests run (scripts/maven/*.xml, each a pinned Maven project) into
-a folder of jars each, with Maven: ``python scripts/fetch_jars.py [--into DIR]``.
+a folder of jars each, with Maven: ``python scripts/fetch_jars.py [--into DIR] [NAME ...]``.
 
 Run before the tests (.ci/run does), never during them: a test finds a folder with ``jars_for``
 (tests/apache_kafka.py) and skips with one line if it is missing. A folder already resolved from
@@ -53,11 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--into", type=Path, default=None, help="where the folders go (default: $SPARKRAFT_JARS, "
                         "else ~/.cache/sparkraft/jars)")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"only these (of {', '.join(p.stem for p in sorted(MAVEN.glob('*.xml')))}); default: all")
     args = parser.parse_args(argv)
     root = args.into or default_root()
     root.mkdir(parents=True, exist_ok=True)
-    for pom in sorted(MAVEN.glob("*.xml")):
-        resolve(pom, root)
+    poms = {pom.stem: pom for pom in sorted(MAVEN.glob("*.xml"))}
+    unknown = [n for n in args.names if n not in poms]
+    if unknown:
+        parser.error(f"no scripts/maven/{unknown[0]}.xml (there are: {', '.join(poms)})")
+    for name in args.names or poms:
+        resolve(poms[name], root)
     return 0
 
 

@@ -27,7 +27,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090)  # + conf/dynamic/
+FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090,  # + conf/dynamic/
+               9103, 9104, 9105, 9292, 9293)  # docs/use/kafka-brokers.md's Kafka listeners and Kafka brokers
 
 
 def shell_blocks(markdown: str) -> list[str]:
@@ -56,8 +57,11 @@ def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
     first = shell_blocks((ROOT / "README.md").read_text())[0]
     commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
     assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q -n 2"]
+    # .ci/run runs the line that ends in "# run the tests", as the README writes it
+    assert first.strip().splitlines()[1].endswith("# run the tests")
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\npython -m pip install -e '.[test]' && python -m pytest -q -n 2\n" in ci
+    assert r'''test_command="$(sed -n 's/^\(.*pytest.*\)# run the tests$/\1/p' README.md | head -1)"''' in ci
+    assert '\neval "$test_command"\n' in ci
 
 
 def _port_taken(port: int) -> bool:
@@ -151,3 +155,5 @@ def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     assert "Stopped (SIGTERM): the tables hold the log up to offset" in materialize_log, materialize_log[-3000:]
     assert "Traceback" not in materialize_log and "FOREACH_BATCH" not in materialize_log
     assert "Broker 101 is unfenced" in Path("/tmp/sparkraft/broker-101.log").read_text()
+    # docs/use/kafka-brokers.md: Apache Kafka's brokers on the controllers serve a consumer group
+    assert "consumed by group readers: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" in out
