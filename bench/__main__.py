@@ -6,7 +6,8 @@
     python -m bench report [NAME...]      tables and plots again from the stored JSON
 
 Full runs write bench/results/<name>.json and docs/bench/<name>-*.png; ``--quick`` runs (minutes)
-write bench/results/quick/ and docs/bench/quick/ so they never overwrite the published figures.
+write bench/results/quick/ and docs/bench/quick/ so they never overwrite the full runs' figures;
+both are committed: a figure the docs quote keeps its raw result in git, quick or full.
 """
 from __future__ import annotations
 
