@@ -370,6 +370,13 @@ def pytest_configure(config):
         config.pluginmanager.register(SkipPolicy(load_allowed()), "sparkraft-skip-policy")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (tests/longest_first.py): xdist hands out whole files in this order."""
+    from longest_first import order
+
+    order(items)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
