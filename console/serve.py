@@ -97,8 +97,9 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 
 def serve(app, sock: socket.socket, tls: Optional[TlsSettings]) -> str:
-    """Serve on ``sock`` (from :func:`bind_listener`) until SIGINT or SIGTERM; the signal's name. Open streams are closed and the process
-    exits 0, as the other long-running commands do (uvicorn would re-raise the signal instead)."""
+    """Serve on ``sock`` (from :func:`bind_listener`) until SIGINT or SIGTERM; the signal's name.
+    Open streams are closed and the process exits 0, as the other long-running commands do (uvicorn
+    would re-raise the signal instead)."""
     import uvicorn
 
     class Server(uvicorn.Server):

@@ -19,8 +19,8 @@ from typing import NoReturn
 from quorum.allocator import tune_allocator
 from quorum.config import ConfigError
 from quorum.errors import SparkraftError
-from quorum.rpc import nothing_listens
 from quorum.gc_tuning import tune_gc
+from quorum.rpc import nothing_listens
 from sparkraft.commands import apply_storage_options, common_options
 from sparkraft.logging_setup import setup_logging
 

@@ -36,7 +36,8 @@ class QueryFailed(RuntimeError):
         causes = jvm_causes(error)
         report = "\n".join([str(error), *causes])
         cause = query_failure_cause(str(error))
-        if cause.startswith(("SQLSTATE", "An error occurred while calling")) or not cause:  # (py4j's own words)  # Spark said nothing of its own: name the JVM's cause
+        # Spark (or py4j: "An error occurred while calling ...") said nothing of its own: name the JVM's cause
+        if cause.startswith(("SQLSTATE", "An error occurred while calling")) or not cause:
             cause = next((sentence for pattern, sentence in SPARK_LOSSES if pattern in report),
                          causes[-1] if causes else cause)
         return cls(f"the streaming query failed: {cause}", report)

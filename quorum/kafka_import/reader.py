@@ -31,9 +31,8 @@ from typing import Optional
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.fetch.v17.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
-from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest, PartitionSnapshot
+from kio.schema.fetch_snapshot.v1.request import FetchSnapshotRequest, PartitionSnapshot, TopicSnapshot
 from kio.schema.fetch_snapshot.v1.request import SnapshotId as KioSnapshotId
-from kio.schema.fetch_snapshot.v1.request import TopicSnapshot
 
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.client import KafkaConnection

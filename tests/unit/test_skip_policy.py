@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from skip_policy import ALLOWED, load_allowed
 
 TESTS = Path(__file__).resolve().parents[1]
