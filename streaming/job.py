@@ -70,9 +70,11 @@ TRANSIENT_FAILURES = (
     "Python worker exited unexpectedly", "the log start moved past offset", "NETWORK_EXCEPTION",
     "no Kafka controller reachable", "answered in time", "StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED",
 )
-# What a failure caused by the stop's own signal says (QueryFailed.caused_by_a_stop): a process's exit
-# status 128 + SIGTERM or SIGINT, a Python worker of Spark's gone, Spark's context shut down.
+# What a failure caused by the stop itself says (QueryFailed.caused_by_a_stop): a micro-batch refused
+# because the job is stopping; a process's exit status 128 + SIGTERM or SIGINT, a Python worker of
+# Spark's gone, Spark's context shut down (the signal reaches the processes Spark started).
 STOP_SIGNS = (
+    "StoppingError",  # the materialiser refusing a micro-batch once the stop began: how Spark is told not to commit it
     "exit code 143", "exit code 130", "exitCode=143", "exitCode=130",
     *(pattern for pattern, _ in SPARK_LOSSES), "Python worker exited unexpectedly",
     "SparkContext was shut down", "SparkContext has been shutdown",
@@ -126,6 +128,10 @@ def _exit_code(cause) -> str:
         return f" (exit code {int(cause.getExitCode())})"
     except Exception:  # not a process's exit: py4j finds no such method
         return ""
+
+
+class FailedAsItStopped(QueryFailed):
+    """A query that failed during a stop, of a cause other than the stop itself: the job's end."""
 
 
 class CheckpointError(ValueError):
@@ -281,6 +287,8 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
                 _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger,
                            None if available_now else trigger_s, 0.0 if available_now else idle_flush_s, stop)
                 break
+            except FailedAsItStopped:
+                raise  # already judged: not the stop's doing
             except QueryFailed as e:
                 if stop.requested.is_set():
                     _stopped_by_a_failure(stop, materializer, e)
@@ -308,7 +316,7 @@ def _stopped_by_a_failure(stop: GracefulStop, materializer, error: "QueryFailed"
     the job exits 0. A failure of any other cause is raised: one line, exit 1 (the report under
     ``--debug``)."""
     if not error.caused_by_a_stop:
-        raise QueryFailed(f"{error} (as the job stopped on {stop.reason})", error.report) from error
+        raise FailedAsItStopped(f"{error} (as the job stopped on {stop.reason})", error.report) from error
     log.info("The query ended with an error as it stopped (the signal also reaches the processes Spark starts); "
              "the next start replays the micro-batch it had in flight")
     log.debug("The query's error as it stopped: %s", error.report or error)

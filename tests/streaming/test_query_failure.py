@@ -52,6 +52,7 @@ def test_only_failures_a_new_query_may_not_meet_are_tried_again(report, transien
 
 
 @pytest.mark.parametrize("report, by_the_stop", [
+    ("streaming.materializer.StoppingError: micro-batch 9 refused: the job is stopping", True),
     ("org.apache.hadoop.util.Shell$ExitCodeException at org.apache.hadoop.util.Shell: (exit code 143)", True),
     ("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)", True),
     ("java.lang.IllegalStateException: SparkContext has been shutdown", True),
@@ -66,7 +67,8 @@ def test_a_failure_during_a_stop_is_the_stops_only_where_the_stops_signal_caused
 @pytest.mark.parametrize("error, clean", [
     (OSError("Generic LocalFileSystem error: No space left on device"), False),
     (OSError("chmod of a checkpoint file died of the job's own signal (exit code 143)"), True),
-], ids=["another cause: exit 1", "the stop's own signal: a clean stop"])
+    ("refused", True),
+], ids=["another cause: exit 1", "the stop's own signal: a clean stop", "a batch refused as the job stops: clean"])
 def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, error, clean):
     """The stop waits for the micro-batch in flight; when that batch then fails, the job exits 1 with
     its cause unless the stop's own signal caused it (then a clean stop with its Stopped line)."""
@@ -74,7 +76,7 @@ def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, e
 
     from delta_tables.writer import DeltaRsWriter
     from streaming.job import _stop_query
-    from streaming.materializer import Materializer
+    from streaming.materializer import Materializer, StoppingError
     from streaming.stop import GracefulStop
 
     materializer = Materializer(DeltaRsWriter(str(tmp_path / "wh")))
@@ -83,6 +85,8 @@ def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, e
     def process(table):  # the batch's write, held until the stop waits for it, then failing
         in_flight.set()
         release.wait(60)
+        if error == "refused":  # as foreach_batch refuses a batch that begins once the stop has
+            raise StoppingError("micro-batch 9 refused: the job is stopping (it runs again at the next start)")
         raise error
 
     materializer.process = process
