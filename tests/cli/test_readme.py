@@ -56,7 +56,7 @@ def test_the_docs_pages_are_read_in_the_sites_order():
 def test_the_first_block_is_the_fresh_machine_pair_that_ci_runs():
     first = shell_blocks((ROOT / "README.md").read_text())[0]
     commands = [line.split("#")[0].strip() for line in first.strip().splitlines()]
-    assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q -n 2"]
+    assert commands == ["pip install -e . && sparkraft demo", "pip install -e '.[test]' && python -m pytest -q -n 3"]
     # .ci/run runs the line that ends in "# run the tests", as the README writes it
     assert first.strip().splitlines()[1].endswith("# run the tests")
     ci = (ROOT / ".ci" / "run").read_text()
