@@ -40,6 +40,18 @@ def jars(name: str = KAFKA) -> Optional[Path]:
     return folder if (folder / ".resolved").exists() else None
 
 
+def java(*args: str) -> list[str]:
+    """A ``java`` command line with the flags the tests give every JVM (tests/conftest.py
+    TEST_JVM_FLAGS; none where bench/ uses this module)."""
+    return ["java", *os.environ.get("SPARKRAFT_TEST_JVM_FLAGS", "").split(), *args]
+
+
+def jshell_flags() -> list[str]:
+    """The same flags for jshell's own JVM (-J) and for the one that runs the snippets (-R)."""
+    flags = os.environ.get("SPARKRAFT_TEST_JVM_FLAGS", "").split()
+    return [f"-J{f}" for f in flags] + [f"-R{f}" for f in flags]
+
+
 def need_kafka(name: str = KAFKA) -> Path:
     """The folder of Kafka jars ``name``, or skip the test with one line."""
     folder = jars(name)
@@ -52,7 +64,7 @@ def need_kafka(name: str = KAFKA) -> Path:
 def kafka_tool(tool: str, *args: str, timeout: float = 120, kafka: str = KAFKA) -> subprocess.CompletedProcess:
     """Kafka's ``bin/<tool>.sh ARGS``, as a JVM process from the jars (``kafka``: which release's)."""
     folder = need_kafka(kafka)
-    return subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", TOOLS[tool], *args], capture_output=True,
+    return subprocess.run(java("-Xmx256m", "-cp", f"{folder}/*", TOOLS[tool], *args), capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -80,7 +92,7 @@ def jshell(script: str, tmp: Path) -> str:
     path = tmp / "script.jsh"
     path.write_text(script.rstrip() + "\n/exit\n")
     class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
-    proc = subprocess.run(["jshell", "--class-path", class_path, str(path)], capture_output=True, text=True,
+    proc = subprocess.run(["jshell", *jshell_flags(), "--class-path", class_path, str(path)], capture_output=True, text=True,
                           timeout=180, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
@@ -134,7 +146,7 @@ class KafkaNode:
     def start(self) -> None:
         folder = need_kafka()
         self._out = open(self.root / "kafka.log", "ab")
-        self.proc = subprocess.Popen(["java", f"-Xmx{self.heap}", "-cp", f"{folder}/*", "kafka.Kafka", str(self.config)],
+        self.proc = subprocess.Popen(java(f"-Xmx{self.heap}", "-cp", f"{folder}/*", "kafka.Kafka", str(self.config)),
                                      stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env={**os.environ})
 
@@ -208,7 +220,7 @@ class KafkaQuorum:
         folder = need_kafka()
         out = open(self.root / f"node-{node_id}.log", "ab")
         self.procs[node_id] = subprocess.Popen(
-            ["java", "-Xmx384m", "-cp", f"{folder}/*", "kafka.Kafka", str(self.configs[node_id])],
+            java("-Xmx384m", "-cp", f"{folder}/*", "kafka.Kafka", str(self.configs[node_id])),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         out.close()
 
@@ -297,7 +309,7 @@ def write_kafka_snapshot(directory: Path, topics: int, per_topic: int, brokers: 
         pytest.skip("jshell (a JDK's) is not installed: .ci/run installs openjdk-17-jdk-headless")
     props = {"dir": directory, "topics": topics, "per_topic": per_topic, "brokers": brokers, "offset": offset}
     class_path = ":".join(str(p) for p in sorted(folder.glob("*.jar")))
-    done = subprocess.run(["jshell", f"-R-Xmx{heap}", *(f"-R-Dsparkraft.{k}={v}" for k, v in props.items()),
+    done = subprocess.run(["jshell", *jshell_flags(), f"-R-Xmx{heap}", *(f"-R-Dsparkraft.{k}={v}" for k, v in props.items()),
                            "--class-path", class_path, str(SNAPSHOT_WRITER)],
                           capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
     wrote = re.search(r"WROTE .*", done.stdout)
@@ -395,8 +407,8 @@ class KafkaBrokers:
         out = open(self.root / f"broker-{broker_id}.log", "ab")
         self._outs.append(out)
         self.procs[broker_id] = subprocess.Popen(
-            ["java", f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
-             "-cp", f"{folder}/*", "kafka.Kafka", str(self.config(broker_id))],
+            java(f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
+             "-cp", f"{folder}/*", "kafka.Kafka", str(self.config(broker_id))),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def stop(self, broker_id: int, timeout: float = 60) -> int:
@@ -430,5 +442,5 @@ JAVA_CLIENTS = Path(__file__).resolve().parent / "java" / "NumberedClients.java"
 def java_clients(*args: str, stdout, env: Optional[dict] = None) -> subprocess.Popen:
     """tests/java/NumberedClients.java, run from source with Kafka's jars (its lines to ``stdout``)."""
     folder = need_kafka()
-    return subprocess.Popen(["java", "-Xmx256m", "-cp", f"{folder}/*", str(JAVA_CLIENTS), *args], stdout=stdout,
+    return subprocess.Popen(java("-Xmx256m", "-cp", f"{folder}/*", str(JAVA_CLIENTS), *args), stdout=stdout,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})})

@@ -16,9 +16,18 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pytest
-
 from processes import kill_all
+
 from quorum.log.meta_properties import format_storage, metadata_partition_dir, random_cluster_id
+
+# Every JVM the tests start (Spark's driver and daemons, Kafka's brokers, controllers and tools)
+# lives seconds to minutes and does little work: C2's compiler threads cost such a JVM more CPU than
+# they give back, on 2 cores shared by several workers (measured: three Spark sessions side by side
+# writing Delta tables, 47 s without these flags, 29 s with them). Set for the tests only: bench/
+# measures JVMs as their operators run them.
+TEST_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+for _variable in ("SPARKRAFT_TEST_JVM_FLAGS", "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    os.environ.setdefault(_variable, TEST_JVM_FLAGS)
 
 # Short timeouts keep failover tests fast; fetch stays well above the leader's 500 ms long poll.
 FAST_TIMEOUTS = {

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from apache_kafka import KafkaNode, jshell, kafka_tool, need_kafka, until_ok
+from apache_kafka import KafkaNode, java, jshell, kafka_tool, need_kafka, until_ok
 from conftest import free_ports
 
 from quorum.uuids import random_uuid
@@ -85,8 +84,8 @@ def kafka_log(tmp_path_factory) -> Path:
 def kafkas_dump(path: Path) -> dict[int, dict]:
     """offset -> {type, version, data} as kafka-dump-log --cluster-metadata-decoder prints ``path``."""
     folder = need_kafka()
-    proc = subprocess.run(["java", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
-                           "--cluster-metadata-decoder", "--files", str(path)], capture_output=True, text=True,
+    proc = subprocess.run(java("-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
+                           "--cluster-metadata-decoder", "--files", str(path)), capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = {}

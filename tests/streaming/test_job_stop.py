@@ -70,9 +70,10 @@ def _without_pyspark_worker_tracebacks(text: str) -> str:
 # Each launcher, stopped each way: SIGTERM to its pid, SIGTERM to its whole process group (systemd's
 # default: the JVM, the driver and Spark's Python workers get it at the same moment) and Ctrl-C
 # (SIGINT to the group). Under spark-submit the group's SIGTERM used to fail the query about one run
-# in three: the streaming source's runner, a Python process of the user's JVM, died mid-call.
-STOPS = [(launcher, how) for launcher in ("materialize", "spark-submit")
-         for how in ("SIGTERM", "SIGTERM to the group", "Ctrl-C")]
+# in three: the streaming source's runner, a Python process of the user's JVM, died mid-call. The
+# spark-submit launcher's stops are in test_job_stop_spark_submit.py (a file each: xdist runs them
+# side by side).
+STOPS = ("SIGTERM", "SIGTERM to the group", "Ctrl-C")
 
 
 def _cut_offset(wh: Path) -> int:
@@ -174,52 +175,16 @@ def _spark_env(**extra: str) -> dict:
     return {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **extra}
 
 
-@needs_spark_submit
-def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_it_cleanly_under_both_launchers(controller_processes, tmp_path):
+def stop_each_way(controller_processes, tmp_path: Path, launcher: str) -> None:
+    """``launcher``'s job stopped each way of STOPS in turn, then caught up exactly once."""
     with _quorum_with_brokers(controller_processes, tmp_path) as job:
-        for launcher, how in STOPS:
+        for how in STOPS:
             job.stop_while_writing(launcher, how, _spark_env())
     job.check_caught_up_exactly_once()
 
 
-# Hadoop writes each checkpoint file with a `chmod` it starts (no native library in pyspark). Once the
-# test creates {hold}, the next chmod (only that one: the first to make {hold}.taken) waits, up to
-# 60 s, instead of running, so a stop's signal to the whole process group is sure to find one, and
-# kill it: it notes its death in {killed}. (A chmod that merely slept before running sometimes
-# finished between being seen and the signal arriving.) Any chmod after it runs at once.
-HELD_CHMOD = """#!/bin/sh
-if [ -e "{hold}" ] && mkdir "{hold}.taken" 2>/dev/null; then
-  trap 'touch "{killed}/$$"; exit 143' TERM
-  touch "{running}/$$"
-  i=0
-  while [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-fi
-exec /bin/chmod "$@"
-"""
-
-
-@needs_spark_submit
-def test_a_stop_that_also_kills_a_process_spark_started_is_still_a_clean_stop(controller_processes, tmp_path):
-    """SIGTERM to spark-submit's group while Hadoop's ``chmod`` of a checkpoint file runs: the chmod
-    dies of it, which may fail the query under the job (or the query's own stop may win the race);
-    either way the job stops with exit 0, one Stopped line and no stack trace, and the next run
-    replays the cut-short micro-batch exactly once."""
-    shims, running, killed, hold = tmp_path / "bin", tmp_path / "chmod-running", tmp_path / "chmod-killed", \
-        tmp_path / "hold-chmod"
-    for d in (shims, running, killed):
-        d.mkdir()
-    (shims / "chmod").write_text(HELD_CHMOD.format(hold=hold, running=running, killed=killed))
-    (shims / "chmod").chmod(0o755)
-
-    def hold_a_chmod() -> None:
-        hold.touch()
-        wait_for(lambda: any(running.iterdir()), 60, "a chmod held")
-
-    with _quorum_with_brokers(controller_processes, tmp_path) as job:
-        job.stop_while_writing("spark-submit", "SIGTERM to the group",
-                               _spark_env(PATH=f"{shims}:{os.environ['PATH']}"), before_signal=hold_a_chmod)
-    assert any(killed.iterdir()), "the group's SIGTERM killed a chmod Spark had started"
-    job.check_caught_up_exactly_once()
+def test_sigterm_to_the_job_or_its_group_and_ctrl_c_stop_materialize_cleanly(controller_processes, tmp_path):
+    stop_each_way(controller_processes, tmp_path, "materialize")
 
 
 def test_only_the_noise_of_a_deliberate_stop_is_quieted(spark, capsys):

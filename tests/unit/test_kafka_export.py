@@ -7,6 +7,7 @@ import json
 import subprocess
 
 import pytest
+from apache_kafka import java, need_kafka
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.kafka_log import export
@@ -16,7 +17,6 @@ from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.log.voter_set import Endpoint, ReplicaKey, Voter, VoterSet
 from quorum.metadata.records import SPARKRAFT_ONLY, RecordType, encode_record
-from apache_kafka import need_kafka
 
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 SAMPLES = [
@@ -91,8 +91,8 @@ def _kafka_dump_log(tmp_path, log: bytes) -> tuple[list[dict], str]:
     segment = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
     segment.parent.mkdir()
     segment.write_bytes(export.export_batches(log))
-    out = subprocess.run(["java", "-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
-                          "--cluster-metadata-decoder", "--files", str(segment)], capture_output=True, text=True,
+    out = subprocess.run(java("-Xmx256m", "-cp", f"{folder}/*", "org.apache.kafka.tools.DumpLogSegments",
+                          "--cluster-metadata-decoder", "--files", str(segment)), capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     return ([json.loads(line.split("payload: ", 1)[1]) for line in out.stdout.splitlines() if "payload: " in line],
