@@ -9,6 +9,7 @@ Sans-I/O: ``ConnectionGate`` decides admissions from the addresses and a clock i
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
@@ -104,3 +105,33 @@ class BufferBudget:
     @property
     def exhausted(self) -> bool:
         return self.held >= self.limit
+
+
+# Bytes of log in Fetch answers at once, per listener: two of the leader's largest answers (8 MiB
+# each); an answer's bytes are copied a few times on the way out (read, exported to Kafka's format,
+# encoded, framed), so this keeps hostile fetches of the whole log to well under 100 MB.
+ANSWER_BYTES = 16 << 20
+
+
+class AnswerBudget:
+    """Bytes of log in answers not yet written out, over every connection of a listener. A Fetch
+    asks for up to the leader's fetch cap (8 MiB); it is granted what is left of ``limit``, and at
+    least 1 byte (one whole batch: a fetcher always progresses), so many fetches at once, or slow
+    readers of their answers, hold at most ``limit`` plus one batch each. Handler threads take,
+    the listener's loop gives back once the answer is written: thread-safe."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, want: int) -> int:
+        with self._lock:
+            granted = max(1, min(want, self.limit - self.held))
+            self.held += granted
+            return granted
+
+    def give(self, granted: int) -> None:
+        if granted:
+            with self._lock:
+                self.held -= granted

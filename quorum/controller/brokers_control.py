@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, topics_control
+from quorum.controller import api, registration_bounds, topics_control
 from quorum.controller.settings import MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -57,8 +57,9 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
     if req.cluster_id != ctx.cluster_id:
         raise SparkraftError(Errors.INCONSISTENT_CLUSTER_ID, f"Expected cluster ID {ctx.cluster_id}, but "
                                                              f"got cluster ID {req.cluster_id}")
-    if req.broker_id < 0:
-        raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid broker id {req.broker_id}")
+    why = registration_bounds.refusal(req)  # checked where the request arrived too: cheap here
+    if why is not None:
+        raise SparkraftError(Errors.INVALID_REQUEST, why)
     existing = ctx.spec.cluster.broker(req.broker_id)
     if (existing is not None and existing.incarnation_id != req.incarnation_id and not existing.fenced
             and ctx.sessions.valid(req.broker_id, now_ms)):
@@ -69,8 +70,6 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
         raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
                              f"support version {mv} of metadata.version. It wants a version between "
                              f"{req.min_metadata_version} and {req.max_metadata_version}, inclusive.")
-    if len(req.features) > 64 or len({name for name, _, _ in req.features}) != len(req.features):
-        raise SparkraftError(Errors.INVALID_REQUEST, "The broker's supported features repeat a name or are too many")
     ranges = {name: (lo, hi) for name, lo, hi in req.features}
     for name, level in sorted(ctx.spec.features.levels.items()):
         lo, hi = ranges.get(name, (0, 0))
@@ -78,14 +77,6 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
             raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
                                  f"support finalized version {level} of {name}. The broker wants a version "
                                  f"between {lo} and {hi}, inclusive.")
-    names = [e.name for e in req.endpoints]
-    if len(set(names)) != len(names):
-        raise SparkraftError(Errors.INVALID_REQUEST, "Duplicate listener name in the endpoints")
-    for e in req.endpoints:
-        if not 0 <= e.port <= 65535 or not e.name or not e.host:
-            raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid endpoint {e.name or '(no name)'}://"
-                                 f"{e.host or '(no host)'}:{e.port}: a listener needs a name, a host and a "
-                                 f"port in 0..65535")
     try:
         validate_uuid(req.incarnation_id, "incarnation id")
     except ValueError as e:

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from kio.schema.index import api_key_map, schema_name_map
 
+from quorum.connection_limits import ANSWER_BYTES, AnswerBudget
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
@@ -51,6 +52,8 @@ class KafkaContext:
     apis: Optional["ApiTable"] = None  # what the listener answers: BROKER unless given
     # on a controller's Kafka listener: the quorum behind it (controller_apis.QuorumSide); None on a broker
     quorum: Optional[object] = None
+    # the listener's bytes of log in answers not yet written out (connection_limits.AnswerBudget)
+    answer_budget: AnswerBudget = field(default_factory=lambda: AnswerBudget(ANSWER_BYTES))
     _acl_lock: threading.Lock = field(default_factory=threading.Lock)
     _decoy_key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
@@ -170,6 +173,7 @@ class Pending:
     future: object  # a concurrent.futures.Future
     timeout: float
     finish: Callable[[], object]
+    held: int = 0  # bytes of the listener's AnswerBudget this answer holds until it is written out
 
 
 # the admin writes a Kafka broker forwards to the controller in an Envelope (KIP-590)

@@ -14,17 +14,25 @@ from __future__ import annotations
 import logging
 import struct
 
-from quorum.controller import api
+from quorum.controller import api, registration_bounds
 from quorum.controller.settings import MV_MAX, MV_MIN
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka.codec import (MalformedRequest, UnsupportedRequest, decode_request, encode_response,
-                                topic_id_text, topic_uuid)
+from quorum.kafka.codec import (
+    MalformedRequest,
+    UnsupportedRequest,
+    decode_request,
+    encode_response,
+    topic_id_text,
+    topic_uuid,
+)
 from quorum.kafka_log.export import KAFKA_METADATA_VERSION, KAFKA_RELEASE
 from quorum.metadata.features import METADATA_VERSION
+from quorum.refusal_log import RefusalLog
 from quorum.security.authorizer import cluster_action
 from quorum.security.principal import Caller
 
 log = logging.getLogger(__name__)
+REFUSALS = RefusalLog(log)
 
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 # features a Kafka broker names that sparkraft's controller does not finalize: passed on as the
@@ -47,13 +55,19 @@ def _call(ctx, request):
 
 
 def _refuse(ctx, broker_id: int, error: Errors, why: str) -> dict:
-    log.warning("Controller %d refused the registration of broker %d: %s", ctx.broker_id, broker_id, why)
+    REFUSALS.note(ctx.caller.host if ctx.caller else "?", f"registration-{error.name}", logging.WARNING,
+                  "Controller %d refused the registration of broker %d: %s", ctx.broker_id, broker_id, why)
     return {"throttle_time": 0, "error_code": error, "broker_epoch": -1}
 
 
 # --- BrokerRegistration ---------------------------------------------------------------------------
 
 def broker_registration(ctx, req, version: int) -> dict:
+    # counted before anything else is looked at (the frame's size, codec.py, bounded the objects)
+    too_many = registration_bounds.count_refusal(len(req.listeners), len(req.features),
+                                                 len(getattr(req, "log_dirs", ()) or ()))
+    if too_many is not None:
+        return _refuse(ctx, req.broker_id, Errors.INVALID_REQUEST, too_many)
     if req.cluster_id != ctx.cluster_id:
         return _refuse(ctx, req.broker_id, Errors.INCONSISTENT_CLUSTER_ID,
                        f"it is in cluster {req.cluster_id}, this controller in {ctx.cluster_id}")
@@ -76,11 +90,14 @@ def broker_registration(ctx, req, version: int) -> dict:
         broker_id=req.broker_id, cluster_id=req.cluster_id, incarnation_id=topic_id_text(req.incarnation_id),
         endpoints=tuple(endpoints), rack=req.rack, min_metadata_version=MV_MIN, max_metadata_version=MV_MAX,
         features=features)
+    # a Kafka broker has at least one listener (sparkraft's own tests and simulation register
+    # brokers with none: the controller's check leaves that out)
+    why = registration_bounds.refusal(request) or (None if endpoints else "a broker registers at least one listener")
+    if why is not None:
+        return _refuse(ctx, req.broker_id, Errors.INVALID_REQUEST, why)
     reply = _call(ctx, request)
     if isinstance(reply, SparkraftError):
-        log.warning("Controller %d refused the registration of broker %d: %s", ctx.broker_id, req.broker_id,
-                    reply.message)
-        return {"throttle_time": 0, "error_code": _error(reply), "broker_epoch": -1}
+        return _refuse(ctx, req.broker_id, _error(reply), reply.message)
     return {"throttle_time": 0, "error_code": Errors.NONE, "broker_epoch": reply.broker_epoch}
 
 

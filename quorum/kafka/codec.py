@@ -39,6 +39,18 @@ from kio.serial.writers import write_compact_array_length, write_empty_tagged_fi
 from quorum.kafka.framing import frame
 
 API_VERSIONS_KEY = 18
+# The requests a broker (or a client acting as one) sends that are small by nature: a frame of one
+# of them past its size here is refused before any of it is decoded into objects (one BrokerRegistration
+# of 2,500,000 listeners, 45 MB, used to be decoded whole). Every other request is bounded by the
+# listener's frame size (socket.request.max.bytes) alone.
+SMALL_REQUEST_BYTES = {
+    1: 1 << 20,  # Fetch: one partition of __cluster_metadata, perhaps forgotten topics
+    18: 64 << 10,  # ApiVersions
+    59: 64 << 10,  # FetchSnapshot
+    62: 256 << 10,  # BrokerRegistration: at most 64 listeners and features, 256 log directories
+    63: 64 << 10,  # BrokerHeartbeat
+    70: 256 << 10,  # ControllerRegistration
+}
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")
 
@@ -74,6 +86,10 @@ def decode_request(payload: bytes, supported: dict[int, tuple[int, int]]) -> Req
     low, high = supported.get(api_key, (0, -1))
     if not low <= api_version <= high:
         raise UnsupportedRequest(api_key, api_version, correlation_id)
+    limit = SMALL_REQUEST_BYTES.get(api_key)
+    if limit is not None and len(payload) > limit:
+        raise MalformedRequest(f"API key {api_key} v{api_version} of {len(payload)} bytes: such a request is at "
+                               f"most {limit} bytes")
     body_type = load_request_schema(api_key, api_version)
     header_type = RequestHeaderV2 if body_type.__flexible__ else RequestHeaderV1
     try:

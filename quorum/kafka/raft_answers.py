@@ -25,6 +25,8 @@ from quorum.kafka.codec import topic_id_text
 from quorum.kafka_log.export import export_batches, export_snapshot
 from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
 from quorum.raft.messages import FetchRequest, FetchResponse
+from quorum.raft.settings import RaftSettings
+from quorum.refusal_log import RefusalLog
 from quorum.security.authorizer import cluster_action
 
 log = logging.getLogger(__name__)
@@ -32,17 +34,14 @@ log = logging.getLogger(__name__)
 # errors Kafka's Raft puts on the whole answer; the others go on the partition
 TOP_LEVEL = frozenset({Errors.INCONSISTENT_CLUSTER_ID, Errors.INVALID_REQUEST, Errors.CLUSTER_AUTHORIZATION_FAILED})
 NO_EPOCH = {"epoch": -1, "end_offset": -1}
+MAX_FETCH_BYTES = RaftSettings().fetch_max_bytes  # the most a leader reads for one Fetch
 NO_SNAPSHOT = {"end_offset": -1, "epoch": -1}
-_LOG_EVERY_S = 30.0
-_refused_at: dict[str, float] = {}
+REFUSALS = RefusalLog(log)
 
 
-def _note_refusal(key: str, message: str, *args) -> None:
-    """A refusal logged at most once per 30 s per kind: a misconfigured broker retries every few ms."""
-    now = time.monotonic()
-    if now - _refused_at.get(key, float("-inf")) >= _LOG_EVERY_S:
-        _refused_at[key] = now
-        log.warning(message, *args)
+def _note_refusal(ctx, kind: str, message: str, *args) -> None:
+    """A refusal, logged at most once per client and kind every 30 s (quorum/refusal_log.py)."""
+    REFUSALS.note(ctx.caller.host if ctx.caller else "?", kind, logging.WARNING, message, *args)
 
 
 def _ms(value) -> int:
@@ -63,12 +62,13 @@ def _observer_refusal(ctx, replica_id: int, request: str) -> Optional[Errors]:
     """Why this Fetch or FetchSnapshot may not be answered, if it may not: the caller lacks
     ClusterAction (a broker's right), or it claims a voter's id (voters use sparkraft's protocol)."""
     if not ctx.may(cluster_action("CLUSTER_ACTION")):
-        _note_refusal(f"authz-{request}", "Controller %d refused a metadata %s from %s: it may not ClusterAction "
-                      "the cluster", ctx.broker_id, request, ctx.caller.principal if ctx.caller else "?")
+        _note_refusal(ctx, f"authz-{request}", "Controller %d refused a metadata %s from %s: it may not "
+                      "ClusterAction the cluster", ctx.broker_id, request, ctx.caller.principal if ctx.caller else "?")
         return Errors.CLUSTER_AUTHORIZATION_FAILED
     if replica_id in ctx.quorum.node.raft.voters:
-        _note_refusal(f"voter-{replica_id}", "Controller %d refused a metadata %s on its Kafka listener claiming "
-                      "voter %d: voters fetch over sparkraft's own protocol", ctx.broker_id, request, replica_id)
+        _note_refusal(ctx, f"voter-{replica_id}", "Controller %d refused a metadata %s on its Kafka listener "
+                      "claiming voter %d: voters fetch over sparkraft's own protocol", ctx.broker_id, request,
+                      replica_id)
         return Errors.INVALID_REQUEST
     return None
 
@@ -94,20 +94,26 @@ def fetch(ctx, req, version: int):
     p = topics[0].partitions[0]
     directory = getattr(p, "replica_directory_id", None)
     hw = getattr(p, "high_watermark", None)
-    msg = FetchRequest(cluster_id=req.cluster_id or node.cluster_id, epoch=p.current_leader_epoch,
+    # the answer's bytes come out of the listener's budget (the leader reads at most its 8 MiB
+    # anyway), given back once the answer is written out
+    granted = ctx.answer_budget.take(min(max(1, req.max_bytes), MAX_FETCH_BYTES))
+    # an epoch of -1 (unknown) is older than any leader's: FENCED_LEADER_EPOCH with the leader, as
+    # Kafka answers it, not a message that breaks the Raft protocol
+    msg = FetchRequest(cluster_id=req.cluster_id or raft.cluster_id, epoch=max(0, p.current_leader_epoch),
                        replica_id=replica_id, fetch_offset=p.fetch_offset, last_fetched_epoch=p.last_fetched_epoch,
-                       max_wait_ms=max(0, min(_ms(req.max_wait), 10_000)), max_bytes=max(1, req.max_bytes),
+                       max_wait_ms=max(0, min(_ms(req.max_wait), 10_000)), max_bytes=granted,
                        replica_directory_id=None if directory in (None, uuid.UUID(int=0)) else topic_id_text(directory),
                        high_watermark=None if hw is None or hw < 0 else hw)
     try:
         future = raft.submit_request(msg)
     except NodeNotRunningError:
+        ctx.answer_budget.give(granted)
         return _whole(Errors.UNKNOWN_SERVER_ERROR)
     wait = msg.max_wait_ms / 1000 + 5.0
-    return Pending(future, wait, lambda: _answer(ctx, future, version))
+    return Pending(future, wait, lambda: _answer(ctx, future, version, granted), held=granted)
 
 
-def _answer(ctx, future: concurrent.futures.Future, version: int) -> dict:
+def _answer(ctx, future: concurrent.futures.Future, version: int, max_bytes: int) -> dict:
     if not future.done():
         future.cancel()
         return _whole(Errors.REQUEST_TIMED_OUT)
@@ -128,7 +134,7 @@ def _answer(ctx, future: concurrent.futures.Future, version: int) -> dict:
         "snapshot_id": NO_SNAPSHOT if r.snapshot_id is None else {"end_offset": r.snapshot_id.offset,
                                                                    "epoch": r.snapshot_id.epoch},
         "aborted_transactions": None, "preferred_read_replica": -1,
-        "records": export_batches(r.records, ctx.quorum.exported) if r.records else None,
+        "records": export_batches(r.records, ctx.quorum.exported, max_bytes) if r.records else None,
     }
     return {"throttle_time": 0, "error_code": Errors.NONE, "session_id": 0,
             "responses": [{"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}],
@@ -246,7 +252,7 @@ def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
     raft = ctx.quorum.node.raft
 
     def read(position: int, max_bytes: int):
-        msg = FetchSnapshotRequest(cluster_id=req.cluster_id or ctx.quorum.node.cluster_id, epoch=leader_epoch,
+        msg = FetchSnapshotRequest(cluster_id=req.cluster_id or raft.cluster_id, epoch=max(0, leader_epoch),
                                    replica_id=req.replica_id, snapshot_id=wanted, position=position,
                                    max_bytes=max_bytes)
         try:

@@ -33,13 +33,22 @@ import threading
 import time
 from typing import Callable, Optional
 
-from quorum.connection_limits import DEFAULT_LIMITS, BufferBudget, ConnectionGate, ConnectionLimits
+from quorum.connection_limits import (
+    ANSWER_BYTES,
+    DEFAULT_LIMITS,
+    AnswerBudget,
+    BufferBudget,
+    ConnectionGate,
+    ConnectionLimits,
+)
 from quorum.kafka import apis
 from quorum.kafka.codec import API_VERSIONS_KEY, MalformedRequest, UnsupportedRequest, decode_request, encode_response
 from quorum.kafka.framing import DEFAULT_MAX_FRAME_BYTES, FrameError, FrameReader
+from quorum.refusal_log import RefusalLog
 from quorum.security.principal import Caller
 
 log = logging.getLogger(__name__)
+REFUSALS = RefusalLog(log)
 
 READ_CHUNK = 64 * 1024
 
@@ -48,7 +57,8 @@ class KafkaListener:
     def __init__(self, ctx: apis.KafkaContext, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
                  max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, limits: ConnectionLimits = DEFAULT_LIMITS,
                  handler_threads: int = 8):
-        self.ctx = ctx
+        # the listener's own budget of answer bytes (Fetch answers of the log)
+        self.ctx = dataclasses.replace(ctx, answer_budget=AnswerBudget(ANSWER_BYTES))
         self.host, self.port = host, port
         self.ssl_context = ssl_context
         self.max_frame_bytes = max_frame_bytes
@@ -193,16 +203,22 @@ class KafkaListener:
                     self._release(-grown)
             for payload in payloads:
                 response = await loop.run_in_executor(self._pool, self._answer, payload, peer, ctx)
-                if isinstance(response, apis.Pending):  # a long poll: wait without a handler thread
-                    try:
-                        await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(response.future)), response.timeout)
-                    except (asyncio.TimeoutError, Exception):  # finish() reads the outcome, whatever it is
-                        pass
-                    response = await loop.run_in_executor(self._pool, self._guarded, response.finish, peer)
-                if response is None:
-                    return
-                writer.write(response)
-                await writer.drain()
+                held = 0
+                try:
+                    if isinstance(response, apis.Pending):  # a long poll: wait without a handler thread
+                        held = response.held
+                        try:
+                            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(response.future)),
+                                                   response.timeout)
+                        except (asyncio.TimeoutError, Exception):  # finish() reads the outcome, whatever it is
+                            pass
+                        response = await loop.run_in_executor(self._pool, self._guarded, response.finish, peer)
+                    if response is None:
+                        return
+                    writer.write(response)
+                    await writer.drain()
+                finally:
+                    ctx.answer_budget.give(held)  # written out (or never will be)
                 if ctx.sasl is not None and ctx.sasl.close:
                     self._refuse(peer, "its SASL login failed")
                     return
@@ -214,8 +230,11 @@ class KafkaListener:
             await self._room.wait()
 
     def _refuse(self, peer, why: str, level: int = logging.INFO) -> None:
+        """Counted always; logged once per client and kind of refusal every 30 s (refusal_log.py)."""
         self.closed_for_cause += 1
-        log.log(level, "Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        REFUSALS.note(host, " ".join(why.split()[:2]), level,
+                      "Kafka listener %s:%d: closing the connection from %s: %s", self.host, self.port, peer, why)
 
     def _guarded(self, finish: Callable[[], bytes], peer) -> Optional[bytes]:
         """A Pending answer's framed response, or None to close the connection if it fails."""

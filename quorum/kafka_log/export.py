@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Optional
 
 import crc32c
 from kio.schema.k_raft_version_record.v0.data import KRaftVersionRecord
@@ -33,8 +33,8 @@ from quorum.kafka_log.records_gen import WRITERS
 from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
-from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata import change_block
+from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, decode_record, record_type
 
 KAFKA_METADATA_VERSION = 14
@@ -253,12 +253,24 @@ def export_batch(batch: sparkraft_batch.Batch) -> bytes:
     return encode_batch(batch.base_offset, batch.epoch, batch.append_time_ms, records, batch.control)
 
 
-def export_batches(data: bytes, cache: "ExportCache | None" = None) -> bytes:
+def export_batches(data: bytes, cache: "ExportCache | None" = None, max_bytes: Optional[int] = None) -> bytes:
     """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches; through
-    ``cache`` when given, so that several Kafka brokers fetching the same batches cost one export."""
+    ``cache`` when given, so that several Kafka brokers fetching the same batches cost one export.
+    ``max_bytes``: whole batches up to that many bytes of Kafka's format (which takes more bytes than
+    sparkraft's), and always the first."""
     if cache is None:
-        return b"".join(export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
-    return b"".join(cache.export(data, h) for h in sparkraft_batch.scan(data, verify=False))
+        exported = (export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
+    else:
+        exported = (cache.export(data, h) for h in sparkraft_batch.scan(data, verify=False))
+    if max_bytes is None:
+        return b"".join(exported)
+    kept, size = [], 0
+    for batch in exported:
+        if kept and size + len(batch) > max_bytes:
+            break
+        kept.append(batch)
+        size += len(batch)
+    return b"".join(kept)
 
 
 class ExportCache:

@@ -8,8 +8,10 @@ import logging
 
 from quorum.log.election_state import ElectionState
 from quorum.raft.messages import REQUEST_TYPES, FetchRequest, Outbound
+from quorum.refusal_log import RefusalLog
 
 log = logging.getLogger("quorum.node.raft_node")
+REFUSALS = RefusalLog(log)
 
 
 class NodeReadyIO:
@@ -22,8 +24,10 @@ class NodeReadyIO:
         self.node = node
 
     def refused(self, peer: int, what: str) -> None:
-        log.warning("Node %d refused a message from node %d that breaks the Raft protocol: %s",
-                    self.node.node_id, peer, what)
+        """Once per peer and kind of message every 30 s: an observer's id is the client's to choose."""
+        REFUSALS.note(str(peer), what.split(" ", 1)[0], logging.WARNING,
+                      "Node %d refused a message from node %d that breaks the Raft protocol: %s",
+                      self.node.node_id, peer, what)
 
     def persist(self, state: ElectionState) -> None:
         self.node.store.write(state)

@@ -82,7 +82,10 @@ class ReplicationRpcs:
             r.parked[(src, corr)] = (req, now + req.max_wait_ms)
 
     def _fetch_response(self, r: Leader, req: FetchRequest) -> FetchResponse:
-        data = self.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < self.log.end_offset else b""
+        # at most fetch_max_bytes whatever the fetcher asks (Kafka's leader reads at most its 8 MiB
+        # too): a Fetch of the whole log from 0 must not cost the leader the whole log in memory
+        max_bytes = min(req.max_bytes, self.settings.fetch_max_bytes)
+        data = self.log.read(req.fetch_offset, max_bytes) if req.fetch_offset < self.log.end_offset else b""
         return FetchResponse(Errors.NONE, r.epoch, self.node_id, r.progress.high_watermark,
                              self.log.start_offset, data)
 
@@ -193,7 +196,7 @@ class ReplicationRpcs:
             return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
         if req.position < 0 or req.position > size or req.max_bytes <= 0:
             return self._reply_error(src, corr, req, Errors.POSITION_OUT_OF_RANGE)
-        data = self.snapshots.read(req.snapshot_id, req.position, req.max_bytes)
+        data = self.snapshots.read(req.snapshot_id, req.position, min(req.max_bytes, self.settings.fetch_max_bytes))
         if data is None:  # deleted since size() answered
             return self._reply_error(src, corr, req, Errors.SNAPSHOT_NOT_FOUND)
         self._send(src, corr, FetchSnapshotResponse(Errors.NONE, r.epoch, self.node_id, req.snapshot_id, size,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from quorum.controller import api, registry
+from quorum.controller import api, registration_bounds, registry
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.rpc.convert import error_from_code
@@ -178,6 +178,21 @@ def _creatable_from(m: pb.CreatableTopic) -> api.CreatableTopic:
                               tuple((c.name, c.value) for c in m.configs))
 
 
+def _register_from(m: pb.RegisterBrokerRequest) -> api.RegisterBrokerRequest:
+    """ValueError for a registration past registration_bounds: counted on the message, before its
+    items become objects, then checked whole (the controller's loop never sees it)."""
+    why = registration_bounds.count_refusal(len(m.endpoints), len(m.features))
+    if why is None:
+        req = api.RegisterBrokerRequest(m.broker_id, m.cluster_id, m.incarnation_id,
+                                        tuple(_endpoint_from(e) for e in m.endpoints), _opt_str(m, "rack"),
+                                        m.min_metadata_version, m.max_metadata_version,
+                                        tuple((f.name, f.min_version, f.max_version) for f in m.features))
+        why = registration_bounds.refusal(req)
+    if why is not None:
+        raise ValueError(why)
+    return req
+
+
 def _register_to(r: api.RegisterBrokerRequest) -> pb.RegisterBrokerRequest:
     m = pb.RegisterBrokerRequest(broker_id=r.broker_id, cluster_id=r.cluster_id, incarnation_id=r.incarnation_id,
                                  endpoints=[_endpoint_to(e) for e in r.endpoints],
@@ -241,11 +256,7 @@ def _alter_scram_from(m: pb.AlterUserScramCredentialsRequest) -> api.AlterUserSc
 
 # (request dataclass, to-proto, from-proto); its RPC name is its registry row's (quorum/controller/registry.py)
 _REQUESTS: list[tuple[type, Callable[[Any], Any], Callable[[Any], Any]]] = [
-    (api.RegisterBrokerRequest, _register_to,
-     lambda m: api.RegisterBrokerRequest(m.broker_id, m.cluster_id, m.incarnation_id,
-                                         tuple(_endpoint_from(e) for e in m.endpoints), _opt_str(m, "rack"),
-                                         m.min_metadata_version, m.max_metadata_version,
-                                         tuple((f.name, f.min_version, f.max_version) for f in m.features))),
+    (api.RegisterBrokerRequest, _register_to, _register_from),
     (api.BrokerHeartbeatRequest,
      lambda r: pb.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
                                          current_metadata_offset=r.current_metadata_offset,

@@ -157,3 +157,27 @@ def test_every_rpc_of_the_service_is_covered():
 def test_unknown_error_codes_become_unknown_server_error():
     m = pb.CreateTopicsResponse(error=12345, error_message="?")
     assert cc.response_error(m).error is Errors.UNKNOWN_SERVER_ERROR
+
+
+def test_a_registration_past_the_bounds_is_refused_as_it_arrives_over_grpc():
+    """The gRPC service's conversion refuses a registration of too many listeners on the message's
+    count alone (before 100,000 endpoint objects exist), and one whose host or rack a terminal or
+    a browser would render, as INVALID_REQUEST (begin_call's ValueError); a real one converts."""
+    def message(endpoints, rack=None):
+        m = pb.RegisterBrokerRequest(broker_id=7, cluster_id="c", incarnation_id="inc", endpoints=endpoints)
+        if rack is not None:
+            m.rack = rack
+        return m
+
+    many = [pb.BrokerEndpoint(name=f"L{i}", host="h", port=1) for i in range(100_000)]
+    with pytest.raises(ValueError, match="at most 64 listeners, not 100000"):
+        cc.request_from_proto(message(many))
+    with pytest.raises(ValueError, match="Invalid host"):
+        cc.request_from_proto(message([pb.BrokerEndpoint(name="PLAINTEXT", host="<script>", port=1)]))
+    with pytest.raises(ValueError, match="Invalid listener name 'PLAIN\\\\nTEXT'"):
+        cc.request_from_proto(message([pb.BrokerEndpoint(name="PLAIN\nTEXT", host="h", port=1)]))
+    with pytest.raises(ValueError, match="Invalid rack"):
+        cc.request_from_proto(message([pb.BrokerEndpoint(name="PLAINTEXT", host="h", port=1)], rack="<img>"))
+    ok = cc.request_from_proto(message([pb.BrokerEndpoint(name="PLAINTEXT", host="broker-1.example", port=9092)],
+                                       rack="us-east-1a"))
+    assert ok.endpoints[0].host == "broker-1.example" and ok.rack == "us-east-1a"

@@ -506,3 +506,28 @@ def test_wrong_calls_from_the_driver_are_usage_errors_that_change_nothing():
     with pytest.raises(RaftUsageError):
         core.advance_log_start(OffsetAndEpoch(end, core.epoch), 0)
     assert core.log.end_offset == end and core.is_leader
+
+
+def test_a_fetch_asking_for_the_whole_log_gets_at_most_fetch_max_bytes():
+    """Whatever max_bytes a fetcher names (a hostile observer asked for 2^31-1 from offset 0 and got
+    the whole log, 45 MB per answer), the leader reads at most its fetch_max_bytes (and always one
+    whole batch, so a fetcher cannot stall), as Kafka's leader reads at most its 8 MiB."""
+    from dataclasses import replace
+
+    settings = replace(S, fetch_max_bytes=4096)
+    core, now = make_leader(settings=settings)
+    core.receive(2, 1, FetchRequest(CID, 1, 2, 1, 1, 0), now)
+    drain(core, now)
+    for i in range(40):  # 40 batches of 1 KiB records: 40+ KiB of log
+        now += settings.append_linger_ms
+        core.propose([bytes([i]) * 1024], now)
+        core.tick(now)  # the linger is over: the batch is appended on its own
+        drain(core, now)
+    assert core.log.end_offset >= 40
+    core.receive(101, 9, FetchRequest(CID, 1, 101, 0, 0, 0, max_bytes=2**31 - 1), now)
+    (answer,) = reply_to(drain(core, now)[1], 9)
+    batch = len(core.log.read(1, 1))  # one batch of one 1 KiB record
+    assert answer.error == Errors.NONE and 4096 - batch < len(answer.records) <= 4096, len(answer.records)
+    core.receive(101, 10, FetchRequest(CID, 1, 101, 0, 0, 0, max_bytes=1), now)
+    (answer,) = reply_to(drain(core, now)[1], 10)
+    assert len(answer.records) > 0, "one whole batch, however small max_bytes"
