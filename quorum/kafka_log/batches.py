@@ -12,7 +12,6 @@ key length and key, varint value length and value (-1: null), varint header coun
 """
 from __future__ import annotations
 
-import gzip
 import struct
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -27,6 +26,12 @@ CRC_FROM = 21  # the CRC covers the batch from its attributes on
 MAGIC_V2 = 2
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 MAX_BATCH_BYTES = 256 << 20  # a length field past this is damage, not a batch to buffer
+# A batch's records, decompressed, are at most this many bytes: eight times the largest batch
+# Kafka's controllers write (8 MiB). A 1 MB gzip of 1 GiB of zeros, or a 525 KB zstd that claims
+# 4 GiB, is refused as it decompresses, before it is all in memory (it used to take the process).
+MAX_RECORDS_BYTES = 64 << 20
+MAX_RECORDS_PER_BATCH = 200_000  # a record takes at least 7 bytes; a batch of more is not read
+MIN_RECORD_BYTES = 7  # length, attributes, timestamp and offset deltas, key, value, header count
 
 
 class KafkaBatchError(ValueError):
@@ -94,7 +99,13 @@ def decode_batch(data: bytes | memoryview, position: int = 0) -> KafkaBatch:
     codec = CODECS.get(attributes & 0x07)
     if codec is None:
         raise KafkaBatchError(f"unknown compression codec {attributes & 0x07} at offset {base_offset}")
-    records_bytes = _decompress(codec, body[HEADER_SIZE - CRC_FROM:])
+    if not 0 <= count <= MAX_RECORDS_PER_BATCH:
+        raise KafkaBatchError(f"a batch claiming {count} records at byte {position} (offset {base_offset}): "
+                              f"at most {MAX_RECORDS_PER_BATCH} are read")
+    records_bytes = _decompress(codec, body[HEADER_SIZE - CRC_FROM:], position)
+    if count * MIN_RECORD_BYTES > len(records_bytes):
+        raise KafkaBatchError(f"a batch claiming {count} records in {len(records_bytes)} bytes at byte {position} "
+                              f"(offset {base_offset}): a record takes at least {MIN_RECORD_BYTES}")
     r = Reader(records_bytes)
     records = []
     for _ in range(count):
@@ -129,35 +140,81 @@ def _nullable(r: Reader) -> Optional[bytes]:
     return None if n < 0 else r.take(n)
 
 
-def _decompress(codec: str, data: bytes) -> bytes:
+def _decompress(codec: str, data: bytes, position: int, limit: int = MAX_RECORDS_BYTES) -> bytes:
+    """The records section of the batch at byte ``position``, decompressed to at most ``limit``
+    bytes (KafkaBatchError past it, or for bytes that do not decompress)."""
     if codec == "none":
         return data
     try:
         if codec == "gzip":
-            return gzip.decompress(data)
+            return _gunzip(data, limit, position)
         import cramjam  # snappy, lz4 and zstd, as Kafka's producers write them
 
-        if codec == "snappy":
-            return _xerial_snappy(data, cramjam)
-        if codec == "lz4":
-            return bytes(cramjam.lz4.decompress(data))
-        return bytes(cramjam.zstd.decompress(data))
+        if codec == "snappy" and data.startswith(_XERIAL):
+            return _xerial_snappy(data, cramjam, limit, position)
+        into = {"snappy": cramjam.snappy.decompress_raw_into, "lz4": cramjam.lz4.decompress_into,
+                "zstd": cramjam.zstd.decompress_into}[codec]
+        return _bounded(lambda buffer: into(data, buffer), len(data), limit, codec, position)
     except KafkaBatchError:
         raise
     except Exception as e:
-        raise KafkaBatchError(f"records that do not decompress as {codec}: {e}") from None
+        raise KafkaBatchError(f"records that do not decompress as {codec} at byte {position}: {e}") from None
+
+
+def _too_big(codec: str, limit: int, position: int) -> KafkaBatchError:
+    return KafkaBatchError(f"records that decompress ({codec}) to more than {limit} bytes at byte {position}: "
+                           f"refused (a batch's records are at most {limit} bytes)")
+
+
+def _bounded(decompress_into, compressed: int, limit: int, codec: str, position: int) -> bytes:
+    """``decompress_into(buffer)`` into a buffer that grows (x8) until the output fits, never past
+    ``limit`` + 1 bytes: cramjam stops at the buffer's end instead of allocating what the data says."""
+    size = min(limit + 1, max(64 << 10, 8 * compressed))
+    while True:
+        buffer = bytearray(size)
+        try:
+            n = decompress_into(buffer)
+        except Exception as e:
+            if "buffer" not in str(e):  # damage, not a full buffer
+                raise
+            if size > limit:
+                raise _too_big(codec, limit, position) from None
+            size = min(limit + 1, size * 8)
+            continue
+        if n > limit:
+            raise _too_big(codec, limit, position)
+        return bytes(memoryview(buffer)[:n])
+
+
+def _gunzip(data: bytes, limit: int, position: int) -> bytes:
+    """gzip (one member or several), decompressed a bounded piece at a time."""
+    import zlib
+
+    out, rest = bytearray(), data
+    while rest:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        chunk = rest
+        while chunk:
+            out += d.decompress(chunk, limit + 1 - len(out))
+            if len(out) > limit:
+                raise _too_big("gzip", limit, position)
+            chunk = d.unconsumed_tail
+        if not d.eof:
+            raise KafkaBatchError(f"records that do not decompress as gzip at byte {position}: a truncated stream")
+        rest = d.unused_data
+    return bytes(out)
 
 
 _XERIAL = b"\x82SNAPPY\x00"
 
 
-def _xerial_snappy(data: bytes, cramjam) -> bytes:
+def _xerial_snappy(data: bytes, cramjam, limit: int, position: int) -> bytes:
     """Kafka's snappy is snappy-java's framing (a header, then length-prefixed raw blocks) or raw."""
-    if not data.startswith(_XERIAL):
-        return bytes(cramjam.snappy.decompress_raw(data))
     out, pos = bytearray(), 16
     while pos < len(data):
         (n,) = struct.unpack_from(">i", data, pos)
-        out += cramjam.snappy.decompress_raw(data[pos + 4:pos + 4 + n])
+        block = data[pos + 4:pos + 4 + n]
+        out += _bounded(lambda buffer: cramjam.snappy.decompress_raw_into(block, buffer), len(block),
+                        limit - len(out), "snappy", position)
         pos += 4 + n
     return bytes(out)
