@@ -50,6 +50,13 @@ class ReplicaState:
         return self.last_fetch_ms if self.last_fetch_ms is not None else self.grace_from_ms
 
 
+# An observer that names no directory id could be anyone: any client picks the replica id its
+# Fetch names (300 made-up ids stayed in DescribeQuorum for minutes). It is kept only while it keeps
+# fetching (a broker long-polls every 500 ms), and only so many of them at once.
+ANONYMOUS_IDLE_TIMEOUT_MS = 10_000
+MAX_ANONYMOUS_OBSERVERS = 1_000
+
+
 class LeaderProgress:
     def __init__(self, leader: ReplicaKey, voters: VoterSet, epoch_start_offset: int, now_ms: int,
                  observer_idle_timeout_ms: int = 300_000, max_observers: int = 10_000):
@@ -58,8 +65,11 @@ class LeaderProgress:
         self.epoch_start_offset = epoch_start_offset
         self.local = ReplicaState(leader.id, directory_id=leader.directory_id)
         self.voters: dict[int, ReplicaState] = {}
-        # Observers in the order of their last fetch (oldest first): expired from the front.
+        # Observers in the order of their last fetch (oldest first): expired from the front. Those
+        # with a directory id (Kafka's brokers, controllers about to join) for observer_idle_timeout_ms;
+        # the anonymous ones (no directory id) for seconds (ANONYMOUS_IDLE_TIMEOUT_MS).
         self.observers: dict[ReplicaKey, ReplicaState] = {}
+        self.anonymous_observers: dict[ReplicaKey, ReplicaState] = {}
         self.observer_idle_timeout_ms = observer_idle_timeout_ms
         self.max_observers = max_observers
         self.high_watermark: Optional[int] = None
@@ -76,7 +86,7 @@ class LeaderProgress:
                 continue
             state = self.voters.get(key.id)
             if state is None or not voters[key.id].matches(ReplicaKey(key.id, state.directory_id)):
-                state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
+                state = self._observers_like(key).pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
                 if state.last_fetch_ms is None:
                     state.grace_from_ms = now_ms
             new[key.id] = state
@@ -107,11 +117,15 @@ class LeaderProgress:
             state.directory_id = key.directory_id or state.directory_id  # a static voter's, as it says
             return self._maybe_advance()
         if key.id >= 0:
-            state = self.observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
+            observers = self._observers_like(key)
+            state = observers.pop(key, None) or ReplicaState(key.id, directory_id=key.directory_id)
             state.update(fetch_offset, leader_end, now_ms)
-            self.observers[key] = state  # to the back: the most recent fetch
+            observers[key] = state  # to the back: the most recent fetch
             self.expire_observers(now_ms)
         return False
+
+    def _observers_like(self, key: ReplicaKey) -> dict[ReplicaKey, ReplicaState]:
+        return self.observers if key.directory_id else self.anonymous_observers
 
     def directory_id_of(self, voter_id: int) -> Optional[str]:
         """The directory id voter ``voter_id`` fetched with (None: not known)."""
@@ -121,19 +135,23 @@ class LeaderProgress:
     def caught_up(self, key: ReplicaKey, now_ms: int, within_ms: int) -> bool:
         """Has observer ``key`` held everything the leader had, as of at most ``within_ms`` ago?
         (Only such a replica may be added as a voter: a lagging one would hold the high watermark.)"""
-        state = self.observers.get(key)
+        state = self._observers_like(key).get(key)
         return state is not None and state.last_caught_up_ms is not None \
             and now_ms - state.last_caught_up_ms <= within_ms
 
     def expire_observers(self, now_ms: int) -> None:
         """Forget observers idle past the timeout, and the idlest beyond ``max_observers``: made-up
         replica ids must not grow the leader's memory or DescribeQuorum without bound."""
-        cutoff = now_ms - self.observer_idle_timeout_ms
-        while self.observers:
-            oldest = next(iter(self.observers.values()))
-            if len(self.observers) <= self.max_observers and (oldest.last_fetch_ms or 0) >= cutoff:
-                break
-            del self.observers[ReplicaKey(oldest.replica_id, oldest.directory_id)]
+        for observers, idle_ms, most in ((self.observers, self.observer_idle_timeout_ms, self.max_observers),
+                                         (self.anonymous_observers, min(ANONYMOUS_IDLE_TIMEOUT_MS,
+                                                                        self.observer_idle_timeout_ms),
+                                          min(MAX_ANONYMOUS_OBSERVERS, self.max_observers))):
+            cutoff = now_ms - idle_ms
+            while observers:
+                oldest = next(iter(observers.values()))
+                if len(observers) <= most and (oldest.last_fetch_ms or 0) >= cutoff:
+                    break
+                del observers[ReplicaKey(oldest.replica_id, oldest.directory_id)]
 
     def touch(self, replica_id: int, now_ms: int) -> None:
         """A voter fetched a snapshot chunk: alive (check-quorum), though its log did not move."""
@@ -166,5 +184,6 @@ class LeaderProgress:
             leader_id=self.leader_id, leader_epoch=epoch,
             high_watermark=self.high_watermark if self.high_watermark is not None else -1,
             voters=tuple(self.voters[v].describe() for v in sorted(self.voters)),
-            observers=tuple(self.observers[o].describe() for o in sorted(self.observers,
-                                                                         key=lambda k: (k.id, k.directory_id or ""))))
+            observers=tuple(o.describe() for o in sorted(
+                (*self.observers.values(), *self.anonymous_observers.values()),
+                key=lambda o: (o.replica_id, o.directory_id or ""))))

@@ -200,3 +200,40 @@ def test_registrations_past_the_bounds_are_refused_before_the_controller_and_kee
         assert {b.broker_id for b in admin.describe_cluster().brokers} == registered
     after = cp.wait_leader()
     assert (after.leader_id, after.leader_epoch) == (before.leader_id, before.leader_epoch)
+
+
+def _observers(cp) -> set[int]:
+    from quorum.rpc.raft_client import RaftClient
+
+    client = RaftClient(cp.bootstrap(), timeout=30)
+    try:
+        return {o.replica_id for o in client.describe_quorum().observers}
+    finally:
+        client.close()
+
+
+def _fetch_as(port: int, epoch: int, replica_id: int) -> None:
+    request = FetchRequest(
+        cluster_id=None, replica_state=ReplicaState(replica_id=replica_id, replica_epoch=-1),
+        max_wait=datetime.timedelta(milliseconds=0), min_bytes=0, max_bytes=1024, isolation_level=0,
+        session_id=0, session_epoch=-1, topics=(FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(FetchPartition(
+            partition=0, current_leader_epoch=epoch, fetch_offset=0, last_fetched_epoch=0, log_start_offset=-1,
+            partition_max_bytes=1024, replica_directory_id=None),)),),
+        forgotten_topics_data=(), rack_id="")
+    with KafkaConnection("127.0.0.1", port, timeout=30) as conn:
+        conn.request(request)
+
+
+def test_made_up_observers_are_forgotten_within_seconds(quorum):
+    """Fetches from 300 made-up replica ids with no directory id grew CurrentObservers from 1 to 301
+    for five minutes; now they are gone within seconds of their last fetch."""
+    from quorum.raft.progress import ANONYMOUS_IDLE_TIMEOUT_MS
+
+    cp = quorum
+    leader = cp.wait_leader()
+    for i in range(300):
+        _fetch_as(cp.kafka_ports[leader.leader_id], leader.leader_epoch, 70_000 + i)
+    made_up = set(range(70_000, 70_300))
+    assert made_up <= _observers(cp)
+    time.sleep(ANONYMOUS_IDLE_TIMEOUT_MS / 1000 + 1)
+    wait_for(lambda: not made_up & _observers(cp), 10, "the made-up observers forgotten")

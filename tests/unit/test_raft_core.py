@@ -452,15 +452,36 @@ def test_observers_expire_when_idle_and_are_never_more_than_the_cap():
 
     p = LeaderProgress(ReplicaKey(1), VoterSet.static((1, 2, 3)), 0, now_ms=0, observer_idle_timeout_ms=1000,
                        max_observers=50)
-    for i in range(100_000):  # made-up replica ids, as a flood would send them
-        p.update_replica(ReplicaKey(1000 + i), False, 0, 10, now_ms=i // 1000)
+    for i in range(100_000):  # made-up replica ids (with directory ids), as a flood would send them
+        p.update_replica(ReplicaKey(1000 + i, f"dir{i}"), False, 0, 10, now_ms=i // 1000)
     assert len(p.observers) == 50 and {k.id for k in p.observers} == set(range(1000 + 99_950, 1000 + 100_000))
-    p.update_replica(ReplicaKey(7), False, 5, 10, now_ms=500)  # a real observer keeps fetching
+    p.update_replica(ReplicaKey(7, "dir7"), False, 5, 10, now_ms=500)  # a real observer keeps fetching
     p.expire_observers(now_ms=1200)
-    assert set(p.observers) == {ReplicaKey(7)}
+    assert set(p.observers) == {ReplicaKey(7, "dir7")}
     p.expire_observers(now_ms=1501)
     assert p.observers == {}
     assert len(p.describe(1, 1501).observers) == 0
+
+
+def test_observers_without_a_directory_id_are_kept_seconds_and_a_thousand_at_most():
+    """A Fetch's replica id is the client's to choose: an observer that names no directory id (as
+    made-up ones do) is forgotten after ANONYMOUS_IDLE_TIMEOUT_MS idle, and never more than
+    MAX_ANONYMOUS_OBSERVERS are kept, while one with a directory id (a Kafka broker) stays for the
+    observer timeout (Kafka's five minutes)."""
+    from quorum.log.voter_set import ReplicaKey, VoterSet
+    from quorum.raft.progress import ANONYMOUS_IDLE_TIMEOUT_MS, MAX_ANONYMOUS_OBSERVERS, LeaderProgress
+
+    p = LeaderProgress(ReplicaKey(1), VoterSet.static((1, 2, 3)), 0, now_ms=0)
+    p.update_replica(ReplicaKey(101, "AAAAAAAAAAAAAAAAAAAAAQ"), False, 0, 10, now_ms=0)
+    for i in range(300):
+        p.update_replica(ReplicaKey(5000 + i), False, 0, 10, now_ms=0)
+    assert len(p.describe(1, 0).observers) == 301
+    p.expire_observers(now_ms=ANONYMOUS_IDLE_TIMEOUT_MS + 1)
+    assert [o.replica_id for o in p.describe(1, ANONYMOUS_IDLE_TIMEOUT_MS + 1).observers] == [101]
+    for i in range(5 * MAX_ANONYMOUS_OBSERVERS):
+        p.update_replica(ReplicaKey(9000 + i), False, 0, 10, now_ms=ANONYMOUS_IDLE_TIMEOUT_MS + 2)
+    assert len(p.anonymous_observers) == MAX_ANONYMOUS_OBSERVERS
+    assert ReplicaKey(101, "AAAAAAAAAAAAAAAAAAAAAQ") in p.observers
 
 
 def test_a_voter_that_never_fetched_is_described_as_such_yet_has_check_quorums_grace():
