@@ -38,12 +38,19 @@ def broker_json(b: "BrokerDescription") -> dict:
                           for e in b.endpoints]}
 
 
+def printable(text: str) -> str:
+    """``text`` with every control character (a newline that would split a row, a terminal's escape
+    sequence) written as its escape: a registration made before its names were checked, or read
+    from another Kafka cluster's log, may hold them."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def format_brokers(brokers: Sequence["BrokerDescription"]) -> str:
     rows = [list(COLUMNS)]
     for b in sorted(brokers, key=lambda b: b.broker_id):
         endpoints = ",".join(f"{e.name}://{e.host}:{e.port}" for e in b.endpoints)
         rows.append([str(b.broker_id), str(b.fenced).lower(), str(b.in_controlled_shutdown).lower(),
-                     str(b.broker_epoch), b.rack or "-", endpoints])
+                     str(b.broker_epoch), printable(b.rack or "-"), printable(endpoints)])
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
