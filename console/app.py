@@ -14,17 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import io
+import ipaddress
 import json
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import jinja2
-import pyarrow as pa
-import pyarrow.csv as pa_csv
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -33,10 +32,9 @@ from starlette.responses import FileResponse, HTMLResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from console import history, model
+from console import history, model, sql_runner
 from console.model import ConsoleError, Warehouse
 from console.sql_guard import RefusedSql, check
-from delta_tables.cut import plain_types
 
 log = logging.getLogger(__name__)
 
@@ -78,10 +76,12 @@ def _environment() -> jinja2.Environment:
 class Console:
     """The application's state: the warehouse, the controllers (optional) and the cut streams."""
 
-    def __init__(self, warehouse: str, quorum=None):
+    def __init__(self, warehouse: str, quorum=None, limits: sql_runner.QueryLimits = sql_runner.QueryLimits()):
         self.wh = Warehouse(warehouse)
         self.quorum = quorum
+        self.limits = limits
         self.env = _environment()
+        self.env.globals["limits"] = limits
         self.newest_offset: Optional[int] = None
         self._changed = asyncio.Event()
         self._poller: Optional[asyncio.Task] = None
@@ -213,26 +213,29 @@ class Console:
             return await self.page(r, "record.html", lambda cut: {"record": model.record(self.wh, r.path_params["offset"])})
 
         async def sql(r: Request):
-            def compute(cut):
-                text = q(r, "q")
-                if not text:
-                    return {"sql": "", "result": None}
-                table = self._query(text, cut)
-                return {"sql": text, "result": {"columns": table.column_names, "total": table.num_rows,
-                                                "rows": table.slice(0, SQL_ROWS_SHOWN).to_pylist()}}
-            return await self.page(r, "sql.html", compute)
+            """GET shows the box (a link may fill it in); POST, from this console's own pages, runs it."""
+            if r.method == "GET":
+                return await self.page(r, "sql.html", lambda cut: {"sql": q(r, "q"), "result": None})
+            form, refusal = await _posted_form(r)
+            if refusal:
+                return self.render(r, "error.html", status=403, message=refusal)
+            text = form.get("q", "")
+            if not text:
+                return await self.page(r, "sql.html", lambda cut: {"sql": "", "result": None})
+            answer = await self._run_query(r, text, form)
+            if isinstance(answer, Response):
+                return answer
+            return await self.page(r, "sql.html", lambda cut: {"sql": text, "result": {
+                "columns": answer.columns, "total": answer.total, "rows": answer.rows}})
 
         async def sql_csv(r: Request):
-            try:
-                def work() -> bytes:
-                    cut = self.wh.resolve(q(r, "at"), q(r, "time"))
-                    out = io.BytesIO()
-                    pa_csv.write_csv(_csv_safe(self._query(q(r, "q"), cut)), out)
-                    return out.getvalue()
-                body = await run_in_threadpool(work)
-            except (ConsoleError, RefusedSql, ValueError) as e:
-                return self.render(r, "error.html", status=400, message=str(e))
-            return Response(body, media_type="text/csv", headers={
+            form, refusal = await _posted_form(r)
+            if refusal:
+                return self.render(r, "error.html", status=403, message=refusal)
+            answer = await self._run_query(r, form.get("q", ""), form, as_csv=True)
+            if isinstance(answer, Response):
+                return answer
+            return Response(answer.csv, media_type="text/csv", headers={
                 **SECURITY_HEADERS, "Content-Disposition": 'attachment; filename="sparkraft-query.csv"'})
 
         async def events(r: Request):
@@ -253,19 +256,34 @@ class Console:
             Route("/", overview), Route("/topics", topics), Route("/partitions", partitions), Route("/topics/{name:path}", topic),
             Route("/brokers", brokers), Route("/brokers/{id}", broker), Route("/timeline", timeline),
             Route("/diff", diff), Route("/records", records), Route("/records/{offset}", record),
-            Route("/sql", sql), Route("/sql.csv", sql_csv), Route("/events", events),
+            Route("/sql", sql, methods=["GET", "POST"]), Route("/sql.csv", sql_csv, methods=["POST"]),
+            Route("/events", events),
             Route("/static/plotly.min.js", plotly_js), Route("/metrics", metrics),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ], not_found
 
-    def _query(self, text: str, cut) -> pa.Table:
-        from delta_tables.sql import QueryError, query_datafusion
+    async def _run_query(self, r: Request, text: str, form: dict, as_csv: bool = False):
+        """The query's sql_runner.Answer, or the error page saying why there is none. The query runs
+        in a child process (sql_runner.py), off the event loop, and is stopped if the browser goes."""
+        gone = threading.Event()
 
-        sql = check(text)
+        def work():
+            cut = self.wh.resolve(form.get("at") or None, form.get("time") or None)
+            return sql_runner.run(self.wh.uri, check(text), cut.offset, SQL_ROWS_SHOWN, as_csv, cancelled=gone.is_set,
+                                  limits=self.limits)
+
+        async def watch() -> None:
+            while not await r.is_disconnected():
+                await asyncio.sleep(0.2)
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
         try:
-            return query_datafusion(self.wh.uri, sql, cut.offset)
-        except QueryError as e:
-            raise ConsoleError(str(e)) from None
+            return await run_in_threadpool(work)
+        except (ConsoleError, RefusedSql, sql_runner.QueryRefused, ValueError) as e:
+            return self.render(r, "error.html", status=400, message=str(e))
+        finally:
+            watcher.cancel()
 
 
 def _console_metrics(console: Console):
@@ -280,21 +298,52 @@ def _console_metrics(console: Console):
     return registry, pages
 
 
-def _csv_safe(table: pa.Table) -> pa.Table:
-    """Columns CSV cannot hold (lists, structs) as their JSON text; Arrow's view types as plain ones."""
-    table = plain_types(table)
-    columns = []
-    for name in table.column_names:
-        column = table.column(name)
-        if pa.types.is_nested(column.type):
-            column = pa.array([None if v is None else json.dumps(v, default=str) for v in column.to_pylist()],
-                              pa.string())
-        columns.append(column)
-    return pa.table(dict(zip(table.column_names, columns)))
+async def _posted_form(r: Request) -> tuple[dict, str]:
+    """(the urlencoded form, "") of a POST from this console's own pages; or ({}, why not): a page
+    of another site may make a browser post here (a form, an image), but not with our Origin."""
+    origin = r.headers.get("origin")
+    fetch_site = r.headers.get("sec-fetch-site")
+    own = f"{r.url.scheme}://{r.headers.get('host', '')}"
+    if (origin is not None and origin != own) or fetch_site not in (None, "same-origin", "none"):
+        return {}, f"a query posted from {origin or 'another site'}: the console runs only its own pages' queries"
+    body = (await r.body()).decode("utf-8", "replace")
+    return {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}, ""
 
 
-def make_app(warehouse: str, quorum=None) -> Starlette:
-    console = Console(warehouse, quorum)
+class HostCheck:
+    """Serves only requests whose Host is one the console is reached by: a name it was told
+    (--allow-host, localhost, the --listen host) or an IP address. A name that merely resolves to
+    this machine (DNS rebinding: evil.example.com pointed at 127.0.0.1) is refused, so another
+    site's page cannot read the console through a browser."""
+
+    def __init__(self, app, names: frozenset[str]):
+        self.app, self.names = app, names
+
+    def allows(self, host: str) -> bool:
+        name = host.strip().lower()
+        name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0] \
+            if name.count(":") == 1 else name
+        if name in self.names:
+            return True
+        try:
+            ipaddress.ip_address(name)
+            return True
+        except ValueError:
+            return False
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if not self.allows(host):
+                response = Response(f"Host {host[:100]!r} is not one this console serves (--allow-host NAME adds "
+                                    f"one)\n", status_code=421, media_type="text/plain", headers=SECURITY_HEADERS)
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def make_app(warehouse: str, quorum=None, allowed_hosts: tuple[str, ...] = (),
+             limits: sql_runner.QueryLimits = sql_runner.QueryLimits()) -> Starlette:
+    console = Console(warehouse, quorum, limits)
     routes, not_found = console.routes()
 
     @contextlib.asynccontextmanager
@@ -307,4 +356,5 @@ def make_app(warehouse: str, quorum=None) -> Starlette:
 
     app = Starlette(routes=routes, exception_handlers={404: not_found}, lifespan=lifespan, max_body_size=1 << 20)
     app.state.console = console
+    app.add_middleware(HostCheck, names=frozenset({"localhost", *(h.lower() for h in allowed_hosts)}))
     return app

@@ -69,13 +69,16 @@ def page_of(table: pa.Table, start: int, size: int = PAGE_SIZE) -> Page:
     return Page(table.slice(start, size).to_pylist(), start, table.num_rows)
 
 
-def parse_offset(text: str, what: str = "offset") -> int:
+def parse_offset(text: str, what: str = "offset", most: int = 2**63 - 1) -> int:
+    """A non-negative number up to ``most`` (an offset's int64; an id's int32), else ConsoleError."""
     try:
         value = int(text)
     except ValueError:
-        raise ConsoleError(f"{what} {text!r} is not a number") from None
+        raise ConsoleError(f"{what} {text[:40]!r} is not a number") from None
     if value < 0:
         raise ConsoleError(f"{what} {value} is negative" + (": offsets start at 0" if what == "offset" else ""))
+    if value > most:
+        raise ConsoleError(f"{what} {text[:40]} is past {most:,}, the largest there is")
     return value
 
 
@@ -444,7 +447,8 @@ def partitions_page(wh: Warehouse, cut: Cut, search: str = "", leader: str = "",
     if search:
         rows = rows.filter(pc.match_substring(rows.column("topic_name"), search, ignore_case=True))
     if leader not in (None, ""):
-        rows = rows.filter(pc.equal(rows.column("leader"), parse_offset(leader, "leader") if leader != "-1" else -1))
+        led_by = parse_offset(leader, "leader", 2**31 - 1) if leader != "-1" else -1
+        rows = rows.filter(pc.equal(rows.column("leader"), led_by))
     if only:
         if only not in HEALTH:
             raise ConsoleError(f"no such filter {only!r}: {', '.join(HEALTH)}")
@@ -501,7 +505,7 @@ def brokers(wh: Warehouse, cut: Cut) -> dict:
 
 
 def broker(wh: Warehouse, cut: Cut, broker_id: str, start: int = 0) -> dict:
-    bid = parse_offset(broker_id, "broker id")
+    bid = parse_offset(broker_id, "broker id", 2**31 - 1)
     b = _the_row(wh.table(cut, BROKERS), "broker_id", bid, f"broker {bid}", cut)
     health = wh.health(cut)
     led = health.filter(pc.equal(health.column("leader"), bid)).sort_by([("topic_name", "ascending"),

@@ -40,6 +40,14 @@ def cut_for(warehouse: str, as_of_offset: Optional[int]) -> Optional[Cut]:
 _TABLE_CHANGES = re.compile(r"\btable_changes\s*\(\s*'(\w+)'\s*,\s*(\d+)\s*,\s*(\d+)\s*\)", re.IGNORECASE)
 
 
+def _change_offsets(m: re.Match) -> tuple[int, int]:
+    """A ``table_changes`` call's two offsets; QueryError past an offset's int64."""
+    low, high = int(m[2]), int(m[3])
+    if max(low, high) > 2**63 - 1:
+        raise QueryError(f"table_changes('{m[1]}', {m[2][:30]}, {m[3][:30]}): offsets are at most {2**63 - 1:,}")
+    return low, high
+
+
 def with_table_changes(warehouse: str, sql: str) -> tuple[str, dict[str, pa.Table]]:
     """``sql`` with each ``table_changes('T', A, B)`` replaced by the name of a table of those changes;
     the tables by name, read with delta-rs (DataFusion registers them beside the warehouse's)."""
@@ -48,7 +56,7 @@ def with_table_changes(warehouse: str, sql: str) -> tuple[str, dict[str, pa.Tabl
     def replace(m: re.Match) -> str:
         name = f"table_changes_{m[1].lower()}_{m[2]}_{m[3]}"
         if name not in found:
-            found[name] = table_changes(warehouse, m[1].lower(), int(m[2]), int(m[3]))
+            found[name] = table_changes(warehouse, m[1].lower(), *_change_offsets(m))
         return name
 
     return _TABLE_CHANGES.sub(replace, sql), found
@@ -145,7 +153,7 @@ def _spark_table_changes(spark, warehouse: str, tables: dict, sql: str) -> str:
     made: set[str] = set()
 
     def replace(m: re.Match) -> str:
-        table, low, high = m[1].lower(), int(m[2]), int(m[3])
+        table, (low, high) = m[1].lower(), _change_offsets(m)
         name = f"table_changes_{table}_{low}_{high}"
         if name not in made:
             r = change_ranges(warehouse, low, high, (table,))[table]

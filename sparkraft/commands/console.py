@@ -21,6 +21,13 @@ def register(subparsers) -> None:
                         help="the controllers, to show the quorum (leader, epoch, each voter's lag)")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                         help="where to serve (default 127.0.0.1:8080; any other address needs --tls-config)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="a host name browsers reach the console by (repeatable; localhost, the --listen host "
+                             "and IP addresses always are): any other Host is refused (DNS rebinding)")
+    parser.add_argument("--query-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="the SQL box stops a query that runs longer (default 30)")
+    parser.add_argument("--query-memory", type=int, default=512, metavar="MB",
+                        help="the SQL box stops a query whose process grows past this (default 512)")
     parser.add_argument("--tls-config", metavar="FILE",
                         help="properties with ssl.keystore.location, ssl.truststore.location and ssl.client.auth: "
                              "serve HTTPS (client certificates as the login when required)")
@@ -30,7 +37,10 @@ def run_console(args: argparse.Namespace) -> None:
     from console.app import make_app
     from console.model import Warehouse
     from console.serve import bind_listener, check_exposure, parse_listen, serve, tls_settings
+    from console.sql_runner import QueryLimits
 
+    if args.query_timeout <= 0 or args.query_memory <= 0:
+        raise ValueError("--query-timeout and --query-memory must be positive")
     host, port = parse_listen(args.listen)
     tls = tls_settings(args.tls_config)
     check_exposure(host, tls)
@@ -43,5 +53,6 @@ def run_console(args: argparse.Namespace) -> None:
     sock = bind_listener(host, port)
     scheme = "https" if tls else "http"
     print(f"Console at {scheme}://{host}:{port}/ (warehouse {args.warehouse})", flush=True)
-    stopped_by = serve(make_app(args.warehouse, quorum), sock, tls)
+    limits = QueryLimits(args.query_timeout, args.query_memory)
+    stopped_by = serve(make_app(args.warehouse, quorum, (host, *args.allow_host), limits), sock, tls)
     print(f"Stopped ({stopped_by or 'shut down'})", flush=True)

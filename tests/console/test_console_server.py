@@ -15,6 +15,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,17 @@ class Console:
     def get(self, path: str, timeout: float = 30) -> tuple[int, str, dict]:
         try:
             with urllib.request.urlopen(self.url + path, timeout=timeout, context=self.context) as r:
+                return r.status, r.read().decode(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(), dict(e.headers)
+
+    def post(self, path: str, timeout: float = 30, headers: dict | None = None, **form: str) -> tuple[int, str, dict]:
+        """A form posted as the console's own page posts it (an Origin of the console's own)."""
+        data = urllib.parse.urlencode(form).encode()
+        request = urllib.request.Request(self.url + path, data=data, method="POST", headers={
+            "Origin": self.url, "Content-Type": "application/x-www-form-urlencoded", **(headers or {})})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=self.context) as r:
                 return r.status, r.read().decode(), dict(r.headers)
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(), dict(e.headers)
@@ -217,11 +229,11 @@ def test_the_diff_of_two_cuts_names_each_change_and_counts_what_the_change_feed_
 def test_sql_answers_as_datafusion_does_downloads_csv_and_runs_reads_only(served, tmp_path):
     console, wh, _ = served
     sql = 'SELECT name, partition_count FROM topics ORDER BY name'
-    status, html, _ = console.get("/sql?q=" + urllib.parse.quote(sql))
+    status, html, _ = console.post("/sql", q=sql)
     assert status == 200, html
     expected = query_datafusion(str(wh), sql).to_pylist()
     assert cell_texts(html, "sql-result") == [[r["name"], str(r["partition_count"])] for r in expected]
-    status, body, headers = console.get("/sql.csv?q=" + urllib.parse.quote("SELECT * FROM partitions ORDER BY topic_name, \"partition\""))
+    status, body, headers = console.post("/sql.csv", q='SELECT * FROM partitions ORDER BY topic_name, "partition"')
     assert status == 200 and headers["content-type"].startswith("text/csv")
     assert "attachment" in headers["content-disposition"]
     rows = list(csv.DictReader(io.StringIO(body)))
@@ -232,9 +244,9 @@ def test_sql_answers_as_datafusion_does_downloads_csv_and_runs_reads_only(served
     target = tmp_path / "copied.csv"
     for refused in (f"COPY (SELECT 1) TO '{target}'", f"CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '{target}'",
                     "SELECT 1; SELECT 2", "DROP TABLE topics"):
-        status, html, _ = console.get("/sql?q=" + urllib.parse.quote(refused))
+        status, html, _ = console.post("/sql", q=refused)
         assert status == 400 and ("reads only" in html or "one statement" in html), (refused, html)
-        status, _, _ = console.get("/sql.csv?q=" + urllib.parse.quote(refused))
+        status, _, _ = console.post("/sql.csv", q=refused)
         assert status == 400
     assert not target.exists()
 
@@ -256,10 +268,16 @@ BAD_INPUT = [
     ("/partitions?leader=abc", 400, "leader &#39;abc&#39; is not a number"),
     ("/topics?start=-5", 400, "start -5 is negative"),
     ("/diff?from=1", 400, "a diff needs two offsets"),
-    ("/sql?q=" + urllib.parse.quote("SELEC name FROM topics"), 400, "SELEC"),
-    ("/sql?q=" + urllib.parse.quote("SELECT nope FROM topics"), 400, "nope"),
-    ("/sql?q=" + urllib.parse.quote("SELECT * FROM missing"), 400, "the tables here"),
+    ("/records/99999999999999999999999", 400, "is past 9,223,372,036,854,775,807"),
+    ("/partitions?leader=99999999999999999999", 400, "is past 2,147,483,647"),
+    ("/brokers/99999999999999999999", 400, "is past 2,147,483,647"),
     ("/no/such/page", 404, "no page /no/such/page"),
+]
+BAD_QUERIES = [
+    ("SELEC name FROM topics", "SELEC"),
+    ("SELECT nope FROM topics", "nope"),
+    ("SELECT * FROM missing", "the tables here"),
+    ("SELECT * FROM table_changes('topics', 0, 99999999999999999999999)", "offsets are at most"),
 ]
 
 
@@ -271,11 +289,79 @@ def test_bad_input_is_a_clear_message_and_leaves_the_server_as_it_was(served):
         assert got == status, (path, got, html[-500:])
         assert message in value(html, "error"), (path, html[-800:])
         assert "Traceback" not in html
+    for sql, message in BAD_QUERIES:
+        got, html, _ = console.post("/sql", q=sql)
+        assert got == 400 and message in value(html, "error"), (sql, got, html[-800:])
     # a request far too large is refused by the server, not read
-    got, _, _ = console.get("/sql?q=" + urllib.parse.quote("SELECT " + "1+" * 20_000 + "1"))
+    got, _, _ = console.post("/sql", q="SELECT " + "1+" * 20_000 + "1")
     assert got == 400
     after = console.get("/")[1]
     assert value(after, "topic-count") == value(before, "topic-count") and console.proc.poll() is None
+
+
+@pytest.mark.slow  # a query stopped at its 20 s limit
+def test_queries_are_bounded_in_memory_and_time_and_run_off_the_pages_way(tmp_path):
+    """A query that would take gigabytes (SELECT * FROM range(300000000) took the console to 2.1 GB)
+    or run for minutes (a cross join) is stopped at the console's limits, in a child process of its
+    own, with a one-line reason; the overview answers while a query runs, the console's own memory
+    stays where it was, and no answer names the warehouse's path on the server's disk."""
+    wh = tmp_path / "wh"
+    materialised(wh)
+    console = Console(wh, "--query-timeout", "20", "--query-memory", "300")
+    try:
+        before = _rss_mb(console.proc.pid)
+        status, html, _ = console.post("/sql", 120, q="SELECT * FROM range(300000000)")
+        assert status == 400 and "more than 300 MB of memory" in value(html, "error"), html[-800:]
+        with ThreadPoolExecutor(1) as pool:
+            long = pool.submit(console.post, "/sql", 120, None,
+                               q="SELECT sum(a.value * b.value) FROM range(200000) a, range(200000) b")
+            wait_for(lambda: _children(console.proc.pid), 30, "the query's process")
+            status, _, _ = console.get("/")
+            assert status == 200 and not long.done(), "the overview answered while the query ran"
+            status, html, _ = long.result()
+        assert status == 400 and "ran past 20 s" in value(html, "error"), html[-800:]
+        assert _rss_mb(console.proc.pid) < before + 100
+        status, html, _ = console.post("/sql", q="EXPLAIN SELECT * FROM topics")
+        assert status == 200 and "&lt;warehouse&gt;" in html, html[-2000:]
+        assert str(wh) not in html, "the warehouse's path on the server's disk is not shown"
+    finally:
+        console.close()
+
+
+def _children(pid: int) -> list[int]:
+    """The query processes of console ``pid``: the children of its forkserver (sql_runner.py)."""
+    def children(p: int) -> list[int]:
+        return [int(c) for task in Path(f"/proc/{p}/task").iterdir() for c in (task / "children").read_text().split()]
+
+    servers = [c for c in children(pid) if b"forkserver" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    return [q for server in servers for q in children(server)]
+
+
+def test_only_its_own_pages_run_queries_and_only_its_own_names_are_served(served):
+    """A query is a POST from the console's own pages: a GET shows it unrun, and a post from another
+    site's page (its Origin, or Sec-Fetch-Site) is refused; a Host that is not one the console
+    serves (DNS rebinding) gets 421."""
+    console, _, _ = served
+    status, html, _ = console.get("/sql?q=" + urllib.parse.quote("SELECT name FROM topics"))
+    assert status == 200 and "sql-result" not in html and "SELECT name FROM topics" in html
+    status, html, _ = console.post("/sql", headers={"Origin": "http://evil.example.com"}, q="SELECT 1")
+    assert status == 403 and "sql-result" not in html
+    status, html, _ = console.post("/sql", headers={"Sec-Fetch-Site": "cross-site"}, q="SELECT 1")
+    assert status == 403
+    request = urllib.request.Request(console.url + "/", headers={"Host": f"evil.example.com:{console.port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 421
+    request = urllib.request.Request(console.url + "/", headers={"Host": f"localhost:{console.port}"})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        assert r.status == 200
+
+
+def _rss_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
 
 
 def test_a_new_cut_reaches_an_open_event_stream(tmp_path):
