@@ -205,7 +205,8 @@ def envelope(ctx, req, version: int) -> dict:
         principal = principal_of(req.request_principal or b"")
         host = _host(req.client_host_address)
     except ValueError as e:
-        log.warning("Controller %d refused an Envelope: its principal does not decode (%s)", ctx.broker_id, e)
+        REFUSALS.note(ctx.caller.host if ctx.caller else "?", "envelope", logging.WARNING,
+                      "Controller %d refused an Envelope: its principal does not decode (%s)", ctx.broker_id, e)
         return {"error_code": Errors.PRINCIPAL_DESERIALIZATION_FAILURE, "response_data": None}
     inner_ctx = ctx.for_forwarded(Caller(principal, host, authenticated=True))
     table = ctx.apis
