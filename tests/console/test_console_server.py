@@ -320,6 +320,10 @@ def test_queries_are_bounded_in_memory_and_time_and_run_off_the_pages_way(tmp_pa
             assert status == 200 and not long.done(), "the overview answered while the query ran"
             status, html, _ = long.result()
         assert status == 400 and "ran past 20 s" in value(html, "error"), html[-800:]
+        # a browser that gives up (closes the connection) takes its query down with it
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            console.post("/sql", 2, None, q="SELECT sum(a.value * b.value) FROM range(200000) a, range(200000) b")
+        wait_for(lambda: not _children(console.proc.pid), 10, "the abandoned query stopped")
         assert _rss_mb(console.proc.pid) < before + 100
         status, html, _ = console.post("/sql", q="EXPLAIN SELECT * FROM topics")
         assert status == 200 and "&lt;warehouse&gt;" in html, html[-2000:]
