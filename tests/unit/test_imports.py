@@ -19,6 +19,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.gen": set(),
     "quorum.metrics": set(),
     "quorum.connection_limits": set(),
+    "quorum.refusal_log": set(),  # refusals a client causes, logged once per client and kind a while
     "quorum.wire": {"quorum.gen", "quorum.connection_limits"},
     "quorum.log": {"quorum.errors", "quorum.properties", "quorum.uuids"},
     "quorum.metadata": {"quorum.errors", "quorum.uuids", "quorum.gen"},
@@ -39,11 +40,11 @@ MAY_IMPORT: dict[str, set[str]] = {
                       "quorum.rpc", "quorum.security"},
     # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is
     # handed; a controller's also serves Kafka's brokers the metadata log (the Raft core's Fetch, in Kafka's format)
-    "quorum.kafka": {"quorum.errors", "quorum.connection_limits", "quorum.metadata", "quorum.controller",
+    "quorum.kafka": {"quorum.errors", "quorum.connection_limits", "quorum.refusal_log", "quorum.metadata", "quorum.controller",
                      "quorum.security", "quorum.kafka_log", "quorum.log", "quorum.raft"},
     # the ZooKeeper migration: Kafka's znodes, the import, the mirror's writes, the driver thread (kazoo)
     "quorum.migration": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.controller"},
-    "quorum.node": {"quorum.errors", "quorum.connection_limits", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
+    "quorum.node": {"quorum.errors", "quorum.connection_limits", "quorum.refusal_log", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
                     "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire",
                     "quorum.migration"},
     "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
