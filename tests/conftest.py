@@ -58,6 +58,13 @@ def _listening_port_range() -> tuple[int, int]:
 _handed_out: set[int] = set()  # not handed out twice by this process while others remain
 
 
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def free_ports(n: int) -> list[int]:
     import random
 

@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
-from conftest import free_ports, sparkraft_cmd, wait_for
+from conftest import free_ports, listening, sparkraft_cmd, wait_for
 from processes import watched
 
 pytestmark = pytest.mark.slow
@@ -264,7 +263,7 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     cp.start()
     cp.wait_leader(timeout=60)
     port = cp.kafka_ports[1]
-    wait_for(lambda: _listening(port), 60, "the controller's Kafka listener")
+    wait_for(lambda: listening(port), 60, "the controller's Kafka listener")
     _cli(cp, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
     with KafkaConnection("127.0.0.1", port) as kafka:
         other = kafka.request(_registration("AAAAAAAAAAAAAAAAAAAAAQ", (7, 33)))
@@ -295,13 +294,6 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
         kb.close()
 
 
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
 
 SMALL_LOG = {"metadata.log.max.record.bytes.between.snapshots": "3000", "metadata.max.retention.bytes": "15000",
              "metadata.log.segment.bytes": "2048"}  # snapshots every few KB; the log below them deleted
@@ -312,6 +304,7 @@ def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(c
     it in Kafka's checkpoint format (FetchSnapshot), then the log after it; it sees every topic made
     before, and registers."""
     from conftest import LiveBrokers
+
     from quorum.rpc.controller_client import ControllerClient
 
     need_kafka()

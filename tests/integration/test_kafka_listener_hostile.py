@@ -4,7 +4,6 @@ leader and epoch, and the leader stays within MEMORY_GROWTH_MB of where it was."
 from __future__ import annotations
 
 import datetime
-import socket
 import struct
 import threading
 import time
@@ -12,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from apache_kafka import need_kafka
-from conftest import ControllerProcesses, LiveBrokers, wait_for
+from conftest import ControllerProcesses, LiveBrokers, listening, wait_for
 from kio.schema.fetch.v17.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 
 from quorum.kafka.client import KafkaConnection
@@ -76,7 +75,7 @@ def quorum(tmp_path_factory):
     try:
         leader = cp.wait_leader(timeout=30).leader_id
         for i in cp.voters:
-            wait_for(lambda i=i: _listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
+            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
         brokers.wait_unfenced()
         n = 0
         while _log_bytes(cp, leader) < LOG_BYTES:
@@ -88,13 +87,6 @@ def quorum(tmp_path_factory):
         admin.close()
         cp.close()
 
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-        return True
-    except OSError:
-        return False
 
 
 def _fetch_from_zero(port: int, epoch: int, max_bytes: int = 2**31 - 1, cluster_id=None):

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 from apache_kafka import OLD_TOOLS, kafka_tool, need_kafka, without_jvm_noise
-from conftest import ControllerProcesses, sparkraft_cmd, wait_for
+from conftest import ControllerProcesses, listening, sparkraft_cmd, wait_for
 
 from quorum.kafka.controller_apis import CONTROLLER
 
@@ -66,18 +66,11 @@ def quorum(tmp_path_factory):
         cp.wait_leader(timeout=30)
         # each opens its Kafka listener once it has replayed what a leader told it was committed
         for i in cp.voters:
-            wait_for(lambda i=i: _listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
+            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
         yield cp
     finally:
         cp.close()
 
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-        return True
-    except OSError:
-        return False
 
 
 def test_kafka_metadata_quorum_describes_the_quorum_as_sparkraft_does(quorum):
