@@ -29,7 +29,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090,  # + conf/dynamic/
                9103, 9104, 9105, 9292, 9293,  # docs/use/kafka-brokers.md's Kafka listeners and Kafka brokers
-               9294, 9295)  # docs/operate/secure.md's controllers (9293-9295, conf/secure/)
+               9294, 9295,  # docs/operate/secure.md's controllers (9293-9295, conf/secure/)
+               7077, 8090, 8091)  # docs/use/spark-clusters.md's Spark master and worker
 
 
 def shell_blocks(markdown: str) -> list[str]:
@@ -159,6 +160,8 @@ def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     # docs/use/kafka-brokers.md: Apache Kafka's brokers on the controllers serve a consumer group
     assert "consumed by group readers: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" in out
     # docs/operate/secure.md: a secured quorum answers its admin; a stranger and a guest are refused
+    # docs/use/spark-clusters.md: the job on a standalone master and worker wrote the quorum's topics
+    assert any("on the cluster:" in line and "payments" in line for line in out.splitlines()), out[-6000:]
     # docs/operate/restore.md: a new quorum formatted from the walkthrough's warehouse has its topics
     assert "restored: orders" in out and "restored: payments" in out, out[-6000:]
     assert out.count("refused, exit 1") == 2, out[-6000:]
