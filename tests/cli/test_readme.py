@@ -162,6 +162,8 @@ def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     # docs/operate/secure.md: a secured quorum answers its admin; a stranger and a guest are refused
     # docs/use/spark-clusters.md: the job on a standalone master and worker wrote the quorum's topics
     assert any("on the cluster:" in line and "payments" in line for line in out.splitlines()), out[-6000:]
+    # docs/operate/upgrade.md: each controller rolled, the leader last, and the levels shown
+    assert all(f"controller {n} rolled" in out for n in (1, 2, 3)), out[-6000:]
     # docs/operate/restore.md: a new quorum formatted from the walkthrough's warehouse has its topics
     assert "restored: orders" in out and "restored: payments" in out, out[-6000:]
     assert out.count("refused, exit 1") == 2, out[-6000:]
