@@ -6,6 +6,7 @@ did to it (SIGSTOP included).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -63,6 +64,24 @@ def listening(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(2)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def kafka_listener_quorum(root: Path):
+    """A static quorum of three controllers, each also answering Kafka's protocol (listener
+    ``KAFKA`` on ``kafka_ports[i]``), with its leader elected and every Kafka listener up; closed
+    after."""
+    cp = ControllerProcesses(root, kafka_listener="KAFKA")
+    cp.format()
+    cp.start()
+    try:
+        cp.wait_leader(timeout=30)
+        # each opens its Kafka listener once it has replayed what a leader told it was committed
+        for i in cp.voters:
+            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
+        yield cp
+    finally:
+        cp.close()
 
 
 def free_ports(n: int) -> list[int]:

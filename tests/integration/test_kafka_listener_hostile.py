@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from apache_kafka import need_kafka
-from conftest import ControllerProcesses, LiveBrokers, listening, wait_for
+from conftest import LiveBrokers, kafka_listener_quorum, wait_for
 from kio.schema.fetch.v17.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 
 from quorum.kafka.client import KafkaConnection
@@ -67,25 +67,19 @@ def quorum(tmp_path_factory):
     from quorum.rpc.controller_client import ControllerClient
 
     need_kafka()
-    cp = ControllerProcesses(tmp_path_factory.mktemp("controllers"), kafka_listener="KAFKA")
-    cp.format()
-    cp.start()
-    admin = ControllerClient(cp.bootstrap(), timeout=60)
-    brokers = LiveBrokers(admin, cp.cluster_id)
-    try:
-        leader = cp.wait_leader(timeout=30).leader_id
-        for i in cp.voters:
-            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
-        brokers.wait_unfenced()
-        n = 0
-        while _log_bytes(cp, leader) < LOG_BYTES:
-            admin.create_topic(f"wide-{n}", 10_000, 3)
-            n += 1
-        yield cp
-    finally:
-        brokers.close()
-        admin.close()
-        cp.close()
+    with kafka_listener_quorum(tmp_path_factory.mktemp("controllers")) as cp, \
+            ControllerClient(cp.bootstrap(), timeout=60) as admin:
+        brokers = LiveBrokers(admin, cp.cluster_id)
+        try:
+            leader = cp.wait_leader(timeout=30).leader_id
+            brokers.wait_unfenced()
+            n = 0
+            while _log_bytes(cp, leader) < LOG_BYTES:
+                admin.create_topic(f"wide-{n}", 10_000, 3)
+                n += 1
+            yield cp
+        finally:
+            brokers.close()
 
 
 

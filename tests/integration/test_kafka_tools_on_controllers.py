@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 from apache_kafka import OLD_TOOLS, kafka_tool, need_kafka, without_jvm_noise
-from conftest import ControllerProcesses, listening, sparkraft_cmd, wait_for
+from conftest import ControllerProcesses, kafka_listener_quorum, sparkraft_cmd, wait_for
 
 from quorum.kafka.controller_apis import CONTROLLER
 
@@ -59,17 +59,8 @@ def _replication(text: str) -> dict[int, dict]:
 def quorum(tmp_path_factory):
     """A static quorum of three sparkraft controllers, each also answering Kafka's protocol."""
     need_kafka()
-    cp = ControllerProcesses(tmp_path_factory.mktemp("controllers"), kafka_listener="KAFKA")
-    cp.format()
-    cp.start()
-    try:
-        cp.wait_leader(timeout=30)
-        # each opens its Kafka listener once it has replayed what a leader told it was committed
-        for i in cp.voters:
-            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
+    with kafka_listener_quorum(tmp_path_factory.mktemp("controllers")) as cp:
         yield cp
-    finally:
-        cp.close()
 
 
 
