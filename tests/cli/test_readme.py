@@ -7,7 +7,8 @@ Every other block runs, unchanged, in one ``bash`` (the docs' pages after the RE
 in ``mkdocs.yml``'s order: a page may use what the walkthrough started) (jobs started with ``&`` in one block are stopped
 with ``kill %N`` in a later one, as in a terminal), with ``-e -o pipefail`` so that any failing
 command fails the test. The walkthrough uses the fixed ports of ``conf/`` (9092-9095, 9193-9195, 7071-7073,
-7171, 8080; Prometheus on 9090) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
+7171, 8080; Prometheus on 9090; the docs pages' Kafka listeners and brokers, secured controllers and
+Spark master and worker: FIXED_PORTS) and ``/tmp/sparkraft``, which it clears: the test refuses to start while those ports are taken.
 """
 from __future__ import annotations
 
