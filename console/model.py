@@ -24,6 +24,8 @@ from typing import Callable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from console import derived
+from console.derived import CLUSTER, GrowingTable, bisect_right
 from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
 from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
@@ -33,7 +35,6 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50  # rows of a paged table (topics, a topic's partitions, a broker's leaderships)
 TABLES_KEPT = 48  # tables at a version and what is derived from them, kept; the newest cut's tables stay
-CLUSTER = ""  # the configs table's resource name of a cluster-wide default
 NEWEST_MAX_AGE_S = 0.1  # a page's several looks at the newest cut share one
 HEALTH = ("offline", "under_replicated", "under_min_isr")  # the health columns, and the filters by them
 SORTED_WHOLE_MAX = 200_000  # more matching partitions than this: only those up to the page are ordered
@@ -102,8 +103,8 @@ class Warehouse:
         self._follower = CutFollower(self.uri)
         self._lock = threading.RLock()
         self._kept: OrderedDict[tuple, object] = OrderedDict()
-        self._records = _GrowingTable(("offset", "append_time", "type", "data"), with_marks)
-        self._snapshots = _GrowingTable(tuple(SCHEMAS[SNAPSHOTS].names), lambda t: t)
+        self._records = GrowingTable(("offset", "append_time", "type", "data"), with_marks)
+        self._snapshots = GrowingTable(tuple(SCHEMAS[SNAPSHOTS].names), lambda t: t)
         self._newest: Optional[tuple[float, Cut]] = None
         self.derived = 0  # tables derived through the change feed rather than read (tests, the bench)
 
@@ -258,119 +259,23 @@ class Warehouse:
         """The partitions table with ``offline``, ``under_replicated`` and ``under_min_isr`` columns
         (min.insync.replicas: the topic's, else the cluster-wide default, else 1), in no order."""
         key = ("health", cut.versions[PARTITIONS], cut.versions[CONFIGS])
-        return self._kept_or(key, lambda: _health(self.table(cut, PARTITIONS), self.table(cut, CONFIGS)))
+        return self._kept_or(key, lambda: derived.health(self.table(cut, PARTITIONS), self.table(cut, CONFIGS)))
 
     def topic_summary(self, cut: Cut) -> pa.Table:
         """One row per topic: name, id, partitions, and how many are offline, under-replicated,
         under min ISR; by name."""
         key = ("topic_summary", cut.versions[PARTITIONS], cut.versions[CONFIGS], cut.versions[TOPICS])
-        return self._kept_or(key, lambda: _topic_summary(self.table(cut, TOPICS), self.health(cut)))
+        return self._kept_or(key, lambda: derived.topic_summary(self.table(cut, TOPICS), self.health(cut)))
 
     def per_broker(self, cut: Cut) -> dict[int, tuple[int, int]]:
         """Broker id -> (partitions it leads, replicas it holds)."""
         def count() -> dict[int, tuple[int, int]]:
             parts = self.table(cut, PARTITIONS)
-            leads = _counts(parts.column("leader"))
-            holds = _counts(pc.list_flatten(parts.column("replicas")))
+            leads = derived.counts(parts.column("leader"))
+            holds = derived.counts(pc.list_flatten(parts.column("replicas")))
             return {b: (leads.get(b, 0), holds.get(b, 0)) for b in set(leads) | set(holds) if b >= 0}
         return self._kept_or(("per_broker", cut.versions[PARTITIONS]), count)
 
-
-def bisect_right(sorted_ints: pa.ChunkedArray, value: int) -> int:
-    """How many of ``sorted_ints`` are at most ``value``."""
-    return int(pc.sum(pc.less_equal(sorted_ints, value)).as_py() or 0)
-
-
-class _GrowingTable:
-    """Some columns of an append-only Delta table (``records``, ``snapshots``), by offset. Read whole
-    once; then each new version's rows come from its change feed (an append-only table's feed is
-    its added files' rows, read without listing the table's thousands of files again); a commit
-    that only rewrote files (compaction) adds none. A feed that cannot be read: read whole again."""
-
-    def __init__(self, columns: tuple[str, ...], derive: Callable[[pa.Table], pa.Table]):
-        self.columns, self.derive = list(columns), derive
-        self.version = -1
-        self.table: Optional[pa.Table] = None
-        self.table_schema: Optional[pa.Schema] = None
-        self.whole_reads = self.fed = 0  # how each version was taken in (tests)
-
-    def through(self, dt) -> pa.Table:
-        if dt.version() == self.version and self.table is not None:
-            return self.table
-        if self.table is not None:
-            try:
-                feed = pa.table(dt.load_cdf(starting_version=self.version + 1, ending_version=dt.version(),
-                                            columns=self.columns + ["_change_type"]).read_all())
-                if set(feed.column("_change_type").to_pylist()) <= {"insert"}:
-                    added = self.derive(plain_types(feed).select(self.columns).cast(
-                        pa.schema([self.table_schema.field(c) for c in self.columns])))
-                    self.table = pa.concat_tables([self.table, added]).sort_by("offset").combine_chunks()
-                    self.version = dt.version()
-                    self.fed += 1
-                    return self.table
-            except Exception as e:  # vacuumed, or no feed: read it whole
-                log.info("reading %s whole again: %s", dt.table_uri, e)
-        dataset = dt.to_pyarrow_dataset()
-        self.table_schema = dataset.schema
-        self.table = self.derive(dataset.to_table(columns=self.columns, use_threads=False)).sort_by("offset").combine_chunks()
-        self.version = dt.version()
-        self.whole_reads += 1
-        return self.table
-
-
-def _counts(values: pa.ChunkedArray | pa.Array) -> dict[int, int]:
-    counted = pc.value_counts(values)
-    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
-
-
-def _min_isr(configs: pa.Table) -> tuple[int, dict[str, int]]:
-    """The cluster-wide min.insync.replicas and each topic's own."""
-    rows = configs.filter(pc.equal(configs.column("name"), "min.insync.replicas")).to_pylist()
-    default, topics = 1, {}
-    for r in rows:
-        try:
-            value = max(1, int(r["value"]))
-        except (TypeError, ValueError):
-            continue
-        if r["resource_type"] == "BROKER" and r["resource_name"] == CLUSTER:
-            default = value
-        elif r["resource_type"] == "TOPIC":
-            topics[r["resource_name"]] = value
-    return default, topics
-
-
-def _health(partitions: pa.Table, configs: pa.Table) -> pa.Table:
-    default, own = _min_isr(configs)
-    isr_size = pc.list_value_length(partitions.column("isr"))
-    if own:
-        names = pa.array(list(own), pa.string())
-        values = pa.array(list(own.values()), pa.int32())
-        index = pc.index_in(partitions.column("topic_name"), value_set=names)
-        min_isr = pc.fill_null(pc.take(values, index), default)
-    else:
-        min_isr = pa.scalar(default, pa.int32())
-    return (partitions
-            .append_column("offline", pc.equal(partitions.column("leader"), -1))
-            .append_column("under_replicated", pc.less(isr_size, pc.list_value_length(partitions.column("replicas"))))
-            .append_column("under_min_isr", pc.less(isr_size, min_isr)))
-
-
-def _topic_summary(topics: pa.Table, health: pa.Table) -> pa.Table:
-    as_int = {c: pc.cast(health.column(c), pa.int64()) for c in ("offline", "under_replicated", "under_min_isr")}
-    grouped = (pa.table({"topic_id": health.column("topic_id"), **as_int})
-               .group_by("topic_id").aggregate([("offline", "sum"), ("under_replicated", "sum"),
-                                                ("under_min_isr", "sum")]))
-    joined = topics.select(["topic_id", "name", "partition_count"]).join(grouped, "topic_id", join_type="left outer")
-    return pa.table({
-        "name": joined.column("name"), "topic_id": joined.column("topic_id"),
-        "partitions": joined.column("partition_count"),
-        "offline": pc.fill_null(joined.column("offline_sum"), 0),
-        "under_replicated": pc.fill_null(joined.column("under_replicated_sum"), 0),
-        "under_min_isr": pc.fill_null(joined.column("under_min_isr_sum"), 0),
-    }).sort_by("name")
-
-
-# pages ------------------------------------------------------------------------------------------
 
 def endpoints_text(endpoints) -> str:
     return ", ".join(f"{e['name']}://{e['host']}:{e['port']}" for e in endpoints or ())

@@ -34,29 +34,23 @@ import base64
 import logging
 import random
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Optional
 
 from google.protobuf.message import Message
 
 from quorum.controller import (
-    acls_control,
-    api,
     batching,
     brokers_control,
-    configs_control,
     features_control,
     levels,
     migration_control,
-    quotas_control,
-    reads,
-    reassign_control,
     registry,
-    scram_control,
     topics_control,
 )
-from quorum.controller.index import PartitionIndex
+from quorum.controller.committed_reads import CommittedReads
+from quorum.controller.index import PartitionIndex, note_touched
+from quorum.controller.operation import Inflight, Operation
 from quorum.controller.sessions import Sessions
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import Errors, SparkraftError
@@ -83,39 +77,7 @@ _RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka'
 _MARKERS = (pb.BeginTransactionRecord, pb.EndTransactionRecord, pb.AbortTransactionRecord)
 
 
-@dataclass
-class Operation:
-    """What one request (or timer) turned into.
-
-    ``batches``: encoded records, each inner list one atomic proposal, to propose in order.
-    ``reply``: the answer once the last batch is committed (at once if there are no batches).
-    ``error``: the request was rejected: nothing to propose, answer with this error now.
-    ``reply_fn``: if set, the reply is ``reply_fn(offset of the first record of the first batch)``.
-    """
-
-    batches: list[list[bytes]] = field(default_factory=list)
-    reply: object = None
-    error: Optional[SparkraftError] = None
-    reply_fn: Optional[Callable[[int], object]] = None
-    name: str = ""
-
-    @property
-    def record_count(self) -> int:
-        return sum(len(b) for b in self.batches)
-
-
-@dataclass(slots=True)
-class _Inflight:
-    """One proposed batch, not yet committed: its offsets, and (for the last batch of an
-    operation) the speculative image after it and what the operation touched."""
-
-    base: int
-    end: int
-    snapshot: Optional[MetadataImage] = None
-    touched: Optional[tuple[set, set, list]] = None  # partitions, topics, and blocks (their rows' partitions)
-
-
-class ControllerCore:
+class ControllerCore(CommittedReads):
     def __init__(self, node_id: int, cluster_id: str, settings: ControllerSettings = ControllerSettings()):
         self.node_id = node_id
         self.cluster_id = cluster_id
@@ -133,7 +95,7 @@ class ControllerCore:
         self.sessions = Sessions(settings.session_timeout_ms)
         self._epoch: Optional[int] = None  # the epoch we are active in
         self._spec: Optional[MetadataImage] = None
-        self._inflight: deque[_Inflight] = deque()
+        self._inflight: deque[Inflight] = deque()
         # Committed records of our own unfinished multi-batch operation, not replayed (see
         # _replay_own): (batch, index of its first such record).
         self._skipped: list[tuple[Batch, int]] = []
@@ -295,7 +257,7 @@ class ControllerCore:
             for i, raw in enumerate(batch.records):
                 record = self.loader.replay_frame(raw, batch.base_offset + i, batch.epoch)
                 if follow and isinstance(record, MetadataRecord) and record.type is not block:
-                    _note(record.message, parts, topics)
+                    note_touched(record.message, parts, topics)
             self.loader.flush()
         finally:
             self.loader.collect_moves(None, None)
@@ -494,7 +456,7 @@ class ControllerCore:
                 base = self._next_write_offset
                 self._next_write_offset += len(chunk)
                 last = i == len(chunks) - 1
-                self._inflight.append(_Inflight(base, self._next_write_offset,
+                self._inflight.append(Inflight(base, self._next_write_offset,
                                                 snapshot if last else None, touched if last else None))
             batches.extend(chunks)
             self._last_write_ms = now_ms
@@ -516,58 +478,14 @@ class ControllerCore:
                 blocks.append(r)
                 continue
             delta.replay(r)
-            _note(r, parts, topics)
+            note_touched(r, parts, topics)
         new = delta.apply(Provenance(self._next_write_offset, self._epoch))
         self.index.update(self._spec, new, parts, topics, moves)
         self._spec = new
         return new, (parts, topics, blocks)
-
-    # ------------------------------------------------------------------ reads (committed image)
-    def list_topics(self) -> list[str]:
-        return self.image.topics.topic_names()
-
-    def describe_topic(self, name: str, first_partition: int = 0,
-                       limit: Optional[int] = None) -> api.TopicDescription:
-        return reads.describe_topic(self.image, name, first_partition, limit)
 
     @property
     def read_offset(self) -> int:
         """The offset reads answer as of: inside a transaction the committed image stops at its
         start; outside, at the last committed record."""
         return self.image.offset if self.in_transaction else self.last_committed_offset
-
-    def describe_cluster(self, controller_id: Optional[int] = None) -> api.ClusterDescription:
-        return reads.describe_cluster(self.image, self.cluster_id, controller_id, self.read_offset,
-                                      self.sessions.reported_offsets)
-
-    def describe_configs(self, req: api.DescribeConfigsRequest
-                         ) -> list[tuple[api.ConfigResourceKey, Errors, str, list[api.ConfigEntry]]]:
-        return [configs_control.describe(self.image, key) for key in req.resources]
-
-    def describe_client_quotas(self, req: api.DescribeClientQuotasRequest) -> tuple[api.ClientQuotaEntry, ...]:
-        return quotas_control.describe(self.image, req)
-
-    def describe_features(self) -> api.FeaturesDescription:
-        return features_control.describe(self.image, self.read_offset)
-
-    def list_reassignments(self, req: api.ListPartitionReassignmentsRequest
-                           ) -> tuple[api.OngoingReassignment, ...]:
-        return reassign_control.ongoing(self.image, req)
-
-    def describe_acls(self, filter: api.AclBinding) -> list[api.AclBinding]:
-        return acls_control.describe(self.image, filter)
-
-    def describe_user_scram_credentials(self, req: api.DescribeUserScramCredentialsRequest
-                                        ) -> tuple[api.UserScramCredentials, ...]:
-        return scram_control.describe(self.image, req)
-
-
-def _note(message: Message, parts: set, topics: set) -> None:
-    """Remember which partitions / topics a record may change (for the index)."""
-    t = type(message)
-    if t is pb.PartitionChangeRecord:
-        parts.add((message.topic_id, message.partition_id))
-    elif t is pb.PartitionChangeBlockRecord:
-        parts.update(change_block.touched(message))
-    elif t is pb.PartitionRecord or t is pb.TopicRecord or t is pb.RemoveTopicRecord:
-        topics.add(message.topic_id)

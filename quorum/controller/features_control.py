@@ -38,9 +38,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from quorum.controller import api
+from quorum.controller.bulk_changes import TopicPolicies
 from quorum.controller.partition_change import change
 from quorum.controller.reassign_control import revert_targets
-from quorum.controller.topics_control import TopicPolicies
 from quorum.controller.settings import ELR_VERSION, MV_BOOTSTRAP, MV_ELR, MV_MAX, MV_MIN, MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb

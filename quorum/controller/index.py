@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Optional
 
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import change_block
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.topics import NO_LEADER, PartitionRegistration
@@ -429,3 +430,15 @@ class _MaskMoves:
                 off[preferred] = off.get(preferred, 0) | bit
                 self.imbalanced -= 1
         return True
+
+
+def note_touched(message, parts: set, topics: set) -> None:
+    """Note in ``parts`` / ``topics`` which partitions and topics the record ``message`` may change
+    (what ``PartitionIndex.update`` then looks at)."""
+    t = type(message)
+    if t is pb.PartitionChangeRecord:
+        parts.add((message.topic_id, message.partition_id))
+    elif t is pb.PartitionChangeBlockRecord:
+        parts.update(change_block.touched(message))
+    elif t is pb.PartitionRecord or t is pb.TopicRecord or t is pb.RemoveTopicRecord:
+        topics.add(message.topic_id)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from quorum.controller import api, levels, topics_control
+from quorum.controller import api, bulk_changes, levels
 from quorum.controller.partition_change import Election, change
 from quorum.controller.settings import MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
@@ -65,7 +65,7 @@ def _alter_one(ctx: "ControllerContext", r: api.ReassignablePartition) -> Option
     if p is None:
         raise SparkraftError(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                              f"Unable to find partition {tp.topic}:{tp.partition}.")
-    policies = topics_control.TopicPolicies(ctx)
+    policies = bulk_changes.TopicPolicies(ctx)
     unclean, elr = policies(topic.topic_id), policies.elr(topic.topic_id)
     election = Election.UNCLEAN if unclean else Election.ANY
     if r.replicas is None:

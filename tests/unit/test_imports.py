@@ -31,7 +31,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quorum.security": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.properties"},
     "quorum.controller": {"quorum.errors", "quorum.uuids", "quorum.gen", "quorum.log", "quorum.metadata",
                           "quorum.security"},
-    "quorum.config": {"quorum.properties", "quorum.connection_limits", "quorum.raft", "quorum.controller",
+    "quorum.config_values": {"quorum.security"},  # a config value's text to its value
+    "quorum.config": {"quorum.properties", "quorum.config_values", "quorum.connection_limits", "quorum.raft", "quorum.controller",
                       "quorum.security"},
     "quorum.rpc": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.raft",
                    "quorum.controller", "quorum.config", "quorum.security", "quorum.wire"},
