@@ -314,7 +314,7 @@ def test_queries_are_bounded_in_memory_and_time_and_run_off_the_pages_way(tmp_pa
         assert status == 400 and "more than 300 MB of memory" in value(html, "error"), html[-800:]
         with ThreadPoolExecutor(1) as pool:
             long = pool.submit(console.post, "/sql", 120, None,
-                               q="SELECT sum(a.value * b.value) FROM range(200000) a, range(200000) b")
+                               q="SELECT sum(a.value * b.value) FROM range(1000000) a, range(1000000) b")
             wait_for(lambda: _children(console.proc.pid), 30, "the query's process")
             status, _, _ = console.get("/")
             assert status == 200 and not long.done(), "the overview answered while the query ran"
@@ -322,7 +322,7 @@ def test_queries_are_bounded_in_memory_and_time_and_run_off_the_pages_way(tmp_pa
         assert status == 400 and "ran past 20 s" in value(html, "error"), html[-800:]
         # a browser that gives up (closes the connection) takes its query down with it
         with pytest.raises((TimeoutError, urllib.error.URLError)):
-            console.post("/sql", 2, None, q="SELECT sum(a.value * b.value) FROM range(200000) a, range(200000) b")
+            console.post("/sql", 2, None, q="SELECT sum(a.value * b.value) FROM range(1000000) a, range(1000000) b")
         wait_for(lambda: not _children(console.proc.pid), 10, "the abandoned query stopped")
         assert _rss_mb(console.proc.pid) < before + 100
         status, html, _ = console.post("/sql", q="EXPLAIN SELECT * FROM topics")
