@@ -1,6 +1,7 @@
-"""What a broker's registration may hold, checked where it arrives (RegisterBrokerRequest's own
-constructor, which the Kafka listener and the gRPC service both go through) and so never in the
-controller's loop.
+"""What a broker's registration may hold, checked where it arrives (the Kafka listener's handler,
+the gRPC service's conversion of the message, on its counts before its items become objects), so
+that an oversized one never reaches the controller's loop; the controller checks it again, which
+costs little once it is bounded (in-process callers come in there).
 
 A real broker registers a handful of listeners and features; one unauthenticated registration of
 2,500,000 listeners (a 45 MB Kafka frame) used to be accepted after 12 s of the Raft loop's time,

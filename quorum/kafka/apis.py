@@ -63,6 +63,11 @@ class KafkaContext:
         if self.apis is None:
             self.apis = BROKER
 
+    @property
+    def client_host(self) -> str:
+        """The connection's client address ("?" outside a connection): what refusals are counted by."""
+        return self.caller.host if self.caller else "?"
+
     def for_caller(self, caller: Caller) -> "KafkaContext":
         """This context for one connection's client (what is kept is shared); on a SASL_ listener,
         with a login of its own that the client must complete first."""

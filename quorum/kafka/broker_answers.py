@@ -55,7 +55,7 @@ def _call(ctx, request):
 
 
 def _refuse(ctx, broker_id: int, error: Errors, why: str) -> dict:
-    REFUSALS.note(ctx.caller.host if ctx.caller else "?", f"registration-{error.name}", logging.WARNING,
+    REFUSALS.note(ctx.client_host, f"registration-{error.name}", logging.WARNING,
                   "Controller %d refused the registration of broker %d: %s", ctx.broker_id, broker_id, why)
     return {"throttle_time": 0, "error_code": error, "broker_epoch": -1}
 
@@ -205,7 +205,7 @@ def envelope(ctx, req, version: int) -> dict:
         principal = principal_of(req.request_principal or b"")
         host = _host(req.client_host_address)
     except ValueError as e:
-        REFUSALS.note(ctx.caller.host if ctx.caller else "?", "envelope", logging.WARNING,
+        REFUSALS.note(ctx.client_host, "envelope", logging.WARNING,
                       "Controller %d refused an Envelope: its principal does not decode (%s)", ctx.broker_id, e)
         return {"error_code": Errors.PRINCIPAL_DESERIALIZATION_FAILURE, "response_data": None}
     inner_ctx = ctx.for_forwarded(Caller(principal, host, authenticated=True))

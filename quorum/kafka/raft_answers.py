@@ -41,7 +41,7 @@ REFUSALS = RefusalLog(log)
 
 def _note_refusal(ctx, kind: str, message: str, *args) -> None:
     """A refusal, logged at most once per client and kind every 30 s (quorum/refusal_log.py)."""
-    REFUSALS.note(ctx.caller.host if ctx.caller else "?", kind, logging.WARNING, message, *args)
+    REFUSALS.note(ctx.client_host, kind, logging.WARNING, message, *args)
 
 
 def _ms(value) -> int:
