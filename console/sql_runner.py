@@ -36,7 +36,11 @@ class QueryLimits:
 
     seconds: float = TIME_LIMIT_S
     memory_mb: int = MEMORY_LIMIT_MB
-    running: int = MAX_RUNNING
+
+    @property
+    def running(self) -> int:
+        """How many queries run at once: the console's, not a query's (MAX_RUNNING)."""
+        return MAX_RUNNING
 
 
 class QueryRefused(ValueError):
