@@ -26,9 +26,9 @@ import time
 from quorum.controller import api
 from quorum.errors import Errors
 from quorum.rpc import controller_convert as cc
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.uuids import random_uuid
 from quorum.wire.client import PeerWireConnection
-from quorum.wire.methods import BY_NAME
 
 REGISTER, HEARTBEAT = BY_NAME["RegisterBroker"], BY_NAME["BrokerHeartbeat"]
 MAX_REGISTRATIONS_IN_FLIGHT = 64

@@ -18,8 +18,8 @@ import time
 
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import raft_pb2
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.wire.client import PeerWireConnection
-from quorum.wire.methods import BY_NAME
 
 APPEND = BY_NAME["Append"]
 TIMEOUT_MS = 10_000

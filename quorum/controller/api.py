@@ -454,8 +454,3 @@ class MigrationDescription:
     dual_write_lag_records: int = -1  # committed records ZooKeeper does not hold yet; -1 not known here
     mirrored_offset: int = -1  # the last metadata offset mirrored to ZooKeeper; -1 not known here
     error: str = ""  # why the migration cannot go on
-
-
-READ_REQUESTS = (ListTopicsRequest, DescribeTopicsRequest, DescribeClusterRequest, DescribeAclsRequest,
-                 DescribeConfigsRequest, DescribeUserScramCredentialsRequest, ListPartitionReassignmentsRequest,
-                 DescribeFeaturesRequest, DescribeClientQuotasRequest, DescribeMigrationRequest)

@@ -375,7 +375,7 @@ class ControllerCore(CommittedReads):
         if row is None or row.handler is None:
             return Operation(error=SparkraftError(Errors.INVALID_REQUEST, f"not a controller write "
                                                   f"request: {name}"), name=name)
-        refused = migration_control.refusal(self, request)
+        refused = migration_control.refusal(self, row.migrates)
         if refused is not None:
             return Operation(error=refused, name=name)
         self._issued = set()

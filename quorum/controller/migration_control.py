@@ -34,11 +34,11 @@ def bootstrap_records() -> list[pb.ZkMigrationStateRecord]:
     return [pb.ZkMigrationStateRecord(zk_migration_state=PRE_MIGRATION)]
 
 
-def refusal(core: "ControllerContext", request: object) -> SparkraftError | None:
-    """The error that refuses ``request`` while ZooKeeper's metadata is not imported yet, or None
-    (NOT_CONTROLLER: clients retry it; the migration's own requests answer for themselves)."""
-    if core.spec.features.zk_migration_state != PRE_MIGRATION or isinstance(
-            request, (api.ImportZkMetadataRequest, api.FinalizeMigrationRequest)):
+def refusal(core: "ControllerContext", migrates: bool) -> SparkraftError | None:
+    """The error that refuses a write while ZooKeeper's metadata is not imported yet, or None
+    (NOT_CONTROLLER: clients retry it; the migration's own requests, ``migrates`` in their registry
+    rows, answer for themselves)."""
+    if core.spec.features.zk_migration_state != PRE_MIGRATION or migrates:
         return None
     return SparkraftError(Errors.NOT_CONTROLLER, "the active controller is importing the ZooKeeper-mode "
                           "cluster's metadata (migration state PRE_MIGRATION): try again shortly",

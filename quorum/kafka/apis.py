@@ -18,6 +18,7 @@ from typing import Callable, Optional
 from kio.schema.index import api_key_map, schema_name_map
 
 from quorum.connection_limits import ANSWER_BYTES, AnswerBudget
+from quorum.controller import registry
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
@@ -128,38 +129,48 @@ def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     return api_versions_answer(ctx, version, features, image.features.levels.items(), image.offset)
 
 
-# api key -> (lowest, highest version implemented, handler): what a broker's and a controller's
-# Kafka listeners both answer, with the same handler: the SASL login, the admin reads from the
-# listener's image, DescribeQuorum from the quorum's leader, the writes sent to the active controller
-SHARED: dict[int, tuple[int, int, Callable]] = {
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def registry_answers(listener: str, modules) -> dict[int, tuple[int, int, Callable]]:
+    """What a ``listener`` ("broker" or "controller") answers of the controller's requests: each
+    registry row's Kafka API (quorum/controller/registry.py) at the versions its row gives this
+    listener, answered by the function named after the API in snake case (CreateTopics:
+    ``create_topics``) in the first of ``modules`` (modules, or dicts of a listener's own) that has
+    one. A row naming a function no module has fails at import (LookupError)."""
+    out = {}
+    for row in registry.ROWS:
+        kafka = row.kafka
+        versions = kafka.versions(listener) if kafka is not None else None
+        if versions is None:
+            continue
+        name = _snake(kafka.name)
+        found = [m[name] if isinstance(m, dict) else getattr(m, name) for m in modules
+                 if (name in m if isinstance(m, dict) else hasattr(m, name))]
+        if not found:
+            raise LookupError(f"{kafka.name} ({kafka.key}) is served on a {listener}'s Kafka listener, "
+                              f"but no {name} answers it")
+        out[kafka.key] = (*versions, found[0])
+    return out
+
+
+# api key -> (lowest, highest version implemented, handler) of what is not a controller request but
+# a broker's and a controller's Kafka listeners both answer, with the same handler: the SASL login,
+# DescribeQuorum from the quorum's leader, and AlterConfigs (Kafka's older form of
+# IncrementalAlterConfigs, sent to the active controller as that)
+KAFKA_ONLY_SHARED: dict[int, tuple[int, int, Callable]] = {
     17: (1, 1, handshake),  # v0 (SASL tokens outside Kafka's framing) is not served
     36: (0, 2, authenticate),
-    32: (1, 4, answers.describe_configs),
-    29: (1, 3, answers.describe_acls),
-    46: (0, 0, answers.list_partition_reassignments),
     55: (0, 2, quorum_answers.describe_quorum),  # a broker asks the quorum's leader, as Kafka's brokers forward it
-    48: (0, 1, answers.describe_client_quotas),
-    19: (2, 7, forwarding.create_topics),
-    20: (1, 6, forwarding.delete_topics),
-    37: (0, 3, forwarding.create_partitions),
-    44: (0, 1, forwarding.incremental_alter_configs),
     33: (0, 2, forwarding.alter_configs),
-    30: (1, 3, forwarding.create_acls),
-    31: (1, 3, forwarding.delete_acls),
-    45: (0, 0, forwarding.alter_partition_reassignments),
-    43: (0, 2, forwarding.elect_leaders),
-    49: (0, 1, forwarding.alter_client_quotas),
-    51: (0, 0, forwarding.alter_user_scram_credentials),
-    57: (0, 1, forwarding.update_features),
 }
 
-# a broker's listener: the shared requests, and what only a broker answers
+# a broker's listener: the registry's requests it serves, the shared ones, and what only a broker answers
 IMPLEMENTED: dict[int, tuple[int, int, Callable]] = {
-    18: (0, 4, api_versions),
-    3: (0, 13, answers.metadata),
-    60: (0, 2, answers.describe_cluster),
+    **registry_answers("broker", [{"api_versions": api_versions}, answers, forwarding]),
+    **KAFKA_ONLY_SHARED,
     35: (1, 4, answers.describe_log_dirs),  # its replicas, no data: what kafka-reassign-partitions reads
-    **SHARED,
     # refused, so that data clients give up at once (data_plane.py)
     0: (3, 13, data_plane.produce),
     1: (4, 18, data_plane.fetch),
@@ -181,8 +192,9 @@ class Pending:
     held: int = 0  # bytes of the listener's AnswerBudget this answer holds until it is written out
 
 
-# the admin writes a Kafka broker forwards to the controller in an Envelope (KIP-590)
-FORWARDED = frozenset({19, 20, 37, 44, 33, 30, 31, 45, 46, 43, 49, 51, 57})
+# the admin requests a Kafka broker forwards to the controller in an Envelope (KIP-590): the
+# registry's rows that say so, and AlterConfigs
+FORWARDED = frozenset({row.kafka.key for row in registry.ROWS if row.kafka is not None and row.kafka.forwarded} | {33})
 
 
 class ApiTable:

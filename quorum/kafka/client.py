@@ -14,12 +14,12 @@ import struct
 from typing import Any, Optional
 
 from kio.index import load_response_schema
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseV1
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 
 from quorum.errors import Errors, SparkraftError

@@ -36,20 +36,22 @@ from kio.serial._introspect import get_field_tag
 from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
+from quorum.controller import registry
 from quorum.kafka.framing import frame
 
 API_VERSIONS_KEY = 18
 # The requests a broker (or a client acting as one) sends that are small by nature: a frame of one
 # of them past its size here is refused before any of it is decoded into objects (one BrokerRegistration
 # of 2,500,000 listeners, 45 MB, used to be decoded whole). Every other request is bounded by the
-# listener's frame size (socket.request.max.bytes) alone.
+# listener's frame size (socket.request.max.bytes) alone. The controller's requests say so in their
+# registry rows (KafkaApi.max_bytes: ApiVersions and BrokerHeartbeat 64 KiB, BrokerRegistration 256 KiB,
+# for at most 64 listeners and features and 256 log directories); Kafka's own others are here.
 SMALL_REQUEST_BYTES = {
     1: 1 << 20,  # Fetch: one partition of __cluster_metadata, perhaps forgotten topics
-    18: 64 << 10,  # ApiVersions
     59: 64 << 10,  # FetchSnapshot
-    62: 256 << 10,  # BrokerRegistration: at most 64 listeners and features, 256 log directories
-    63: 64 << 10,  # BrokerHeartbeat
     70: 256 << 10,  # ControllerRegistration
+    **{row.kafka.key: row.kafka.max_bytes for row in registry.ROWS
+       if row.kafka is not None and row.kafka.max_bytes is not None},
 }
 _KEY_VERSION = struct.Struct(">hh")
 _CORRELATION = struct.Struct(">i")

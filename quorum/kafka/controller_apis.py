@@ -22,9 +22,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+
 from quorum.errors import Errors, SparkraftError
-from quorum.kafka import answers, broker_answers, raft_answers
-from quorum.kafka.apis import SHARED, ApiTable, KafkaContext, api_versions_answer
+from quorum.kafka import answers, broker_answers, forwarding, raft_answers
+from quorum.kafka.apis import KAFKA_ONLY_SHARED, ApiTable, KafkaContext, api_versions_answer, registry_answers
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
 from quorum.kafka_log.export import ExportCache
 
@@ -102,7 +103,7 @@ class QuorumSide:
 
 # --- ApiVersions ------------------------------------------------------------------------------------
 
-def controller_api_versions(ctx: KafkaContext, req, version: int) -> dict:
+def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     """The controller's table, and its features as a controller sees them (kraft.version among
     them, which a broker does not advertise: Kafka's controllers do)."""
     d = ctx.quorum.features()
@@ -126,20 +127,17 @@ def describe_cluster(ctx: KafkaContext, req, version: int) -> dict:
 # api key -> (lowest, highest version implemented, handler): what Kafka's ControllerApis answers of
 # the requests an admin client sends (not the quorum's own Vote, Fetch, ... nor broker registration)
 CONTROLLER = ApiTable("controller", {
-    18: (0, 4, controller_api_versions),
-    60: (1, 2, describe_cluster),  # v0 has no endpoint type: a controller has no brokers to describe
+    # the registry's requests a controller serves: its own view where it differs from a broker's
+    # (ApiVersions, DescribeCluster), Apache Kafka's brokers' requests (broker_answers.py: their
+    # lifecycle, ISR changes, producer ids), the admin reads and writes as a broker answers them
+    **registry_answers("controller", [{"api_versions": api_versions, "describe_cluster": describe_cluster},
+                                      broker_answers, answers, forwarding]),
+    **KAFKA_ONLY_SHARED,
     80: (0, 1, add_raft_voter),
     81: (0, 0, remove_raft_voter),
-    # Apache Kafka's brokers (broker_answers.py): the metadata log, their lifecycle, their ISR
-    # changes, producer ids, and the admin requests they forward
-    1: (13, 18, raft_answers.fetch),
+    1: (13, 18, raft_answers.fetch),  # the metadata log, to Apache Kafka's brokers
     59: (0, 1, raft_answers.fetch_snapshot),
-    62: (0, 4, broker_answers.broker_registration),
-    63: (0, 1, broker_answers.broker_heartbeat),
-    56: (2, 3, broker_answers.alter_partition),
-    67: (0, 0, broker_answers.allocate_producer_ids),
-    58: (0, 0, broker_answers.envelope),
-    **SHARED,
+    58: (0, 0, broker_answers.envelope),  # the admin requests Kafka's brokers forward
 })
 
 

@@ -12,6 +12,7 @@ from quorum.kafka.codec import topic_id_text, topic_uuid
 from quorum.kafka_log.topic import METADATA_TOPIC
 from quorum.security.authorizer import cluster_action
 
+
 class RemoteQuorum:
     """A broker's way to the quorum's leader: ``raft`` (a RaftClient). The broker still names
     itself as the controller its clients send writes to (it forwards them)."""

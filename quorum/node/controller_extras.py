@@ -1,6 +1,11 @@
-"""What a ControllerNode adds around its core (controller_node.py): kraft.version, which the Raft
-log holds rather than the metadata (an UpdateFeatures naming it, DescribeFeatures reporting it),
-and the migration driver's status in DescribeMigration."""
+"""What a ControllerNode adds around its core's answer (controller_node.py), for the requests whose
+registry row names a function here (``RequestRow.around``): kraft.version, which the Raft log holds
+rather than the metadata (an UpdateFeatures naming it, DescribeFeatures reporting it), and the
+migration driver's status in DescribeMigration.
+
+A write's function takes (node, request, check) and returns the reply's future, or None when the
+core answers it as usual; a read's takes (node, request, the core's answer's future) and returns
+the future of the answer to give."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -13,11 +18,18 @@ from quorum.errors import Errors, NotLeaderError, SparkraftError
 from quorum.node.pending_replies import not_controller
 
 
-def update_features_with_kraft(node, req: UpdateFeaturesRequest) -> concurrent.futures.Future:
-    """UpdateFeatures naming kraft.version. That feature lives in the Raft log (KRAFT_VERSION
-    control records), so the Raft leader upgrades it (RaftCore.upgrade_kraft_version); the other
-    features go to the core as usual; the results keep the request's order."""
+def update_features_with_kraft(node, req: UpdateFeaturesRequest, check) -> Optional[concurrent.futures.Future]:
+    """UpdateFeatures naming kraft.version (else None). That feature lives in the Raft log
+    (KRAFT_VERSION control records), so the Raft leader upgrades it (RaftCore.upgrade_kraft_version),
+    once ``check`` (authorization) allows; the other features go to the core as usual; the results
+    keep the request's order."""
+    if not any(n == KRAFT_VERSION for n, _ in req.updates):
+        return None
     out: concurrent.futures.Future = concurrent.futures.Future()
+    denied = check() if check is not None else None
+    if denied is not None:
+        out.set_exception(denied)
+        return out
     level = next(lvl for n, lvl in req.updates if n == KRAFT_VERSION)
     others = tuple(u for u in req.updates if u[0] != KRAFT_VERSION)
 
@@ -57,8 +69,10 @@ def update_features_with_kraft(node, req: UpdateFeaturesRequest) -> concurrent.f
     return out
 
 
-def with_migration_status(node, described: concurrent.futures.Future) -> concurrent.futures.Future:
+def with_migration_status(node, req, described: concurrent.futures.Future) -> concurrent.futures.Future:
     """DescribeMigration with the driver's claim and lag (only the active controller's driver has them)."""
+    if node.migration is None:
+        return described
     out: concurrent.futures.Future = concurrent.futures.Future()
 
     def finish(_) -> None:
@@ -74,7 +88,8 @@ def with_migration_status(node, described: concurrent.futures.Future) -> concurr
     described.add_done_callback(finish)
     return out
 
-def with_kraft_version(node, described: concurrent.futures.Future) -> concurrent.futures.Future:
+
+def with_kraft_version(node, req, described: concurrent.futures.Future) -> concurrent.futures.Future:
     """DescribeFeatures with kraft.version, which the Raft log holds rather than the metadata."""
     out: concurrent.futures.Future = concurrent.futures.Future()
 

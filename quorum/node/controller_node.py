@@ -55,22 +55,15 @@ from dataclasses import replace
 from typing import Any, Callable, Optional
 
 from quorum.config import NodeConfig
-from quorum.controller.api import (
-    READ_REQUESTS,
-    DescribeFeaturesRequest,
-    DescribeMigrationRequest,
-    UpdateFeaturesRequest,
-)
+from quorum.controller import registry
 from quorum.controller.core import ControllerCore
-from quorum.controller.features_control import KRAFT_VERSION
 from quorum.controller.health import cluster_health
 from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.migration.driver import MigrationDriver
+from quorum.node import controller_extras
 from quorum.node.controller_events import Call, Check, Committed, Proposed, Request, SnapshotInstalled, Stop
-from quorum.node.controller_extras import update_features_with_kraft, with_kraft_version, with_migration_status
-from quorum.node.controller_reads import READS
 from quorum.node.listeners import SnapshotLoad
 from quorum.node.pending_replies import Pending, PendingReplies, not_controller
 from quorum.node.raft_node import RaftNode
@@ -252,13 +245,11 @@ class ControllerNode:
         fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error).
         ``check`` (authorization) runs on the controller thread once this node is known to be the
         active controller, against the ACLs of everything it has replayed; its error refuses the request."""
-        if isinstance(request, UpdateFeaturesRequest) and any(n == KRAFT_VERSION for n, _ in request.updates):
-            denied = check() if check is not None else None
-            if denied is not None:
-                future: concurrent.futures.Future = concurrent.futures.Future()
-                future.set_exception(denied)
-                return future
-            return update_features_with_kraft(self, request)
+        around = registry.row_of(request).around
+        if around is not None:
+            answered = getattr(controller_extras, around)(self, request, check)
+            if answered is not None:
+                return answered
         future: concurrent.futures.Future = concurrent.futures.Future()
         if not self._running:
             future.set_exception(not_controller(self.node_id, self.leader_id()))
@@ -283,14 +274,12 @@ class ControllerNode:
         return self.call(lambda core: cluster_health(core, self.raft.now_ms()))
 
     def read_async(self, request) -> concurrent.futures.Future:
-        """Answer a read request (api.READ_REQUESTS) from this node's replayed metadata: any
-        controller answers reads, from what it has committed and replayed."""
-        answer = READS[type(request)]
-        future = self.call(lambda core: answer(core, request, self.leader_id()))
-        if isinstance(request, DescribeFeaturesRequest):
-            return with_kraft_version(self, future)
-        if isinstance(request, DescribeMigrationRequest) and self.migration is not None:
-            return with_migration_status(self, future)
+        """Answer a read request (its registry row's ``read``) from this node's replayed metadata:
+        any controller answers reads, from what it has committed and replayed."""
+        row = registry.row_of(request)
+        future = self.call(lambda core: row.read(core, request, self.leader_id()))
+        if row.around is not None:
+            return getattr(controller_extras, row.around)(self, request, future)
         return future
 
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
@@ -298,7 +287,7 @@ class ControllerNode:
 
     def request(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
         """Blocking ``submit`` (or ``read`` for a read request)."""
-        if isinstance(request, READ_REQUESTS):
+        if registry.is_read(request):
             return self.read(request, timeout)
         return self.submit(request).result(timeout)
 

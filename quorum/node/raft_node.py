@@ -70,6 +70,7 @@ from quorum.rpc.peer_client import PeerClient
 from quorum.rpc.peer_identity import PeerIdentities
 from quorum.rpc.raft_service import RaftService, RefusalLog
 from quorum.rpc.raft_wire import raft_handlers
+from quorum.rpc.wire_methods import METHODS as WIRE_METHODS
 from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
 from quorum.snapshot.retention import Retention
 from quorum.wire.server import WireServer
@@ -137,7 +138,8 @@ class RaftNode(RaftRounds):
                 self.wire = WireServer(listen[0], wire_port, {**raft_handlers(self), **(wire_handlers or {})}, self._loop,
                                        MAX_REQUEST_BYTES,
                                        tls=security.tls.wire_context() if security.tls is not None else None,
-                                       limits=limits, authenticated=self._wire_authenticated).start()
+                                       limits=limits, authenticated=self._wire_authenticated,
+                                       methods=WIRE_METHODS).start()
             except BaseException:
                 self._server.stop(None)
                 self._loop.stop()

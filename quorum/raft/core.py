@@ -68,7 +68,7 @@ from quorum.raft.messages import (
 from quorum.raft.polls import RolePolls
 from quorum.raft.ready import Ready
 from quorum.raft.replication import ReplicationRpcs
-from quorum.raft.roles import Follower, Leader, Prospective, Resigned, Role
+from quorum.raft.roles import Follower, Leader, Role
 from quorum.raft.settings import RaftSettings
 from quorum.raft.transitions import Transitions
 from quorum.raft.voter_history import VoterHistory, read_raft_state
@@ -172,9 +172,9 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
         The records are committed once the high watermark passes that offset *and*
         the batch there carries this leader's epoch (a new leader may replace it).
         """
-        role = self.role
-        if not isinstance(role, Leader):
-            raise NotLeaderError(role.leader_id, role.epoch)
+        role = self._leading()
+        if role is None:
+            raise NotLeaderError(self.role.leader_id, self.role.epoch)
         if not records:
             raise RaftUsageError("propose needs at least one record")
         last = role.accumulator.append(records, now_ms)
@@ -183,8 +183,9 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
 
     def resign(self, now_ms: int) -> None:
         """Graceful step-down: a leader hands over with EndQuorumEpoch (used on SIGTERM)."""
-        if isinstance(self.role, Leader):
-            self._become_resigned(now_ms)
+        leader = self._leading()
+        if leader is not None:
+            self._become_resigned(leader, now_ms)
         self._poll(now_ms)
 
     def advance_log_start(self, snapshot: OffsetAndEpoch, now_ms: int) -> None:
@@ -224,7 +225,7 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
                      flush=flush,
                      messages=msgs,
                      high_watermark=self.high_watermark if self.high_watermark != self._exposed_hw else None,
-                     flush_after_send=flush and isinstance(self.role, Leader) and not any(
+                     flush_after_send=flush and self._leading() is not None and not any(
                          isinstance(o.message, _CLAIMS_DURABLE_LOG) for o in msgs),
                      violations=violations)
 
@@ -234,8 +235,8 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
             self._persisted = ready.election_state
         if ready.high_watermark is not None:
             self._exposed_hw = ready.high_watermark
-        role = self.role
-        if isinstance(role, Leader) and role.progress.update_local(self.log.flushed_offset, now_ms):
+        role = self._leading()
+        if role is not None and role.progress.update_local(self.log.flushed_offset, now_ms):
             self._on_leader_hw_moved(role, now_ms)
         self._poll(now_ms)
 
@@ -266,16 +267,27 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
 
     @property
     def is_leader(self) -> bool:
-        return isinstance(self.role, Leader)
+        return self._leading() is not None
+
+    def _leading(self) -> Optional[Leader]:
+        """The Leader role while this node leads, else None: one of the two places the core asks a
+        role's type, to hand its own data to the leader's work (every other answer is the role's)."""
+        role = self.role
+        return role if isinstance(role, Leader) else None
+
+    def _following(self, leader_id: int) -> Optional[Follower]:
+        """The Follower role while this node follows ``leader_id``, else None (the other place)."""
+        role = self.role
+        return role if isinstance(role, Follower) and role.leader_id == leader_id else None
 
     @property
     def state_name(self) -> str:
         return self.role.name
 
     def describe_quorum(self, now_ms: int) -> QuorumDescription:
-        role = self.role
-        if not isinstance(role, Leader):
-            raise NotLeaderError(role.leader_id, role.epoch)
+        role = self._leading()
+        if role is None:
+            raise NotLeaderError(self.role.leader_id, self.role.epoch)
         role.progress.expire_observers(now_ms)
         return role.progress.describe(role.epoch, now_ms)
 
@@ -295,12 +307,10 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
             return False
         if msg.epoch < r.epoch:
             return False  # stale
-        if msg.leader_id is not None and msg.leader_id != self.node_id \
-                and not (isinstance(r, Follower) and r.leader_id == msg.leader_id) \
-                and not (isinstance(r, Prospective) and r.lost_leader_id == msg.leader_id):
+        if msg.leader_id is not None and msg.leader_id != self.node_id and not r.keeps_leader(msg.leader_id):
             # (A prospective node does not go back to the leader it just lost because
             # others still name it: they may have lost it too.)
-            if isinstance(r, (Leader, Resigned)):
+            if r.led:
                 self._violation(src, f"its {type(msg).__name__} names node {msg.leader_id} leader of epoch "
                                      f"{r.epoch}, which this node leads or led")
                 return False
@@ -325,17 +335,7 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
 
     def _reply_error(self, src: int, corr: int, req: Message, error: Errors) -> None:
         r = self.role
-        if isinstance(req, VoteRequest):
-            resp = VoteResponse(error, r.epoch, r.leader_id, False, req.pre_vote)
-        elif isinstance(req, BeginQuorumEpochRequest):
-            resp = BeginQuorumEpochResponse(error, r.epoch, r.leader_id)
-        elif isinstance(req, EndQuorumEpochRequest):
-            resp = EndQuorumEpochResponse(error, r.epoch, r.leader_id)
-        elif isinstance(req, FetchSnapshotRequest):
-            resp = FetchSnapshotResponse(error, r.epoch, r.leader_id, req.snapshot_id, position=req.position)
-        else:
-            resp = FetchResponse(error, r.epoch, r.leader_id, log_start_offset=self.log.start_offset)
-        self._send(src, corr, resp)
+        self._send(src, corr, req.error_response(error, r.epoch, r.leader_id, self.log.start_offset))
 
     def _majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -351,8 +351,8 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
         gives up on it after a jittered pause of at most half an election timeout, so one
         follower usually wins before the other starts. Safe: it only moves a timeout, and the
         pre-vote still needs a majority that cannot reach the leader either."""
-        r = self.role
-        if not isinstance(r, Follower) or r.leader_id != dest:
+        r = self._following(dest)
+        if r is None:
             return
         r.fetch_failures += 1
         if r.fetch_failures == LEADER_UNREACHABLE_FAILURES:
@@ -369,12 +369,6 @@ class RaftCore(Transitions, RolePolls, ElectionRpcs, ReplicationRpcs, Membership
     def _log_up_to_date(self, last_epoch: int, last_offset: int) -> bool:
         return (last_epoch, last_offset) >= (self.log.last_epoch, self.log.end_offset)
 
-    def _has_live_leader(self, now: int) -> bool:
-        r = self.role
-        if isinstance(r, Leader):
-            return True
-        return isinstance(r, Follower) and r.last_fetch_ok_ms is not None \
-            and now - r.last_fetch_ok_ms < self.settings.fetch_timeout_ms
 
 
 # Dispatch: one table per kind of input, each checked complete when the module is imported.
@@ -398,8 +392,4 @@ assert set(_RESPONSE_HANDLERS) == set(RESPONSE_TYPES), "a response type has no h
 
 def _claimed_sender(msg: Message) -> int:
     """The node a request says it comes from (-1: an anonymous observer's Fetch)."""
-    if isinstance(msg, VoteRequest):
-        return msg.candidate_id
-    if isinstance(msg, (BeginQuorumEpochRequest, EndQuorumEpochRequest)):
-        return msg.leader_id
-    return msg.replica_id
+    return msg.sender

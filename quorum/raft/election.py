@@ -17,7 +17,7 @@ from quorum.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
-from quorum.raft.roles import Candidate, Follower, Leader, Prospective, Resigned
+from quorum.raft.roles import Prospective
 
 
 class ElectionRpcs:
@@ -42,7 +42,7 @@ class ElectionRpcs:
             return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
         up_to_date = self._log_up_to_date(req.last_epoch, req.last_offset)
         if req.pre_vote:
-            granted = up_to_date and not self._has_live_leader(now) and not self.rejoining
+            granted = r.grants_pre_vote(up_to_date, now, self.settings.fetch_timeout_ms) and not self.rejoining
             return self._send(src, corr, VoteResponse(Errors.NONE, r.epoch, r.leader_id, granted, True))
         if req.epoch > r.epoch:
             self._become_unattached(req.epoch, now)
@@ -60,15 +60,16 @@ class ElectionRpcs:
             return
         if src not in self.voters:
             return  # the voter set changed since we asked: only its voters count
-        if resp.pre_vote and isinstance(r, Prospective) and req.epoch == r.epoch + 1:
-            (r.granted if resp.granted else r.rejected).add(src)
-            if len(r.rejected) > len(self.voters) - self._majority():
-                self._become_unattached(r.epoch, now, r.voted_id)  # cannot win; back off
-            else:
-                self._maybe_win_prevote(now)
-        elif not resp.pre_vote and isinstance(r, Candidate) and req.epoch == r.epoch:
-            (r.granted if resp.granted else r.rejected).add(src)
-            self._maybe_win_election(now)
+        if r.counts(resp.pre_vote, req.epoch):  # only a campaign's own ballots (Prospective, Candidate)
+            r.record(src, resp.granted)
+            r.tally(self, now)
+
+    def _after_pre_vote(self, r: Prospective, now: int) -> None:
+        """A pre-vote ballot counted: back off if it cannot win any more, else see whether it has."""
+        if r.cannot_win(len(self.voters), self._majority()):
+            self._become_unattached(r.epoch, now, r.voted_id)
+        else:
+            self._maybe_win_prevote(r, now)
 
     def _refused_epoch_change(self, src: int, corr: int, req) -> bool:
         """Begin/EndQuorumEpoch must name a voter as leader (unless this node knows no voters yet: it
@@ -88,18 +89,18 @@ class ElectionRpcs:
             return self._reply_error(src, corr, req, Errors.INVALID_VOTER_KEY)
         if self._refused_epoch_change(src, corr, req):
             return
-        if req.epoch == r.epoch and isinstance(r, (Leader, Resigned)) and req.leader_id != self.node_id:
+        if req.epoch == r.epoch and r.led and req.leader_id != self.node_id:
             self._violation(src, f"BeginQuorumEpoch names node {req.leader_id} leader of epoch {r.epoch}, "
                                  f"which this node leads or led")
             return self._reply_error(src, corr, req, Errors.INVALID_REQUEST)
-        if not (isinstance(r, Follower) and r.epoch == req.epoch and r.leader_id == req.leader_id):
+        if not (r.follows(req.leader_id) and r.epoch == req.epoch):
             self._become_follower(req.epoch, req.leader_id, now)
         self._send(src, corr, BeginQuorumEpochResponse(Errors.NONE, self.role.epoch, self.role.leader_id))
 
     def _handle_begin_quorum_epoch_response(self, src: int, resp: BeginQuorumEpochResponse,
                                          req: BeginQuorumEpochRequest, now: int) -> None:
-        r = self.role
-        if isinstance(r, Leader) and resp.error is Errors.NONE and req.epoch == r.epoch:
+        r = self._leading()
+        if r is not None and resp.error is Errors.NONE and req.epoch == r.epoch:
             r.begin_epoch_unacked.discard(src)
 
     # ------------------------------------------------------------------ EndQuorumEpoch
@@ -107,7 +108,7 @@ class ElectionRpcs:
         r = self.role
         if self._refused_epoch_change(src, corr, req):
             return
-        if req.epoch > r.epoch or (r.leader_id == req.leader_id and isinstance(r, Follower)):
+        if req.epoch > r.epoch or r.follows(req.leader_id):
             # The leader stepped down: campaign soon, the most caught-up successor first.
             if self._campaigns:
                 pos = self._successor_position(req)
@@ -135,9 +136,7 @@ class ElectionRpcs:
 
     def _handle_end_quorum_epoch_response(self, src: int, resp: EndQuorumEpochResponse,
                                        req: EndQuorumEpochRequest, now: int) -> None:
-        r = self.role
-        if isinstance(r, Resigned) and req.epoch == r.epoch:
-            r.unacked.discard(src)
+        self.role.end_epoch_acknowledged(src, req.epoch)
 
     def _meant_for_this_replica(self, directory_id: Optional[str]) -> bool:
         """A request naming this node's directory id names this replica (None: the sender does not know
@@ -147,4 +146,4 @@ class ElectionRpcs:
     @property
     def resignation_acknowledged(self) -> bool:
         """A resigned leader has told every voter it stepped down (safe to exit now)."""
-        return isinstance(self.role, Resigned) and not self.role.unacked
+        return self.role.handed_over

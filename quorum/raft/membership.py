@@ -152,16 +152,16 @@ class Membership:
 
     # ------------------------------------------------------------------ inside
     def _leader_with_first_commit(self) -> Leader:
-        r = self.role
-        if not isinstance(r, Leader):
-            raise NotLeaderError(r.leader_id, r.epoch)
+        r = self._leading()
+        if r is None:
+            raise NotLeaderError(self.role.leader_id, self.role.epoch)
         if r.progress.high_watermark is None:
             raise VoterChangeError(Errors.REQUEST_TIMED_OUT, f"the leader of epoch {r.epoch} has not committed "
                                                              f"its first record yet; try again")
         return r
 
     def _voter_change_leader(self) -> Leader:
-        if isinstance(self.role, Leader) and self.voter_history.kraft_version < 1:
+        if self._leading() is not None and self.voter_history.kraft_version < 1:
             raise VoterChangeError(Errors.UNSUPPORTED_VERSION, "the voter set is static (kraft.version 0): "
                                                                "upgrade to kraft.version 1 first")
         r = self._leader_with_first_commit()
@@ -190,7 +190,7 @@ class Membership:
         """A leader outside the voter set resigns once that set is committed; True if it did."""
         if self.is_voter or self.voter_change_pending:
             return False
-        self._become_resigned(now)
+        self._become_resigned(r, now)
         return True
 
     def _note_appended(self, data: bytes) -> Optional[str]:

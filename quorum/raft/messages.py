@@ -3,6 +3,9 @@
 Protobuf appears only in the gRPC adapter (``quorum/rpc``), which converts to and
 from these. Field names follow Kafka's KIP-595 RPCs. ``-1`` never means "none"
 here: an absent leader is ``None``.
+
+Each request names its sender (``sender``: the core refuses a request naming someone other than
+the authenticated peer) and makes its own error answer (``error_response``).
 """
 from __future__ import annotations
 
@@ -25,6 +28,13 @@ class VoteRequest:
     candidate_directory_id: Optional[str] = None  # KIP-853 replica keys: who asks
     voter_directory_id: Optional[str] = None  # and which replica of the receiving node it asks
 
+    @property
+    def sender(self) -> int:
+        return self.candidate_id
+
+    def error_response(self, error: Errors, epoch: int, leader_id: Optional[int], log_start_offset: int):
+        return VoteResponse(error, epoch, leader_id, False, self.pre_vote)
+
 
 @dataclass(frozen=True, slots=True)
 class VoteResponse:
@@ -41,6 +51,13 @@ class BeginQuorumEpochRequest:
     epoch: int
     leader_id: int
     voter_directory_id: Optional[str] = None  # the replica of the receiving node it is meant for
+
+    @property
+    def sender(self) -> int:
+        return self.leader_id
+
+    def error_response(self, error: Errors, epoch: int, leader_id: Optional[int], log_start_offset: int):
+        return BeginQuorumEpochResponse(error, epoch, leader_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +76,14 @@ class EndQuorumEpochRequest:
     # Their directory ids in the same order (KIP-853; None: a static voter's), so a node that has
     # the id but another disk knows the hint is not for it; () from a peer that sends none.
     preferred_directory_ids: tuple[Optional[str], ...] = ()
+
+
+    @property
+    def sender(self) -> int:
+        return self.leader_id
+
+    def error_response(self, error: Errors, epoch: int, leader_id: Optional[int], log_start_offset: int):
+        return EndQuorumEpochResponse(error, epoch, leader_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +105,13 @@ class FetchRequest:
     replica_directory_id: Optional[str] = None  # a voter's fetch counts only from the voter's directory
     # the high watermark the fetcher knows (KIP-1166): a leader whose own is higher answers at once
     high_watermark: Optional[int] = None
+
+    @property
+    def sender(self) -> int:
+        return self.replica_id  # -1: an anonymous observer
+
+    def error_response(self, error: Errors, epoch: int, leader_id: Optional[int], log_start_offset: int):
+        return FetchResponse(error, epoch, leader_id, log_start_offset=log_start_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +137,14 @@ class FetchSnapshotRequest:
     position: int
     max_bytes: int = 8 * 1024 * 1024
     replica_directory_id: Optional[str] = None
+
+
+    @property
+    def sender(self) -> int:
+        return self.replica_id
+
+    def error_response(self, error: Errors, epoch: int, leader_id: Optional[int], log_start_offset: int):
+        return FetchSnapshotResponse(error, epoch, leader_id, self.snapshot_id, position=self.position)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,13 +30,11 @@ class RolePolls:
         _POLLS[type(self.role)](self, now)
 
     def _next_deadline(self) -> int:
-        r = self.role
         times = [d for (_dest, _msg, d) in self._inflight.values()]
         times += list(self._backoff.values())
-        if isinstance(r, Leader):
-            times += r.timers(self.node_id, self._majority(), self.settings.check_quorum_timeout_ms)
-        elif not (isinstance(r, Unattached) and not self._campaigns and self._fetch_in_flight()):
-            times.append(r.timer)  # an observer asking a voter for the leader waits for the answer
+        # (an observer asking a voter for the leader waits for the answer, not its own timer)
+        times += self.role.deadlines(self._majority(), self.settings.check_quorum_timeout_ms,
+                                     lambda: not self._campaigns and self._fetch_in_flight())
         return min(times, default=NO_DEADLINE)
 
     def _expire_requests(self, now: int) -> None:
@@ -97,7 +95,7 @@ class RolePolls:
             self._poll(now)
             return
         if not r.progress.has_quorum_since(now - self.settings.check_quorum_timeout_ms):
-            self._become_resigned(now)  # check-quorum: we may be on the wrong side of a partition
+            self._become_resigned(r, now)  # check-quorum: we may be on the wrong side of a partition
             self._poll(now)
             return
         idle = self.high_watermark >= self.log.end_offset

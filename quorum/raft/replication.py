@@ -25,7 +25,7 @@ class ReplicationRpcs:
     def _refused_unless_leading(self, src: int, corr: int, req) -> bool:
         """A Fetch or FetchSnapshot must reach the leader of its own epoch; True if it was refused."""
         r = self.role
-        if not isinstance(r, Leader):
+        if self._leading() is None:
             error = Errors.NOT_LEADER_OR_FOLLOWER if req.epoch >= r.epoch else Errors.FENCED_LEADER_EPOCH
         elif req.epoch != r.epoch:
             error = Errors.FENCED_LEADER_EPOCH if req.epoch < r.epoch else Errors.UNKNOWN_LEADER_EPOCH
@@ -137,8 +137,8 @@ class ReplicationRpcs:
 
     # ------------------------------------------------------------------ Fetch (follower side)
     def _handle_fetch_response(self, src: int, resp: FetchResponse, req: FetchRequest, now: int) -> None:
-        r = self.role
-        if not isinstance(r, Follower) or r.leader_id != src:
+        r = self._following(src)
+        if r is None:
             return
         r.fetch_failures = 0  # it answered: alive
         if resp.error is not Errors.NONE:
@@ -205,8 +205,8 @@ class ReplicationRpcs:
     # ------------------------------------------------------------------ FetchSnapshot (follower side)
     def _handle_fetch_snapshot_response(self, src: int, resp: FetchSnapshotResponse, req: FetchSnapshotRequest,
                                       now: int) -> None:
-        r = self.role
-        if not isinstance(r, Follower) or r.leader_id != src or r.snapshot != req.snapshot_id:
+        r = self._following(src)
+        if r is None or r.snapshot != req.snapshot_id:
             return
         r.fetch_failures = 0
         if resp.error in (Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE):
@@ -242,7 +242,7 @@ class ReplicationRpcs:
             self.snapshot_failures += 1
             self._backoff[(FetchRequest, src)] = now + self.settings.fetch_timeout_ms // 4
             return
-        if isinstance(self.role, Leader):
+        if self._leading() is not None:
             raise RaftSafetyError("a leader never loads a snapshot")
         if snapshot.offset < self.high_watermark:
             raise RaftSafetyError(f"snapshot {snapshot} is below the high watermark {self.high_watermark}")

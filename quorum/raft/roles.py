@@ -1,16 +1,21 @@
 """One small class per election role, holding that role's data and timers, as Kafka's EpochState.
 
-``RaftCore`` performs the transitions between them (see its docstring for the table). Every role
+``RaftCore`` performs the transitions between them (transitions.py has the table). Every role
 answers the same questions, so the core asks instead of testing types: its ``epoch``, the
 ``leader_id`` it tells others, whom it ``voted_id`` for, its ``name`` (as DescribeQuorum and the
-metrics report it), its ``timer`` (the role's own deadline, ms; the leader has several, see
-``Leader.timers``), whether it ``can_grant_vote`` to a candidate, and the election state it must
-persist (``election_state``).
+metrics report it), its ``deadlines`` (when its time next comes), whether it ``can_grant_vote`` to
+a candidate and whether it would grant a pre-vote (``grants_pre_vote``), whether it knows a live
+leader (``has_live_leader``), whether it ``follows`` a given leader, whether it ``led`` its epoch,
+the ``followed_leader`` a pre-vote remembers, and the election state it must persist
+(``election_state``). The campaigning roles (Prospective, Candidate) count their own ballots.
+
+The core tests a role's type in two places only: ``RaftCore._leading`` and ``_following``, which
+hand out the Leader's or Follower's own data to the code that works on it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from quorum.log.api import OffsetAndEpoch
 from quorum.log.election_state import ElectionState
@@ -19,15 +24,57 @@ from quorum.raft.progress import LeaderProgress
 
 
 class _Role:
-    """What every role shares: no vote to give unless it says otherwise, and one timer, ``deadline``."""
+    """What every role shares: no vote to give unless it says otherwise, one timer (``deadline``),
+    no leader it follows, and an epoch it did not lead."""
 
     __slots__ = ()
+    led = False  # this node leads or led the role's epoch (Leader, Resigned)
 
     @property
     def timer(self) -> int:
         return self.deadline  # type: ignore[attr-defined]
 
+    def deadlines(self, majority: int, check_quorum_timeout_ms: int, awaiting_leader: Callable[[], bool]) -> list[int]:
+        """When this role's time next comes (``awaiting_leader()``: an observer's question to a voter
+        is in flight, whose answer it waits for; the leader's check-quorum needs the other two)."""
+        return [self.timer]
+
     def can_grant_vote(self, candidate_id: int) -> bool:
+        return False
+
+    def has_live_leader(self, now: int, fetch_timeout_ms: int) -> bool:
+        """Whether this node knows a leader that is alive: it then refuses pre-votes for others."""
+        return False
+
+    def grants_pre_vote(self, log_up_to_date: bool, now: int, fetch_timeout_ms: int) -> bool:
+        """KIP-996: a pre-vote is granted to an up-to-date candidate by a node that knows no live leader."""
+        return log_up_to_date and not self.has_live_leader(now, fetch_timeout_ms)
+
+    def follows(self, leader_id: Optional[int]) -> bool:
+        """Whether this is a follower of ``leader_id``."""
+        return False
+
+    def counts(self, pre_vote: bool, epoch: int) -> bool:
+        """Whether a ballot answering a ``pre_vote`` request for ``epoch`` counts here (only a
+        campaign's own: Prospective, Candidate)."""
+        return False
+
+    def keeps_leader(self, leader_id: Optional[int]) -> bool:
+        """Whether a message naming ``leader_id`` leader of this epoch changes nothing here: the
+        follower's own leader, or the one a prospective node just lost (others may have lost it too)."""
+        return False
+
+    @property
+    def followed_leader(self) -> Optional[int]:
+        """The leader this node follows (a pre-vote remembers it: quorum-state need not change)."""
+        return None
+
+    def end_epoch_acknowledged(self, voter: int, epoch: int) -> None:
+        """A voter acknowledged an EndQuorumEpoch of ``epoch`` (only a resigned leader waits for them)."""
+
+    @property
+    def handed_over(self) -> bool:
+        """A resigned leader has told every voter it stepped down (safe to exit now)."""
         return False
 
 
@@ -50,6 +97,9 @@ class Unattached(_Role):
     def timer(self) -> int:
         return self.election_deadline
 
+    def deadlines(self, majority: int, check_quorum_timeout_ms: int, awaiting_leader: Callable[[], bool]) -> list[int]:
+        return [] if awaiting_leader() else [self.election_deadline]
+
     def can_grant_vote(self, candidate_id: int) -> bool:
         return self.voted_id in (None, candidate_id)
 
@@ -57,8 +107,20 @@ class Unattached(_Role):
         return ElectionState(self.epoch, None, self.voted_id, rejoining)
 
 
+class _Campaign(_Role):
+    """A role that asks the voters for their ballots and counts them (``granted``, ``rejected``)."""
+
+    __slots__ = ()
+
+    def record(self, voter: int, granted: bool) -> None:
+        (self.granted if granted else self.rejected).add(voter)  # type: ignore[attr-defined]
+
+    def has_majority(self, majority: int) -> bool:
+        return len(self.granted) >= majority  # type: ignore[attr-defined]
+
+
 @dataclass(slots=True)
-class Prospective(_Role):
+class Prospective(_Campaign):
     """Pre-vote (KIP-996): asks voters whether they *would* vote for ``epoch + 1``
     without anyone changing state, so a node cut off from the leader cannot
     disrupt a healthy quorum when it comes back."""
@@ -75,12 +137,25 @@ class Prospective(_Role):
     def can_grant_vote(self, candidate_id: int) -> bool:
         return self.voted_id in (None, candidate_id)
 
+    def keeps_leader(self, leader_id: Optional[int]) -> bool:
+        return self.lost_leader_id == leader_id
+
+    def counts(self, pre_vote: bool, epoch: int) -> bool:
+        return pre_vote and epoch == self.epoch + 1
+
+    def cannot_win(self, voters: int, majority: int) -> bool:
+        """More voters rejected it than can be spared: back off rather than wait out the deadline."""
+        return len(self.rejected) > voters - majority
+
+    def tally(self, core, now: int) -> None:
+        core._after_pre_vote(self, now)
+
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return ElectionState(self.epoch, self.lost_leader_id, self.voted_id, rejoining)
 
 
 @dataclass(slots=True)
-class Candidate(_Role):
+class Candidate(_Campaign):
     """Voted for itself in ``epoch`` and asks the other voters for theirs."""
 
     epoch: int
@@ -90,6 +165,12 @@ class Candidate(_Role):
     leader_id: None = None
     voted_id: None = None  # it voted for itself; a follower of this epoch does not carry that vote over
     name = "Candidate"
+
+    def counts(self, pre_vote: bool, epoch: int) -> bool:
+        return not pre_vote and epoch == self.epoch
+
+    def tally(self, core, now: int) -> None:
+        core._maybe_win_election(self, now)
 
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return ElectionState(self.epoch, None, node_id, rejoining)
@@ -111,6 +192,13 @@ class Leader(_Role):
     voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Leader"
     timer = None
+    led = True
+
+    def deadlines(self, majority: int, check_quorum_timeout_ms: int, awaiting_leader: Callable[[], bool]) -> list[int]:
+        return self.timers(self.leader_id, majority, check_quorum_timeout_ms)
+
+    def has_live_leader(self, now: int, fetch_timeout_ms: int) -> bool:
+        return True
 
     def timers(self, node_id: int, majority: int, check_quorum_timeout_ms: int) -> list[int]:
         """Parked fetches' expiries, the accumulator's linger, and when check-quorum next looks:
@@ -149,6 +237,19 @@ class Follower(_Role):
     def timer(self) -> int:
         return self.fetch_deadline
 
+    def has_live_leader(self, now: int, fetch_timeout_ms: int) -> bool:
+        return self.last_fetch_ok_ms is not None and now - self.last_fetch_ok_ms < fetch_timeout_ms
+
+    def follows(self, leader_id: Optional[int]) -> bool:
+        return self.leader_id == leader_id
+
+    def keeps_leader(self, leader_id: Optional[int]) -> bool:
+        return self.leader_id == leader_id
+
+    @property
+    def followed_leader(self) -> Optional[int]:
+        return self.leader_id
+
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return ElectionState(self.epoch, self.leader_id, self.voted_id, rejoining)
 
@@ -166,6 +267,15 @@ class Resigned(_Role):
     leader_id: None = None  # told to others as "no leader": they should elect, not follow us
     voted_id: None = None  # what it persists keeps its own vote (election_state)
     name = "Resigned"
+    led = True
+
+    def end_epoch_acknowledged(self, voter: int, epoch: int) -> None:
+        if epoch == self.epoch:
+            self.unacked.discard(voter)
+
+    @property
+    def handed_over(self) -> bool:
+        return not self.unacked
 
     def election_state(self, node_id: int, persisted: ElectionState, rejoining: bool) -> ElectionState:
         return _led_epoch(self.epoch, node_id, persisted, rejoining)

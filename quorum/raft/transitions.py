@@ -1,18 +1,19 @@
 """Every role change of the Raft core, as Kafka's QuorumState makes them: one method per target role,
-all through ``_become``, which checks the move against this table and never lowers the epoch. The
+all through ``_become``, which checks the move against this table (``_TRANSITIONS``: a test holds
+the two equal, column by column) and never lowers the epoch. The
 election state each role must persist comes from the role (roles.py); the core hands it out in its
 next Ready, before anything is sent.
 
 Transitions::
 
-    from \\ to    Unattached  Prospective  Candidate  Leader  Follower  Resigned
-    Unattached    epoch up    timeout      -          -       leader    -
-    Prospective   lost/epoch  -            majority   -       leader    -
-    Candidate     epoch up    timeout(*)   -          majority leader   -
-    Leader        epoch up    -            -          -       epoch up  resign / no quorum
-    Follower      epoch up,   fetch timeout -         -       epoch up  -
+    from \\ to    Unattached   Prospective    Candidate  Leader    Follower  Resigned
+    Unattached    epoch up     timeout        -          -         leader    -
+    Prospective   lost/epoch   -              majority   -         leader    -
+    Candidate     epoch up     timeout(*)     -          majority  leader    -
+    Leader        epoch up     -              -          -         epoch up  resign / no quorum
+    Follower      epoch up,    fetch timeout  -          -         epoch up  -
                   EndEpoch
-    Resigned      epoch up    timeout      -          -       leader    -
+    Resigned      epoch up     timeout        -          -         leader    -
 
     (*) a candidate whose election times out goes back to pre-vote.
     Observers only ever are Unattached or Follower.
@@ -59,8 +60,9 @@ class Transitions:
             raise RaftSafetyError(f"epoch would go back from {old.epoch} to {role.epoch}")
         if type(role) not in _TRANSITIONS[type(old)]:
             raise RaftSafetyError(f"no transition from {old.name} to {role.name} (epoch {old.epoch} -> {role.epoch})")
-        if isinstance(old, Leader) and not isinstance(role, Leader):
-            self._abandon_leadership(old, role)
+        leader = self._leading()
+        if leader is not None:  # (a leader never becomes the leader again: see the table)
+            self._abandon_leadership(leader, role)
         self.role = role
 
     def _become_unattached(self, epoch: int, now: int, voted_id: Optional[int] = None,
@@ -75,27 +77,27 @@ class Transitions:
 
     def _become_prospective(self, now: int) -> None:
         r = self.role
-        leader = r.leader_id if isinstance(r, Follower) else None
         voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
-        self._become(Prospective(r.epoch, leader, voted, self._election_deadline(now), granted=self._own_vote()))
-        self._maybe_win_prevote(now)
+        prospective = Prospective(r.epoch, r.followed_leader, voted, self._election_deadline(now),
+                                  granted=self._own_vote())
+        self._become(prospective)
+        self._maybe_win_prevote(prospective, now)
 
     def _own_vote(self) -> set[int]:
         """A candidate counts its own vote only if it is in its latest voter set."""
         return {self.node_id} if self.is_voter else set()
 
-    def _maybe_win_prevote(self, now: int) -> None:
-        r = self.role
-        if isinstance(r, Prospective) and len(r.granted) >= self._majority():
+    def _maybe_win_prevote(self, r: Prospective, now: int) -> None:
+        if r.has_majority(self._majority()):
             if r.epoch >= limits.MAX_EPOCH:  # never in practice: refuse to overflow, say why, stay put
                 self._violation(self.node_id, f"epoch {r.epoch} is the last one: no election can be held")
                 return self._become_unattached(r.epoch, now, r.voted_id)
-            self._become(Candidate(r.epoch + 1, self._election_deadline(now), granted=self._own_vote()))
-            self._maybe_win_election(now)
+            candidate = Candidate(r.epoch + 1, self._election_deadline(now), granted=self._own_vote())
+            self._become(candidate)
+            self._maybe_win_election(candidate, now)
 
-    def _maybe_win_election(self, now: int) -> None:
-        r = self.role
-        if isinstance(r, Candidate) and len(r.granted) >= self._majority():
+    def _maybe_win_election(self, r: Candidate, now: int) -> None:
+        if r.has_majority(self._majority()):
             self._become_leader(r, now)
 
     def _become_leader(self, cand: Candidate, now: int) -> None:
@@ -117,9 +119,7 @@ class Transitions:
                                          self.settings.max_batch_bytes),
             begin_epoch_unacked=set(self.voters - {self.node_id})))
 
-    def _become_resigned(self, now: int) -> None:
-        r = self.role
-        assert isinstance(r, Leader)
+    def _become_resigned(self, r: Leader, now: int) -> None:
         successors = r.progress.successors()
         ids = tuple(k.id for k in successors)
         self._become(Resigned(r.epoch, self._election_deadline(now), ids, set(ids),

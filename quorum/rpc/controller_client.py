@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import grpc
 
-from quorum.controller import api
+from quorum.controller import api, registry
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
@@ -36,9 +36,9 @@ from quorum.rpc import controller_convert as cc
 from quorum.rpc.controller_wire import WIRE_METHODS
 from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.client import ClientSecurity
 from quorum.security.principal import FORWARDED_HOST, FORWARDED_PRINCIPAL
-from quorum.wire.methods import BY_NAME
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -74,8 +74,8 @@ class ControllerClient(LeaderFollowingClient):
 
     # -- generic ---------------------------------------------------------------------------
     def call(self, request, timeout: Optional[float] = None):
-        """Send any controller request dataclass; returns the reply (see controller_convert.REPLIES)."""
-        if not isinstance(request, api.READ_REQUESTS):
+        """Send any controller request dataclass; returns the reply (controller_codecs.py: ``Codec.reply``)."""
+        if not registry.is_read(request):
             return self.call_committed(request, timeout)[0]
         method = cc.method_of(request)
         return cc.reply_from_proto(method, self._read(method, cc.request_to_proto(request), timeout))

@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 
-from quorum.controller.api import READ_REQUESTS, AlterUserScramCredentialsRequest, ListTopicsRequest
+from quorum.controller import registry
 from quorum.errors import ControllerNotRunningError, Errors, SparkraftError, StillReplayingError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
@@ -127,11 +127,12 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
         request = cc.request_from_proto(request_pb)
     except (ValueError, TypeError) as e:
         return cc.error_response(method, Errors.INVALID_REQUEST, str(e))
-    is_read = isinstance(request, READ_REQUESTS)
+    row = registry.row_of(request)
+    is_read = row.read is not None
     security, check = node.security, None
-    if isinstance(request, AlterUserScramCredentialsRequest) and request.upsertions and security.tls is None:
-        return cc.error_response(method, Errors.INVALID_REQUEST, "SCRAM credentials are taken only over TLS (this "
-                                 "listener is PLAINTEXT: a salted password would cross the network in clear)")
+    if row.secret is not None and row.secret(request) and security.tls is None:
+        return cc.error_response(method, Errors.INVALID_REQUEST, f"{method} carries secrets, taken only over TLS (this "
+                                 "listener is PLAINTEXT: they would cross the network in clear)")
     try:
         caller = authorizing_caller()
     except SparkraftError as e:  # a SCRAM token that does not verify
@@ -160,7 +161,7 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
         future.add_done_callback(lambda f: release())
 
     def finish(reply):
-        if check is not None and isinstance(request, ListTopicsRequest):
+        if check is not None and row.needs.kind == "listed":
             reply = request_actions.visible_topics(security, caller, reply)
         response = cc.reply_to_proto(method, reply, getattr(request_pb, "results_by_topic", False))
         if not is_read:  # answered once committed and replayed here: this is at or past its records

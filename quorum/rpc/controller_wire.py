@@ -19,8 +19,8 @@ from quorum.errors import ControllerNotRunningError
 from quorum.gen.sparkraft.v1 import controller_pb2 as cpb
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
 from quorum.rpc.ports import ControllerPort
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.wire.frames import Status
-from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
 
 WIRE_METHODS = tuple(row.method for row in registry.ROWS if row.method is not None and row.wire)

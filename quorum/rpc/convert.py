@@ -30,9 +30,9 @@ from quorum.raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     Message,
-    Request,
     QuorumDescription,
     ReplicaDescription,
+    Request,
     VoteRequest,
     VoteResponse,
 )

@@ -22,9 +22,9 @@ from quorum.gen.sparkraft.v1 import raft_pb2, raft_pb2_grpc
 from quorum.rpc import nothing_listens
 from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_PROTOCOLS
 from quorum.rpc.sasl_login import ScramLogin
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem, kafka_protocol_problem
 from quorum.wire.client import WireCallError, WireChannelPool
-from quorum.wire.methods import BY_NAME
 
 # Larger requests take gRPC: a server may cap what a connection not yet known sends on the wire
 # (sasl.server.max.receive.size, 512 KiB by default) and closes one that sends more, where gRPC

@@ -38,9 +38,9 @@ from quorum.raft.messages import (
     VoteRequest,
 )
 from quorum.rpc import convert
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.client import PLAINTEXT, ClientSecurity
 from quorum.wire.client import PeerWireConnection
-from quorum.wire.methods import BY_NAME
 from quorum.wire.server import WireServer
 
 log = logging.getLogger(__name__)

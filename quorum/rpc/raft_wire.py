@@ -22,8 +22,8 @@ from quorum.rpc.peer_client import METADATA_KEY
 from quorum.rpc.peer_identity import NEEDS_PROOF
 from quorum.rpc.ports import RaftPort
 from quorum.rpc.raft_service import PendingAppend, begin_append
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.wire.frames import Status
-from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireConnection, WireRefusal
 
 _CHECK_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="wire-verify-peer")

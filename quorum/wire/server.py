@@ -34,7 +34,7 @@ from google.protobuf.message import DecodeError
 
 from quorum.connection_limits import DEFAULT_LIMITS, BufferBudget, ConnectionGate, ConnectionLimits
 from quorum.wire.frames import FrameError, FrameReader, Status, encode_response
-from quorum.wire.methods import HELLO, METHODS
+from quorum.wire.methods import HELLO, RAFT_METHODS, Method
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class WireConnection(asyncio.Protocol):
 
     # -- requests --------------------------------------------------------------------------
     def _handle(self, request) -> None:
-        method = METHODS.get(request.method)
+        method = self._server.methods.get(request.method)
         if method is None:
             self._respond(request.corr, Status.INVALID_REQUEST, f"unknown method {request.method}".encode())
             return
@@ -290,13 +290,16 @@ class WireServer:
     LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``); over TLS with
     ``tls`` (the node's listener's context: quorum/security/tls.py); within ``limits``, where
     ``authenticated(conn)`` says whether a new connection's caller is known (see the module's
-    docstring)."""
+    docstring). ``methods`` (number -> Method) is what the server can decode: Raft's unless given
+    (a node passes quorum/rpc/wire_methods.py's, the Controller's requests too)."""
 
     def __init__(self, host: str, port: int, handlers: Mapping[int, Handler], loop_thread,
                  max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT,
                  tls: Optional[ssl.SSLContext] = None, limits: ConnectionLimits = DEFAULT_LIMITS,
-                 authenticated: Callable[[WireConnection], bool] = lambda conn: True):
+                 authenticated: Callable[[WireConnection], bool] = lambda conn: True,
+                 methods: Mapping[int, Method] = RAFT_METHODS):
         self.handlers = dict(handlers)
+        self.methods = methods
         self.tls = tls
         self.max_request_bytes = max_request_bytes
         self.max_in_flight = max_in_flight

@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090,  # + conf/dynamic/
                9103, 9104, 9105, 9292, 9293,  # docs/use/kafka-brokers.md's Kafka listeners and Kafka brokers
                9294, 9295,  # docs/operate/secure.md's controllers (9293-9295, conf/secure/)
-               7077, 8090, 8091)  # docs/use/spark-clusters.md's Spark master and worker
+               7077, 8090, 8091,  # docs/use/spark-clusters.md's Spark master and worker
+               9392, 9393, 9394, 9395, 7391, 7392, 7393, 7394,  # docs/operate/deploy.md's rehearsal
+               2181, 9492, 9493, 9494, 9495)  # docs/operate/migrate.md's ZooKeeper, Kafka 3.9 broker, controllers
 
 
 def shell_blocks(markdown: str) -> list[str]:
@@ -168,4 +170,11 @@ def test_every_other_block_runs_as_pasted_in_order(tmp_path):
     # docs/operate/restore.md: a new quorum formatted from the walkthrough's warehouse has its topics
     assert "restored: orders" in out and "restored: payments" in out, out[-6000:]
     assert out.count("refused, exit 1") == 2, out[-6000:]
+    # docs/operate/deploy.md: the rehearsal's job wrote the topic its broker's cluster was given
+    assert any("deployed" in line and "3" in line for line in out.splitlines() if "|" in line), out[-6000:]
+    assert "metric samples from controller 1: " in out and "SUCCESS" in out, out[-6000:]
+    # docs/operate/migrate.md: Kafka 3.9's topic and config imported from ZooKeeper, a topic made in
+    # the quorum mirrored to ZooKeeper, then finalized
+    assert "retention.ms=86400000" in out and '"partitions":{"0":' in out, out[-6000:]
+    assert '"state": "POST_MIGRATION"' in out, out[-6000:]
     assert "SSL_HANDSHAKE_FAILED" in out and "AUTHORIZATION_FAILED" in out and "User:guest" in out, out[-6000:]

@@ -288,7 +288,7 @@ def test_a_metadata_controller_refuses_raw_appends_and_keeps_working(cluster):
 
 
 def test_a_large_topic_is_described_a_page_at_a_time(cluster):
-    from quorum.node.controller_reads import PARTITION_PAGE
+    from quorum.controller.read_requests import PARTITION_PAGE
     from quorum.rpc.controller_client import ControllerClient
 
     n = 2 * PARTITION_PAGE + 500

@@ -149,8 +149,8 @@ def test_broker_registrations_and_heartbeats_take_the_wire(cluster):
     """A broker's RegisterBroker and BrokerHeartbeat go to the active controller's wire listener
     (quorum/wire/) with the same answers as over gRPC."""
     from quorum.gen.sparkraft.v1 import controller_pb2
+    from quorum.rpc.wire_methods import BY_NAME
     from quorum.wire.client import BlockingWireChannel
-    from quorum.wire.methods import BY_NAME
 
     cluster.register_brokers()
     active = cluster.nodes[cluster.active()]
@@ -208,7 +208,7 @@ def test_admin_requests_take_the_wire_and_a_write_is_visible_to_the_next_read_an
 def test_a_wire_without_a_method_is_an_older_server_and_the_client_takes_grpc_for_it(cluster):
     """A controller of an older version serves fewer methods on its wire: the client takes gRPC
     for a method the wire refuses as not served, and keeps doing so for that server."""
-    from quorum.wire.methods import BY_NAME
+    from quorum.rpc.wire_methods import BY_NAME
 
     cluster.register_brokers()
     active = cluster.nodes[cluster.active()]
@@ -226,7 +226,7 @@ def test_a_wire_without_a_method_is_an_older_server_and_the_client_takes_grpc_fo
 def test_a_forwarded_request_takes_the_wire_in_its_envelope(cluster):
     """A request a broker forwards for its client (``on_behalf_of``) goes in the wire's Forward
     envelope, naming that client, and is answered as the method's own response."""
-    from quorum.wire.methods import BY_NAME
+    from quorum.rpc.wire_methods import BY_NAME
 
     cluster.register_brokers()
     active = cluster.nodes[cluster.active()]

@@ -78,7 +78,7 @@ def test_fetches_take_the_leaders_wire_and_a_long_poll_learns_the_commit_there(c
     watermark moves; gRPC held a server thread per long poll and passed the answer on late): each
     fetch is served by the wire's Fetch handler, and a write committed during a long poll is
     returned by it."""
-    from quorum.wire.methods import BY_NAME
+    from quorum.rpc.wire_methods import BY_NAME
 
     active = cluster.nodes[cluster.active()]
     cluster.register_brokers()

@@ -18,8 +18,8 @@ from quorum.node.server import ClientSlots
 from quorum.raft.messages import FetchRequest
 from quorum.rpc.peer_client import PeerAnswer, PeerClient
 from quorum.rpc.raft_client import RaftClient
+from quorum.rpc.wire_methods import BY_NAME, HELLO
 from quorum.wire.frames import FrameReader, Status, encode_request
-from quorum.wire.methods import BY_NAME, HELLO
 from quorum.wire.server import WireServer
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.node.loop_thread import LoopThread
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.wire.frames import FrameReader, Status, encode_request
-from quorum.wire.methods import BY_NAME
 from quorum.wire.server import Deferred, WireServer
 
 APPEND = BY_NAME["Append"]

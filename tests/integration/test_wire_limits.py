@@ -15,8 +15,8 @@ from conftest import wait_for
 from quorum.connection_limits import ConnectionGate, ConnectionLimits
 from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.node.loop_thread import LoopThread
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.wire.frames import REQUEST_HEAD, VERSION, FrameReader, Status, encode_request
-from quorum.wire.methods import BY_NAME
 from quorum.wire.server import WireServer
 
 APPEND = BY_NAME["Append"]

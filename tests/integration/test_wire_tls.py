@@ -14,13 +14,13 @@ from pki import MAPPING_RULES, Pki
 
 from quorum.gen.sparkraft.v1 import raft_pb2
 from quorum.rpc.raft_client import RaftClient
+from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.authorizer import Authorizer
 from quorum.security.client import ClientSecurity
 from quorum.security.node_security import NodeSecurity
 from quorum.security.principal import PrincipalMapper
 from quorum.security.tls import ServerTls
 from quorum.wire.frames import FrameReader, Status, encode_request
-from quorum.wire.methods import BY_NAME
 
 
 class TlsQuorum(Quorum):

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from quorum.rpc.wire_methods import BY_NAME, METHODS
 from quorum.wire.frames import (
     FrameError,
     FrameReader,
@@ -15,7 +16,6 @@ from quorum.wire.frames import (
     encode_request,
     encode_response,
 )
-from quorum.wire.methods import BY_NAME, METHODS
 
 
 def _requests(n: int, rng: random.Random) -> list[Request]:

@@ -21,7 +21,7 @@ OWN_HANDLERS = {18: "ApiVersions: the controller's features", 60: "DescribeClust
 
 
 def test_every_registry_request_with_a_kafka_api_is_answered_or_named():
-    keys = {row.kafka[1] for row in ROWS if row.kafka is not None}
+    keys = {row.kafka.key for row in ROWS if row.kafka is not None}
     missing = {k for k in keys if k not in CONTROLLER.implemented and k not in NOT_ON_A_CONTROLLER}
     assert not missing, f"registry requests with a Kafka API the controllers' listener neither answers nor names: {missing}"
     assert set(NOT_ON_A_CONTROLLER) <= keys, "named as not served, but no longer in the registry"
