@@ -32,8 +32,10 @@ and restarts its log empty at the snapshot. A leader never installs one.
 
 The roles and the transitions between them are in roles.py and transitions.py (whose docstring is
 the transition table); what each role does when its time comes is in polls.py; the RPC handlers
-are in election.py and replication.py. RaftCore inherits those parts; this module keeps the
-inputs, the outputs, the checks common to every message, and the dispatch tables.
+are in election.py and replication.py; the voter set in membership.py. RaftCore is assembled from
+those parts; what they share is declared once in state.py (RaftState), and each part says in its
+``PART`` what of it it reads and writes and which of the others' methods it calls. This module
+keeps the inputs, the outputs, the checks common to every message, and the dispatch tables.
 """
 from __future__ import annotations
 

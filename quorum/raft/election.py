@@ -18,10 +18,19 @@ from quorum.raft.messages import (
     VoteResponse,
 )
 from quorum.raft.roles import Prospective
+from quorum.raft.state import RaftState, part
 
 
-class ElectionRpcs:
+class ElectionRpcs(RaftState):
     """Vote, BeginQuorumEpoch and EndQuorumEpoch, requests and responses (mixed into RaftCore)."""
+
+    # what this part uses of the core: RaftState's attributes it reads (a list or dict may change in
+    # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
+    PART = part(reads="_backoff key node_id rejoining role settings",
+                writes="",
+                calls=("_become_follower _become_unattached _campaigns _election_deadline _in_recent_voter_sets "
+                       "_leading _log_up_to_date _majority _maybe_win_prevote _refuse_epoch_jump _reply_error "
+                       "_send _violation voters"))
 
     # ------------------------------------------------------------------ Vote
     def _handle_vote_request(self, src: int, corr: int, req: VoteRequest, now: int) -> None:

@@ -29,6 +29,7 @@ from quorum.log import control_records
 from quorum.log.batch import decode_one, scan
 from quorum.log.voter_set import ReplicaKey, Voter, VoterSet, raft_state_records
 from quorum.raft.roles import Leader
+from quorum.raft.state import RaftState, part
 from quorum.raft.voter_history import read_raft_state
 
 
@@ -36,7 +37,13 @@ class VoterChangeError(SparkraftError):
     """A voter change the leader refused, with Kafka's error for it; nothing was appended."""
 
 
-class Membership:
+class Membership(RaftState):
+    # what this part uses of the core: RaftState's attributes it reads (a list or dict may change in
+    # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
+    PART = part(reads="high_watermark key log node_id role settings snapshots voter_history",
+                writes="",
+                calls="_append_proposed _become_resigned _complete_parked _leading _poll")
+
     # ------------------------------------------------------------------ the voter set
     @property
     def voters(self) -> frozenset[int]:

@@ -18,11 +18,20 @@ from quorum.raft.messages import (
     VoteRequest,
 )
 from quorum.raft.roles import ROLES, Candidate, Follower, Leader, Prospective, Resigned, Unattached
+from quorum.raft.state import RaftState, part
 
 NO_DEADLINE = 1 << 62  # "no timer set": later than any real time
 
 
-class RolePolls:
+class RolePolls(RaftState):
+    # what this part uses of the core: RaftState's attributes it reads (a list or dict may change in
+    # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
+    PART = part(reads=("_backoff _inflight _outbox bootstrap cluster_id high_watermark key log node_id rng role "
+                       "settings snapshots voter_history"),
+                writes="_next_corr records_appended",
+                calls=("_become_prospective _become_resigned _become_unattached _campaigns _complete_parked "
+                       "_majority _resign_if_removed voters"))
+
     # ------------------------------------------------------------------ polling
     def _poll(self, now: int) -> None:
         """Fire whatever deadlines have passed and send whatever the role owes."""

@@ -15,12 +15,21 @@ from quorum.log.voter_set import ReplicaKey
 from quorum.raft.errors import RaftSafetyError
 from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse
 from quorum.raft.roles import Follower, Leader
+from quorum.raft.state import RaftState, part
 from quorum.raft.voter_history import read_raft_state
 from quorum.snapshot.api import SnapshotError
 
 
-class ReplicationRpcs:
+class ReplicationRpcs(RaftState):
     """Fetch and FetchSnapshot, requests and responses (mixed into RaftCore)."""
+
+    # what this part uses of the core: RaftState's attributes it reads (a list or dict may change in
+    # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
+    PART = part(reads="_backoff log node_id role settings snapshots voter_history",
+                writes=("first_leader_high_watermark high_watermark records_fetched snapshot_failures "
+                        "snapshots_installed"),
+                calls=("_fetch_deadline _following _leading _maybe_finish_rejoin _note_appended _reply_error _send "
+                       "_violation"))
 
     def _refused_unless_leading(self, src: int, corr: int, req) -> bool:
         """A Fetch or FetchSnapshot must reach the leader of its own epoch; True if it was refused."""

@@ -34,9 +34,17 @@ from quorum.raft.errors import RaftSafetyError
 from quorum.raft.messages import FetchResponse
 from quorum.raft.progress import LeaderProgress
 from quorum.raft.roles import ROLES, Candidate, Follower, Leader, Prospective, Resigned, Role, Unattached
+from quorum.raft.state import RaftState, part
 
 
-class Transitions:
+class Transitions(RaftState):
+    # what this part uses of the core: RaftState's attributes it reads (a list or dict may change in
+    # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
+    PART = part(reads="_persisted key log node_id rejoining settings voter_history",
+                writes="role",
+                calls=("_campaigns _election_deadline _fetch_deadline _leading _majority _send _violation is_voter "
+                       "voters"))
+
     # ------------------------------------------------------------------ transitions
     def _initial_role(self, st: ElectionState, now: int) -> Role:
         if st.leader_id == self.node_id:
