@@ -17,7 +17,7 @@ import time
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.kafka_log.batches import read_batches
 from quorum.kafka_log.export import export_batches
-from quorum.kafka_log.records_gen import RECORDS
+from quorum.kafka_log.gen.records import RECORDS
 from quorum.kafka_log.wire import Reader
 from quorum.log import batch as sparkraft_batch
 from quorum.metadata.records import decode_record, encode_record

@@ -35,6 +35,7 @@ from starlette.staticfiles import StaticFiles
 from console import history, model, sql_runner
 from console.model import ConsoleError, Warehouse
 from console.sql_guard import RefusedSql, check
+from quorum.metrics.registry import Registry, histogram
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +289,6 @@ class Console:
 
 def _console_metrics(console: Console):
     """The console's own ``/metrics``: each page's time, and how new the newest cut it shows is."""
-    from quorum.metrics.registry import Registry, histogram
 
     registry = Registry()
     pages = registry.histogram(histogram("sparkraft_console_page_seconds", "Computing and rendering a page, by "

@@ -10,13 +10,13 @@ import time
 from typing import Optional
 
 from quorum.rpc.quorum_status import replication_rows, status_fields
+from quorum.rpc.raft_client import RaftClient
 
 DESCRIBE_TIMEOUT_S = 3.0
 
 
 class QuorumView:
     def __init__(self, bootstrap: str, security=None):
-        from quorum.rpc.raft_client import RaftClient
 
         self._client = RaftClient(bootstrap, timeout=DESCRIBE_TIMEOUT_S, security=security)
         self._lock = threading.Lock()  # one describe at a time: pages asking together share its answer

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from quorum.properties import parse_properties
+from quorum.security.tls import CLIENT_AUTH, load_key_store, load_trust_store
+
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
 
@@ -47,8 +50,6 @@ def tls_settings(path: Optional[str]) -> Optional[TlsSettings]:
     ssl.client.auth), each file checked now: a bad one is one line at start."""
     if path is None:
         return None
-    from quorum.properties import parse_properties
-    from quorum.security.tls import CLIENT_AUTH, load_key_store, load_trust_store
 
     props = parse_properties(Path(path).read_text())
     key_store = props.get("ssl.keystore.location")

@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+from delta_tables import storage
+
 DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"  # the same, as spark-submit's --packages names it
 # what a session needs beside the jars: Delta's SQL extension, and its catalog over the session's
@@ -61,7 +63,6 @@ def configure_s3a(spark) -> None:
     environment name (delta_tables/storage.py), as delta-rs is. Hadoop's configuration holds the
     keys in memory; Spark redacts them wherever it shows its configuration. A Spark Connect
     session is its server's to configure."""
-    from delta_tables import storage
 
     context = getattr(spark, "sparkContext", None)
     try:

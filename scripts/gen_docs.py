@@ -1,8 +1,9 @@
 """Write the documentation's reference pages from the code: the CLI from its argparse parsers, the
 configuration keys from ``quorum.config.KEYS``, the metrics from the functions that register them,
-the Delta tables from ``delta_tables.schemas``.
+the Delta tables from ``delta_tables.schemas``; and the layout of the code (docs/design/layout.md)
+from the layers' rules in ``layout.toml``, which tests/unit/test_imports.py enforces.
 
-    python scripts/gen_docs.py            # rewrite docs/reference/{cli,config,metrics,tables}.md
+    python scripts/gen_docs.py            # rewrite docs/reference/{cli,config,metrics,tables}.md, docs/design/layout.md
     python scripts/gen_docs.py --check    # exit 1, naming the stale pages, if any differs
 
 The pages are committed (they read on GitHub too) and ``tests/unit/test_docs.py`` fails when one is
@@ -180,7 +181,33 @@ def tables_page() -> str:
     return "".join(out).rstrip("\n") + "\n"
 
 
-PAGES = {"cli.md": cli_page, "config.md": config_page, "metrics.md": metrics_page, "tables.md": tables_page}
+def layout_page() -> str:
+    """The packages' table: each one's path, what it owns, and what it may import (the rules' own order)."""
+    import tomllib
+
+    rules = tomllib.loads((ROOT / "layout.toml").read_text())
+    packages = rules["packages"]
+
+    def path_of(package: str) -> str:
+        path = package.replace(".", "/")
+        return path + ".py" if (ROOT / (path + ".py")).exists() else path + "/"
+
+    everything = set(packages) - {"sparkraft", "jobs"}
+    rows = []
+    for package, rule in packages.items():
+        allowed = rule["may_import"]
+        if set(allowed) >= everything - {package}:
+            imports = "everything above"
+        else:
+            imports = ", ".join(a.removeprefix("quorum.") for a in allowed) or "-"
+        rows.append(f"| `{path_of(package)}` | {_cell(rule['owns'])} | {_cell(imports)} |")
+    return (HEADER.format(source="layout.toml") + "# Layout\n\n" + rules["intro"].strip() + "\n\n"
+            + "| package | owns | may import |\n|---|---|---|\n" + "\n".join(rows) + "\n\n"
+            + rules["beside"].strip() + "\n")
+
+
+PAGES = {"cli.md": cli_page, "config.md": config_page, "metrics.md": metrics_page, "tables.md": tables_page,
+         "../design/layout.md": layout_page}
 
 
 def main() -> int:

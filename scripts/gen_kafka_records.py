@@ -1,4 +1,4 @@
-"""Generate quorum/kafka_log/records_gen.py, the readers and writers of Apache Kafka's metadata
+"""Generate quorum/kafka_log/gen/records.py, the readers and writers of Apache Kafka's metadata
 records, from the project's description of them (quorum/kafka_log/metadata_records.schema).
 
     python scripts/gen_kafka_records.py           # rewrite the module
@@ -21,7 +21,7 @@ from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "quorum" / "kafka_log" / "metadata_records.schema"
-OUT = ROOT / "quorum" / "kafka_log" / "records_gen.py"
+OUT = ROOT / "quorum" / "kafka_log" / "gen" / "records.py"
 
 PRIMITIVES = {  # type -> (how a Reader named {r} reads it, the default of a field that has none)
     "int8": ("{r}.int8()", 0), "int16": ("{r}.int16()", 0), "int32": ("{r}.int32()", 0),

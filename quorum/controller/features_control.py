@@ -44,6 +44,7 @@ from quorum.controller.reassign_control import revert_targets
 from quorum.controller.settings import ELR_VERSION, MV_BOOTSTRAP, MV_ELR, MV_MAX, MV_MIN, MV_REASSIGNMENT
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
 
@@ -81,7 +82,6 @@ def bootstrap_image(updates: list[tuple[str, int]], image: MetadataImage) -> Met
     """``image`` with the first feature levels of ``storage format --release-version / --feature``
     (metadata.version first), checked as an upgrade would be; KeyError for kraft.version, which the
     quorum's formatting sets."""
-    from quorum.metadata.delta import MetadataDelta
 
     levels = {METADATA_VERSION: MV_BOOTSTRAP}
     for name, level in updates:

@@ -141,10 +141,6 @@ class PartitionIndex:
         """Topic id -> the mask of its partitions without a leader."""
         return dict(self.leaderless)
 
-    def all_imbalanced(self) -> list[tuple[str, int]]:
-        """Every partition not led by its preferred replica (leaderless ones included)."""
-        return [(tid, pid) for masks in self.imbalanced.values() for tid, m in masks.items() for pid in _bits(m)]
-
     def imbalance(self, preferred: int) -> tuple[int, int]:
         """(partitions ``preferred`` is the preferred replica of but does not lead, all it prefers)."""
         return (sum(m.bit_count() for m in self.imbalanced.get(preferred, {}).values()),

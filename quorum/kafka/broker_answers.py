@@ -26,6 +26,7 @@ from quorum.kafka.codec import (
     topic_uuid,
 )
 from quorum.kafka_log.export import KAFKA_METADATA_VERSION, KAFKA_RELEASE
+from quorum.kafka_log.wire import Reader
 from quorum.metadata.features import METADATA_VERSION
 from quorum.refusal_log import RefusalLog
 from quorum.security.authorizer import cluster_action
@@ -185,7 +186,6 @@ _PRINCIPAL = struct.Struct(">h")
 def principal_of(data: bytes) -> str:
     """Kafka's serialized principal (DefaultPrincipalData v0: int16 version, then type, name as
     compact strings and a token flag) as ``type:name``; ValueError if it is not one."""
-    from quorum.kafka_log.wire import Reader
 
     if len(data) < 2 or _PRINCIPAL.unpack_from(data)[0] != 0:
         raise ValueError("not a DefaultPrincipalData v0")

@@ -23,10 +23,12 @@ import logging
 import threading
 import time
 
+from quorum.controller.api import DescribeFeaturesRequest
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka import answers, broker_answers, forwarding, raft_answers
 from quorum.kafka.apis import KAFKA_ONLY_SHARED, ApiTable, KafkaContext, api_versions_answer, registry_answers
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
+from quorum.kafka.server import KafkaListener
 from quorum.kafka_log.export import ExportCache
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,6 @@ class QuorumSide:
     def features(self):
         """The controller's FeaturesDescription: what it supports, and the finalized levels (with
         kraft.version, which the Raft log holds), as ``sparkraft features describe`` reads them."""
-        from quorum.controller.api import DescribeFeaturesRequest
 
         return self.node.read(DescribeFeaturesRequest())
 
@@ -172,7 +173,6 @@ class ControllerKafkaListeners:
         return self
 
     def _open_when_loaded(self) -> None:
-        from quorum.kafka.server import KafkaListener
 
         while not self.node.loaded:
             if self._stop.wait(0.05):

@@ -62,9 +62,8 @@ def create_topics(ctx, req, version: int) -> dict:
         r = reply[i]
         item = {"name": r.name, **_ok(r.error, r.message)}
         if r.error is Errors.NONE:
-            item.update(topic_id=topic_uuid(r.topic_id) if getattr(r, "topic_id", None) else None,
-                        num_partitions=getattr(r, "num_partitions", -1),
-                        replication_factor=getattr(r, "replication_factor", -1))
+            item.update(topic_id=topic_uuid(r.topic_id) if r.topic_id else None,
+                        num_partitions=r.num_partitions, replication_factor=r.replication_factor)
         out.append(item)
     return {"throttle_time": 0, "topics": out}
 

@@ -24,7 +24,8 @@ from quorum.kafka.apis import Pending
 from quorum.kafka.codec import topic_id_text
 from quorum.kafka_log.export import export_batches, export_snapshot
 from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
-from quorum.raft.messages import FetchRequest, FetchResponse
+from quorum.log.api import OffsetAndEpoch
+from quorum.raft.messages import FetchRequest, FetchResponse, FetchSnapshotRequest
 from quorum.raft.settings import RaftSettings
 from quorum.refusal_log import RefusalLog
 from quorum.security.authorizer import cluster_action
@@ -195,7 +196,6 @@ def fetch_snapshot(ctx, req, version: int) -> dict:
     ``position`` of that. Every request asks the Raft core first (one byte), so a snapshot that is
     gone or a leader that moved is answered as the core says; only a snapshot not cached yet is
     read from it whole."""
-    from quorum.log.api import OffsetAndEpoch
 
     topics = list(req.topics)
     if len(topics) != 1 or topics[0].name != METADATA_TOPIC or len(topics[0].partitions) != 1 \
@@ -247,7 +247,6 @@ def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
     """``read(position, max_bytes)``: the Raft core's FetchSnapshotResponse for a slice of
     sparkraft's snapshot ``wanted`` (as the core's own FetchSnapshot from this observer); where the
     core refuses, _SnapshotLost with the answer saying why."""
-    from quorum.raft.messages import FetchSnapshotRequest
 
     raft = ctx.quorum.node.raft
 

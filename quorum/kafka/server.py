@@ -248,7 +248,6 @@ class KafkaListener:
 
     def _answer(self, payload: bytes, peer, ctx: apis.KafkaContext):
         """The framed response, a Pending one, or None to close the connection."""
-        """The framed response, or None to close the connection."""
         try:
             request = decode_request(payload, ctx.apis.supported)
         except UnsupportedRequest as e:

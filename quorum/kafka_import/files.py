@@ -6,11 +6,12 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from quorum.kafka_import.records import metadata_record
+from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, read_batches
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader, image_from_records
 from quorum.metadata.records import AnyRecord
+from quorum.snapshot.checkpoint import checkpoint_bytes
 
 # Kafka names a snapshot by the offset it ends before and that offset's epoch
 _SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -49,8 +50,6 @@ def checkpoint_of_kafka_snapshot(data: bytes, snapshot_id, cluster_id: str) -> b
     """A Kafka snapshot's bytes as sparkraft's checkpoint: the image its records hold, and the
     quorum's kraft.version and voters from its header batch, under the header a sparkraft
     snapshot of ``snapshot_id`` (offset, epoch) carries."""
-    from quorum.kafka_import.records import control_record
-    from quorum.snapshot.checkpoint import checkpoint_bytes
 
     raft_records = []
     try:

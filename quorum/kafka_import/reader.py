@@ -36,6 +36,7 @@ from kio.schema.fetch_snapshot.v1.request import SnapshotId as KioSnapshotId
 
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.client import KafkaConnection
+from quorum.kafka_import.files import checkpoint_of_kafka_snapshot
 from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, batch_size, read_batches
 from quorum.kafka_log.topic import METADATA_TOPIC, METADATA_TOPIC_ID
@@ -247,7 +248,6 @@ class KafkaMetadataLogReader:
     def download_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> bytes:
         """Kafka's snapshot ``snapshot_id`` from the leader (FetchSnapshot), as sparkraft's
         checkpoint bytes (its image, and the quorum's voters and kraft.version it carries)."""
-        from quorum.kafka_import.files import checkpoint_of_kafka_snapshot
 
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         if not self.cluster_id:

@@ -29,13 +29,14 @@ from kio.schema.voters_record.v0 import data as voters
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32, u16
 
-from quorum.kafka_log.records_gen import WRITERS
+from quorum.kafka_log.gen.records import WRITERS
 from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.metadata import change_block
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, decode_record, record_type
+from quorum.snapshot.checkpoint import decode_checkpoint
 
 KAFKA_METADATA_VERSION = 14
 KAFKA_RELEASE = "3.6-IV2"
@@ -98,7 +99,7 @@ def _b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
-# sparkraft's record type -> its message as Kafka's fields (the names records_gen's readers give);
+# sparkraft's record type -> its message as Kafka's fields (the names the generated readers, gen/records.py, give);
 # a type sparkraft writes that is not here is a test failure (tests/unit/kafka_log/test_export.py)
 TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
     RecordType.REGISTER_BROKER_RECORD: _register_broker,
@@ -336,7 +337,6 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
     snapshot holds them), the image's records in batches, a SnapshotFooter batch; offsets from 0.
     A checkpoint packs each topic's partitions in one record: they go out one PartitionRecord each,
     as Kafka's image writes them."""
-    from quorum.snapshot.checkpoint import decode_checkpoint
 
     _header, image = decode_checkpoint(checkpoint)
     raft_records = [r for r in sparkraft_batch.decode(checkpoint)[0].records[1:]]

@@ -1,6 +1,6 @@
 """What one record of Apache Kafka's metadata log says: a metadata record (its value is Kafka's
 frame ``uvarint 1, uvarint api key, uvarint version`` and the message, read by the generated
-readers of records_gen.py) or a control record (key ``int16 version, int16 type``, the value a
+readers of gen/records.py) or a control record (key ``int16 version, int16 type``, the value a
 message kio reads: LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion, KRaftVoters).
 
 ``describe`` gives the JSON form kafka-dump-log prints for it (camelCase fields, UUIDs in Kafka's
@@ -24,7 +24,7 @@ from kio.schema.snapshot_header_record.v0.data import SnapshotHeaderRecord
 from kio.schema.voters_record.v0.data import VotersRecord
 from kio.serial import entity_reader
 
-from quorum.kafka_log.records_gen import RECORDS
+from quorum.kafka_log.gen.records import RECORDS
 from quorum.kafka_log.wire import Reader, uuid_text
 
 REDACTED = "(redacted)"

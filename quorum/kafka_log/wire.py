@@ -156,7 +156,7 @@ def uuid_bytes(text: str) -> bytes:
 
 
 class Writer:
-    """Appends Kafka's encodings to ``buf``: what the generated writers of records_gen.py call."""
+    """Appends Kafka's encodings to ``buf``: what the generated writers of gen/records.py call."""
 
     __slots__ = ("buf",)
 

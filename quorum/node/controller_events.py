@@ -58,3 +58,6 @@ class Call:
 @dataclass(frozen=True, slots=True)
 class Stop:
     pass
+
+
+ITEMS = (Committed, SnapshotInstalled, Request, Proposed, Call)  # each handled by its handler (Stop ends the loop)

@@ -26,13 +26,9 @@ as the write's own work). Anything that may walk many partitions stays on the co
 so Raft's loop never stalls behind it; when the controller thread is busy (a fencing at 2M), quick
 items queue behind its work as before.
 
-Leadership. The RaftNode's status says who leads which epoch. The core is activated for epoch E
-only once this node leads E *and* it has replayed a committed batch written in E: the leader's
-first batch of an epoch is its LeaderChange record, so by then everything committed by earlier
-leaders has been replayed (high watermark > epoch start), as Kafka's QuorumController waits for
-"the leader's own epoch start" before it takes requests. It is deactivated as soon as the status
-shows another epoch or role, or a proposal fails with NotLeaderError; it is never re-activated in
-an epoch it was deactivated in.
+Leadership (controller_leadership.py). The core is activated for epoch E only once this node leads
+E *and* it has replayed a committed batch written in E, and deactivated as soon as that stops being
+true; never re-activated in an epoch it was deactivated in.
 
 Replies (pending_replies.py). A request's reply is given once its LAST batch is committed *and*
 replayed here, so a read on this node right after a write sees the write. Replies are given in the order requests were
@@ -51,29 +47,21 @@ import concurrent.futures
 import logging
 import threading
 import time
-from dataclasses import replace
 from typing import Any, Callable, Optional
 
-from quorum.config import NodeConfig
 from quorum.controller import registry
 from quorum.controller.core import ControllerCore
 from quorum.controller.health import cluster_health
-from quorum.controller.settings import ControllerSettings
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.migration.driver import MigrationDriver
 from quorum.node import controller_extras
 from quorum.node.controller_events import Call, Check, Committed, Proposed, Request, SnapshotInstalled, Stop
+from quorum.node.controller_leadership import Leadership
 from quorum.node.listeners import SnapshotLoad
 from quorum.node.pending_replies import Pending, PendingReplies, not_controller
 from quorum.node.raft_node import RaftNode
 from quorum.node.snapshot_policy import SnapshotPolicy
-from quorum.raft.settings import RaftSettings
-from quorum.rpc.controller_service import ControllerService
-from quorum.rpc.controller_wire import controller_handlers
-from quorum.rpc.sasl_service import SaslService
-from quorum.snapshot.files import read_bootstrap_metadata
-from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
 
@@ -92,62 +80,19 @@ class ControllerNode:
         self._turn = threading.Lock()  # held by whichever thread touches the core
         self._wake_at_ms = 0  # when the controller thread wakes next on its own (its next timer)
         self._pending = PendingReplies(self.node_id)
-        self._active_epoch: Optional[int] = None
-        self._last_deactivated_epoch = -1
-        self._last_replayed_epoch = -1
         self._thread: Optional[threading.Thread] = None
         self._running = False
         self._stopped = threading.Event()
         self.fatal_error: Optional[BaseException] = None
         self.replay_errors = 0  # committed batches the core could not replay (logged)
-        self.activations = 0  # times this node became the active controller (metrics)
         self.busy_s = 0.0  # seconds either thread spent handling the core's items (metrics: its idle ratio)
         self._started_at: Optional[float] = None
         self.loaded = False  # replayed what the log held at start (see _follow_security)
         self._replay_to_load = 0
-        self._state_cond = threading.Condition()
+        self.leadership = Leadership(self.node_id, raft, core, self._pending)  # when this core is active
         self.snapshots = SnapshotPolicy(raft, core)
         self.security = raft.security
         self.migration: Optional[MigrationDriver] = None  # set by from_config on a migrating quorum
-
-    @classmethod
-    def create(cls, node_id: int, voters, listen, log_dir, raft_settings=None, controller_settings_=None,
-               **raft_kw) -> "ControllerNode":
-        """A RaftNode serving both the Raft and the Controller gRPC services on ``listen``, and its core."""
-        service, sasl = ControllerService(), SaslService()
-        raft = RaftNode(node_id, voters, listen, log_dir, raft_settings or RaftSettings(),
-                        servicers=(service.add_to_server, sasl.add_to_server),
-                        wire_handlers=controller_handlers(service), **raft_kw)
-        try:
-            core = ControllerCore(node_id, raft.cluster_id, controller_settings_ or ControllerSettings())
-            node = cls(raft, core)
-        except BaseException:
-            raft.shutdown(graceful=False)
-            raise
-        service.attach(node)
-        sasl.attach(node.security)
-        return node
-
-    @classmethod
-    def from_config(cls, config: NodeConfig) -> "ControllerNode":
-        listen = config.controller_listener
-        if listen is None or not (config.voters or config.bootstrap_servers):
-            raise SparkraftError(Errors.INVALID_REQUEST, "a controller needs process.roles=controller, "
-                                 "controller.quorum.voters or .bootstrap.servers and a controller listener")
-        settings = replace(config.controller_settings(), bootstrap_records=read_bootstrap_metadata(config.log_dir))
-        node = cls.create(config.node_id, config.voters or {}, listen, config.log_dir, config.raft_settings(),
-                          settings, segment_bytes=config.log_segment_bytes,
-                          retention=Retention.from_config(config), bootstrap=config.bootstrap_servers or (),
-                          listener_name=config.controller_listener_name, auto_join=config.auto_join_enable,
-                          security=config.node_security(config.controller_listener_name),
-                          wire_port=config.wire_port if config.wire_port >= 0 else None,
-                          limits=config.connection_limits(), more_listeners=config.more_controller_listeners())
-        node.snapshots.max_bytes = config.log_max_record_bytes_between_snapshots
-        interval = config.log_max_snapshot_interval_ms
-        node.snapshots.interval_s = interval / 1000 if interval else None
-        if config.zookeeper_metadata_migration_enable:
-            node.migration = MigrationDriver(node, config.zookeeper_connect, config.zookeeper_session_timeout_ms)
-        return node
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -206,17 +151,21 @@ class ControllerNode:
     @property
     def is_active(self) -> bool:
         """This node is the active controller (as of the controller loop's last round)."""
-        return self._active_epoch is not None
+        return self.leadership.active_epoch is not None
 
     @property
     def active_epoch(self) -> Optional[int]:
         """The epoch this node is the active controller of, or None."""
-        return self._active_epoch
+        return self.leadership.active_epoch
+
+    @property
+    def activations(self) -> int:
+        """Times this node became the active controller (metrics)."""
+        return self.leadership.activations
 
     def wait_active(self, timeout: float) -> bool:
         """Wait until this node is the active controller; False on timeout."""
-        with self._state_cond:
-            return self._state_cond.wait_for(lambda: self._active_epoch is not None, timeout)
+        return self.leadership.wait_active(timeout)
 
     def leader_id(self) -> Optional[int]:
         st = self.raft.status()
@@ -324,7 +273,7 @@ class ControllerNode:
                 return False
             started = time.monotonic()
             try:
-                self._check_leadership()
+                self.leadership.check()
                 _HANDLERS[type(item)](self, item)
             except BaseException as e:  # as on the controller thread: this controller stops
                 self._stops_on(e)
@@ -373,7 +322,7 @@ class ControllerNode:
         sessions before the next expiry check (the core fences at most one broker per tick for the
         same reason)."""
         inbox = self._inbox
-        self._check_leadership()
+        self.leadership.check()
         if not self.loaded:  # the leader's word may come after the last delivery it needs
             self._follow_security()
         while inbox:
@@ -381,9 +330,9 @@ class ControllerNode:
             if isinstance(item, Stop):
                 return None
             _HANDLERS[type(item)](self, item)
-        self._check_leadership()
+        self.leadership.check()
         wait_s = LEADERSHIP_POLL_S
-        if self._active_epoch is not None:
+        if self.leadership.active_epoch is not None:
             now = self.raft.now_ms()
             deadline = self.core.next_deadline_ms()
             if deadline is not None and deadline <= now:
@@ -403,7 +352,7 @@ class ControllerNode:
             self._follow_security()
         finally:
             item.done()
-        self._check_leadership()
+        self.leadership.check()
         self._settle()
 
     def _on_snapshot_installed(self, item: SnapshotInstalled) -> None:
@@ -440,7 +389,7 @@ class ControllerNode:
                 log.error("Controller %d cannot replay the batch at offsets %d..%d (epoch %d): %s "
                           "(%d such batches so far)", self.node_id, batch.base_offset, batch.last_offset,
                           batch.epoch, e, self.replay_errors)
-        self._last_replayed_epoch = batch.epoch
+        self.leadership.last_replayed_epoch = batch.epoch
 
     def _follow_security(self) -> None:
         """The authorizer and the SCRAM logins take the committed ACLs and credentials after each
@@ -462,34 +411,9 @@ class ControllerNode:
         if self.security.scram is not None:
             self.security.scram.follow(self.core.image.scram, loaded=self.loaded)
 
-    def _check_leadership(self) -> None:
-        st = self.raft.status()
-        leading = st.state == "Leader"
-        if self._active_epoch is not None and (not leading or st.epoch != self._active_epoch):
-            self._deactivate(st.leader_id)
-        if (self._active_epoch is None and leading and st.epoch > self._last_deactivated_epoch
-                and self._last_replayed_epoch == st.epoch):
-            self.core.activate(st.epoch, self.raft.now_ms())
-            self._active_epoch = st.epoch
-            self.activations += 1
-            log.info("Controller %d is the active controller in epoch %d (metadata offset %d)", self.node_id,
-                     st.epoch, self.core.last_committed_offset)
-            with self._state_cond:
-                self._state_cond.notify_all()
-
-    def _deactivate(self, leader_id: Optional[int]) -> None:
-        epoch, self._active_epoch = self._active_epoch, None
-        self._last_deactivated_epoch = max(self._last_deactivated_epoch, epoch)
-        self.core.deactivate()
-        log.info("Controller %d is no longer the active controller (epoch %d; leader now %s)", self.node_id,
-                 epoch, "unknown" if leader_id is None else leader_id)
-        self._pending.fail_all(not_controller(self.node_id, leader_id))
-        with self._state_cond:
-            self._state_cond.notify_all()
-
     def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int,
                         check: Optional[Check] = None) -> None:
-        if self._active_epoch is None:
+        if self.leadership.active_epoch is None:
             st = self.raft.status()
             future.set_exception(not_controller(self.node_id, st.leader_id,
                                                 activating=st.state == "Leader"))
@@ -519,7 +443,7 @@ class ControllerNode:
         """Propose an Operation's batches in order; its reply waits in FIFO order for their commit.
         ``arrived``, ``started``: when its request was queued and taken up (time.monotonic()), for
         the slow-operation log."""
-        pending = self._pending.add(op, future, self._active_epoch, arrived, started)
+        pending = self._pending.add(op, future, self.leadership.active_epoch, arrived, started)
         for index, records in enumerate(op.batches):
             proposal = self.raft.propose(records)
             proposal.add_done_callback(lambda f, p=pending, i=index: self._proposal_done(Proposed(p, i, f)))
@@ -535,8 +459,8 @@ class ControllerNode:
         error = proposal.exception()
         if error is not None:
             leader = error.leader_id if isinstance(error, NotLeaderError) else self.leader_id()
-            if self._active_epoch is not None and self._active_epoch == pending.epoch:
-                self._deactivate(leader)  # fails every pending request, this one included
+            if self.leadership.active_epoch is not None and self.leadership.active_epoch == pending.epoch:
+                self.leadership.deactivate(leader)  # fails every pending request, this one included
             else:
                 pending.fail(not_controller(self.node_id, leader))
             return
@@ -548,12 +472,7 @@ class ControllerNode:
 
     def _fail_everything(self) -> None:
         error = not_controller(self.node_id, None)
-        if self._active_epoch is not None:
-            self._active_epoch = None
-            try:
-                self.core.deactivate()
-            except Exception:
-                log.debug("deactivate failed during shutdown", exc_info=True)
+        self.leadership.stop()
         self._pending.fail_all(error)
         while self._inbox:
             item = self._inbox.popleft()
@@ -563,8 +482,8 @@ class ControllerNode:
                 item.future.set_exception(ControllerNotRunningError(f"controller {self.node_id} stopped"))
             elif isinstance(item, (Committed, SnapshotInstalled)):
                 item.done()
-        with self._state_cond:
-            self._state_cond.notify_all()
+        with self.leadership.changed:
+            self.leadership.changed.notify_all()
 
 
 def _always() -> bool:
@@ -578,4 +497,3 @@ _HANDLERS: dict[type, Callable[[ControllerNode, Any], None]] = {
     Proposed: ControllerNode._on_proposed,
     Call: ControllerNode._on_call,
 }
-assert set(_HANDLERS) == {Committed, SnapshotInstalled, Request, Proposed, Call}, "an item type has no handler"

@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 from quorum.errors import SparkraftError
 from quorum.log.voter_set import Endpoint, ReplicaKey
 from quorum.rpc import convert
+from quorum.rpc.raft_client import RaftClient
 from quorum.security.client import ClientSecurity
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,6 @@ class SelfMembership:
         self._busy.start()
 
     def _ask(self, step: tuple[str, ReplicaKey], leader: tuple[str, int], cluster_id: str) -> None:
-        from quorum.rpc.raft_client import RaftClient
 
         what, key = step
         listeners = [(e.name, e.host, e.port) for e in self.endpoints]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from quorum.log.voter_set import ZERO_UUID
+from quorum.rpc.convert import format_listener
 
 if TYPE_CHECKING:
     from quorum.rpc.raft_client import QuorumInfo
@@ -25,7 +26,6 @@ def _ts(ms) -> int:
 
 def status_fields(info: "QuorumInfo") -> dict:
     """The --status object, computed as Kafka's tool does (lag against the leader's log end)."""
-    from quorum.rpc.convert import format_listener
 
     leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
     laggard = min(info.voters, key=lambda v: v.log_end_offset, default=None)

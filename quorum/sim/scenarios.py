@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Callable, Optional
 
+from quorum.errors import Errors
 from quorum.log.api import OffsetAndEpoch
 from quorum.raft.limits import MAX_EPOCH
 from quorum.raft.messages import (
@@ -387,7 +388,6 @@ def upgrade_chaos(seed: int, duration_ms: int = 20_000) -> Cluster:
 def _change(c: Cluster, add: Optional[int] = None, remove=None, limit_ms: int = 30_000) -> None:
     """Make one voter change and wait until it is committed, writing meanwhile; retried while the
     leader answers REQUEST_TIMED_OUT (the node is not caught up yet, or no leader)."""
-    from quorum.errors import Errors
     end = c.now + limit_ms
     while c.now < end:
         if c.change_voters(add=add, remove=remove) is Errors.NONE:

@@ -1,4 +1,5 @@
-"""Command groups of the ``sparkraft`` CLI, one module each (storage, later controller, quorum...).
+"""Command groups of the ``sparkraft`` CLI, one module each (storage, controller, quorum...), and the
+helpers they share (this module): parsers, options, the controller client, signal handling.
 
 A group module has ``register(subparsers)``: it adds its group parser and, for each command,
 calls ``add_command``. Modules import heavy things (gRPC, Spark) inside their handlers, so
@@ -33,6 +34,45 @@ def client_security(args: argparse.Namespace):
     from quorum.security.client import ClientSecurity
 
     return ClientSecurity.from_command_config(getattr(args, "command_config", None))
+
+
+def add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap-controller`` and ``--timeout``, as every controller-facing command takes them."""
+    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
+                        help="any controllers of the quorum (down or standby ones are fine)")
+    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="how long to look for the active controller (default 15)")
+
+
+def client(args: argparse.Namespace):
+    """A ControllerClient for ``--bootstrap-controller``, ``--timeout`` and ``--command-config``."""
+    from quorum.rpc.controller_client import ControllerClient
+
+    return ControllerClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args))
+
+
+class signals:
+    """While the ``with`` block runs: SIGTERM and SIGINT call ``stop(signal name)``, SIGHUP calls
+    ``reopen()`` (rotated key files are read again), as a server process takes them."""
+
+    def __init__(self, stop: Callable[[str], None], reopen: Callable[[], None]):
+        self.stop, self.reopen, self.previous = stop, reopen, {}
+
+    def __enter__(self):
+        import signal
+
+        def on_signal(signum, _frame) -> None:
+            self.stop(signal.Signals(signum).name)
+
+        self.previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        self.previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, lambda *_: self.reopen())
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
 
 
 def add_storage_options(parser: argparse.ArgumentParser) -> None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, client
 
 OPERATIONS = ("ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
               "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS")

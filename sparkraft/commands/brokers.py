@@ -10,8 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Sequence
 
-from sparkraft.commands import add_command, add_group
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, add_group, client
 
 if TYPE_CHECKING:
     from quorum.controller.api import BrokerDescription

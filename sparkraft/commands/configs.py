@@ -19,8 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command, add_group
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, add_group, client
 
 ENTITY_TYPES = ("topics", "brokers", "cluster", "users", "clients", "ips")
 QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}  # the command's type -> the quota entity's

@@ -5,7 +5,8 @@ Controller service share one gRPC server on the controller listener; when this n
 quorum it is the active controller and answers brokers and admin tools.
 
 With ``process.roles=broker,controller`` it runs the broker too (combined mode; see
-``sparkraft.commands.broker.run_combined``).
+``sparkraft.commands.broker.run_combined``). The process is assembled in
+quorum/node/controller_process.py; this module parses the command and handles the signals.
 
 SIGTERM or SIGINT stops it cleanly: a leader resigns with EndQuorumEpoch (so a successor is
 elected at once) and the process exits 0. Bad config, an unformatted or foreign log directory, or
@@ -15,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import threading
 
-from sparkraft.commands import add_command, add_group
+from sparkraft.commands import add_command, add_group, signals
 
 log = logging.getLogger("sparkraft.controller")
 
@@ -35,7 +35,8 @@ def register(subparsers) -> None:
 
 def run_start(args: argparse.Namespace) -> int:
     from quorum.config import ConfigError, load_config
-    from quorum.node.controller_node import ControllerNode
+    from quorum.node.broker_process import broker_endpoints
+    from quorum.node.controller_process import ControllerProcess
 
     config = load_config(args.config)
     if not config.is_controller:
@@ -44,7 +45,7 @@ def run_start(args: argparse.Namespace) -> int:
         if args.raft_only:
             raise ConfigError(f"{args.config}: --raft-only runs no metadata controller, so no broker either "
                               f"(process.roles=broker,controller)")
-        from sparkraft.commands.broker import broker_endpoints, run_combined
+        from sparkraft.commands.broker import run_combined
 
         if not broker_endpoints(config):
             raise ConfigError(f"{args.config}: listeners has no broker listener to register")
@@ -52,82 +53,16 @@ def run_start(args: argparse.Namespace) -> int:
     stop = threading.Event()
     received: list[str] = []
 
-    def on_signal(signum, _frame) -> None:
-        received.append(signal.Signals(signum).name)
+    def on_stop(why: str) -> None:
+        received.append(why)
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    if args.raft_only:
-        from quorum.node import RaftNode
-
-        node = RaftNode.from_config(config, raw_appends=True)
-    else:
-        node = ControllerNode.from_config(config)
-    raft = node if args.raft_only else node.raft
-    kafka = None if args.raft_only else _kafka_listeners(config, node)
-
-    def reload_tls(*_) -> None:
-        raft.reload_tls()
-        if kafka is not None:
-            kafka.reload_tls()
-
-    previous[signal.SIGHUP] = signal.signal(signal.SIGHUP, reload_tls)
-    metrics = None
-    try:
-        if config.metrics_listener:
-            from quorum.metrics.registry import Registry
-            from quorum.metrics.server import MetricsServer
-            from quorum.metrics.sources import controller_metrics, raft_metrics
-
-            registry = Registry()
-            if args.raft_only:
-                raft_metrics(registry, node)
-            else:
-                controller_metrics(registry, node)
-            metrics = MetricsServer(*config.metrics_listener, registry).start()
-        node.start()
-        if kafka is not None:
-            kafka.start(threading.Event())
-        while not stop.is_set():
-            if node.wait_stopped(0.2):
-                break
-    except BaseException:
-        if kafka is not None:
-            kafka.stop()
-        node.shutdown(graceful=False)
-        raise
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if node.fatal_error is not None:
-        if kafka is not None:
-            kafka.stop()
-        node.shutdown(graceful=False)
-        raise node.fatal_error
+    built: list[ControllerProcess] = []  # (a SIGHUP before it is built has nothing to reload)
+    with signals(on_stop, lambda: [p.reload_tls() for p in built]):
+        process = ControllerProcess(config, raft_only=args.raft_only)
+        built.append(process)
+        process.start()
+        process.run_until(stop)
     log.info("Controller %d stopping (%s)", config.node_id, received[0] if received else "stopped")
-    if kafka is not None:
-        kafka.stop()
-    node.shutdown(graceful=True)
-    if metrics is not None:
-        metrics.stop()
+    process.close(graceful=True)
     return 0
-
-
-def _kafka_listeners(config, node):
-    """The controller's Kafka listeners (its controller listeners after the first; None if it has
-    none), with the clients they reach the quorum through (both follow the leader)."""
-    from quorum.kafka.controller_apis import ControllerKafkaListeners
-    from quorum.node.local_first import LocalFirstController
-    from quorum.rpc.controller_client import ControllerClient
-    from quorum.rpc.raft_client import RaftClient
-    from sparkraft.commands.broker import controllers_of
-
-    if not config.more_controller_listeners():
-        return None
-    bootstrap = controllers_of(config)
-    security = config.node_security(config.controller_listener_name).client
-    return ControllerKafkaListeners(
-        config, node, node.raft.cluster_id,
-        forwarding=LocalFirstController(node, ControllerClient(bootstrap, timeout=30.0, rpc_timeout=10.0,
-                                                               security=security)),
-        raft=RaftClient(bootstrap, timeout=30.0, cluster_id=node.raft.cluster_id, security=security))

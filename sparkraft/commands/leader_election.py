@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, client
 
 
 def register(subparsers) -> None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command, add_group
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, add_group, client
 
 
 def register(subparsers) -> None:

@@ -23,8 +23,7 @@ import json
 import random
 from pathlib import Path
 
-from sparkraft.commands import add_command
-from sparkraft.commands.topics import add_bootstrap, client
+from sparkraft.commands import add_bootstrap, add_command, client
 
 
 def register(subparsers) -> None:

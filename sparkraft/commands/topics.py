@@ -15,24 +15,10 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from sparkraft.commands import add_command, add_group, client_security
+from sparkraft.commands import add_bootstrap, add_command, add_group, client
 
 if TYPE_CHECKING:
     from quorum.controller.api import TopicDescription
-
-
-def add_bootstrap(parser: argparse.ArgumentParser) -> None:
-    """``--bootstrap-controller`` and ``--timeout``, as every controller-facing command takes them."""
-    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
-                        help="any controllers of the quorum (down or standby ones are fine)")
-    parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
-                        help="how long to look for the active controller (default 15)")
-
-
-def client(args: argparse.Namespace):
-    from quorum.rpc.controller_client import ControllerClient
-
-    return ControllerClient(args.bootstrap_controller, timeout=args.timeout, security=client_security(args))
 
 
 def register(subparsers) -> None:

@@ -16,6 +16,7 @@ from quorum.raft.settings import RaftSettings
 pytest.importorskip("quorum.controller.core")
 
 from quorum.node.controller_node import ControllerNode  # noqa: E402
+from quorum.node.controller_process import new_controller_node  # noqa: E402
 from quorum.rpc.controller_client import ControllerClient  # noqa: E402
 
 VOTERS = (1, 2, 3)
@@ -30,7 +31,7 @@ class Cluster:
         self.nodes: dict[int, ControllerNode] = {}
         for i in VOTERS:
             format_storage(root / f"c{i}", self.cluster_id, i)
-            self.nodes[i] = ControllerNode.create(i, placeholder, ("127.0.0.1", 0), root / f"c{i}", FAST)
+            self.nodes[i] = new_controller_node(i, placeholder, ("127.0.0.1", 0), root / f"c{i}", FAST)
         addresses = {i: ("127.0.0.1", n.port) for i, n in self.nodes.items()}
         for n in self.nodes.values():
             n.raft.set_voter_addresses(addresses)

@@ -162,7 +162,7 @@ def test_a_damaged_kafka_segment_prints_what_is_good_then_says_where(kafka_log, 
 
 
 def test_every_record_type_kafka_defines_is_generated_with_its_newest_version(tmp_path):
-    from quorum.kafka_log.records_gen import RECORDS
+    from quorum.kafka_log.gen.records import RECORDS
 
     stdout = jshell("""
 for (var t : org.apache.kafka.common.metadata.MetadataRecordType.values())

@@ -1,70 +1,20 @@
-"""The structure, held by tests: packages form layers, each imports only the ones it is allowed,
-no two packages import each other (even through others, inside a function or under TYPE_CHECKING),
-and the Raft core reaches no I/O at all. docs/design/layout.md is this table in prose."""
+"""The structure, held by tests: packages form layers, each imports only the ones it is allowed
+(layout.toml), no two packages import each other (even through others, inside a function or under
+TYPE_CHECKING), and the Raft core reaches no I/O at all. docs/design/layout.md is written from the
+same rules (scripts/gen_docs.py; tests/unit/test_docs.py fails when it is stale)."""
 import ast
 import pathlib
+import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOPS = ("quorum", "streaming", "delta_tables", "jobs", "sparkraft", "console")
 
-# Each package and what it may import of ours, lowest layer first. A package under quorum/ is
+# Each package and what it may import of ours, lowest layer first: layout.toml, the one source of
+# these rules (scripts/gen_docs.py writes docs/design/layout.md from it). A package under quorum/ is
 # quorum.<name> (a module such as quorum/config.py counts as one). Generated code, quorum.gen,
 # imports nothing of ours.
-MAY_IMPORT: dict[str, set[str]] = {
-    "quorum.errors": set(),
-    "quorum.properties": set(),
-    "quorum.uuids": set(),
-    "quorum.gc_tuning": set(),
-    "quorum.allocator": set(),
-    "quorum.gen": set(),
-    "quorum.metrics": set(),
-    "quorum.connection_limits": set(),
-    "quorum.refusal_log": set(),  # refusals a client causes, logged once per client and kind a while
-    "quorum.wire": {"quorum.gen", "quorum.connection_limits"},
-    "quorum.log": {"quorum.errors", "quorum.properties", "quorum.uuids"},
-    "quorum.metadata": {"quorum.errors", "quorum.uuids", "quorum.gen"},
-    "quorum.snapshot": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata"},
-    "quorum.raft": {"quorum.errors", "quorum.log", "quorum.snapshot"},
-    # Apache Kafka's metadata log formats: record batch v2 and the metadata records (generated), read
-    # as they are; and sparkraft's log and snapshots written in them (export.py), for Kafka's brokers
-    "quorum.kafka_log": {"quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot"},
-    "quorum.security": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.properties"},
-    "quorum.controller": {"quorum.errors", "quorum.uuids", "quorum.gen", "quorum.log", "quorum.metadata",
-                          "quorum.security"},
-    "quorum.config_values": {"quorum.security"},  # a config value's text to its value
-    "quorum.config": {"quorum.properties", "quorum.config_values", "quorum.connection_limits", "quorum.raft", "quorum.controller",
-                      "quorum.security"},
-    "quorum.rpc": {"quorum.errors", "quorum.gen", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.raft",
-                   "quorum.controller", "quorum.config", "quorum.security", "quorum.wire"},
-    # (quorum.log: a broker keeps its own copy of the metadata log after its cache, in log segments)
-    "quorum.broker": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.snapshot", "quorum.controller",
-                      "quorum.rpc", "quorum.security"},
-    # a broker's Kafka listener: answers from a MetadataImage, forwards through the ControllerClient it is
-    # handed; a controller's also serves Kafka's brokers the metadata log (the Raft core's Fetch, in Kafka's format)
-    "quorum.kafka": {"quorum.errors", "quorum.connection_limits", "quorum.refusal_log", "quorum.metadata", "quorum.controller",
-                     "quorum.security", "quorum.kafka_log", "quorum.log", "quorum.raft"},
-    # the ZooKeeper migration: Kafka's znodes, the import, the mirror's writes, the driver thread (kazoo)
-    "quorum.migration": {"quorum.errors", "quorum.gen", "quorum.metadata", "quorum.controller"},
-    "quorum.node": {"quorum.errors", "quorum.connection_limits", "quorum.refusal_log", "quorum.gen", "quorum.metrics", "quorum.log", "quorum.snapshot", "quorum.raft",
-                    "quorum.controller", "quorum.config", "quorum.rpc", "quorum.security", "quorum.wire",
-                    "quorum.migration"},
-    "quorum.sim": {"quorum.errors", "quorum.log", "quorum.snapshot", "quorum.raft", "quorum.controller"},
-    "quorum.shell": {"quorum.metadata"},
-    # Apache Kafka's metadata as sparkraft's: its records converted, its files as an image, its quorum's
-    # log read over Kafka's protocol (kio's framing from quorum.kafka) as rpc's log reader reads ours
-    "quorum.kafka_import": {"quorum.errors", "quorum.gen", "quorum.kafka_log", "quorum.log", "quorum.metadata",
-                            "quorum.snapshot", "quorum.security", "quorum.kafka", "quorum.rpc"},
-    "delta_tables": {"quorum.gen", "quorum.log", "quorum.metadata"},
-    "streaming": {"quorum.errors", "quorum.log", "quorum.metadata", "quorum.metrics", "quorum.snapshot", "quorum.rpc",
-                  "quorum.security", "quorum.kafka_import", "delta_tables"},
-    # the web console: the warehouse's tables, the quorum as its controllers describe it, its own metrics
-    "console": {"delta_tables", "quorum.metrics", "quorum.rpc", "quorum.properties", "quorum.security"},
-    "sparkraft": {"quorum.errors", "quorum.connection_limits", "quorum.uuids", "quorum.gc_tuning", "quorum.allocator", "quorum.metrics", "quorum.log", "quorum.metadata",
-                  "quorum.snapshot", "quorum.raft", "quorum.controller", "quorum.config", "quorum.rpc", "quorum.broker",
-                  "quorum.kafka", "quorum.kafka_log", "quorum.kafka_import", "quorum.node", "quorum.migration", "quorum.shell", "quorum.security",
-                  "delta_tables", "streaming", "console"},
-    "jobs": {"delta_tables", "sparkraft", "quorum.controller"},  # the pipeline: topic configs' defaults
-}
+MAY_IMPORT: dict[str, set[str]] = {name: set(rule["may_import"]) for name, rule in
+                                   tomllib.loads((ROOT / "layout.toml").read_text())["packages"].items()}
 
 # The Raft core is sans-I/O: none of these anywhere in what it imports.
 FORBIDDEN_IN_CORE = {"socket", "threading", "time", "os", "grpc", "asyncio", "select", "subprocess",
@@ -113,7 +63,7 @@ def package_edges() -> dict[str, dict[str, str]]:
 def test_every_package_has_a_place_in_the_layers():
     found = {package_of(".".join(rel.with_suffix("").parts)) for rel, _ in _sources()}
     found = found - {"quorum", "quorum.__init__"} | {top for top in TOPS if top != "quorum"}
-    assert found <= set(MAY_IMPORT), f"add {sorted(found - set(MAY_IMPORT))} to MAY_IMPORT and docs/design/layout.md"
+    assert found <= set(MAY_IMPORT), f"add {sorted(found - set(MAY_IMPORT))} to layout.toml (then run scripts/gen_docs.py)"
 
 
 def test_each_package_imports_only_what_it_may():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 
 from quorum.kafka_import.records import CONVERT, control_record, metadata_record
-from quorum.kafka_log.records_gen import RECORDS
+from quorum.kafka_log.gen.records import RECORDS
 from quorum.log import control_records
 from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, UnknownRecord, to_json
 

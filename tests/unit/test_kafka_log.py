@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum.kafka_log import batches, records
-from quorum.kafka_log.records_gen import RECORDS
+from quorum.kafka_log.gen.records import RECORDS
 from quorum.kafka_log.wire import Reader
 
 ROOT = Path(__file__).resolve().parent.parent.parent
