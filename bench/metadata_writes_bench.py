@@ -193,7 +193,8 @@ def report(document: dict) -> str:
                              fmt_number(_get(etcd, c, theirs, "per_s")),
                              fmt_number(_get(etcd, c, theirs, "latency_ms", "p50"), 2),
                              fmt_number(_get(etcd, c, theirs, "latency_ms", "p99"), 2),
-                             fmt_number(got, 2) + (f" (goal ≥ {goal:g})" if goal is not None and got else "")])
+                             None if got is None else fmt_number(got, 2) + (f" (goal ≥ {goal:g})" if goal is not None
+                                                                            else "")])
         lines += [f"**{title}**", "",
                   markdown_table(["writers", "sparkraft", "per s", "p50 ms", "p99 ms", "etcd per s", "p50 ms",
                                   "p99 ms", "sparkraft ÷ etcd"], rows), ""]
