@@ -397,6 +397,19 @@ def controller_processes(tmp_path, request):
             print(cp.dump_outputs())
 
 
+@pytest.fixture
+def fixed_ports():
+    """Held by the tests that listen on the walkthrough's fixed ports (the README's walkthrough, and
+    ``sparkraft demo``, whose brokers take 9092-9094 when they are free): one such test at a time
+    across xdist's workers, so neither takes a port the other just saw free."""
+    import fcntl
+    import tempfile
+
+    with open(os.path.join(tempfile.gettempdir(), "sparkraft-tests-fixed-ports.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def pytest_configure(config):
     """Skips are held to tests/allowed_skips.toml where the run is reported (not on xdist's workers)."""
     from skip_policy import SkipPolicy, load_allowed

@@ -122,7 +122,7 @@ def test_describe_needs_status_or_replication_and_a_valid_address():
 
 
 @pytest.mark.slow
-def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
+def test_demo_runs_a_quorum_and_prints_its_status(tmp_path, fixed_ports):
     result = sparkraft("demo", "--dir", str(tmp_path / "demo"), timeout=DEMO_CEILING_S)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -159,7 +159,7 @@ def test_demo_runs_a_quorum_and_prints_its_status(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path):
+def test_the_secure_demo_runs_over_mutual_tls_with_the_authorizer(tmp_path, fixed_ports):
     """``demo --secure``: the same cluster with every connection over mutual TLS, each node under its
     own principal, and the streaming job reading by an ACL; the admin config it writes works for the
     CLI against the listeners it used (a listener check from outside, while they ran, is in

@@ -121,7 +121,7 @@ def _output_unless_a_block_stalls(proc: subprocess.Popen) -> tuple[str, str]:
 PORTS_WAIT_S = 600  # `sparkraft demo` (test_quorum_cli, on the other worker) takes 9092-9094 while free
 
 
-def test_every_other_block_runs_as_pasted_in_order(tmp_path):
+def test_every_other_block_runs_as_pasted_in_order(tmp_path, fixed_ports):
     deadline = time.monotonic() + PORTS_WAIT_S
     while (taken := [p for p in FIXED_PORTS if _port_taken(p)]) and time.monotonic() < deadline:
         time.sleep(1)  # a demo's brokers listen on 9092-9094 when free: it ends within minutes
