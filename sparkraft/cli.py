@@ -63,10 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def error_line(error: BaseException) -> str:
-    """The one stderr line for an error: ``NAME: message`` for Kafka errors, else ``ERROR: ...``."""
+    """The one stderr line for an error: ``NAME: message`` for Kafka errors, else ``ERROR: ...``; an
+    error of a kind the CLI does not import (the streaming job's QueryFailed) says it is an expected
+    one with a true ``one_line`` attribute."""
     if isinstance(error, SparkraftError):
         line = str(error)
-    elif isinstance(error, EXPECTED_ERRORS):
+    elif isinstance(error, EXPECTED_ERRORS) or getattr(error, "one_line", False):
         line = f"ERROR: {error}"
     else:
         line = f"ERROR: unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"

@@ -27,6 +27,8 @@ class QueryFailed(RuntimeError):
     the source or the materialiser, or Spark's own first line), not Spark's whole report, which
     ``--debug`` still prints as the chained exception."""
 
+    one_line = True  # the CLI's error line is its message (sparkraft/cli.py error_line)
+
     def __init__(self, message: str, report: str = ""):
         super().__init__(message)
         self.report = report  # Spark's whole report of the failure
@@ -47,7 +49,8 @@ class QueryFailed(RuntimeError):
         """Whether the failure is what a stop's signal does: a process Spark started (Hadoop's
         ``chmod``, a Python worker) died of SIGTERM or SIGINT, which reach the job's whole process
         group, or Spark's own context was shut down. Any other failure during a stop is a failure."""
-        return any(p in self.report for p in STOP_SIGNS)
+        return any(p in self.report for p in STOP_SIGNS) or any(
+            line.rstrip().endswith(STOP_LINE_ENDINGS) for line in self.report.splitlines())
 
     @property
     def transient(self) -> bool:
@@ -79,6 +82,10 @@ STOP_SIGNS = (
     *(pattern for pattern, _ in SPARK_LOSSES), "Python worker exited unexpectedly",
     "SparkContext was shut down", "SparkContext has been shutdown",
 )
+# A line of the report ending so is the stop's too: "Terminated" is what a shell prints when the
+# process it runs dies of SIGTERM (Hadoop's chmod), Spark's whole report when the JVM's causes, with
+# their exit code, can no longer be read as the stop tears the gateway down (seen beside a CPU burner)
+STOP_LINE_ENDINGS = ("terminated with exception: Terminated",)
 RESTARTS = 5  # failed queries in a row, none of which applied a record, before the job gives up
 
 

@@ -56,6 +56,8 @@ def test_only_failures_a_new_query_may_not_meet_are_tried_again(report, transien
     ("org.apache.hadoop.util.Shell$ExitCodeException at org.apache.hadoop.util.Shell: (exit code 143)", True),
     ("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)", True),
     ("java.lang.IllegalStateException: SparkContext has been shutdown", True),
+    ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Terminated", True),
+    ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Terminated tasks left", False),
     ("org.apache.hadoop.util.Shell$ExitCodeException: chmod: Input/output error (exit code 1)", False),
     ("GapError: the micro-batch starts at offset 5 but the tables end at 3", False),
     ("OSError: Generic LocalFileSystem error: No space left on device", False),
@@ -112,3 +114,14 @@ def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, e
         if query.isActive:
             query.stop()
         spark.sparkContext.setLogLevel("WARN")  # _stop_query turned the shared session's log off
+
+
+def test_the_cli_says_a_failed_query_as_its_one_line():
+    """A query that failed (during a stop or not) ends the command with its cause, as an expected
+    error: no "unexpected QueryFailed" (the CLI does not import the job's classes to know them)."""
+    from sparkraft.cli import error_line
+    from streaming.job import FailedAsItStopped
+
+    assert error_line(FailedAsItStopped("the streaming query failed: OSError: disk full (as the job stopped on "
+                                        "SIGTERM)")) == \
+        "ERROR: the streaming query failed: OSError: disk full (as the job stopped on SIGTERM)"
