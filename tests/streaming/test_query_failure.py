@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.job import QueryFailed, _ended, jvm_causes, query_failure_cause
+from streaming.job import _ended
+from streaming.query_failure import QueryFailed, jvm_causes, query_failure_cause
 
 
 class GapError(Exception):
@@ -120,7 +121,7 @@ def test_the_cli_says_a_failed_query_as_its_one_line():
     """A query that failed (during a stop or not) ends the command with its cause, as an expected
     error: no "unexpected QueryFailed" (the CLI does not import the job's classes to know them)."""
     from sparkraft.cli import error_line
-    from streaming.job import FailedAsItStopped
+    from streaming.query_failure import FailedAsItStopped
 
     assert error_line(FailedAsItStopped("the streaming query failed: OSError: disk full (as the job stopped on "
                                         "SIGTERM)")) == \
