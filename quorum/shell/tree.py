@@ -17,7 +17,6 @@ import json
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Callable, Union
 
-from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.scram import mechanism_name
 
@@ -106,7 +105,3 @@ def image_tree(image: MetadataImage) -> Dir:
         }
 
     return Dir(lambda: {"image": Dir(root)})
-
-
-# ConfigResource kinds the tree uses, checked against the configs image's own naming.
-assert ConfigResource(TOPIC, "t").kind == "TOPIC" and ConfigResource(BROKER, "").kind == "CLUSTER"
