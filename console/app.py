@@ -289,7 +289,6 @@ class Console:
 
 def _console_metrics(console: Console):
     """The console's own ``/metrics``: each page's time, and how new the newest cut it shows is."""
-
     registry = Registry()
     pages = registry.histogram(histogram("sparkraft_console_page_seconds", "Computing and rendering a page, by "
                                          "page.", labels=("page",)))

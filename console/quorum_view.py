@@ -17,7 +17,6 @@ DESCRIBE_TIMEOUT_S = 3.0
 
 class QuorumView:
     def __init__(self, bootstrap: str, security=None):
-
         self._client = RaftClient(bootstrap, timeout=DESCRIBE_TIMEOUT_S, security=security)
         self._lock = threading.Lock()  # one describe at a time: pages asking together share its answer
         self._last: Optional[tuple[float, dict]] = None

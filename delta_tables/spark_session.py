@@ -63,7 +63,6 @@ def configure_s3a(spark) -> None:
     environment name (delta_tables/storage.py), as delta-rs is. Hadoop's configuration holds the
     keys in memory; Spark redacts them wherever it shows its configuration. A Spark Connect
     session is its server's to configure."""
-
     context = getattr(spark, "sparkContext", None)
     try:
         hadoop = context._jsc.hadoopConfiguration() if context is not None else None

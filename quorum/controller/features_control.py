@@ -82,7 +82,6 @@ def bootstrap_image(updates: list[tuple[str, int]], image: MetadataImage) -> Met
     """``image`` with the first feature levels of ``storage format --release-version / --feature``
     (metadata.version first), checked as an upgrade would be; KeyError for kraft.version, which the
     quorum's formatting sets."""
-
     levels = {METADATA_VERSION: MV_BOOTSTRAP}
     for name, level in updates:
         if name == KRAFT_VERSION:

@@ -7,11 +7,11 @@ Everything else is derived from the rows: the controller's dispatch (core.py), t
 rules (quorum/rpc/request_actions.py), the gRPC and wire methods and their protobuf codecs
 (quorum/rpc/controller_convert.py, quorum/rpc/wire_methods.py), the Kafka listeners' tables
 (quorum/kafka/apis.py, controller_apis.py: each served API is answered by the function named after
-it in snake case, in the listener's modules), the reads (``READS``) and what a controller node adds
-around the core's answer (``RequestRow.around``: quorum/node/controller_extras.py).
+it as kio names it, in the listener's modules), the reads (``RequestRow.read``) and what a
+controller node adds around the core's answer (``RequestRow.around``: quorum/node/controller_extras.py).
 tests/unit/controller/test_registry.py checks that every request type has a complete row and each
-reader has what the row asks of it, and that no table keyed by request type or Kafka API key
-appears outside this module. Adding a request means adding a row (and its codec, its handler).
+reader has what the row asks of it; test_registry_only.py, that no table keyed by request type or
+Kafka API key appears outside this module. Adding a request means adding a row (and its codec, its handler).
 
 Handlers take a ControllerContext (context.py), the request and the time, and return the records
 and the reply (or raise SparkraftError, which changes nothing).
@@ -100,7 +100,8 @@ class KafkaApi:
 class RequestRow:
     request: type  # the api.py dataclass
     method: Optional[str]  # gRPC's and the wire's method name; None: only the active controller's own node sends it
-    number: Optional[int]  # the method's number on the wire: fixed once given (clients and servers of any version agree)
+    # the method's number on the wire: fixed once given (clients and servers of any version agree)
+    number: Optional[int]
     kafka: Optional[KafkaApi]  # the same request in Kafka's protocol, where it has one
     needs: Needs
     handler: Optional[Handler] = None  # a write's: records and reply; None for a read
@@ -240,7 +241,8 @@ ROWS: tuple[RequestRow, ...] = (
     RequestRow(api.UpdateFeaturesRequest, "UpdateFeatures", 47,
                KafkaApi("UpdateFeatures", 57, **_both(0, 1), forwarded=True), _cluster("ALTER"),
                lambda c, r, now: features_control.update(c, r), around="update_features_with_kraft"),
-    RequestRow(api.DescribeFeaturesRequest, "DescribeFeatures", 48, KafkaApi("ApiVersions", 18, **_both(0, 4), max_bytes=64 << 10),
+    RequestRow(api.DescribeFeaturesRequest, "DescribeFeatures", 48,
+               KafkaApi("ApiVersions", 18, **_both(0, 4), max_bytes=64 << 10),
                NOTHING, read=read_requests.describe_features, around="with_kraft_version"),
     # security
     RequestRow(api.CreateAclsRequest, "CreateAcls", 52, KafkaApi("CreateAcls", 30, **_both(1, 3), forwarded=True),
@@ -265,8 +267,6 @@ ROWS: tuple[RequestRow, ...] = (
 
 BY_TYPE: dict[type, RequestRow] = {row.request: row for row in ROWS}
 BY_METHOD: dict[str, RequestRow] = {row.method: row for row in ROWS if row.method is not None}
-READS: tuple[type, ...] = tuple(row.request for row in ROWS if row.read is not None)  # for isinstance
-BY_KAFKA_KEY: dict[int, RequestRow] = {row.kafka.key: row for row in ROWS if row.kafka is not None}
 
 
 def row_of(request) -> RequestRow:
@@ -278,4 +278,4 @@ def row_of(request) -> RequestRow:
 
 
 def is_read(request) -> bool:
-    return BY_TYPE[type(request)].read is not None
+    return row_of(request).read is not None

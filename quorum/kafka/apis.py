@@ -129,15 +129,11 @@ def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     return api_versions_answer(ctx, version, features, image.features.levels.items(), image.offset)
 
 
-def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
-
-
 def registry_answers(listener: str, modules) -> dict[int, tuple[int, int, Callable]]:
     """What a ``listener`` ("broker" or "controller") answers of the controller's requests: each
     registry row's Kafka API (quorum/controller/registry.py) at the versions its row gives this
-    listener, answered by the function named after the API in snake case (CreateTopics:
-    ``create_topics``) in the first of ``modules`` (modules, or dicts of a listener's own) that has
+    listener, answered by the function named after the API as kio names it (``api_key_map``:
+    CreateTopics, ``create_topics``) in the first of ``modules`` (modules, or dicts of a listener's own) that has
     one. A row naming a function no module has fails at import (LookupError)."""
     out = {}
     for row in registry.ROWS:
@@ -145,7 +141,7 @@ def registry_answers(listener: str, modules) -> dict[int, tuple[int, int, Callab
         versions = kafka.versions(listener) if kafka is not None else None
         if versions is None:
             continue
-        name = _snake(kafka.name)
+        name = api_key_map[kafka.key]
         found = [m[name] if isinstance(m, dict) else getattr(m, name) for m in modules
                  if (name in m if isinstance(m, dict) else hasattr(m, name))]
         if not found:
@@ -194,7 +190,8 @@ class Pending:
 
 # the admin requests a Kafka broker forwards to the controller in an Envelope (KIP-590): the
 # registry's rows that say so, and AlterConfigs
-FORWARDED = frozenset({row.kafka.key for row in registry.ROWS if row.kafka is not None and row.kafka.forwarded} | {33})
+FORWARDED = frozenset({row.kafka.key for row in registry.ROWS
+                       if row.kafka is not None and row.kafka.forwarded} | {33})
 
 
 class ApiTable:

@@ -186,7 +186,6 @@ _PRINCIPAL = struct.Struct(">h")
 def principal_of(data: bytes) -> str:
     """Kafka's serialized principal (DefaultPrincipalData v0: int16 version, then type, name as
     compact strings and a token flag) as ``type:name``; ValueError if it is not one."""
-
     if len(data) < 2 or _PRINCIPAL.unpack_from(data)[0] != 0:
         raise ValueError("not a DefaultPrincipalData v0")
     r = Reader(data, 2)

@@ -90,7 +90,6 @@ class QuorumSide:
     def features(self):
         """The controller's FeaturesDescription: what it supports, and the finalized levels (with
         kraft.version, which the Raft log holds), as ``sparkraft features describe`` reads them."""
-
         return self.node.read(DescribeFeaturesRequest())
 
     def controller_id(self, listener: str) -> int:
@@ -173,7 +172,6 @@ class ControllerKafkaListeners:
         return self
 
     def _open_when_loaded(self) -> None:
-
         while not self.node.loaded:
             if self._stop.wait(0.05):
                 return

@@ -196,7 +196,6 @@ def fetch_snapshot(ctx, req, version: int) -> dict:
     ``position`` of that. Every request asks the Raft core first (one byte), so a snapshot that is
     gone or a leader that moved is answered as the core says; only a snapshot not cached yet is
     read from it whole."""
-
     topics = list(req.topics)
     if len(topics) != 1 or topics[0].name != METADATA_TOPIC or len(topics[0].partitions) != 1 \
             or topics[0].partitions[0].partition != 0 or ctx.quorum is None:
@@ -247,7 +246,6 @@ def _core_snapshot_reader(ctx, req, leader_epoch: int, wanted):
     """``read(position, max_bytes)``: the Raft core's FetchSnapshotResponse for a slice of
     sparkraft's snapshot ``wanted`` (as the core's own FetchSnapshot from this observer); where the
     core refuses, _SnapshotLost with the answer saying why."""
-
     raft = ctx.quorum.node.raft
 
     def read(position: int, max_bytes: int):

@@ -50,7 +50,6 @@ def checkpoint_of_kafka_snapshot(data: bytes, snapshot_id, cluster_id: str) -> b
     """A Kafka snapshot's bytes as sparkraft's checkpoint: the image its records hold, and the
     quorum's kraft.version and voters from its header batch, under the header a sparkraft
     snapshot of ``snapshot_id`` (offset, epoch) carries."""
-
     raft_records = []
     try:
         for batch in read_batches(data):

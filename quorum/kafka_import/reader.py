@@ -248,7 +248,6 @@ class KafkaMetadataLogReader:
     def download_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> bytes:
         """Kafka's snapshot ``snapshot_id`` from the leader (FetchSnapshot), as sparkraft's
         checkpoint bytes (its image, and the quorum's voters and kraft.version it carries)."""
-
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         if not self.cluster_id:
             self.discover(deadline)

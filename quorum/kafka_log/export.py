@@ -337,7 +337,6 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
     snapshot holds them), the image's records in batches, a SnapshotFooter batch; offsets from 0.
     A checkpoint packs each topic's partitions in one record: they go out one PartitionRecord each,
     as Kafka's image writes them."""
-
     _header, image = decode_checkpoint(checkpoint)
     raft_records = [r for r in sparkraft_batch.decode(checkpoint)[0].records[1:]]
     out, offset = [], 0

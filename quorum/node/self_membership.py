@@ -74,7 +74,6 @@ class SelfMembership:
         self._busy.start()
 
     def _ask(self, step: tuple[str, ReplicaKey], leader: tuple[str, int], cluster_id: str) -> None:
-
         what, key = step
         listeners = [(e.name, e.host, e.port) for e in self.endpoints]
         try:

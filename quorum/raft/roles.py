@@ -62,7 +62,7 @@ class _Role:
     def keeps_leader(self, leader_id: Optional[int]) -> bool:
         """Whether a message naming ``leader_id`` leader of this epoch changes nothing here: the
         follower's own leader, or the one a prospective node just lost (others may have lost it too)."""
-        return False
+        return self.follows(leader_id)
 
     @property
     def followed_leader(self) -> Optional[int]:
@@ -194,20 +194,17 @@ class Leader(_Role):
     timer = None
     led = True
 
-    def deadlines(self, majority: int, check_quorum_timeout_ms: int, awaiting_leader: Callable[[], bool]) -> list[int]:
-        return self.timers(self.leader_id, majority, check_quorum_timeout_ms)
-
     def has_live_leader(self, now: int, fetch_timeout_ms: int) -> bool:
         return True
 
-    def timers(self, node_id: int, majority: int, check_quorum_timeout_ms: int) -> list[int]:
+    def deadlines(self, majority: int, check_quorum_timeout_ms: int, awaiting_leader: Callable[[], bool]) -> list[int]:
         """Parked fetches' expiries, the accumulator's linger, and when check-quorum next looks:
         just after the majority's oldest fetch is check_quorum_timeout_ms old."""
         times = [d for (_req, d) in self.parked.values()]
         if self.accumulator.deadline() is not None:
             times.append(self.accumulator.deadline())
         fetched = sorted((v.last_heard_ms for v in self.progress.voters.values() if v.last_heard_ms is not None
-                          and v.replica_id != node_id), reverse=True)
+                          and v.replica_id != self.leader_id), reverse=True)
         # Fetches needed besides the leader's own vote; all of a majority if it removed itself (it
         # leads until that commits, and must notice if the new set has moved on without it).
         need = majority - (1 if self.progress.leader_votes else 0)
@@ -241,9 +238,6 @@ class Follower(_Role):
         return self.last_fetch_ok_ms is not None and now - self.last_fetch_ok_ms < fetch_timeout_ms
 
     def follows(self, leader_id: Optional[int]) -> bool:
-        return self.leader_id == leader_id
-
-    def keeps_leader(self, leader_id: Optional[int]) -> bool:
         return self.leader_id == leader_id
 
     @property

@@ -26,7 +26,6 @@ def _ts(ms) -> int:
 
 def status_fields(info: "QuorumInfo") -> dict:
     """The --status object, computed as Kafka's tool does (lag against the leader's log end)."""
-
     leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
     laggard = min(info.voters, key=lambda v: v.log_end_offset, default=None)
     if leader is None or laggard is None:

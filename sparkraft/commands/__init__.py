@@ -9,6 +9,7 @@ means 0); bad input is raised, not printed: ``sparkraft.cli`` turns it into one 
 from __future__ import annotations
 
 import argparse
+import signal
 from typing import Callable
 
 from sparkraft.logging_setup import LEVELS
@@ -59,8 +60,6 @@ class signals:
         self.stop, self.reopen, self.previous = stop, reopen, {}
 
     def __enter__(self):
-        import signal
-
         def on_signal(signum, _frame) -> None:
             self.stop(signal.Signals(signum).name)
 
@@ -69,8 +68,6 @@ class signals:
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         for s, handler in self.previous.items():
             signal.signal(s, handler)
 

@@ -11,7 +11,8 @@ has caught up. As the leader of partitions it brings caught-up replicas back int
 (:mod:`quorum.broker.isr_expansion`). Once its image has its own registration it answers Kafka
 clients on those listeners (:mod:`quorum.kafka`): Metadata and the describe requests from its image,
 admin requests forwarded to the active controller. SIGTERM or SIGINT performs a controlled
-shutdown (its partition leaderships move to other brokers first, bounded by ``broker.session.timeout.ms``), writes the cache and exits 0.
+shutdown (its partition leaderships move to other brokers first, bounded by
+``broker.session.timeout.ms``), writes the cache and exits 0.
 
 The cluster id comes from ``metadata.log.dir/meta.properties`` if the directory was formatted
 (``sparkraft storage format``), else from the controllers. The broker serves no data: no Produce, no Fetch.

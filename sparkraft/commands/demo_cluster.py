@@ -105,7 +105,6 @@ class DemoBroker:
     lifecycle (register, heartbeat with the image's offset, controlled shutdown at the end)."""
 
     def __init__(self, demo: Demo, broker_id: int, rack: str, bootstrap_source=None):
-
         from quorum.broker.lifecycle import BrokerLifecycle
         from quorum.broker.metadata_client import BrokerMetadataClient
         from quorum.controller import api
