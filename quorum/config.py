@@ -109,15 +109,17 @@ KEYS: dict[str, ConfigKey] = {
         _key("controller.quorum.auto.join.enable", _bool, False,
              "A controller of a dynamic quorum that is not a voter adds itself once caught up (KIP-1186)."),
         _key("controller.quorum.wire.port", _int(-1), 0,
-             "Port of the controller's wire listener (the quorum's Raft requests and appends, and the "
-             "Controller service's admin and broker requests, framed on TCP beside the gRPC listener, on "
-             "its host, with the controller "
-             "listener's TLS; SASL_SSL clients keep gRPC): 0 picks a free port (peers and clients ask for "
-             "it over gRPC), -1 serves none."),
+             "Where the controller serves the wire (the quorum's Raft requests and appends, and the "
+             "Controller service's admin and broker requests, framed on TCP, with the controller "
+             "listener's TLS; SASL_SSL clients keep gRPC): 0 on the controller listener's own port, which "
+             "then carries gRPC, the wire and Kafka's protocol alike, told apart by their first bytes; a "
+             "port number, a port of its own on the listener's host (the listener then serves gRPC only; "
+             "peers and clients ask it for the wire's port); -1 serves none."),
         _key("listeners", _listeners, None, "NAME://HOST:PORT,... this node listens on."),
         _key("controller.listener.names", _listener_names, None,
-             "Which listeners are the controller's: the first serves the quorum (gRPC and the wire); "
-             "each one after it answers Kafka's protocol (--bootstrap-controller, KIP-919)."),
+             "Which listeners are the controller's: the first serves the quorum, sparkraft's clients and "
+             "Kafka's brokers and tools on one port (gRPC, the wire and Kafka's protocol); each one after "
+             "it answers Kafka's protocol only."),
         _key("metadata.log.dir", _non_empty, REQUIRED, "Directory of __cluster_metadata."),
         _key("controller.quorum.election.timeout.ms", _POSITIVE, 1000,
              "Base time without a leader before a (pre-)vote; randomised up to twice this."),

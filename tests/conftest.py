@@ -68,20 +68,36 @@ def listening(port: int) -> bool:
 
 @contextlib.contextmanager
 def kafka_listener_quorum(root: Path):
-    """A static quorum of three controllers, each also answering Kafka's protocol (listener
-    ``KAFKA`` on ``kafka_ports[i]``), with its leader elected and every Kafka listener up; closed
-    after."""
-    cp = ControllerProcesses(root, kafka_listener="KAFKA")
+    """A static quorum of three controllers answering Kafka's protocol on their one port
+    (``kafka_ports[i]`` is ``ports[i]``: the quorum, sparkraft's CLI and Kafka's tools share it),
+    with its leader elected and every controller answering Kafka's protocol; closed after."""
+    cp = ControllerProcesses(root)
+    cp.kafka_ports = dict(cp.ports)
     cp.format()
     cp.start()
     try:
         cp.wait_leader(timeout=30)
-        # each opens its Kafka listener once it has replayed what a leader told it was committed
+        # each answers Kafka's protocol once it has replayed what a leader told it was committed
         for i in cp.voters:
-            wait_for(lambda i=i: listening(cp.kafka_ports[i]), 60, f"controller {i}'s Kafka listener")
+            wait_for(lambda i=i: kafka_answers(cp.ports[i]), 60, f"controller {i} answering Kafka's protocol")
         yield cp
     finally:
         cp.close()
+
+
+def kafka_answers(port: int) -> bool:
+    """Whether Kafka's protocol is answered on 127.0.0.1:``port`` (ApiVersions): a controller
+    answers it once it has loaded its log."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    from quorum.kafka.client import KafkaConnection
+
+    try:
+        with KafkaConnection("127.0.0.1", port, timeout=5) as kafka:
+            answer = kafka.request(ApiVersionsRequest(client_software_name="tests", client_software_version="1"))
+            return answer.error_code == 0
+    except Exception:  # refused, closed or not answered yet
+        return False
 
 
 def free_ports(n: int) -> list[int]:

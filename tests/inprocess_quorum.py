@@ -17,7 +17,7 @@ VOTERS = (1, 2, 3)
 
 class Quorum:
     def __init__(self, root, wire_ports=None, security: Optional[Callable[[int], NodeSecurity]] = None):
-        """``wire_ports``: node id -> wire port (None: no wire; default 0, any free port);
+        """``wire_ports``: node id -> wire port (None: no wire; default 0, on the node's one port);
         ``security``: node id -> its NodeSecurity (default PLAINTEXT)."""
         self.root = root
         self.cluster_id = random_cluster_id()
@@ -33,10 +33,11 @@ class Quorum:
             n.set_voter_addresses(self.addresses)
             n.start()
 
-    def restart(self, i):
+    def restart(self, i, wire_port: Optional[int] = 0):
+        """Node ``i`` stopped and started again on its port (``wire_port``: its wire's, as in __init__)."""
         self.nodes[i].shutdown(graceful=False)
         self.nodes[i] = RaftNode(i, self.addresses, self.addresses[i], self.root / f"c{i}", SETTINGS,
-                                 raw_appends=True).start()
+                                 raw_appends=True, wire_port=wire_port).start()
 
     def leader(self, timeout=10.0) -> RaftNode:
         deadline = time.monotonic() + timeout

@@ -189,9 +189,9 @@ class Pending:
 
 
 # the admin requests a Kafka broker forwards to the controller in an Envelope (KIP-590): the
-# registry's rows that say so, and AlterConfigs
+# registry's rows that say so, AlterConfigs, and DescribeQuorum (kafka-metadata-quorum --bootstrap-server)
 FORWARDED = frozenset({row.kafka.key for row in registry.ROWS
-                       if row.kafka is not None and row.kafka.forwarded} | {33})
+                       if row.kafka is not None and row.kafka.forwarded} | {33, 55})
 
 
 class ApiTable:

@@ -212,8 +212,12 @@ def envelope(ctx, req, version: int) -> dict:
     try:
         request = decode_request(bytes(req.request_data), table.forwardable)
     except UnsupportedRequest as e:
-        return {"error_code": Errors.INVALID_REQUEST, "response_data": None} if e.api_key not in table.forwardable \
-            else {"error_code": Errors.UNSUPPORTED_VERSION, "response_data": None}
+        forwardable = e.api_key in table.forwardable
+        REFUSALS.note(ctx.client_host, "envelope", logging.WARNING, "Controller %d refused an Envelope: API key %d "
+                      "v%d %s", ctx.broker_id, e.api_key, e.api_version, "at a version not served here"
+                      if forwardable else "is not forwarded to a controller")
+        return {"error_code": Errors.UNSUPPORTED_VERSION if forwardable else Errors.INVALID_REQUEST,
+                "response_data": None}
     except MalformedRequest:
         return {"error_code": Errors.INVALID_REQUEST, "response_data": None}
     response = encode_response(request.api_key, request.correlation_id, table.handle(inner_ctx, request))

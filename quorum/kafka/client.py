@@ -53,7 +53,7 @@ class KafkaConnection:
         """Connected, TLS's handshake done and SASL's login made when ``security`` asks for them;
         SparkraftError SASL_AUTHENTICATION_FAILED (Kafka's message) when the login is refused."""
         sock = socket.create_connection((host, port), timeout=timeout)
-        context = security.ssl_context() if security is not None else None
+        context = security.ssl_context(alpn=None) if security is not None else None
         try:
             self.sock = context.wrap_socket(sock, server_hostname=host) if context else sock
         except BaseException:

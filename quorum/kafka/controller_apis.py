@@ -2,9 +2,10 @@
 ``--bootstrap-controller``): :data:`CONTROLLER`, an ApiTable like a broker's, over the same
 handlers where the request is the same, through the :class:`QuorumSide` of the controller it runs in.
 
-A controller serves Kafka's protocol on each of its ``controller.listener.names`` after the first
-(the first carries Raft and sparkraft's own protocols, on gRPC and the wire). As on Apache Kafka's
-controllers:
+A controller serves Kafka's protocol on its first controller listener, beside Raft and sparkraft's
+own protocols (one port: quorum/wire/shared_port.py), unless that listener's wire has a port of its
+own (``controller.quorum.wire.port``); and on each of its ``controller.listener.names`` after the
+first. As on Apache Kafka's controllers:
 
 - DescribeCluster describes the controllers (endpoint type 2; a broker endpoint type is refused with
   UNSUPPORTED_ENDPOINT_TYPE), each at its address on the listener the request came in on, and names
@@ -30,6 +31,7 @@ from quorum.kafka.apis import KAFKA_ONLY_SHARED, ApiTable, KafkaContext, api_ver
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
 from quorum.kafka.server import KafkaListener
 from quorum.kafka_log.export import ExportCache
+from quorum.wire.first_bytes import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,8 @@ CONTROLLER = ApiTable("controller", {
 
 class ControllerKafkaListeners:
     """A controller's Kafka listeners: one KafkaListener per controller listener after the first,
-    opened once the controller runs, closed when it stops."""
+    and one fed by the first listener's one port, opened once the controller has loaded its log,
+    closed when it stops."""
 
     def __init__(self, config, node, cluster_id: str, forwarding, raft):
         """``forwarding``: what writes go through (``call_committed`` as a ControllerClient's:
@@ -151,7 +154,11 @@ class ControllerKafkaListeners:
         node does not lead, and voter changes). Both are closed with the listeners."""
         self.config = config
         own = {name: (host, port) for name, host, port in config.more_controller_listeners()}
+        self.shared_port = getattr(node.raft, "shared_port", None)  # the first listener's, if it has one
+        if self.shared_port is not None:
+            own = {config.controller_listener_name: (node.raft.listen[0], node.raft.port), **own}
         self.names = list(own)
+        self.own = own
         self.forwarding = forwarding
         self.raft = raft
         self.side = QuorumSide(node, self.raft, own)
@@ -176,7 +183,8 @@ class ControllerKafkaListeners:
             if self._stop.wait(0.05):
                 return
         for name in self.names:
-            host, port = self.config.listeners[name]
+            host, port = self.own[name]
+            shared = name == self.config.controller_listener_name  # its connections come from the one port
             security = self.config.node_security(name)
             ssl_context = security.tls.wire_context() if security.tls is not None else None
             ctx = KafkaContext(self.config.node_id, self.cluster_id, name, lambda: self.node.core.image,
@@ -186,15 +194,19 @@ class ControllerKafkaListeners:
                 if self._stop.is_set():
                     return
                 try:
-                    listener = KafkaListener(ctx, host, port, ssl_context=ssl_context,
+                    listener = KafkaListener(ctx, host, None if shared else port, ssl_context=ssl_context,
                                              limits=self.config.connection_limits()).start()
                 except OSError as err:
                     log.error("Controller %d: cannot listen on %s://%s:%d for Kafka clients: %s",
                               self.config.node_id, name, host, port, err)
                     continue
                 self.listeners.append(listener)
-            log.info("Controller %d: Kafka's admin clients are answered on %s://%s:%d (--bootstrap-controller)",
-                     self.config.node_id, name, host, listener.port)
+                if shared:
+                    listener.port = port
+                    self.shared_port.route(Protocol.KAFKA, listener.adopt)
+            log.info("Controller %d: Kafka's brokers and admin clients are answered on %s://%s:%d%s",
+                     self.config.node_id, name, host, port if shared else listener.port,
+                     " (with the quorum and sparkraft's clients)" if shared else " (--bootstrap-controller)")
 
     def reload_tls(self) -> None:
         for listener in self.listeners:
@@ -205,6 +217,8 @@ class ControllerKafkaListeners:
     def stop(self) -> None:
         self._stop.set()
         with self._lock:
+            if self.shared_port is not None:
+                self.shared_port.route(Protocol.KAFKA, None, "the controller is stopping")
             for listener in self.listeners:
                 listener.stop()
             self.listeners.clear()

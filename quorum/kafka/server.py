@@ -28,6 +28,7 @@ import asyncio
 import concurrent.futures
 import dataclasses
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -51,15 +52,19 @@ log = logging.getLogger(__name__)
 REFUSALS = RefusalLog(log)
 
 READ_CHUNK = 64 * 1024
+HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class KafkaListener:
-    def __init__(self, ctx: apis.KafkaContext, host: str, port: int, ssl_context: Optional[ssl.SSLContext] = None,
-                 max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, limits: ConnectionLimits = DEFAULT_LIMITS,
-                 handler_threads: int = 8):
+    def __init__(self, ctx: apis.KafkaContext, host: str, port: Optional[int],
+                 ssl_context: Optional[ssl.SSLContext] = None, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 limits: ConnectionLimits = DEFAULT_LIMITS, handler_threads: int = 8):
+        """``port`` None: no socket of its own; connections come through ``adopt`` (a controller's
+        one port hands them over)."""
         # the listener's own budget of answer bytes (Fetch answers of the log)
         self.ctx = dataclasses.replace(ctx, answer_budget=AnswerBudget(ANSWER_BYTES))
-        self.host, self.port = host, port
+        self.host, self.port = host, port or 0
+        self.adopt_only = port is None  # no socket of its own: connections come through ``adopt``
         self.ssl_context = ssl_context
         self.max_frame_bytes = max_frame_bytes
         self.limits = limits
@@ -90,9 +95,10 @@ class KafkaListener:
         loop = self._loop = asyncio.new_event_loop()
         self._room = asyncio.Event()
         try:
-            self._server = loop.run_until_complete(asyncio.start_server(
-                self._connection, self.host, self.port, ssl=self.ssl_context, limit=READ_CHUNK))
-            self.port = self._server.sockets[0].getsockname()[1]
+            if not self.adopt_only:
+                self._server = loop.run_until_complete(asyncio.start_server(
+                    self._connection, self.host, self.port, ssl=self.ssl_context, limit=READ_CHUNK))
+                self.port = self._server.sockets[0].getsockname()[1]
         except BaseException as e:
             self._error = e
             self._started.set()
@@ -110,16 +116,37 @@ class KafkaListener:
             return
 
         async def close():
-            self._server.close()
+            if self._server is not None:
+                self._server.close()
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             loop.stop()
-        if self._server is not None:
+        if loop.is_running():
             asyncio.run_coroutine_threadsafe(close(), loop)
         self._thread.join(10)
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def adopt(self, sock: socket.socket) -> None:
+        """Serve a connection another listener accepted (a controller's one port:
+        quorum/wire/shared_port.py), from any thread; the TLS handshake, if any, is done here."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            sock.close()
+            return
+        asyncio.run_coroutine_threadsafe(self._adopt(sock), loop)
+
+    async def _adopt(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=READ_CHUNK, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, self._connection, loop=loop)
+        try:
+            await loop.connect_accepted_socket(lambda: protocol, sock, ssl=self.ssl_context,
+                                               ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.ssl_context else None)
+        except (OSError, ssl.SSLError, asyncio.TimeoutError) as e:
+            log.debug("Kafka listener: an adopted connection failed its handshake: %s", e)
+            sock.close()
 
     # --- one connection ---------------------------------------------------------------------------
 

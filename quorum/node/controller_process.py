@@ -78,9 +78,10 @@ def controller_node(config: NodeConfig) -> ControllerNode:
 
 
 def kafka_listeners(config, node) -> Optional[ControllerKafkaListeners]:
-    """The controller's Kafka listeners (its controller listeners after the first; None if it has
-    none), with the clients they reach the quorum through (both follow the leader)."""
-    if not config.more_controller_listeners():
+    """The controller's Kafka listeners (on its one port, and its controller listeners after the
+    first; None if it has neither), with the clients they reach the quorum through (both follow the
+    leader)."""
+    if not config.more_controller_listeners() and node.raft.shared_port is None:
         return None
     bootstrap = controllers_of(config)
     security = config.node_security(config.controller_listener_name).client

@@ -73,10 +73,13 @@ from quorum.rpc.raft_wire import raft_handlers
 from quorum.rpc.wire_methods import METHODS as WIRE_METHODS
 from quorum.security.node_security import PLAINTEXT_NODE, NodeSecurity
 from quorum.snapshot.retention import Retention
+from quorum.wire.first_bytes import Protocol
 from quorum.wire.server import WireServer
+from quorum.wire.shared_port import SharedPort
 
 log = logging.getLogger(__name__)
 
+SHARED_WIRE_PORT = 0  # wire_port: the wire on the controller listener's own port, with everything else
 RESIGN_WAIT_S = 1.5  # how long a leader waits for EndQuorumEpoch acknowledgements on shutdown
 
 
@@ -90,10 +93,11 @@ class RaftNode(RaftRounds):
                  security: NodeSecurity = PLAINTEXT_NODE, wire_port: Optional[int] = 0,
                  wire_handlers: Optional[Mapping[int, Callable]] = None,
                  limits: ConnectionLimits = DEFAULT_LIMITS, more_listeners: Sequence[tuple[str, str, int]] = ()):
-        """``wire_port``: where to serve the wire (quorum/wire/; 0 any free port, None none), over TLS
-        where the listener is SSL. ``wire_handlers``: more of the wire's methods (the controller's),
-        as ``servicers`` are more gRPC services. ``limits``: what connections may cost the
-        listeners (quorum/connection_limits.py). ``more_listeners``: the controller's other
+        """``wire_port``: where to serve the wire (quorum/wire/): SHARED_WIRE_PORT (0) on the listener's
+        own port, with gRPC and Kafka's protocol (quorum/wire/shared_port.py); a port number, a port
+        of its own; None, none. Over TLS where the listener is SSL. ``wire_handlers``: more of the
+        wire's methods (the controller's), as ``servicers`` are more gRPC services. ``limits``: what
+        connections may cost the listeners (quorum/connection_limits.py). ``more_listeners``: the controller's other
         listeners (Kafka's protocol), announced with its own when it joins a dynamic quorum."""
         self.node_id = node_id
         self.security = security  # TLS, principals, authorizer (quorum/security/node_security.py)
@@ -124,27 +128,44 @@ class RaftNode(RaftRounds):
         self.identities = PeerIdentities(node_id, self.cluster_id, lambda: self.voters, security=security.client)
         self.refusals = RefusalLog(node_id)  # refused impersonations, logged without flooding
         services = [lambda server: raft_pb2_grpc.add_RaftServicer_to_server(RaftService(self), server), *servicers]
-        try:
-            self._server, self.port = bind_server(listen, max_rpc_workers, f"raft-{node_id}-rpc", services,
-                                                  tls=security.tls, limits=limits)
-        except BaseException:
-            storage.close()
-            raise
+        # One port for every protocol (quorum/wire/shared_port.py) unless the wire has a port of its
+        # own: gRPC then listens on loopback only, behind the shared port's relay.
+        self.shared_port: Optional[SharedPort] = None
+        shared = wire_port == SHARED_WIRE_PORT
         self._loop = LoopThread(f"raft-{node_id}-loop")
-        # The wire (quorum/wire/): the same Raft requests and appends at a fraction of gRPC's cost.
+        self._port_loop = LoopThread(f"raft-{node_id}-port") if shared else None
+        self._server = None
         self.wire: Optional[WireServer] = None
-        if wire_port is not None:
-            try:
-                self.wire = WireServer(listen[0], wire_port, {**raft_handlers(self), **(wire_handlers or {})}, self._loop,
-                                       MAX_REQUEST_BYTES,
+        try:
+            if shared:
+                self.shared_port = SharedPort(listen[0], listen[1], self._port_loop, tls=security.tls is not None,
+                                              grpc_address=("127.0.0.1", 0))
+            self._server, grpc_port = bind_server(("127.0.0.1", 0) if shared else listen, max_rpc_workers,
+                                                  f"raft-{node_id}-rpc", services, tls=security.tls, limits=limits)
+            self.port = self.shared_port.port if shared else grpc_port
+            # The wire (quorum/wire/): the same Raft requests and appends at a fraction of gRPC's cost.
+            if wire_port is not None:
+                self.wire = WireServer(listen[0], None if shared else wire_port,
+                                       {**raft_handlers(self), **(wire_handlers or {})}, self._loop, MAX_REQUEST_BYTES,
                                        tls=security.tls.wire_context() if security.tls is not None else None,
                                        limits=limits, authenticated=self._wire_authenticated,
                                        methods=WIRE_METHODS).start()
-            except BaseException:
+            if shared:
+                self.wire.port = self.port
+                self.shared_port.grpc_address = ("127.0.0.1", grpc_port)
+                self.shared_port.route(Protocol.WIRE, self.wire.adopt)
+                self.shared_port.route(Protocol.KAFKA, None, "this node serves no Kafka protocol (a Raft-only node)"
+                                       if raw_appends else "the controller is loading its log")
+        except BaseException:
+            if self._server is not None:
                 self._server.stop(None)
-                self._loop.stop()
-                storage.close()
-                raise
+            if self.shared_port is not None:
+                self.shared_port.stop()
+            for loop in (self._loop, self._port_loop):
+                if loop is not None:
+                    loop.stop()
+            storage.close()
+            raise
         self.listen = (listen[0], self.port)
         others = [hp for hp in bootstrap if hp != self.listen and hp != listen]  # the list may name us
         self.addresses.set_bootstrap(others)
@@ -176,6 +197,8 @@ class RaftNode(RaftRounds):
         self._cluster_rejections: dict[int, None] = {}  # voters that said we are in another cluster
         self._last_sweep = 0.0
         self._server.start()
+        if self.shared_port is not None:
+            self.shared_port.start()
 
     def _wire_authenticated(self, conn) -> bool:
         """A wire connection's caller is known, or need not be: where an authorizer runs, an
@@ -285,6 +308,9 @@ class RaftNode(RaftRounds):
             self._put(Stop())
             self._loop_ended.wait()
         self._running = False
+        if self.shared_port is not None:
+            self.shared_port.stop()
+            self._port_loop.stop()
         self._server.stop(grace=0.2).wait()
         self.peers.close()
         if self.wire is not None:

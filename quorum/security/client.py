@@ -105,9 +105,11 @@ class ClientSecurity:
             return grpc.ssl_channel_credentials(roots, material.private_key, material.chain)
         return grpc.ssl_channel_credentials(roots)
 
-    def ssl_context(self) -> Optional[ssl.SSLContext]:
+    def ssl_context(self, alpn: Optional[str] = "sparkraft-wire") -> Optional[ssl.SSLContext]:
         """For the wire (quorum/wire/): the same trust, client certificate and host name check as
-        ``channel_credentials`` gives gRPC; None for PLAINTEXT."""
+        ``channel_credentials`` gives gRPC; None for PLAINTEXT. It offers ALPN ``alpn``: a
+        controller's one port tells the wire's connections from Kafka's by it (quorum/wire/first_bytes.py);
+        a Kafka client's context offers none (``alpn=None``), as Kafka's own clients."""
         if not self.tls:
             return None
         if self.truststore:
@@ -117,6 +119,8 @@ class ClientSecurity:
         if self.keystore:
             load_key_store(self.keystore)
             context.load_cert_chain(self.keystore)
+        if alpn:
+            context.set_alpn_protocols([alpn])
         return context
 
     def channel(self, target: str, options=()) -> grpc.Channel:
@@ -201,16 +205,43 @@ def kafka_protocol_problem(target: str, security: ClientSecurity, timeout: float
                 conn = context.wrap_socket(raw, server_hostname=host)
             conn.settimeout(timeout)
             conn.sendall(_KAFKA_PROBE)
-            head = b""
-            while len(head) < 8:
-                chunk = conn.recv(8 - len(head))
-                if not chunk:
-                    return None
-                head += chunk
+            head = _read(conn, 8)
+            size, correlation = struct.unpack(">ii", head) if len(head) == 8 else (0, 0)
+            if correlation != _KAFKA_PROBE_CORRELATION or not 4 <= size < 1 << 20:
+                return None
+            body = _read(conn, size - 4)
     except (OSError, ValueError):
         return None
-    size, correlation = struct.unpack(">ii", head)
-    if correlation != _KAFKA_PROBE_CORRELATION or not 4 <= size < 1 << 20:
-        return None
+    if _BROKER_REGISTRATION in _api_keys(body):  # what only a controller answers
+        return (f"{target} speaks only Kafka's protocol: it is a controller's second listener (for Kafka's "
+                f"brokers and tools), not its first controller listener, which serves sparkraft's clients too "
+                f"(give --bootstrap-controller the addresses in controller.quorum.voters)")
     return (f"{target} speaks Kafka's protocol: it is a broker's Kafka listener, not a controller's listener "
             f"(give --bootstrap-controller a controller's address, as in controller.quorum.voters)")
+
+
+_BROKER_REGISTRATION = 62
+
+
+def _read(conn, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _api_keys(body: bytes) -> set[int]:
+    """The API keys of an ApiVersions v0 response's body (after its correlation id); empty if cut short."""
+    if len(body) < 6:
+        return set()
+    count = struct.unpack_from(">i", body, 2)[0]
+    keys, at = set(), 6
+    for _ in range(max(0, min(count, 1000))):
+        if at + 6 > len(body):
+            break
+        keys.add(struct.unpack_from(">h", body, at)[0])
+        at += 6
+    return keys

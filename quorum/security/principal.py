@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from quorum import relay_origins
+
 ANONYMOUS = "User:ANONYMOUS"
 # gRPC metadata of a request a broker forwards for a Kafka client (KIP-590): the client's principal
 # and host. A controller takes them only from a caller it trusts to forward (node_security.py).
@@ -113,13 +115,16 @@ class Caller:
 
 
 def peer_host(peer: str) -> str:
-    """The address in gRPC's ``context.peer()`` (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``)."""
+    """The address in gRPC's ``context.peer()`` (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``): the
+    client's own where the connection came through a controller port's relay (relay_origins.py)."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6" and rest.startswith("["):
-        return rest[1:rest.index("]")]
-    if kind == "ipv4":
-        return rest.rpartition(":")[0]
-    return rest or peer
+        host, _, port = rest[1:].partition("]:")
+    elif kind == "ipv4":
+        host, _, port = rest.rpartition(":")
+    else:
+        return rest or peer
+    return relay_origins.origin_host(host, int(port)) if port.isdigit() else host
 
 
 def endpoint_host(endpoint: str) -> str:

@@ -285,7 +285,8 @@ class WireConnection(asyncio.Protocol):
 
 
 class WireServer:
-    """Listens on ``host:port`` (bound at construction, so a busy port fails at once) and serves
+    """Listens on ``host:port`` (bound at construction, so a busy port fails at once; ``port`` None:
+    no socket of its own, only connections handed to ``adopt``) and serves
     ``handlers`` (method number -> Handler) from ``start`` on, on ``loop_thread``'s loop (a node's
     LoopThread: ``loop``, ``run(coroutine, timeout)``, ``call_soon(fn, *args)``); over TLS with
     ``tls`` (the node's listener's context: quorum/security/tls.py); within ``limits``, where
@@ -293,7 +294,7 @@ class WireServer:
     docstring). ``methods`` (number -> Method) is what the server can decode: Raft's unless given
     (a node passes quorum/rpc/wire_methods.py's, the Controller's requests too)."""
 
-    def __init__(self, host: str, port: int, handlers: Mapping[int, Handler], loop_thread,
+    def __init__(self, host: str, port: Optional[int], handlers: Mapping[int, Handler], loop_thread,
                  max_request_bytes: int, max_in_flight: int = MAX_IN_FLIGHT,
                  tls: Optional[ssl.SSLContext] = None, limits: ConnectionLimits = DEFAULT_LIMITS,
                  authenticated: Callable[[WireConnection], bool] = lambda conn: True,
@@ -310,11 +311,14 @@ class WireServer:
         self.starved: set[WireConnection] = set()  # not read until the budget has room
         self.connections: set[WireConnection] = set()
         self._sweeper: Optional[asyncio.TimerHandle] = None
-        try:
-            self._socket = socket.create_server((host or "", port), family=_family(host))
-        except OSError as e:
-            raise OSError(f"cannot listen on {_endpoint(host, port)} (wire): {e.strerror or e}") from None
-        self.port = self._socket.getsockname()[1]
+        self._socket: Optional[socket.socket] = None
+        self.port = 0  # with ``port`` None: the port that hands it connections (a SharedPort's) is set here
+        if port is not None:
+            try:
+                self._socket = socket.create_server((host or "", port), family=_family(host))
+            except OSError as e:
+                raise OSError(f"cannot listen on {_endpoint(host, port)} (wire): {e.strerror or e}") from None
+            self.port = self._socket.getsockname()[1]
         self.loop_thread = loop_thread
         self.loop = loop_thread.loop
         self._server: Optional[asyncio.base_events.Server] = None
@@ -326,9 +330,27 @@ class WireServer:
         return self
 
     async def _serve(self) -> None:
-        self._server = await self.loop.create_server(lambda: WireConnection(self), sock=self._socket, ssl=self.tls,
-                                                     ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.tls else None)
+        if self._socket is not None:
+            self._server = await self.loop.create_server(
+                lambda: WireConnection(self), sock=self._socket, ssl=self.tls,
+                ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.tls else None)
         self._sweeper = self.loop.call_later(SWEEP_S, self._sweep)
+
+    def adopt(self, sock: socket.socket) -> None:
+        """Serve a connection another listener accepted (a controller's one port: shared_port.py),
+        from any thread; its TLS handshake, if the listener has TLS, is done here."""
+        self.loop_thread.call_soon(self._adopt, sock)
+
+    def _adopt(self, sock: socket.socket) -> None:
+        async def connect() -> None:
+            try:
+                await self.loop.connect_accepted_socket(
+                    lambda: WireConnection(self), sock, ssl=self.tls,
+                    ssl_handshake_timeout=HANDSHAKE_TIMEOUT_S if self.tls else None)
+            except (OSError, ssl.SSLError, asyncio.TimeoutError) as e:
+                log.debug("wire: an adopted connection failed its handshake: %s", e)
+                sock.close()
+        asyncio.ensure_future(connect(), loop=self.loop)
 
     def _sweep(self) -> None:
         """Close the connections idle too long and those whose request is arriving too slowly."""
@@ -380,7 +402,8 @@ class WireServer:
             self.loop_thread.run(close(), 5)
         except (concurrent.futures.TimeoutError, RuntimeError):
             pass
-        self._socket.close()
+        if self._socket is not None:
+            self._socket.close()
 
 
 def _endpoint(host: str, port: int) -> str:

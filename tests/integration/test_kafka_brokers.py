@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 from apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
-from conftest import free_ports, listening, sparkraft_cmd, wait_for
+from conftest import free_ports, kafka_answers, sparkraft_cmd, wait_for
 from processes import watched
 
 pytestmark = pytest.mark.slow
 
-LISTENER = "KCONTROLLER"
+CONTROLLER = "CONTROLLER"  # the controllers' one listener: the quorum, sparkraft's CLI, Kafka's brokers and tools
+LISTENER = "KCONTROLLER"  # a second controller listener, Kafka's protocol only (still supported)
 BROKERS = (101, 102, 103)
 TOPIC = "numbers"
 PARTITIONS = 12
@@ -59,14 +60,14 @@ def wait_full_isr(cp, timeout: float = 180) -> None:
 @pytest.fixture
 def cluster(controller_processes, tmp_path):
     need_kafka()
-    cp = controller_processes(kafka_listener=LISTENER, **{"broker.session.timeout.ms": "6000"})
+    cp = controller_processes(**{"broker.session.timeout.ms": "6000"})
     cp.format()
     cp.start()
     cp.wait_leader(timeout=60)
-    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
+    voters = ",".join(f"{i}@127.0.0.1:{cp.ports[i]}" for i in cp.voters)  # the controllers' own voters
     root = tmp_path / "kafka"
     root.mkdir()
-    kb = KafkaBrokers(root, cp.cluster_id, voters, LISTENER, dict(zip(BROKERS, free_ports(len(BROKERS)))))
+    kb = KafkaBrokers(root, cp.cluster_id, voters, CONTROLLER, dict(zip(BROKERS, free_ports(len(BROKERS)))))
     kb.format()
     for b in BROKERS:
         kb.start(b)
@@ -186,14 +187,18 @@ def test_kafka_brokers_serve_a_producer_and_a_consumer_group_through_failovers_a
 
 
 def _kafkas_tools_agree_with_sparkraft(cp, kb) -> None:
-    """Kafka's own kafka-metadata-quorum and kafka-topics say what sparkraft's CLI says."""
-    controllers = ",".join(f"127.0.0.1:{p}" for p in cp.kafka_ports.values())
-    status = until_ok("kafka-metadata-quorum", "--bootstrap-controller", controllers, "describe", "--status")
-    kafkas = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    """Kafka's own kafka-metadata-quorum (given the controllers' one address, as sparkraft's CLI is,
+    and through a broker) and kafka-topics say what sparkraft's CLI says."""
     ours = json.loads(_cli(cp, "quorum", "describe", "--status", "--json"))
-    assert int(kafkas["LeaderId"]) == ours["LeaderId"]
-    assert int(kafkas["LeaderEpoch"]) == ours["LeaderEpoch"]
-    assert kafkas["ClusterId"].strip() == ours["ClusterId"] == cp.cluster_id
+    for where in (("--bootstrap-controller", cp.bootstrap()), ("--bootstrap-server", kb.bootstrap_server)):
+        status = until_ok("kafka-metadata-quorum", *where, "describe", "--status")
+        kafkas = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        assert int(kafkas["LeaderId"]) == ours["LeaderId"], where
+        assert int(kafkas["LeaderEpoch"]) == ours["LeaderEpoch"], where
+        assert kafkas["ClusterId"].strip() == ours["ClusterId"] == cp.cluster_id
+        for i, port in cp.ports.items():  # the voters' endpoints are the one address that serves everything
+            voters = kafkas["CurrentVoters"]
+            assert f'"id": {i},' in voters and f"CONTROLLER://127.0.0.1:{port}" in voters
     assert {o["id"] for o in ours["CurrentObservers"]} >= set(BROKERS), "the Kafka brokers observe the quorum"
     described = until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--describe", "--topic", TOPIC)
     theirs = {}
@@ -258,12 +263,12 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     from quorum.kafka_log.export import KAFKA_METADATA_VERSION
 
     need_kafka()
-    cp = controller_processes(voters=(1,), kafka_listener=LISTENER)
+    cp = controller_processes(voters=(1,))
     cp.format()
     cp.start()
     cp.wait_leader(timeout=60)
-    port = cp.kafka_ports[1]
-    wait_for(lambda: listening(port), 60, "the controller's Kafka listener")
+    port = cp.ports[1]
+    wait_for(lambda: kafka_answers(port), 60, "Kafka's protocol on the controller's port")
     _cli(cp, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
     with KafkaConnection("127.0.0.1", port) as kafka:
         other = kafka.request(_registration("AAAAAAAAAAAAAAAAAAAAAQ", (7, 33)))
@@ -283,7 +288,7 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     # a real Kafka broker formatted for another cluster: its metadata Fetch is refused, it never registers
     root = tmp_path / "kafka"
     root.mkdir()
-    kb = KafkaBrokers(root, "AAAAAAAAAAAAAAAAAAAAAQ", f"1@127.0.0.1:{port}", LISTENER, {160: free_ports(1)[0]})
+    kb = KafkaBrokers(root, "AAAAAAAAAAAAAAAAAAAAAQ", f"1@127.0.0.1:{port}", CONTROLLER, {160: free_ports(1)[0]})
     kb.format()
     kb.start(160)
     try:
@@ -308,7 +313,7 @@ def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(c
     from quorum.rpc.controller_client import ControllerClient
 
     need_kafka()
-    cp = controller_processes(kafka_listener=LISTENER, **SMALL_LOG)
+    cp = controller_processes(**SMALL_LOG)
     cp.format()
     cp.start()
     cp.wait_leader(timeout=60)
@@ -316,8 +321,8 @@ def test_a_kafka_broker_joining_after_the_log_was_truncated_loads_the_snapshot(c
     sparkrafts = LiveBrokers(admin, cp.cluster_id, ((201, None),), heartbeat_interval_ms=300)
     root = tmp_path / "kafka"
     root.mkdir()
-    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
-    kb = KafkaBrokers(root, cp.cluster_id, voters, LISTENER, {101: free_ports(1)[0]})
+    voters = ",".join(f"{i}@127.0.0.1:{cp.ports[i]}" for i in cp.voters)
+    kb = KafkaBrokers(root, cp.cluster_id, voters, CONTROLLER, {101: free_ports(1)[0]})
     with watched(cp.dump_outputs, kb.dump, closing=(kb.close, sparkrafts.close, admin.close)):
         sparkrafts.wait_unfenced()
         for n in range(16):
@@ -348,18 +353,23 @@ BROKER_SECRET = "broker-secret-on-controllers"
 
 @pytest.mark.parametrize("protocol", ["SASL_SSL", "SSL"])
 def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate(protocol, tmp_path):
-    """The controllers' Kafka listener secured as Kafka's are: SASL_SSL with SCRAM (the broker logs
-    in as User:broker), or SSL with client certificates (the broker is User:broker by its
-    certificate); Kafka's authorizer on, the broker a super user. It fetches the log, registers, is
-    unfenced and serves a producer and a consumer; its password is in no controller's log."""
+    """The controllers' listeners secured as Kafka's are: SSL with client certificates on the
+    controllers' one port (the broker is User:broker by its certificate; the controllers' own Raft,
+    the CLI's wire and gRPC share the port, told apart by their TLS ClientHello), or SASL_SSL with
+    SCRAM on a second controller listener (the broker logs in as User:broker); Kafka's authorizer
+    on, the broker a super user. It fetches the log, registers, is unfenced and serves a producer and
+    a consumer; its password is in no controller's log."""
     from conftest import ControllerProcesses
     from pki import Pki, secure_controller_props
 
     need_kafka()
     pki = Pki(tmp_path / "pki")
     (tmp_path / "quorum").mkdir()
-    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener="KAFKA", per_node=lambda i: secure_controller_props(
-        pki, i, **{"listener.security.protocol.map": f"CONTROLLER:SSL,KAFKA:{protocol}",
+    one_port = protocol == "SSL"
+    listener = CONTROLLER if one_port else "KAFKA"
+    cp = ControllerProcesses(tmp_path / "quorum", kafka_listener=None if one_port else "KAFKA",
+                             per_node=lambda i: secure_controller_props(
+        pki, i, **{"listener.security.protocol.map": "CONTROLLER:SSL" + ("" if one_port else f",KAFKA:{protocol}"),
                    "super.users": "User:admin;User:broker"}))
     root = tmp_path / "kafka"
     root.mkdir()
@@ -372,9 +382,9 @@ def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate
             f'password="{BROKER_SECRET}";')})
     else:
         client.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": pki.jvm_keystore("broker")})
-    voters = ",".join(f"{i}@127.0.0.1:{cp.kafka_ports[i]}" for i in cp.voters)
-    kb = KafkaBrokers(root, cp.cluster_id, voters, "KAFKA", {101: free_ports(1)[0]}, extra={
-        "listener.security.protocol.map": f"KAFKA:{protocol},PLAINTEXT:PLAINTEXT", **client,
+    voters = ",".join(f"{i}@127.0.0.1:{(cp.ports if one_port else cp.kafka_ports)[i]}" for i in cp.voters)
+    kb = KafkaBrokers(root, cp.cluster_id, voters, listener, {101: free_ports(1)[0]}, extra={
+        "listener.security.protocol.map": f"{listener}:{protocol},PLAINTEXT:PLAINTEXT", **client,
         "offsets.topic.replication.factor": 1})
     with watched(cp.dump_outputs, kb.dump, closing=(kb.close, cp.close)):
         cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=broker,password={BROKER_SECRET}]"]

@@ -9,6 +9,7 @@ import time
 
 import grpc
 import pytest
+from conftest import free_ports
 from inprocess_quorum import VOTERS, Quorum, running
 
 from quorum.errors import Errors
@@ -80,7 +81,8 @@ def test_peers_replicate_and_clients_append_over_the_wire(quorum):
 
 def test_a_restarted_peer_is_found_on_its_new_wire_port(quorum):
     """A node's PeerClient asks a peer for its wire port, sends there, and after the peer restarts
-    (on a new port) finds it again: requests in between fail as no-answers the core retries."""
+    with a wire port of its own (controller.quorum.wire.port) finds it there: requests in between
+    fail as no-answers the core retries."""
     leader = quorum.leader()
     follower = next(i for i in VOTERS if i != leader.node_id)
     loop = LoopThread("test-peer-wire")
@@ -109,7 +111,8 @@ def test_a_restarted_peer_is_found_on_its_new_wire_port(quorum):
         assert answered_over_the_wire_at(quorum.nodes[follower].wire_port)
         assert any(c.hello_peer == "" for c in quorum.nodes[follower].wire.connections)
         old_port = quorum.nodes[follower].wire_port
-        quorum.restart(follower)
+        assert old_port == quorum.addresses[follower][1], "the wire is on the node's one port"
+        quorum.restart(follower, wire_port=free_ports(1)[0])
         assert quorum.nodes[follower].wire_port != old_port
         assert answered_over_the_wire_at(quorum.nodes[follower].wire_port)
     finally:
