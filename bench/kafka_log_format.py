@@ -50,7 +50,7 @@ def sparkraft_log(partitions: int) -> list[bytes]:
 def measure(partitions: int) -> dict:
     log = sparkraft_log(partitions)
     started = time.perf_counter()
-    kafka = [export_batches(b) for b in log]
+    kafka = [export_batches(b, lambda offset: 29) for b in log]
     encode_s = time.perf_counter() - started
 
     started = time.perf_counter()

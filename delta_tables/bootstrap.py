@@ -80,7 +80,8 @@ def _registrations(partitions: pa.Table) -> list[PartitionRegistration]:
               *(partitions.column(c).to_pylist() for c in ("leader", "leader_epoch", "partition_epoch")),
               # a warehouse of an older sparkraft has no ELR columns: its rows read as null there
               *(_broker_lists(partitions.column(c)) if c in partitions.column_names else [()] * partitions.num_rows
-                for c in ("elr", "last_known_elr"))]
+                for c in ("elr", "last_known_elr")),
+              [()] * partitions.num_rows]  # log directories are not in the tables (a broker's image needs none)
     # PartitionRegistration is a NamedTuple: tuple.__new__ skips its Python-level __new__.
     return list(map(partial(tuple.__new__, PartitionRegistration), zip(*fields)))
 

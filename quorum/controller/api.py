@@ -37,6 +37,7 @@ class RegisterBrokerRequest:
     max_metadata_version: int = MV_MAX
     # the other features it supports: (name, lowest, highest level); one not named is supported at 0 only
     features: tuple[tuple[str, int, int], ...] = BROKER_FEATURES
+    log_dirs: tuple[str, ...] = ()  # its log directories' ids (Kafka's brokers, KIP-858)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, registration_bounds, topics_control
-from quorum.controller.settings import MV_ELR
+from quorum.controller.settings import CONTROLLER_ONLY, MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import change_block
 from quorum.metadata.features import METADATA_VERSION
+from quorum.metadata.versions import release
 from quorum.uuids import validate_uuid
 
 if TYPE_CHECKING:
@@ -68,12 +69,12 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
     mv = ctx.spec.features.metadata_version
     if mv is not None and not req.min_metadata_version <= mv <= req.max_metadata_version:
         raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
-                             f"support version {mv} of metadata.version. It wants a version between "
-                             f"{req.min_metadata_version} and {req.max_metadata_version}, inclusive.")
+                             f"support version {mv} ({release(mv)}) of metadata.version. It wants a version "
+                             f"between {req.min_metadata_version} and {req.max_metadata_version}, inclusive.")
     ranges = {name: (lo, hi) for name, lo, hi in req.features}
     for name, level in sorted(ctx.spec.features.levels.items()):
         lo, hi = ranges.get(name, (0, 0))
-        if name != METADATA_VERSION and not lo <= level <= hi:
+        if name != METADATA_VERSION and name not in CONTROLLER_ONLY and not lo <= level <= hi:
             raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"Unable to register because the broker does not "
                                  f"support finalized version {level} of {name}. The broker wants a version "
                                  f"between {lo} and {hi}, inclusive.")
@@ -89,7 +90,7 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
                            max_supported_version=req.max_metadata_version)]
         + [_Feature(name=name, min_supported_version=lo, max_supported_version=hi)
            for name, lo, hi in sorted(req.features) if name != METADATA_VERSION],
-        rack=req.rack, fenced=True, in_controlled_shutdown=False)
+        rack=req.rack, fenced=True, in_controlled_shutdown=False, log_dirs=req.log_dirs)
     records: list = [record]
     new_incarnation = existing is None or existing.incarnation_id != req.incarnation_id
     if new_incarnation and (mv or 0) >= MV_ELR:

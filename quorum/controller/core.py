@@ -53,6 +53,7 @@ from quorum.controller.index import PartitionIndex, note_touched
 from quorum.controller.operation import Inflight, Operation
 from quorum.controller.sessions import Sessions
 from quorum.controller.settings import ControllerSettings
+from quorum.controller.version_history import VersionHistory
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.batch import Batch
@@ -108,6 +109,7 @@ class ControllerCore(CommittedReads):
         self._acceptable_of: Any = None
         self._acceptable_set: frozenset = frozenset()
         self.fast_replays = 0  # batches published from the speculative image (for tests/metrics)
+        self.versions = VersionHistory()  # metadata.version by offset (the log Kafka's brokers fetch)
 
     # ------------------------------------------------------------------ state
     @property
@@ -170,6 +172,7 @@ class ControllerCore(CommittedReads):
             self._make_room_for(batch)
         self.last_committed_offset = batch.last_offset
         self.last_committed_append_ms = batch.append_time_ms
+        self.versions.note(batch.end_offset, self.loader.image.features.metadata_version)
 
     def _make_room_for(self, control: Batch) -> None:
         """The Raft leader appended a control batch of its own in our epoch (a voter change, the
@@ -231,6 +234,7 @@ class ControllerCore(CommittedReads):
         self._indexed = image
         self._acc_parts, self._acc_topics, self._acc_moves = set(), set(), {}
         self.last_committed_offset = end_offset - 1
+        self.versions.note(end_offset, image.features.metadata_version)
 
     @property
     def in_transaction(self) -> bool:

@@ -1,23 +1,19 @@
 """UpdateFeatures, DescribeFeatures and the bootstrap feature levels (Kafka's FeatureControlManager).
 
-metadata.version says what the log may hold; each level adds to what the one below can express:
+metadata.version is Kafka's (quorum/metadata/versions.py: 3.6-IV2 = 14 ... 4.2-IV1 = 29), and says
+what the log may hold, as in Kafka: 3.7-IV2 (17) log directories in registrations and partitions,
+4.0-IV1 (23) eligible leader replicas. sparkraft's own extension is a feature of its own,
+``sparkraft.version``: 1, many partition changes in one PartitionChangeBlockRecord. It changes how
+the log writes changes, not what an image holds, so turning it off is always safe; Kafka's brokers
+never see it (the log they fetch has Kafka's records only), so their registrations are not checked
+against it.
 
-======  ==================================================================================
-level   adds
-======  ==================================================================================
-1       the base records
-2       partition reassignment: adding and removing replicas in partition records
-3       eligible leader replicas: ELR and last-known ELR in partition records (KIP-966)
-4       partition change blocks: many partition changes in one record (a balance, a shutdown)
-======  ==================================================================================
-
-Level 4 changes how the log writes changes, not what an image holds, so a downgrade below it is
-always safe; a sparkraft from before it must then start from a snapshot taken after the downgrade
-(it would skip the blocks still in the log before it).
-
-``eligible.leader.replicas.version`` 1 (elections and ISR changes use the ELR) needs
-metadata.version 3. A new cluster starts at the highest metadata.version (``storage format
---release-version`` picks another) with the other features off (``--feature`` turns them on).
+``eligible.leader.replicas.version`` 1 (elections and ISR changes use the ELR) needs metadata.version
+4.0-IV1. ``group.version``, ``share.version``, ``transaction.version`` and ``streams.version`` are
+the brokers' (Kafka 4's group, share-group, transaction and streams protocols): the controllers keep
+them, and a broker that does not support a finalized level is refused, as by Kafka's controller. A
+new cluster starts at the highest metadata.version with sparkraft.version 1 and the other features
+off (``storage format --release-version / --feature`` pick others).
 
 Guard rails, as the seed talk describes them:
 
@@ -25,13 +21,14 @@ Guard rails, as the seed talk describes them:
   does not name a feature supports only level 0 of it);
 - a **downgrade** names its type, as in Kafka's UpdateFeatures: ``SAFE_DOWNGRADE`` goes through
   only when the lower levels can express everything the metadata holds now; ``UNSAFE_DOWNGRADE``
-  also goes through when they cannot, after rewriting what they cannot express (reassignments in
-  flight are reverted, ELR is cleared) in the same atomic operation, and its answer says what was
-  dropped. An ``UPGRADE`` to a lower level is refused, and so is a downgrade that leaves a feature
-  without the metadata.version it depends on (downgrade both in one request).
+  also goes through when they cannot, after rewriting what they cannot express (ELR is cleared) in
+  the same atomic operation, and its answer says what was dropped. An ``UPGRADE`` to a lower level
+  is refused, and so is a downgrade that leaves a feature without the metadata.version it depends
+  on (downgrade both in one request).
 
-Every update is checked against the levels the whole request leaves, so ``metadata.version=2`` with
-``eligible.leader.replicas.version=0`` is one valid downgrade.
+Every update is checked against the levels the whole request leaves, so ``metadata.version=3.9-IV0``
+with ``eligible.leader.replicas.version=0`` is one valid downgrade. A log written when sparkraft
+numbered metadata.version 1-4 reads as Kafka's levels (versions.LEGACY).
 """
 from __future__ import annotations
 
@@ -41,9 +38,19 @@ from quorum.controller import api
 from quorum.controller.bulk_changes import TopicPolicies
 from quorum.controller.partition_change import change
 from quorum.controller.reassign_control import revert_targets
-from quorum.controller.settings import ELR_VERSION, MV_BOOTSTRAP, MV_ELR, MV_MAX, MV_MIN, MV_REASSIGNMENT
+from quorum.controller.settings import (
+    CONTROLLER_ONLY,
+    ELR_VERSION,
+    MV_BOOTSTRAP,
+    MV_ELR,
+    MV_MAX,
+    MV_MIN,
+    MV_REASSIGNMENT,
+    SPARKRAFT_VERSION,
+)
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import versions
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.image import MetadataImage
@@ -64,8 +71,13 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     # the Raft leader (quorum/node/controller_node.py; quorum/raft/membership.py). Here it is refused.
     KRAFT_VERSION: (0, 1),
     ELR_VERSION: (0, 1),
-    "transaction.version": (0, 0),  # brokers carry metadata only: no transaction coordinator
-    "group.version": (0, 0),  # ...and no group coordinator
+    SPARKRAFT_VERSION: (0, versions.CHANGE_BLOCKS),
+    # the brokers' protocols (Kafka's brokers: KIP-848 consumer groups, KIP-932 share groups, KIP-890
+    # transactions, KIP-1071 streams groups); sparkraft's own brokers support level 0 of each only
+    "group.version": (0, 1),
+    "share.version": (0, 2),
+    "transaction.version": (0, 2),
+    "streams.version": (0, 1),
 }
 
 # (feature, level) -> the metadata.version it needs
@@ -75,14 +87,15 @@ DEPENDENCIES: dict[tuple[str, int], int] = {(ELR_VERSION, 1): MV_ELR}
 def bootstrap_records(image: MetadataImage, level: int = MV_BOOTSTRAP) -> list[pb.FeatureLevelRecord]:
     if image.features.metadata_version is not None:
         return []
-    return [pb.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level)]
+    return [pb.FeatureLevelRecord(name=METADATA_VERSION, feature_level=level),
+            pb.FeatureLevelRecord(name=SPARKRAFT_VERSION, feature_level=versions.CHANGE_BLOCKS)]
 
 
 def bootstrap_image(updates: list[tuple[str, int]], image: MetadataImage) -> MetadataImage:
     """``image`` with the first feature levels of ``storage format --release-version / --feature``
     (metadata.version first), checked as an upgrade would be; KeyError for kraft.version, which the
     quorum's formatting sets."""
-    levels = {METADATA_VERSION: MV_BOOTSTRAP}
+    levels = {METADATA_VERSION: MV_BOOTSTRAP, SPARKRAFT_VERSION: versions.CHANGE_BLOCKS}
     for name, level in updates:
         if name == KRAFT_VERSION:
             raise KeyError("kraft.version is set by --standalone / --initial-controllers (1) or their absence (0)")
@@ -119,7 +132,8 @@ def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id
     current = image.features.metadata_version or 0 if name == METADATA_VERSION else image.features.level(name)
     if name == METADATA_VERSION and level < MV_MIN:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. metadata.version cannot "
-                                  f"be lower than {MV_MIN}, the oldest level this controller supports.")
+                                  f"be lower than {MV_MIN} ({versions.release(MV_MIN)}), the oldest level this "
+                                  f"controller supports.")
     if level < current and kind == UPGRADE:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Can't downgrade the "
                                   f"version of this feature without setting the upgrade type to either safe "
@@ -133,7 +147,7 @@ def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id
             else f"only versions {lo}-{hi}"
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Local "
                                   f"controller {node_id} supports {supported}")
-    if level > current:
+    if level > current and name not in CONTROLLER_ONLY:
         for b in image.cluster.brokers.values():
             ranges = {f.name: (f.min_version, f.max_version) for f in b.features}
             blo, bhi = ranges.get(name, (0, 0))

@@ -2,9 +2,10 @@
 reassignments) without depending on the module that changes the levels (features_control.py)."""
 from __future__ import annotations
 
-from quorum.controller.settings import ELR_VERSION, MV_CHANGE_BLOCKS, MV_ELR
+from quorum.controller.settings import ELR_VERSION, MV_DIRECTORIES, MV_ELR, SPARKRAFT_VERSION
 from quorum.errors import Errors, SparkraftError
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.versions import release
 
 
 def elr_enabled(image: MetadataImage) -> bool:
@@ -14,11 +15,16 @@ def elr_enabled(image: MetadataImage) -> bool:
 
 def change_blocks_enabled(image: MetadataImage) -> bool:
     """May many partition changes go into the log as one PartitionChangeBlockRecord?"""
-    return (image.features.metadata_version or 0) >= MV_CHANGE_BLOCKS
+    return image.features.level(SPARKRAFT_VERSION) >= 1
+
+
+def directories_enabled(image: MetadataImage) -> bool:
+    """Do registrations and partitions carry log directories (KIP-858)?"""
+    return (image.features.metadata_version or 0) >= MV_DIRECTORIES
 
 
 def require_metadata_version(image: MetadataImage, level: int, what: str) -> None:
     current = image.features.metadata_version or 0
     if current < level:
-        raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"{what} needs metadata.version {level} or higher "
-                                                         f"(it is {current}): upgrade it first")
+        raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"{what} needs metadata.version {release(level)} or "
+                                                         f"higher (it is {release(current)}): upgrade it first")

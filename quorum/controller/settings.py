@@ -6,15 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-MV_MIN = 1
-MV_REASSIGNMENT = 2  # partition records may carry adding and removing replicas
-MV_ELR = 3  # ...and eligible leader replicas (KIP-966)
-MV_CHANGE_BLOCKS = 4  # ...and many partition changes may be one PartitionChangeBlockRecord
-MV_MAX = 4  # the highest metadata.version this controller supports
+from quorum.metadata import versions
+
+# metadata.version in Kafka's numbering (quorum/metadata/versions.py)
+MV_MIN = 14  # 3.6-IV2: SCRAM credentials and metadata transactions, which sparkraft writes
+MV_REASSIGNMENT = MV_MIN  # partition records may carry adding and removing replicas (Kafka: always)
+MV_DIRECTORIES = versions.DIRECTORY_ASSIGNMENT  # 3.7-IV2: log directories (KIP-858)
+MV_ELR = versions.ELR  # 4.0-IV1: eligible leader replicas (KIP-966)
+MV_MAX = 29  # 4.2-IV1: the highest metadata.version this controller supports (4.3-IV0 needs cordoned log dirs)
 MV_BOOTSTRAP = MV_MAX  # what an empty log starts at (storage format --release-version picks another)
 ELR_VERSION = "eligible.leader.replicas.version"
+SPARKRAFT_VERSION = versions.SPARKRAFT_VERSION  # sparkraft's own: 1, partition change blocks
 # what a broker of this code supports besides metadata.version (RegisterBroker's features)
-BROKER_FEATURES: tuple[tuple[str, int, int], ...] = ((ELR_VERSION, 0, 1),)
+BROKER_FEATURES: tuple[tuple[str, int, int], ...] = ((ELR_VERSION, 0, 1), (SPARKRAFT_VERSION, 0, 1))
+# features only the controllers read (Kafka's brokers never see them): registrations are not checked against them
+CONTROLLER_ONLY: frozenset[str] = frozenset({SPARKRAFT_VERSION})
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,7 @@ class ControllerSettings:
     # ...and so do operations whose records take more bytes than this: a batch must stay well below
     # what a follower fetches at once (8 MiB) and what gRPC sends in one message.
     max_batch_bytes: int = 4 * 1024 * 1024
-    # at metadata.version 4, a run of at least this many partition changes in one operation is written
+    # at sparkraft.version 1, a run of at least this many partition changes in one operation is written
     # as PartitionChangeBlockRecords (quorum/metadata/change_block.py); the simulation lowers it
     change_block_min_rows: int = 32
     max_partitions_per_request: int = 100_000  # max.partitions.per.request

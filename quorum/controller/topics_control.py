@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 
 from quorum.controller import api, bulk_changes, configs_control
 from quorum.controller.bulk_changes import TopicPolicies
+from quorum.controller.directories import default_dir_of, new_directories
 from quorum.controller.index import bits, masks_of
 from quorum.controller.partition_change import Election, Elr, IsrShrinks, change, preferred_leader_only
 from quorum.controller.placement import UsableBroker, place
@@ -91,12 +92,13 @@ def _manual(ctx: "ControllerContext", assignments: Sequence[Sequence[int]], rf: 
     return out
 
 
-def _partition_record(ctx: "ControllerContext", topic_id: str, pid: int, replicas: Sequence[int]
+def _partition_record(ctx: "ControllerContext", topic_id: str, pid: int, replicas: Sequence[int], default_dir
                       ) -> pb.PartitionRecord:
     acceptable = ctx.acceptable
     isr = [b for b in replicas if acceptable(b)]
     return pb.PartitionRecord(partition_id=pid, topic_id=topic_id, replicas=replicas, isr=isr,
-                              leader=isr[0] if isr else NO_LEADER, leader_epoch=0, partition_epoch=0)
+                              leader=isr[0] if isr else NO_LEADER, leader_epoch=0, partition_epoch=0,
+                              directories=new_directories(default_dir, replicas))
 
 
 # ---------------------------------------------------------------- create / delete / add partitions
@@ -181,7 +183,8 @@ def create_topics(ctx: "ControllerContext", req: api.CreateTopicsRequest
         for name, value in t.configs:
             records.append(pb.ConfigRecord(resource_type=TOPIC, resource_name=t.name, name=name,
                                            value=value))
-        records.extend(_partition_record(ctx, topic_id, pid, replicas)
+        default_dir = default_dir_of(ctx)
+        records.extend(_partition_record(ctx, topic_id, pid, replicas, default_dir)
                        for pid, replicas in enumerate(assignment))
     return records, tuple(results)
 
@@ -250,7 +253,8 @@ def create_partitions(ctx: "ControllerContext", req: api.CreatePartitionsRequest
         results.append(api.TopicResult(u.name, topic_id=topic.topic_id))
         budget.spend(len(assignment))
         if not req.validate_only:
-            records.extend(_partition_record(ctx, topic.topic_id, current + i, replicas)
+            default_dir = default_dir_of(ctx)
+            records.extend(_partition_record(ctx, topic.topic_id, current + i, replicas, default_dir)
                            for i, replicas in enumerate(assignment))
     return records, tuple(results)
 

@@ -15,7 +15,6 @@ import logging
 import struct
 
 from quorum.controller import api, registration_bounds
-from quorum.controller.settings import MV_MAX, MV_MIN
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.codec import (
     MalformedRequest,
@@ -25,9 +24,9 @@ from quorum.kafka.codec import (
     topic_id_text,
     topic_uuid,
 )
-from quorum.kafka_log.export import KAFKA_METADATA_VERSION, KAFKA_RELEASE
 from quorum.kafka_log.wire import Reader
 from quorum.metadata.features import METADATA_VERSION
+from quorum.metadata.versions import release
 from quorum.refusal_log import RefusalLog
 from quorum.security.authorizer import cluster_action
 from quorum.security.principal import Caller
@@ -74,10 +73,11 @@ def broker_registration(ctx, req, version: int) -> dict:
                        f"it is in cluster {req.cluster_id}, this controller in {ctx.cluster_id}")
     levels = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}
     lo, hi = levels.get(METADATA_VERSION, (0, 0))
-    if not lo <= KAFKA_METADATA_VERSION <= hi:
+    current = ctx.image().features.metadata_version or 0
+    if not lo <= current <= hi:
         return _refuse(ctx, req.broker_id, Errors.UNSUPPORTED_VERSION,
-                       f"it supports metadata.version {lo} to {hi}, and this cluster's is {KAFKA_METADATA_VERSION} "
-                       f"({KAFKA_RELEASE})")
+                       f"it supports metadata.version {lo} to {hi} ({release(lo)} to {release(hi)}), and this "
+                       f"cluster's is {current} ({release(current)})")
     features = tuple((name, lo_, hi_) for name, (lo_, hi_) in sorted(levels.items())
                      if name != METADATA_VERSION and name not in _RAFT_FEATURES)
     endpoints = []
@@ -89,8 +89,8 @@ def broker_registration(ctx, req, version: int) -> dict:
         endpoints.append(api.BrokerEndpoint(listener.name, listener.host, listener.port, protocol))
     request = api.RegisterBrokerRequest(
         broker_id=req.broker_id, cluster_id=req.cluster_id, incarnation_id=topic_id_text(req.incarnation_id),
-        endpoints=tuple(endpoints), rack=req.rack, min_metadata_version=MV_MIN, max_metadata_version=MV_MAX,
-        features=features)
+        endpoints=tuple(endpoints), rack=req.rack, min_metadata_version=lo, max_metadata_version=hi,
+        features=features, log_dirs=tuple(topic_id_text(d) for d in getattr(req, "log_dirs", ()) or ()))
     # a Kafka broker has at least one listener (sparkraft's own tests and simulation register
     # brokers with none: the controller's check leaves that out)
     why = registration_bounds.refusal(request) or (None if endpoints else "a broker registers at least one listener")

@@ -50,6 +50,11 @@ class QuorumSide:
         self.snapshots = raft_answers.SnapshotCache()  # the snapshot Kafka's brokers fetch, in Kafka's format
         self.exported = ExportCache()  # the log's batches Kafka's brokers fetch, in Kafka's format
 
+    def level_at(self, offset: int) -> int:
+        """The metadata.version of the log's records at ``offset`` (what Kafka's brokers fetch is
+        exported at it)."""
+        return self.node.core.versions.level_at(offset)
+
     def wait_for(self, offset: int, timeout: float) -> bool:
         """Whether this controller has replayed up to ``offset`` within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout

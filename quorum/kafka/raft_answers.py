@@ -135,7 +135,8 @@ def _answer(ctx, future: concurrent.futures.Future, version: int, max_bytes: int
         "snapshot_id": NO_SNAPSHOT if r.snapshot_id is None else {"end_offset": r.snapshot_id.offset,
                                                                    "epoch": r.snapshot_id.epoch},
         "aborted_transactions": None, "preferred_read_replica": -1,
-        "records": export_batches(r.records, ctx.quorum.exported, max_bytes) if r.records else None,
+        "records": export_batches(r.records, ctx.quorum.level_at, ctx.quorum.exported, max_bytes)
+        if r.records else None,
     }
     return {"throttle_time": 0, "error_code": Errors.NONE, "session_id": 0,
             "responses": [{"topic": METADATA_TOPIC, "topic_id": METADATA_TOPIC_ID, "partitions": [partition]}],

@@ -7,13 +7,11 @@ own (docs/design/kafka-brokers.md says why this, rather than storing Kafka's for
 
 What Kafka's brokers are told:
 
-- **metadata.version** :data:`KAFKA_METADATA_VERSION` (Kafka's 3.6-IV2) for every sparkraft
-  metadata.version: sparkraft's records say nothing a 3.6-IV2 broker cannot read (SCRAM,
-  metadata transactions), and nothing that needs log directories (3.7-IV2 on), which sparkraft
-  does not assign. Records are written at the versions that metadata.version gives them
-  (:data:`RECORD_VERSIONS`): so ELR fields, which need 4.0-IV1, are not sent;
-- a record sparkraft writes but Kafka's brokers have no use for, or one written by a newer
-  sparkraft, goes out as a NoOpRecord, keeping its offset;
+- **metadata.version** as it is, in Kafka's numbering (quorum/metadata/versions.py), and every
+  record at the version Kafka's controller writes it at that level (``level``: the level in force
+  where the record is in the log): log directories from 3.7-IV2, ELR fields from 4.0-IV1;
+- a record sparkraft writes but Kafka's brokers have no use for (sparkraft.version, ZooKeeper
+  migration), or one written by a newer sparkraft, goes out as a NoOpRecord, keeping its offset;
 - control records (LeaderChange, KRaftVersion, KRaftVoters) in Kafka's messages, encoded with kio.
 """
 from __future__ import annotations
@@ -34,15 +32,14 @@ from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.metadata import change_block
-from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, decode_record, record_type
+from quorum.metadata.topics import MIGRATING
+from quorum.metadata.features import METADATA_VERSION
+from quorum.metadata.versions import SPARKRAFT_VERSION, from_legacy, record_version
 from quorum.snapshot.checkpoint import decode_checkpoint
 
-KAFKA_METADATA_VERSION = 14
-KAFKA_RELEASE = "3.6-IV2"
-# the versions Kafka's 3.6-IV2 writes these records at; every other record is at version 0
-RECORD_VERSIONS = {int(RecordType.REGISTER_BROKER_RECORD): 2, int(RecordType.BROKER_REGISTRATION_CHANGE_RECORD): 1}
 NO_OP = int(RecordType.NO_OP_RECORD)
+_REGISTRATION_CHANGE = int(RecordType.BROKER_REGISTRATION_CHANGE_RECORD)
 # Kafka's Uuid.ZERO_UUID: what a record's missing id stands for
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 _UNCHANGED_LEADER = -2
@@ -65,15 +62,18 @@ def _register_broker(m) -> dict:
     return {"brokerId": m.broker_id, "incarnationId": m.incarnation_id or ZERO_UUID, "brokerEpoch": m.broker_epoch,
             "endPoints": [{"name": e.name, "host": e.host, "port": e.port, "securityProtocol": int(e.security_protocol)}
                           for e in m.endpoints],
-            "features": [{"name": f.name, "minSupportedVersion": kafka_level(f.name, f.min_supported_version),
-                          "maxSupportedVersion": kafka_level(f.name, f.max_supported_version)} for f in m.features],
-            "rack": _opt(m, "rack"), "fenced": m.fenced, "inControlledShutdown": m.in_controlled_shutdown}
+            "features": [{"name": f.name, "minSupportedVersion": f.min_supported_version,
+                          "maxSupportedVersion": f.max_supported_version} for f in m.features],
+            "rack": _opt(m, "rack"), "fenced": m.fenced, "inControlledShutdown": m.in_controlled_shutdown,
+            "logDirs": list(m.log_dirs)}
 
 
 def _partition(m) -> dict:
     return {"partitionId": m.partition_id, "topicId": m.topic_id, "replicas": list(m.replicas), "isr": list(m.isr),
             "removingReplicas": list(m.removing_replicas), "addingReplicas": list(m.adding_replicas),
             "leader": m.leader, "leaderEpoch": m.leader_epoch, "partitionEpoch": m.partition_epoch,
+            # not known: Kafka's MIGRATING for each replica, as its image reads a partition from before 3.7-IV2
+            "directories": list(m.directories) or [MIGRATING] * len(m.replicas),
             "eligibleLeaderReplicas": list(m.eligible_leader_replicas) or None,
             "lastKnownElr": list(m.last_known_elr) or None}
 
@@ -83,7 +83,16 @@ def _partition_change(m) -> dict:
     return {"partitionId": m.partition_id, "topicId": m.topic_id, "isr": _ids(m, "isr"),
             "leader": _UNCHANGED_LEADER if leader is None else leader, "replicas": _ids(m, "replicas"),
             "removingReplicas": _ids(m, "removing_replicas"), "addingReplicas": _ids(m, "adding_replicas"),
+            "directories": _change_directories(m),
             "eligibleLeaderReplicas": _ids(m, "eligible_leader_replicas"), "lastKnownElr": _ids(m, "last_known_elr")}
+
+
+def _change_directories(m):
+    """Given; or, with new replicas and none given, MIGRATING for each (a Kafka broker's image must
+    never keep directories of the old replicas: the image here reads them as not known too)."""
+    if m.HasField("directories"):
+        return list(m.directories.ids)
+    return [MIGRATING] * len(m.replicas.ids) if m.HasField("replicas") else None
 
 
 def _registration_change(m) -> dict:
@@ -110,7 +119,8 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
                                          "name": m.name, "value": _opt(m, "value")},
     RecordType.PARTITION_CHANGE_RECORD: _partition_change,
     RecordType.REMOVE_TOPIC_RECORD: lambda m: {"topicId": m.topic_id},
-    RecordType.FEATURE_LEVEL_RECORD: lambda m: {"name": m.name, "featureLevel": kafka_level(m.name, m.feature_level)},
+    RecordType.FEATURE_LEVEL_RECORD: lambda m: {"name": m.name, "featureLevel": from_legacy(m.feature_level)[0]
+                                                if m.name == METADATA_VERSION else m.feature_level},
     RecordType.USER_SCRAM_CREDENTIAL_RECORD: lambda m: {
         "name": m.name, "mechanism": int(m.mechanism), "salt": _b64(m.salt), "storedKey": _b64(m.stored_key),
         "serverKey": _b64(m.server_key), "iterations": m.iterations},
@@ -132,40 +142,42 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
     RecordType.ABORT_TRANSACTION_RECORD: lambda m: {"reason": _opt(m, "reason")},
 }
 # what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
-# controller's business, and a 4.x broker no longer reads the record
+# controller's business, and a 4.x broker no longer reads the record; nor sparkraft's own feature
 NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD})
+NOT_SENT_FEATURES = frozenset({SPARKRAFT_VERSION})
 
 
-def kafka_level(feature: str, level: int) -> int:
-    """A feature level as Kafka's brokers are told it: every sparkraft metadata.version is Kafka's
-    :data:`KAFKA_METADATA_VERSION`; the other features' levels mean what Kafka's mean."""
-    return KAFKA_METADATA_VERSION if feature == METADATA_VERSION and level > 0 else level
+def _registration_change_version(m) -> int:
+    """As Kafka's controller writes a BrokerRegistrationChangeRecord: 0 for fencing, 1 for a
+    controlled shutdown (the field it added)."""
+    return 1 if m.HasField("in_controlled_shutdown") else 0
 
 
-def record_value(raw: bytes) -> bytes:
-    """One sparkraft metadata record (``<type><version><protobuf>``) as a Kafka metadata record's value:
-    ``uvarint frame version 1, uvarint api key, uvarint version``, then the message."""
+def record_value(raw: bytes, level: int) -> bytes:
+    """One sparkraft metadata record (``<type><version><protobuf>``) as a Kafka metadata record's value
+    at metadata.version ``level``: ``uvarint frame version 1, uvarint api key, uvarint version``,
+    then the message."""
     record = decode_record(raw)
     if not isinstance(record, MetadataRecord):  # written by a newer sparkraft: its place is kept
         return _NO_OP_VALUE
-    return _value(record.type, record.message)
+    return _value(record.type, record.message, level)
 
 
-def message_value(message) -> bytes:
+def message_value(message, level: int) -> bytes:
     """A metadata record's protobuf message (an image's, for a snapshot) as a Kafka record's value."""
-    return _value(record_type(message), message)
+    return _value(record_type(message), message, level)
 
 
 _NO_OP_VALUE = bytes([1, NO_OP, 0, 0])  # NoOpRecord v0: frame 1, key 20, version 0, no tagged fields
 
 
-def _value(kind: RecordType, message) -> bytes:
-    if kind in NOT_SENT:
+def _value(kind: RecordType, message, level: int) -> bytes:
+    if kind in NOT_SENT or kind is RecordType.FEATURE_LEVEL_RECORD and message.name in NOT_SENT_FEATURES:
         return _NO_OP_VALUE
     if kind in SPARKRAFT_ONLY:
         raise ValueError(f"a {kind.name} is sent as the PartitionChangeRecords it stands for: export its batch")
     key = int(kind)
-    version = RECORD_VERSIONS.get(key, 0)
+    version = _registration_change_version(message) if key == _REGISTRATION_CHANGE else record_version(key, level)
     w = Writer()
     w.uvarint(1)
     w.uvarint(key)
@@ -244,25 +256,30 @@ def encode_batch(base_offset: int, epoch: int, append_time_ms: int, records: Ite
     return bytes(out)
 
 
-def export_batch(batch: sparkraft_batch.Batch) -> bytes:
-    """One sparkraft batch as Kafka's record batch: same offsets, epoch and time."""
+def export_batch(batch: sparkraft_batch.Batch, level: int) -> bytes:
+    """One sparkraft batch as Kafka's record batch at metadata.version ``level``: same offsets, epoch
+    and time."""
     if batch.control:
         records = [control_value(r) for r in batch.records]
     else:
         # a partition change block goes out as the PartitionChangeRecords it stands for, one per offset
-        records = [(None, record_value(r)) for r in change_block.unblocked(batch.records)]
+        records = [(None, record_value(r, level)) for r in change_block.unblocked(batch.records)]
     return encode_batch(batch.base_offset, batch.epoch, batch.append_time_ms, records, batch.control)
 
 
-def export_batches(data: bytes, cache: "ExportCache | None" = None, max_bytes: Optional[int] = None) -> bytes:
-    """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches; through
-    ``cache`` when given, so that several Kafka brokers fetching the same batches cost one export.
-    ``max_bytes``: whole batches up to that many bytes of Kafka's format (which takes more bytes than
-    sparkraft's), and always the first."""
+LevelAt = Callable[[int], int]  # an offset -> the metadata.version in force there (its batch's records' level)
+
+
+def export_batches(data: bytes, level_at: LevelAt, cache: "ExportCache | None" = None,
+                   max_bytes: Optional[int] = None) -> bytes:
+    """sparkraft's encoded batches (a Fetch answer's ``records``) as Kafka's record batches, each at the
+    metadata.version ``level_at(its base offset)``; through ``cache`` when given, so that several
+    Kafka brokers fetching the same batches cost one export. ``max_bytes``: whole batches up to that
+    many bytes of Kafka's format (which takes more bytes than sparkraft's), and always the first."""
     if cache is None:
-        exported = (export_batch(b) for b in sparkraft_batch.decode(data, verify=False))
+        exported = (export_batch(b, level_at(b.base_offset)) for b in sparkraft_batch.decode(data, verify=False))
     else:
-        exported = (cache.export(data, h) for h in sparkraft_batch.scan(data, verify=False))
+        exported = (cache.export(data, h, level_at(h.base_offset)) for h in sparkraft_batch.scan(data, verify=False))
     if max_bytes is None:
         return b"".join(exported)
     kept, size = [], 0
@@ -289,15 +306,15 @@ class ExportCache:
         self._bytes = 0
         self.hits = self.misses = 0
 
-    def export(self, data: bytes, header) -> bytes:
-        key = (header.base_offset, header.epoch, header.count)
+    def export(self, data: bytes, header, level: int) -> bytes:
+        key = (header.base_offset, header.epoch, header.count, level)
         with self._lock:
             found = self._batches.get(key)
             if found is not None:
                 self._batches.move_to_end(key)
                 self.hits += 1
                 return found
-        exported = export_batch(sparkraft_batch.decode_one(data, header))
+        exported = export_batch(sparkraft_batch.decode_one(data, header), level)
         with self._lock:
             self.misses += 1
             if key not in self._batches:
@@ -338,6 +355,7 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
     A checkpoint packs each topic's partitions in one record: they go out one PartitionRecord each,
     as Kafka's image writes them."""
     _header, image = decode_checkpoint(checkpoint)
+    level = image.features.metadata_version or 0
     raft_records = [r for r in sparkraft_batch.decode(checkpoint)[0].records[1:]]
     out, offset = [], 0
 
@@ -351,7 +369,7 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
         put([control_value(r) for r in raft_records], True)
     batch: list = []
     for message in image.records():
-        batch.append((None, message_value(message)))
+        batch.append((None, message_value(message, level)))
         if len(batch) == SNAPSHOT_RECORDS_PER_BATCH:
             put(batch, False)
             batch = []

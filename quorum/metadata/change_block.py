@@ -11,8 +11,8 @@ Offsets stay what they would be with one record per change: a block of n rows is
 batch by n - 1 ``PartitionChangeBlockContinuationRecord``\\ s (4 bytes each), and row i is the
 change at the block's offset + i. So a Kafka broker fetching the log, ``dump-log``, the
 lakehouse's tables and anything else that must see Kafka's per-partition records get exactly those,
-at the offsets Kafka would give them (:func:`unblocked`). Blocks need metadata.version 4
-(:data:`quorum.controller.settings.MV_CHANGE_BLOCKS`): a reader from before would skip them.
+at the offsets Kafka would give them (:func:`unblocked`). Blocks need ``sparkraft.version`` 1
+(quorum/metadata/versions.py): a reader from before would skip them.
 
 The image after a block is the image after its rows one by one as PartitionChangeRecords; the
 simulation and tests/unit/metadata/test_change_block.py check it for random blocks.
@@ -341,7 +341,7 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord, moves: Opt
                 if p is None:
                     raise ReplayError(f"cannot change partition {pid} of topic {delta.name!r}: no such partition")
                 q = new[pid] = _new_registration(cls, (p[0], p[1], p[2], p[3], leaders[r], p[5] + 1, p[6] + 1,
-                                                       p[7], p[8]))
+                                                       p[7], p[8], p[9]))
                 if was:
                     was(p)
                     now(q)
@@ -362,7 +362,9 @@ def replay(topics: TopicsDelta, block: pb.PartitionChangeBlockRecord, moves: Opt
                 p[5] if leader == UNCHANGED_LEADER else p[5] + 1,
                 p[6] + 1,
                 p[7] if elr is None or elr[r] is None else elr[r],
-                p[8] if last_known is None or last_known[r] is None else last_known[r]))
+                p[8] if last_known is None or last_known[r] is None else last_known[r],
+                # a block carries no directories: new replicas leave them not known (PartitionRegistration.merge)
+                p[9] if replicas is None or replicas[r] is None or replicas[r] == p[0] else ()))
             if was:
                 was(p)
                 now(q)

@@ -50,6 +50,7 @@ class BrokerRegistration:
     fenced: bool = True
     in_controlled_shutdown: bool = False
     features: tuple[SupportedFeature, ...] = ()
+    log_dirs: tuple[str, ...] = ()  # its log directories' ids (KIP-858; Kafka's brokers: sparkraft's have none)
 
     @classmethod
     def from_record(cls, r: pb.RegisterBrokerRecord) -> BrokerRegistration:
@@ -59,6 +60,7 @@ class BrokerRegistration:
             r.rack if r.HasField("rack") else None, r.fenced, r.in_controlled_shutdown,
             tuple(SupportedFeature(f.name, f.min_supported_version, f.max_supported_version)
                   for f in r.features),
+            tuple(r.log_dirs),
         )
 
     def to_record(self) -> pb.RegisterBrokerRecord:
@@ -70,6 +72,7 @@ class BrokerRegistration:
             features=[_Feature(name=f.name, min_supported_version=f.min_version,
                                max_supported_version=f.max_version) for f in self.features],
             rack=self.rack, fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown,
+            log_dirs=self.log_dirs,
         )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata import versions
 from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
 
@@ -50,6 +51,14 @@ class FeaturesDelta:
     def replay_feature_level(self, record: pb.FeatureLevelRecord) -> None:
         if record.feature_level == 0:
             self.levels.remove(record.name)
+        elif record.name == METADATA_VERSION:  # sparkraft's own levels of before read as Kafka's (versions.py)
+            level, blocks = versions.from_legacy(record.feature_level)
+            self.levels.set(METADATA_VERSION, level)
+            if record.feature_level in versions.LEGACY:  # then sparkraft.version did not exist: it is implied
+                if blocks:
+                    self.levels.set(versions.SPARKRAFT_VERSION, blocks)
+                else:
+                    self.levels.remove(versions.SPARKRAFT_VERSION)
         else:
             self.levels.set(record.name, record.feature_level)
 

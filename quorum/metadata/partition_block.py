@@ -12,6 +12,8 @@ cache; never in the log) every topic's partitions go into ONE record instead::
         replicas, isr, removing, adding, elr, last known elr (each an index into the lists above)
 
 Version 0 blocks (written before ELR) have 8 x i32 rows, without the last two; they are still read.
+A block holds no log directories: a topic whose partitions have some is checkpointed as
+PartitionRecords instead (quorum/snapshot/checkpoint.py).
 
 A cluster has few distinct replica lists, so they are stored once per topic and the partitions
 are fixed-size rows that ``struct.iter_unpack`` reads at C speed. The type id is outside Kafka's
@@ -93,11 +95,11 @@ def decode_block(raw: bytes) -> PartitionBlock:
         cls = PartitionRegistration
         if version == VERSION:
             partitions = {pid: _new_registration(cls, (lists[r], lists[i], lists[rm], lists[ad], leader, le, pe,
-                                                       lists[el], lists[lk]))
+                                                       lists[el], lists[lk], ()))
                           for pid, leader, le, pe, r, i, rm, ad, el, lk in row.iter_unpack(body)}
         else:
             partitions = {pid: _new_registration(cls, (lists[r], lists[i], lists[rm], lists[ad], leader, le, pe,
-                                                       (), ()))
+                                                       (), (), ()))
                           for pid, leader, le, pe, r, i, rm, ad in row.iter_unpack(body)}
     except (struct.error, IndexError, UnicodeDecodeError) as e:
         raise ValueError(f"a damaged partition block: {e}") from None

@@ -36,7 +36,7 @@ def broker_list(ids: Iterable[int]) -> tuple[int, ...]:
 
 
 class PartitionRegistration(NamedTuple):
-    """One partition's state (Kafka's PartitionRegistration, without directories)."""
+    """One partition's state (Kafka's PartitionRegistration)."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
@@ -49,6 +49,9 @@ class PartitionRegistration(NamedTuple):
     # the ISR is empty), and the last ELR members known before they too were lost
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    # KIP-858: each replica's log directory (Kafka's Uuid text), in replica order; () = not known
+    # (Kafka's MIGRATING: a partition from before metadata.version 3.7-IV2, or a sparkraft broker's)
+    directories: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, r: pb.PartitionRecord) -> PartitionRegistration:
@@ -58,14 +61,21 @@ class PartitionRegistration(NamedTuple):
         elr, last_known = r.eligible_leader_replicas, r.last_known_elr
         return cls(broker_list(r.replicas), broker_list(r.isr), broker_list(removing) if removing else (),
                    broker_list(adding) if adding else (), r.leader, r.leader_epoch, r.partition_epoch,
-                   broker_list(elr) if elr else (), broker_list(last_known) if last_known else ())
+                   broker_list(elr) if elr else (), broker_list(last_known) if last_known else (),
+                   known_directories(r.directories) if r.directories else ())
 
     def to_record(self, topic_id: str, partition_id: int) -> pb.PartitionRecord:
         return pb.PartitionRecord(
             partition_id=partition_id, topic_id=topic_id, replicas=self.replicas, isr=self.isr,
             removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
             leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch,
-            eligible_leader_replicas=self.elr, last_known_elr=self.last_known_elr)
+            eligible_leader_replicas=self.elr, last_known_elr=self.last_known_elr, directories=self.directories)
+
+    def directory_of(self, broker: int) -> str:
+        """The log directory of ``broker``'s replica (MIGRATING where not known)."""
+        if self.directories and broker in self.replicas:
+            return self.directories[self.replicas.index(broker)]
+        return MIGRATING
 
     def merge(self, c: pb.PartitionChangeRecord) -> PartitionRegistration:
         """This partition after ``c`` (Kafka's PartitionRegistration.merge): absent fields are
@@ -82,7 +92,28 @@ class PartitionRegistration(NamedTuple):
             self.partition_epoch + 1,
             _changed_list(c, "eligible_leader_replicas", self.elr),
             _changed_list(c, "last_known_elr", self.last_known_elr),
+            self._directories_after(c),
         )
+
+    def _directories_after(self, c: pb.PartitionChangeRecord) -> tuple[str, ...]:
+        """Given, or kept; not known once the replicas change without them (a record of a writer
+        that did not assign directories: Kafka's controller always gives them with new replicas)."""
+        if c.HasField("directories"):
+            return known_directories(c.directories.ids)
+        if self.directories and c.HasField("replicas") and tuple(c.replicas.ids) != self.replicas:
+            return ()
+        return self.directories
+
+
+# Kafka's DirectoryId: MIGRATING (not known: from before log directories were assigned), UNASSIGNED
+# (the broker has several and has not said which), LOST (the one it was in failed)
+MIGRATING, UNASSIGNED, LOST = "AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"
+
+
+def known_directories(ids) -> tuple[str, ...]:
+    """A replica order's directories as the image keeps them: () where none is known (all MIGRATING)."""
+    dirs = tuple(ids)
+    return () if all(d == MIGRATING for d in dirs) else dirs
 
 
 def _changed_list(c: pb.PartitionChangeRecord, field: str, current: tuple[int, ...]) -> tuple[int, ...]:

@@ -100,13 +100,19 @@ def decode_checkpoint(data: bytes, path: str = "the checkpoint") -> tuple[dict, 
 
 def checkpoint_body(image: MetadataImage) -> list[bytes]:
     """The records of a checkpoint body: ``image.records()`` in the same order, but each topic's
-    partitions as one PARTITION_BLOCK (quorum/metadata/partition_block.py), which loads ~4x faster."""
+    partitions as one PARTITION_BLOCK (quorum/metadata/partition_block.py), which loads ~4x faster;
+    a topic whose partitions have log directories (Kafka's brokers', KIP-858) as PartitionRecords."""
     out = [encode_record(r) for r in chain(image.features.records(), image.cluster.records())]
     for name in image.topics.topic_names():
         topic = image.topics.topic_by_name(name)
         out.append(encode_record(pb.TopicRecord(name=topic.name, topic_id=topic.topic_id)))
-        if len(topic.partitions):
-            out.append(encode_block(topic.topic_id, dict(topic.partitions.items())))
+        if not len(topic.partitions):
+            continue
+        partitions = dict(topic.partitions.items())
+        if any(p.directories for p in partitions.values()):  # a block has no directories: records do
+            out.extend(encode_record(p.to_record(topic.topic_id, pid)) for pid, p in sorted(partitions.items()))
+        else:
+            out.append(encode_block(topic.topic_id, partitions))
     out.extend(encode_record(r) for r in chain(image.configs.records(), image.client_quotas.records(),
                                                image.producer_ids.records(), image.acls.records(),
                                                image.scram.records()))

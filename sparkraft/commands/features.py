@@ -35,7 +35,8 @@ def register(subparsers) -> None:
         parser = add_command(commands, name, what, run)
         parser.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
                             help=f"a feature and the level to {name} it to (repeatable)")
-        parser.add_argument("--metadata", type=int, metavar="VERSION", help="the metadata.version level")
+        parser.add_argument("--metadata", type=release_version, metavar="VERSION",
+                            help="the metadata.version: Kafka's name (4.2-IV1; 3.9 for its newest level) or level")
         if name == "downgrade":
             parser.add_argument("--unsafe", action="store_true",
                                 help="drop what the lower levels cannot express (reassignments in flight, ELR)")
@@ -70,11 +71,25 @@ def run_describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
+    from quorum.metadata.versions import release
+
     for r in rows:
-        print(f"Feature: {r['feature']}\tSupportedMinVersion: {r['supported_min_version']}\t"
-              f"SupportedMaxVersion: {r['supported_max_version']}\tFinalizedVersionLevel: "
-              f"{r['finalized_version_level']}\tEpoch: {r['epoch']}")
+        shown = release if r["feature"] == "metadata.version" else str  # Kafka's names, as kafka-features prints
+        print(f"Feature: {r['feature']}\tSupportedMinVersion: {shown(r['supported_min_version'])}\t"
+              f"SupportedMaxVersion: {shown(r['supported_max_version'])}\tFinalizedVersionLevel: "
+              f"{shown(r['finalized_version_level'])}\tEpoch: {r['epoch']}")
     return 0
+
+
+def release_version(text: str) -> int:
+    """A metadata.version argument: Kafka's name (3.9-IV0, or 3.9 for its newest) or a level number."""
+    from quorum.errors import SparkraftError
+    from quorum.metadata.versions import parse_level
+
+    try:
+        return parse_level(text)
+    except SparkraftError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
 
 
 def run_upgrade(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from sparkraft.commands import add_command, add_group, add_storage_options
+from sparkraft.commands.features import release_version
 
 
 def register(subparsers) -> None:
@@ -27,8 +28,9 @@ def register(subparsers) -> None:
                      help="static quorums: this voter's disk was lost and replaced: it will not vote until it "
                           "has caught up with the quorum again (without this, a replaced voter could help "
                           "elect a stale leader and lose committed records)")
-    fmt.add_argument("--release-version", "-r", type=int, metavar="VERSION",
-                     help="the metadata.version the cluster starts at (default: the highest this sparkraft supports)")
+    fmt.add_argument("--release-version", "-r", type=release_version, metavar="VERSION",
+                     help="the metadata.version the cluster starts at, Kafka's name (3.9-IV0; 3.9 for its newest "
+                          "level) or level (default: the highest this sparkraft supports)")
     fmt.add_argument("--feature", "-f", action="append", default=[], metavar="NAME=LEVEL",
                      help="another feature's starting level, e.g. eligible.leader.replicas.version=1 (repeatable)")
     fmt.add_argument("--add-scram", action="append", default=[], metavar="'MECHANISM=[name=N,password=P]'",

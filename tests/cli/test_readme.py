@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXED_PORTS = (9092, 9093, 9094, 9095, 7071, 7072, 7073, 7171, 9193, 9194, 9195, 8080, 9090,  # + conf/dynamic/
-               9103, 9104, 9105, 9292, 9293,  # docs/use/kafka-brokers.md's Kafka listeners and Kafka brokers
+               9292, 9293,  # docs/use/kafka-brokers.md's Kafka brokers
                9294, 9295,  # docs/operate/secure.md's controllers (9293-9295, conf/secure/)
                7077, 8090, 8091,  # docs/use/spark-clusters.md's Spark master and worker
                9392, 9393, 9394, 9395, 7391, 7392, 7393, 7394,  # docs/operate/deploy.md's rehearsal

@@ -196,17 +196,20 @@ def test_format_release_version_and_features_are_the_clusters_first_levels(contr
     from quorum.snapshot.files import read_bootstrap_metadata
 
     config = controller_config()
-    result = sparkraft("storage", "format", "-c", str(config), "-t", new_cluster_id(), "--release-version", "3",
+    result = sparkraft("storage", "format", "-c", str(config), "-t", new_cluster_id(), "--release-version", "4.0-IV1",
                        "--feature", "eligible.leader.replicas.version=1")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().endswith("; metadata.version=3, eligible.leader.replicas.version=1")
+    assert result.stdout.strip().endswith(
+        "; metadata.version=23, sparkraft.version=1, eligible.leader.replicas.version=1"), result.stdout
     records = read_bootstrap_metadata(tmp_path / "c1")
-    assert [(r.name, r.feature_level) for r in records] == [(METADATA_VERSION, 3), ("eligible.leader.replicas.version", 1)]
+    assert [(r.name, r.feature_level) for r in records] == [
+        (METADATA_VERSION, 23), ("eligible.leader.replicas.version", 1), ("sparkraft.version", 1)]
 
 
 @pytest.mark.parametrize("flags, error", [
-    (["--release-version", "2", "--feature", "eligible.leader.replicas.version=1"], "INVALID_UPDATE_VERSION: "),
-    (["--release-version", "9"], "INVALID_UPDATE_VERSION: "),
+    (["--release-version", "3.9", "--feature", "eligible.leader.replicas.version=1"], "INVALID_UPDATE_VERSION: "),
+    (["--release-version", "3.5-IV2"], "INVALID_UPDATE_VERSION: "),
+    (["--release-version", "9.9"], "ERROR: "),
     (["--feature", "no.such.feature=1"], "INVALID_UPDATE_VERSION: "),
     (["--feature", "kraft.version=1"], "ERROR: "),
     (["--feature", "eligible.leader.replicas.version"], "ERROR: "),

@@ -441,33 +441,33 @@ def test_describe_configs_defaults_and_sources():
 
 # ---------------------------------------------------------------- features, quotas, producer ids, ACLs
 def test_bootstrap_metadata_version_and_upgrade_checks():
-    c = LocalController(ControllerSettings(seed=1, bootstrap_metadata_version=1))
-    assert c.core.image.features.metadata_version == 1
+    c = LocalController(ControllerSettings(seed=1, bootstrap_metadata_version=17))  # 3.7-IV2
+    assert c.core.image.features.metadata_version == 17
     from controller_helpers import register
-    register(c, 0, max_metadata_version=3)
-    register(c, 1, max_metadata_version=2)
-    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 3),)))
-    assert r.error is Errors.INVALID_UPDATE_VERSION and "Broker 1 only supports versions 1-2" in r.message
-    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 2),)))
-    assert r.error is Errors.NONE and c.core.image.features.metadata_version == 2
-    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 1),)))
+    register(c, 0, max_metadata_version=23)
+    register(c, 1, max_metadata_version=21)
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 23),)))
+    assert r.error is Errors.INVALID_UPDATE_VERSION and "Broker 1 only supports versions 14-21" in r.message
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 21),)))
+    assert r.error is Errors.NONE and c.core.image.features.metadata_version == 21
+    (r,) = c.request(api.UpdateFeaturesRequest((("metadata.version", 17),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION and "downgrade" in r.message
     (r,) = c.request(api.UpdateFeaturesRequest((("no.such.feature", 1),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION
-    # a level nothing implements is refused with one line, and changes nothing
-    for name in ("transaction.version", "group.version"):
-        (r,) = c.request(api.UpdateFeaturesRequest(((name, 1),)))
-        assert r.error is Errors.INVALID_UPDATE_VERSION and "higher levels are not implemented" in r.message
+    # a level past what this controller implements is refused with one line, and changes nothing
+    for name, past in (("transaction.version", 3), ("group.version", 2)):
+        (r,) = c.request(api.UpdateFeaturesRequest(((name, past),)))
+        assert r.error is Errors.INVALID_UPDATE_VERSION and "supports only versions 0-" in r.message
         assert c.core.image.features.level(name) == 0
     (r,) = c.request(api.UpdateFeaturesRequest((("group.version", 0),)))
     assert r.error is Errors.NONE
     # kraft.version is the quorum's: a controller without a Raft leader behind it (this one) refuses it
     (r,) = c.request(api.UpdateFeaturesRequest((("kraft.version", 1),)))
     assert r.error is Errors.INVALID_UPDATE_VERSION and "Raft leader" in r.message
-    # a broker that cannot read metadata.version 2 cannot register now
+    # a broker that cannot read metadata.version 3.9-IV0 cannot register now
     e = c.expect_error(api.RegisterBrokerRequest(5, c.cluster_id, "Inc000xxxxxxxxxxxxx005", (),
-                                                 max_metadata_version=1))
-    assert e.error is Errors.UNSUPPORTED_VERSION
+                                                 max_metadata_version=20))
+    assert e.error is Errors.UNSUPPORTED_VERSION and "21 (3.9-IV0)" in e.message
 
 
 def test_client_quotas():

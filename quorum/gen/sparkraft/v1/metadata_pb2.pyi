@@ -13,6 +13,12 @@ class BrokerIds(_message.Message):
     ids: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class DirectoryIds(_message.Message):
+    __slots__ = ("ids",)
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class SecurityProtocol(_message.Message):
     __slots__ = ()
     class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -134,7 +140,7 @@ class AclPermissionType(_message.Message):
     def __init__(self) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "features", "rack", "fenced", "in_controlled_shutdown")
+    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "features", "rack", "fenced", "in_controlled_shutdown", "log_dirs")
     class BrokerEndpoint(_message.Message):
         __slots__ = ("name", "host", "port", "security_protocol")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +169,7 @@ class RegisterBrokerRecord(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     broker_epoch: int
@@ -171,7 +178,8 @@ class RegisterBrokerRecord(_message.Message):
     rack: str
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    log_dirs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UnregisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
@@ -190,7 +198,7 @@ class TopicRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[str] = ...) -> None: ...
 
 class PartitionRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch", "eligible_leader_replicas", "last_known_elr")
+    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch", "eligible_leader_replicas", "last_known_elr", "directories")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +210,7 @@ class PartitionRecord(_message.Message):
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: str
     replicas: _containers.RepeatedScalarFieldContainer[int]
@@ -213,7 +222,8 @@ class PartitionRecord(_message.Message):
     partition_epoch: int
     eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
     last_known_elr: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ...) -> None: ...
+    directories: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ..., directories: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConfigRecord(_message.Message):
     __slots__ = ("resource_type", "resource_name", "name", "value")
@@ -228,7 +238,7 @@ class ConfigRecord(_message.Message):
     def __init__(self, resource_type: _Optional[_Union[ConfigResourceType.Code, str]] = ..., resource_name: _Optional[str] = ..., name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class PartitionChangeRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "eligible_leader_replicas", "last_known_elr")
+    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "eligible_leader_replicas", "last_known_elr", "directories")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +248,7 @@ class PartitionChangeRecord(_message.Message):
     ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: str
     isr: BrokerIds
@@ -247,7 +258,8 @@ class PartitionChangeRecord(_message.Message):
     adding_replicas: BrokerIds
     eligible_leader_replicas: BrokerIds
     last_known_elr: BrokerIds
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., isr: _Optional[_Union[BrokerIds, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., eligible_leader_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., last_known_elr: _Optional[_Union[BrokerIds, _Mapping]] = ...) -> None: ...
+    directories: DirectoryIds
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[str] = ..., isr: _Optional[_Union[BrokerIds, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., eligible_leader_replicas: _Optional[_Union[BrokerIds, _Mapping]] = ..., last_known_elr: _Optional[_Union[BrokerIds, _Mapping]] = ..., directories: _Optional[_Union[DirectoryIds, _Mapping]] = ...) -> None: ...
 
 class RemoveTopicRecord(_message.Message):
     __slots__ = ("topic_id",)
