@@ -32,6 +32,8 @@ TOOLS = {  # what Kafka's bin/*.sh scripts run
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-groups": "org.apache.kafka.tools.GroupsCommand",
 }
 
 
