@@ -32,9 +32,9 @@ from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
 from quorum.log import control_records
 from quorum.metadata import change_block
+from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.records import SPARKRAFT_ONLY, MetadataRecord, RecordType, decode_record, record_type
 from quorum.metadata.topics import MIGRATING
-from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.versions import SPARKRAFT_VERSION, from_legacy, record_version
 from quorum.snapshot.checkpoint import decode_checkpoint
 
