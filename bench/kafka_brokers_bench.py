@@ -16,8 +16,15 @@ logs where Kafka logs the moment:
 - **producing through a failover**: tests/java/NumberedClients.java sends as fast as it can
   (acks=all, idempotent) while the active controller is SIGKILLed 3 s in: throughput, and the p50 and
   p99 of send-to-ack; then every partition is read back and each acknowledged message must be there.
+- **admin writes through a broker**: bench/kafka/AdminWrites.java, Kafka's AdminClient with 1 and
+  16 writers, each making one write at a time (IncrementalAlterConfigs of a topic's retention.ms;
+  CreateTopics of one partition): writes a second, p50 and p99. The broker forwards each to the
+  active controller in an Envelope, as it does to Kafka's controllers.
 
-Goal (issue 42): within 1.5x of Apache Kafka's controllers on each, and no acknowledged message lost.
+Goal (issue 42): within 1.5x of Apache Kafka's controllers on each, and no acknowledged message lost;
+(issue 60) admin writes at least 8x Kafka's controllers' throughput, with a lower p50.
+sparkraft's controllers are reached on their one port (the quorum, sparkraft's clients and Kafka's
+brokers alike).
 --quick: 300 partitions and 30,000 messages; full: 3,000 partitions and 200,000 messages.
 """
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import datetime
 import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +47,9 @@ NAME = "kafka_brokers"
 TITLE = "Apache Kafka's brokers on sparkraft's controllers, beside Kafka's own controllers"
 REQUIRES: tuple[str, ...] = ()
 GOAL_RATIO = 1.5
+ADMIN_GOAL = 8.0  # admin writes through a broker: at least this many times Kafka's controllers' writes a second
+ADMIN_WRITERS = (1, 16)
+ADMIN_WRITES = Path(__file__).resolve().parent / "kafka" / "AdminWrites.java"
 BROKERS = (101, 102, 103)
 LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
 
@@ -74,10 +85,9 @@ class _Quorum:
             from quorum.log.meta_properties import random_cluster_id
 
             self.cluster_id = random_cluster_id()
-            self.sr = SparkraftCluster(work / "controllers", raft_only=False, kafka_listeners=True,
-                                       cluster_id=self.cluster_id)
-            self.listener = "KAFKA"
-            self.ports = self.sr.kafka_ports
+            self.sr = SparkraftCluster(work / "controllers", raft_only=False, cluster_id=self.cluster_id)
+            self.listener = "CONTROLLER"  # the controllers' one port
+            self.ports = self.sr.ports
         else:
             (work / "controllers").mkdir()
             self.kq = ak.KafkaQuorum(work / "controllers", free_ports(4), brokers=0)
@@ -156,7 +166,7 @@ def _under_replicated(brokers, topic: str) -> bool:
     return out.returncode == 0 and not out.stdout.strip()
 
 
-def _one_system(kind: str, ctx: Context, partitions: int, messages: int) -> dict:
+def _one_system(kind: str, ctx: Context, partitions: int, messages: int, admin_seconds: int) -> dict:
     ak = _harness()
     work = ctx.work_dir / kind
     quorum = _Quorum(kind, work)
@@ -209,6 +219,11 @@ def _one_system(kind: str, ctx: Context, partitions: int, messages: int) -> dict
             time.sleep(5)
         with ctx.progress.phase(f"{kind}: {messages:,} messages through another failover"):
             out["produce"] = _produce_through_failover(quorum, brokers, work, messages)
+        out["admin"] = {}
+        for what in ("configs", "creates"):
+            for writers in ADMIN_WRITERS:
+                with ctx.progress.phase(f"{kind}: admin writes through a broker, {what}, {writers} writer(s)"):
+                    out["admin"][f"{what}/{writers}"] = _admin_writes(brokers, what, writers, admin_seconds)
     finally:
         if brokers is not None:
             brokers.close()
@@ -252,15 +267,30 @@ def _produce_through_failover(quorum, brokers, work: Path, messages: int) -> dic
             "per_s": len(acked) / seconds, "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99)}
 
 
+def _admin_writes(brokers, what: str, writers: int, seconds: int) -> dict:
+    """bench/kafka/AdminWrites.java through the brokers: writes a second, p50 and p99 in ms."""
+    ak = _harness()
+    folder = ak.need_kafka()
+    out = subprocess.run(ak.java("-Xmx512m", "-cp", f"{folder}/*", str(ADMIN_WRITES), brokers.bootstrap_server, what,
+                                 str(writers), str(seconds)), capture_output=True, text=True, timeout=seconds + 300)
+    if out.returncode != 0 or "DONE" not in out.stdout:
+        raise RuntimeError(f"AdminWrites {what} {writers} failed: {out.stderr[-2000:]}")
+    ops = int(re.search(r"^OPS (\d+)$", out.stdout, re.M).group(1))
+    latencies = [float(v) for v in re.findall(r"^LATENCY_MS (\S+)$", out.stdout, re.M)]
+    return {"ops": ops, "per_s": ops / seconds, "p50_ms": percentile(latencies, 50),
+            "p99_ms": percentile(latencies, 99)}
+
+
 def run(ctx: Context) -> dict:
     partitions, messages = (300, 30_000) if ctx.quick else (3_000, 200_000)
+    admin_seconds = 5 if ctx.quick else 15
     from bench.kafka_log_format import measure
 
     results: dict = {"partitions": partitions, "systems": {}}
     with ctx.progress.phase("the metadata log in Kafka's format: encoded on the way out, or stored"):
         results["log_format"] = measure(200_000 if ctx.quick else 2_000_000)
     for kind in ("sparkraft", "kafka"):
-        results["systems"][kind] = _one_system(kind, ctx, partitions, messages)
+        results["systems"][kind] = _one_system(kind, ctx, partitions, messages, admin_seconds)
     return results
 
 
@@ -280,6 +310,9 @@ def _figures(document: dict) -> list[tuple[str, float, float]]:
         ("producing through a failover: p50 ms", sr["produce"]["p50_ms"], k["produce"]["p50_ms"]),
         ("producing through a failover: p99 ms", sr["produce"]["p99_ms"], k["produce"]["p99_ms"]),
         ("producing through a failover: messages/s (higher is better)", sr["produce"]["per_s"], k["produce"]["per_s"]),
+        *((f"admin {key.replace('/', ', ')} writer(s): {stat}", sr["admin"][key][field], k["admin"][key][field])
+          for key in sr.get("admin", {}) for stat, field in (("writes/s (higher is better)", "per_s"),
+                                                             ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"))),
     ]
 
 
@@ -298,16 +331,38 @@ def report(document: dict) -> str:
         markdown_table(["", "on sparkraft", "on Kafka's controllers", "ratio"], rows), "",
         f"Acknowledged messages lost: {lost}. Goal: within {GOAL_RATIO:g}x of Kafka's controllers on each, "
         f"none lost.", "",
+        _admin_verdict(r["systems"]), "",
         "The metadata log in Kafka's format, for a creation of N partitions (one process, batches of 1,000):", "",
         markdown_table(["partitions", "export (encode on the way out): s", "sparkraft decodes its own: s",
                         "sparkraft would decode Kafka's: s", "sparkraft's MB", "Kafka's MB"], fmt),
     ])
 
 
+def _admin_verdict(systems: dict) -> str:
+    sr, k = systems["sparkraft"].get("admin"), systems["kafka"].get("admin")
+    if not sr or not k:
+        return "Admin writes: not measured in this run."
+    ratios = {key: _ratio(sr[key]["per_s"], k[key]["per_s"]) for key in sr}
+    lower_p50 = all(sr[key]["p50_ms"] < k[key]["p50_ms"] for key in sr)
+    met = all(r is not None and r >= ADMIN_GOAL for r in ratios.values()) and lower_p50
+    shown = ", ".join(f"{key.replace('/', ' x')}: {fmt_number(r, 1)}x" for key, r in ratios.items())
+    return (f"Admin writes through a broker, sparkraft's writes a second over Kafka's controllers': {shown}; "
+            f"p50 lower everywhere: {lower_p50}. Goal (at least {ADMIN_GOAL:g}x, lower p50): "
+            f"{'met' if met else 'missed'}.")
+
+
 def plot(document: dict, plots_dir: Path) -> list[Path]:
-    figures = [f for f in _figures(document) if "messages/s" not in f[0]]
-    return [grouped_bar_chart(
+    figures = [f for f in _figures(document) if "messages/s" not in f[0] and not f[0].startswith("admin")]
+    paths = [grouped_bar_chart(
         plots_dir / "kafka_brokers.png", "Kafka's brokers: on sparkraft vs on Kafka's controllers",
         [w.split(":")[0].replace(", ", "\n") for w, _o, _t in figures],
         {"on sparkraft": [o for _w, o, _t in figures], "on Kafka's controllers": [t for _w, _o, t in figures]},
         "seconds or ms", subtitle=measured_on(document), value_format="{:.2f}")]
+    admin = [f for f in _figures(document) if f[0].startswith("admin") and "writes/s" in f[0]]
+    if admin:
+        paths.append(grouped_bar_chart(
+            plots_dir / "kafka_brokers_admin.png", "Admin writes through a Kafka broker (Kafka's AdminClient)",
+            [w.split(":")[0].replace("admin ", "").replace(", ", "\n") for w, _o, _t in admin],
+            {"on sparkraft": [o for _w, o, _t in admin], "on Kafka's controllers": [t for _w, _o, t in admin]},
+            "writes a second", subtitle=measured_on(document), value_format="{:.0f}"))
+    return paths

@@ -258,9 +258,9 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     registration), a metadata.version range without this cluster's, a feature level the cluster has
     finalized that the broker does not support; each with Kafka's error and one log line, and no
     broker is registered."""
+    from quorum.controller.settings import MV_MAX
     from quorum.errors import Errors
     from quorum.kafka.client import KafkaConnection
-    from quorum.kafka_log.export import KAFKA_METADATA_VERSION
 
     need_kafka()
     cp = controller_processes(voters=(1,))
@@ -272,7 +272,7 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     _cli(cp, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
     with KafkaConnection("127.0.0.1", port) as kafka:
         other = kafka.request(_registration("AAAAAAAAAAAAAAAAAAAAAQ", (7, 33)))
-        older = kafka.request(_registration(cp.cluster_id, (7, KAFKA_METADATA_VERSION - 1)))
+        older = kafka.request(_registration(cp.cluster_id, (7, MV_MAX - 1)))  # a release before the cluster's
         no_elr = kafka.request(_registration(cp.cluster_id, (7, 33), (("eligible.leader.replicas.version", 0, 0),)))
         fine = kafka.request(_registration(cp.cluster_id, (7, 33), (("eligible.leader.replicas.version", 0, 1),),
                                            broker_id=151))
@@ -283,7 +283,8 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     assert set(brokers(cp)) == {151}, "only the broker that matches was registered"
     log = cp.output(1).read_text()
     assert "refused the registration of broker 150: it is in cluster AAAAAAAAAAAAAAAAAAAAAQ" in log
-    assert f"it supports metadata.version 7 to {KAFKA_METADATA_VERSION - 1}" in log
+    assert f"it supports metadata.version 7 to {MV_MAX - 1} (3.3-IV3 to 4.2-IV0), and this cluster's is {MV_MAX} " \
+           f"(4.2-IV1)" in log
 
     # a real Kafka broker formatted for another cluster: its metadata Fetch is refused, it never registers
     root = tmp_path / "kafka"

@@ -137,14 +137,14 @@ def _registration(cluster_id: str, broker_id: int = 150, listeners=(("PLAINTEXT"
     from kio.schema.types import BrokerId
     from kio.static.primitive import i16, i64, u16
 
-    from quorum.kafka_log.export import KAFKA_METADATA_VERSION
+    from quorum.controller.settings import MV_MAX
 
     return r.BrokerRegistrationRequest(
         broker_id=BrokerId(broker_id), cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
         listeners=tuple(r.Listener(name=name, host=host, port=u16(9092), security_protocol=i16(0))
                         for name, host in listeners),
         features=(r.Feature(name="metadata.version", min_supported_version=i16(7),
-                            max_supported_version=i16(KAFKA_METADATA_VERSION)),),
+                            max_supported_version=i16(MV_MAX)),),
         rack=rack, is_migrating_zk_broker=False, log_dirs=(uuid.uuid4(),), previous_broker_epoch=i64(-1))
 
 

@@ -16,6 +16,7 @@ from apache_kafka import OLD_TOOLS, kafka_tool, need_kafka, without_jvm_noise
 from conftest import ControllerProcesses, kafka_listener_quorum, sparkraft_cmd, wait_for
 
 from quorum.kafka.controller_apis import CONTROLLER
+from quorum.metadata.versions import release
 
 pytestmark = pytest.mark.slow
 
@@ -100,9 +101,11 @@ def test_kafka_cluster_and_features_through_a_controller(quorum):
     for name, f in ours.items():
         levels = [theirs[name][k].split()[-1] for k in ("SupportedMinVersion", "SupportedMaxVersion",
                                                            "FinalizedVersionLevel")]
-        # metadata.version prints as "UNKNOWN n": sparkraft's levels are not Kafka's release levels
-        assert levels == [str(f["supported_min_version"]), str(f["supported_max_version"]),
-                          str(f["finalized_version_level"])], name
+        # metadata.version is Kafka's own: its tool prints Kafka's names for the levels
+        shown = release if name == "metadata.version" else str
+        assert levels == [shown(f["supported_min_version"]), shown(f["supported_max_version"]),
+                          shown(f["finalized_version_level"])], name
+    assert theirs["metadata.version"]["SupportedMinVersion"] == "3.6-IV2"
     assert "eligible.leader.replicas.version can be upgraded to 1." in _tool(
         "kafka-features", "--bootstrap-controller", _kafka(cp, 2), "upgrade", "--feature",
         "eligible.leader.replicas.version=1", "--dry-run")
@@ -177,8 +180,8 @@ def test_the_tools_of_older_kafka_releases_negotiate_with_a_controller(quorum, r
     # 3.9 asks v4, which carries them all
     expected = ["metadata.version"] if release == "kafka-tools-3.7.2" else ours
     assert sorted(re.findall(r"Feature: (\S+)", features)) == expected
-    # 3.x still names sparkraft's metadata.version levels 1-4 (Kafka's 3.0-IV1 to 3.3-IV0); 4.x no longer does
-    assert "SupportedMinVersion: 3.0-IV1" in features and "FinalizedVersionLevel: 3.3-IV0" in features
+    # metadata.version is Kafka's own numbering: 3.x names the levels it knows as Kafka does
+    assert "SupportedMinVersion: 3.6-IV2" in features
 
 
 def _frame(api_key: int, version: int, body: bytes = b"", correlation: int = 7) -> bytes:
