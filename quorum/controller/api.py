@@ -317,6 +317,29 @@ class ClientQuotaEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class DirectoryAssignment:
+    topic_id: str
+    partition: int
+    directory: str  # a log directory id of the broker's (Kafka's Uuid text)
+
+
+@dataclass(frozen=True, slots=True)
+class AssignReplicasToDirsRequest:
+    """A broker says which of its log directories its replicas are in (KIP-858)."""
+
+    broker_id: int
+    broker_epoch: int
+    assignments: tuple[DirectoryAssignment, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentResult:
+    topic_id: str
+    partition: int
+    error: Errors = Errors.NONE
+
+
+@dataclass(frozen=True, slots=True)
 class AllocateProducerIdsRequest:
     broker_id: int
     broker_epoch: int

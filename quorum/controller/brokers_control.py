@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, registration_bounds, topics_control
+from quorum.controller.broker_epochs import check_broker_epoch
+from quorum.controller.levels import directories_enabled
 from quorum.controller.settings import CONTROLLER_ONLY, MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -41,16 +43,6 @@ def _protocol(name: str) -> int:
         return pb.SecurityProtocol.Code.Value(name.upper())
     except ValueError:
         raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown security protocol {name}") from None
-
-
-def _check_epoch(ctx: "ControllerContext", broker_id: int, broker_epoch: int):
-    reg = ctx.spec.cluster.broker(broker_id)
-    if reg is None:
-        raise SparkraftError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
-    if reg.broker_epoch != broker_epoch:
-        raise SparkraftError(Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {reg.broker_epoch}, but "
-                                                        f"got broker epoch {broker_epoch}")
-    return reg
 
 
 def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: int):
@@ -90,7 +82,8 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
                            max_supported_version=req.max_metadata_version)]
         + [_Feature(name=name, min_supported_version=lo, max_supported_version=hi)
            for name, lo, hi in sorted(req.features) if name != METADATA_VERSION],
-        rack=req.rack, fenced=True, in_controlled_shutdown=False, log_dirs=req.log_dirs)
+        rack=req.rack, fenced=True, in_controlled_shutdown=False,
+        log_dirs=req.log_dirs if directories_enabled(ctx.spec) else ())  # as Kafka's record below 3.7-IV2
     records: list = [record]
     new_incarnation = existing is None or existing.incarnation_id != req.incarnation_id
     if new_incarnation and (mv or 0) >= MV_ELR:
@@ -106,7 +99,7 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
 
 
 def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms: int):
-    reg = _check_epoch(ctx, req.broker_id, req.broker_epoch)
+    reg = check_broker_epoch(ctx, req.broker_id, req.broker_epoch)
     ctx.sessions.touch(req.broker_id, now_ms)
     ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= reg.broker_epoch

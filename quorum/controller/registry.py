@@ -33,6 +33,7 @@ from quorum.controller import (
     api,
     brokers_control,
     configs_control,
+    directories,
     features_control,
     migration_control,
     producer_ids_control,
@@ -197,6 +198,9 @@ ROWS: tuple[RequestRow, ...] = (
     RequestRow(api.AllocateProducerIdsRequest, "AllocateProducerIds", 51,
                KafkaApi("AllocateProducerIds", 67, controller=(0, 0)), BROKER,
                lambda c, r, now: producer_ids_control.allocate(c.spec, r)),
+    RequestRow(api.AssignReplicasToDirsRequest, "AssignReplicasToDirs", 59,
+               KafkaApi("AssignReplicasToDirs", 73, controller=(0, 0), max_bytes=1 << 20), BROKER,
+               lambda c, r, now: directories.assign(c, r)),
     RequestRow(api.DescribeClusterRequest, "DescribeCluster", 46,
                KafkaApi("DescribeCluster", 60, broker=(0, 2), controller=(1, 2)),  # v0 names no endpoint type
                NOTHING, read=read_requests.describe_cluster),

@@ -178,6 +178,23 @@ def allocate_producer_ids(ctx, req, version: int) -> dict:
             "producer_id_len": reply.size}
 
 
+# --- AssignReplicasToDirs (KIP-858) ----------------------------------------------------------------
+
+def assign_replicas_to_dirs(ctx, req, version: int) -> dict:
+    """A broker says which log directory each of its replicas is in; answered per partition."""
+    asked = tuple(api.DirectoryAssignment(topic_id_text(t.topic_id), p.partition_index, topic_id_text(d.id_))
+                  for d in req.directories for t in d.topics for p in t.partitions)
+    reply = _call(ctx, api.AssignReplicasToDirsRequest(req.broker_id, req.broker_epoch, asked))
+    if isinstance(reply, SparkraftError):
+        return {"throttle_time": 0, "error_code": _error(reply), "directories": []}
+    errors = {(r.topic_id, r.partition): r.error for r in reply}
+    return {"throttle_time": 0, "error_code": Errors.NONE, "directories": [
+        {"id_": d.id_, "topics": [{"topic_id": t.topic_id, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": errors.get((topic_id_text(t.topic_id), p.partition_index), Errors.UNKNOWN_SERVER_ERROR)}
+            for p in t.partitions]} for t in d.topics]} for d in req.directories]}
+
+
 # --- Envelope (KIP-590) ---------------------------------------------------------------------------
 
 _PRINCIPAL = struct.Struct(">h")

@@ -33,6 +33,8 @@ def violations(image: MetadataImage) -> list[str]:
             if not replicas.issuperset(p.elr) or set(p.elr) & set(p.isr):
                 problems.append(f"{where}: ELR {p.elr} not within replicas {p.replicas} or overlapping "
                                 f"the ISR {p.isr}")
+            if p.directories and len(p.directories) != len(p.replicas):
+                problems.append(f"{where}: {len(p.directories)} log directories for replicas {p.replicas}")
             if not replicas.issuperset(p.adding_replicas) or not replicas.issuperset(p.removing_replicas):
                 problems.append(f"{where}: adding {p.adding_replicas} / removing "
                                 f"{p.removing_replicas} not within replicas {p.replicas}")

@@ -254,6 +254,18 @@ CODECS: dict[str, Codec] = {
         reply_to=lambda reply: {"first_producer_id": reply.first_producer_id, "size": reply.size},
         reply_from=lambda m: api.ProducerIdsBlock(m.first_producer_id, m.size),
         reply='api.ProducerIdsBlock'),
+    "AssignReplicasToDirs": Codec(
+        request_to=lambda r: pb.AssignReplicasToDirsRequest(
+            broker_id=r.broker_id, broker_epoch=r.broker_epoch,
+            assignments=[pb.DirectoryAssignment(topic_id=a.topic_id, partition=a.partition, directory=a.directory)
+                         for a in r.assignments]),
+        request_from=lambda m: api.AssignReplicasToDirsRequest(m.broker_id, m.broker_epoch, tuple(
+            api.DirectoryAssignment(a.topic_id, a.partition, a.directory) for a in m.assignments)),
+        reply_to=lambda reply: {"results": [pb.AssignmentResult(topic_id=r.topic_id, partition=r.partition,
+                                                                error=int(r.error)) for r in reply]},
+        reply_from=lambda m: tuple(api.AssignmentResult(r.topic_id, r.partition, error_from_code(r.error))
+                                   for r in m.results),
+        reply='tuple[api.AssignmentResult, ...]'),
     "CreateAcls": Codec(
         request_to=lambda r: pb.CreateAclsRequest(bindings=[acl_to(b) for b in r.bindings]),
         request_from=lambda m: api.CreateAclsRequest(tuple(acl_from(b) for b in m.bindings)),

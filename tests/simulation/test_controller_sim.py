@@ -135,10 +135,12 @@ def test_a_shutdown_written_as_blocks_reaches_every_controller_alike():
 # ---------------------------------------------------------------- property test
 NAMES = ["a", "b", "c", "d"]
 BROKERS = [0, 1, 2, 3]
+DIR_A, DIR_B, DIR_C = "Uvwkq7q1T9Cb96OVaGex7A", "CkQ1SrseSvGDApIStVUtIw", "5FVl8RDQSXWM5R7iCaavmA"
+LOG_DIRS = [(), (DIR_A,), (DIR_B, DIR_C)]  # a sparkraft broker's none, a Kafka broker's one, or JBOD
 
 action = st.one_of(
     st.tuples(st.just("register"), st.sampled_from(BROKERS), st.sampled_from([None, "r1", "r2"]),
-              st.integers(0, 2)),
+              st.integers(0, 2), st.sampled_from(LOG_DIRS)),
     st.tuples(st.just("heartbeat"), st.sampled_from(BROKERS), st.booleans(), st.booleans()),
     st.tuples(st.just("tick"), st.integers(0, 12_000)),
     st.tuples(st.just("create"), st.sampled_from(NAMES), st.integers(-1, 5), st.integers(-1, 4)),
@@ -151,8 +153,12 @@ action = st.one_of(
               st.sampled_from(["retention.ms", "cleanup.policy", "bogus", "unclean.leader.election.enable",
                                "min.insync.replicas"]),
               st.sampled_from(["1", "2", "3", "compact", "-9", "true", "false"])),
-    st.tuples(st.just("features"), st.sampled_from(["metadata.version", "eligible.leader.replicas.version"]),
-              st.integers(0, 3), st.sampled_from(["UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"])),
+    st.tuples(st.just("features"), st.sampled_from(["metadata.version", "eligible.leader.replicas.version",
+                                                    "sparkraft.version"]),
+              st.sampled_from([0, 1, 2, 13, 14, 17, 21, 23, 29, 30]),
+              st.sampled_from(["UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"])),
+    st.tuples(st.just("assign"), st.sampled_from(BROKERS), st.sampled_from(NAMES), st.integers(0, 5),
+              st.sampled_from([DIR_A, DIR_B, DIR_C])),
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
@@ -254,7 +260,8 @@ def test_random_requests_keep_the_image_sound(populated, actions):
         kind = a[0]
         req = None
         if kind == "register":
-            req = api.RegisterBrokerRequest(a[1], c.cluster_id, f"Inc{a[3]:03d}xxxxxxxxxxxxx{a[1]:03d}", (), a[2])
+            req = api.RegisterBrokerRequest(a[1], c.cluster_id, f"Inc{a[3]:03d}xxxxxxxxxxxxx{a[1]:03d}", (), a[2],
+                                            log_dirs=a[4])
         elif kind == "heartbeat" and a[1] in epochs:
             req = api.BrokerHeartbeatRequest(a[1], epochs[a[1]], c.core.last_committed_offset,
                                              want_fence=a[2] and a[3], want_shutdown=a[2] and not a[3])
@@ -273,6 +280,10 @@ def test_random_requests_keep_the_image_sound(populated, actions):
                 isr = tuple(dict.fromkeys([p.leader] + [b for b in a[3] if b in p.replicas]))
                 req = api.AlterPartitionRequest(p.leader, epochs[p.leader], (api.PartitionIsr(
                     t.topic_id, a[2], p.leader_epoch, p.partition_epoch, isr),))
+        elif kind == "assign" and a[1] in epochs:  # a broker says which directory a replica is in
+            t = c.core.spec.topics.topic_by_name(a[2])
+            req = api.AssignReplicasToDirsRequest(a[1], epochs[a[1]], (api.DirectoryAssignment(
+                t.topic_id if t is not None else "AAAAAAAAAAAAAAAAAAAAAQ", a[3], a[4]),))
         elif kind == "elect":
             req = api.ElectLeadersRequest(a[1], None)
         elif kind == "unregister":
@@ -323,6 +334,10 @@ def test_random_requests_keep_the_image_sound(populated, actions):
                     reassignments.downgraded(before, c.core.spec)
                 if kind == "register":
                     epochs[a[1]] = op.reply.broker_epoch
+                if kind == "assign" and op.batches:
+                    DIRECTORIES_MOVED[0] += 1
+                    tid, p = _partition(c.core.spec, a[2], a[3])
+                    assert p.directory_of(a[1]) == a[4], (a, p)
                 if kind == "unregister":
                     epochs.pop(a[1], None)
         for image in (c.core.image, c.core.spec):
@@ -345,6 +360,7 @@ def test_random_requests_keep_the_image_sound(populated, actions):
 
 
 BLOCKS_SEEN = [0]  # blocks the property test saw (its last test checks there were some)
+DIRECTORIES_MOVED = [0]  # AssignReplicasToDirs that changed a partition's directories (checked likewise)
 
 
 def _blocks_apply_as_their_rows(before, op) -> None:
@@ -367,11 +383,11 @@ def _blocks_apply_as_their_rows(before, op) -> None:
     assert images[0].topics.partition_total == images[1].topics.partition_total
 
 
-def test_the_random_requests_wrote_partition_change_blocks():
-    """(after the property test, in file order) the invariant above was exercised."""
-    if BLOCKS_SEEN[0] == 0:
+def test_the_random_requests_wrote_partition_change_blocks_and_moved_directories():
+    """(after the property test, in file order) the invariants above were exercised."""
+    if BLOCKS_SEEN[0] == 0 or DIRECTORIES_MOVED[0] == 0:
         test_random_requests_keep_the_image_sound()
-    assert BLOCKS_SEEN[0] > 0
+    assert BLOCKS_SEEN[0] > 0 and DIRECTORIES_MOVED[0] > 0
 
 
 def _settle(c: LocalController, epochs: dict, reassignments: Reassignments) -> None:

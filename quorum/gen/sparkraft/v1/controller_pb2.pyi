@@ -834,6 +834,52 @@ class AlterClientQuotasResponse(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[ItemResult]
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[ItemResult, _Mapping]]] = ...) -> None: ...
 
+class DirectoryAssignment(_message.Message):
+    __slots__ = ("topic_id", "partition", "directory")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORY_FIELD_NUMBER: _ClassVar[int]
+    topic_id: str
+    partition: int
+    directory: str
+    def __init__(self, topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., directory: _Optional[str] = ...) -> None: ...
+
+class AssignReplicasToDirsRequest(_message.Message):
+    __slots__ = ("broker_id", "broker_epoch", "assignments")
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    broker_epoch: int
+    assignments: _containers.RepeatedCompositeFieldContainer[DirectoryAssignment]
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., assignments: _Optional[_Iterable[_Union[DirectoryAssignment, _Mapping]]] = ...) -> None: ...
+
+class AssignmentResult(_message.Message):
+    __slots__ = ("topic_id", "partition", "error")
+    TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    topic_id: str
+    partition: int
+    error: int
+    def __init__(self, topic_id: _Optional[str] = ..., partition: _Optional[int] = ..., error: _Optional[int] = ...) -> None: ...
+
+class AssignReplicasToDirsResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "results")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    results: _containers.RepeatedCompositeFieldContainer[AssignmentResult]
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., results: _Optional[_Iterable[_Union[AssignmentResult, _Mapping]]] = ...) -> None: ...
+
 class AllocateProducerIdsRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -134,6 +134,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
                 _registered_method=True)
+        self.AssignReplicasToDirs = channel.unary_unary(
+                '/sparkraft.v1.Controller/AssignReplicasToDirs',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.FromString,
+                _registered_method=True)
         self.CreateAcls = channel.unary_unary(
                 '/sparkraft.v1.Controller/CreateAcls',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
@@ -294,6 +299,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AssignReplicasToDirs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateAcls(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -438,6 +449,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AllocateProducerIds,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
+            ),
+            'AssignReplicasToDirs': grpc.unary_unary_rpc_method_handler(
+                    servicer.AssignReplicasToDirs,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.SerializeToString,
             ),
             'CreateAcls': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateAcls,
@@ -1015,6 +1031,33 @@ class Controller:
             '/sparkraft.v1.Controller/AllocateProducerIds',
             sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AssignReplicasToDirs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/AssignReplicasToDirs',
+            sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,87 @@
+"""Log directories (KIP-858, metadata.version 3.7-IV2 and later), as Kafka's controller keeps them:
+a new replica in its broker's only directory, UNASSIGNED where the broker has several, not known on
+a broker without any; AssignReplicasToDirs moves a replica's directory; the image keeps them
+through changes, snapshots and checkpoints, and reads replicas moved without them as not known."""
+from __future__ import annotations
+
+from controller_helpers import create, register
+
+from quorum.controller import api
+from quorum.controller.local import LocalController
+from quorum.controller.settings import ControllerSettings
+from quorum.errors import Errors
+from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.topics import MIGRATING, UNASSIGNED, PartitionRegistration
+from quorum.snapshot.checkpoint import checkpoint_body
+
+A, B, C = "Uvwkq7q1T9Cb96OVaGex7A", "CkQ1SrseSvGDApIStVUtIw", "5FVl8RDQSXWM5R7iCaavmA"
+
+
+def cluster(level: int = 29) -> LocalController:
+    c = LocalController(ControllerSettings(seed=3, bootstrap_metadata_version=level))
+    register(c, 1, log_dirs=(A,))  # one directory
+    register(c, 2, log_dirs=(B, C))  # JBOD: two
+    register(c, 3)  # a sparkraft broker: none
+    return c
+
+
+def partition(c, topic: str, pid: int = 0) -> PartitionRegistration:
+    return c.core.image.topics.topic_by_name(topic).partitions[pid]
+
+
+def test_a_new_replica_starts_where_kafkas_controller_puts_it():
+    c = cluster()
+    assert c.core.image.cluster.broker(2).log_dirs == (B, C)
+    create(c, "t", -1, -1, assignments=((1, 2, 3),))
+    p = partition(c, "t")
+    assert p.directories == (A, UNASSIGNED, MIGRATING)
+    assert [p.directory_of(b) for b in (1, 2, 3, 9)] == [A, UNASSIGNED, MIGRATING, MIGRATING]
+
+
+def test_below_3_7_iv2_registrations_and_partitions_carry_no_directories():
+    c = cluster(level=14)  # 3.6-IV2
+    assert c.core.image.cluster.broker(1).log_dirs == ()
+    create(c, "t", -1, -1, assignments=((1, 2),))
+    assert partition(c, "t").directories == ()
+
+
+def test_assign_replicas_to_dirs_moves_a_replica_and_refuses_what_it_cannot_name():
+    c = cluster()
+    create(c, "t", -1, -1, assignments=((1, 2, 3), (2, 1, 3)))
+    epoch = c.core.image.cluster.broker(2).broker_epoch
+    topic_id = c.core.image.topics.topic_by_name("t").topic_id
+    before = partition(c, "t").partition_epoch
+    results = c.request(api.AssignReplicasToDirsRequest(2, epoch, (
+        api.DirectoryAssignment(topic_id, 0, C), api.DirectoryAssignment(topic_id, 1, B),
+        api.DirectoryAssignment(topic_id, 7, B), api.DirectoryAssignment("AAAAAAAAAAAAAAAAAAAAAQ", 0, B))))
+    assert [r.error for r in results] == [Errors.NONE, Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                          Errors.UNKNOWN_TOPIC_ID]
+    assert partition(c, "t", 0).directories == (A, C, MIGRATING)
+    assert partition(c, "t", 1).directories == (B, A, MIGRATING)
+    assert partition(c, "t", 0).partition_epoch == before + 1 and partition(c, "t", 0).leader_epoch == 0
+    (again,) = c.request(api.AssignReplicasToDirsRequest(2, epoch, (api.DirectoryAssignment(topic_id, 0, C),)))
+    assert again.error is Errors.NONE and partition(c, "t", 0).partition_epoch == before + 1, "nothing to change"
+    (not_mine,) = c.request(api.AssignReplicasToDirsRequest(
+        1, c.core.image.cluster.broker(1).broker_epoch, (api.DirectoryAssignment(topic_id, 0, B),)))
+    assert not_mine.error is Errors.NONE
+    stale = c.expect_error(api.AssignReplicasToDirsRequest(2, epoch + 1000, ()))
+    assert stale.error is Errors.STALE_BROKER_EPOCH
+
+
+def test_replicas_moved_without_directories_read_as_not_known_and_checkpoints_keep_them():
+    p = PartitionRegistration((1, 2), (1, 2), leader=1, directories=(A, B))
+    kept = p.merge(pb.PartitionChangeRecord(topic_id="x", partition_id=0, isr=pb.BrokerIds(ids=[1])))
+    assert kept.directories == (A, B)
+    moved = p.merge(pb.PartitionChangeRecord(topic_id="x", partition_id=0, replicas=pb.BrokerIds(ids=[1, 3])))
+    assert moved.directories == ()
+    given = p.merge(pb.PartitionChangeRecord(topic_id="x", partition_id=0, replicas=pb.BrokerIds(ids=[1, 3]),
+                                             directories=pb.DirectoryIds(ids=[A, C])))
+    assert given.directories == (A, C)
+    c = cluster()
+    create(c, "t", -1, -1, assignments=((1, 2),))
+    from quorum.metadata.loader import MetadataLoader
+    from quorum.metadata.records import decode_record
+
+    loader = MetadataLoader()
+    loader.load_batch([decode_record(r) for r in checkpoint_body(c.core.image)], 0, 1)
+    assert loader.image.topics.topic_by_name("t").partitions[0].directories == (A, UNASSIGNED)
