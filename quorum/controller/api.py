@@ -52,6 +52,7 @@ class BrokerHeartbeatRequest:
     current_metadata_offset: int  # the last offset the broker has applied
     want_fence: bool = False
     want_shutdown: bool = False  # controlled shutdown: move my leaderships away
+    offline_log_dirs: tuple[str, ...] = ()  # its log directories that failed (a Kafka broker's, KIP-858)
 
 
 @dataclass(frozen=True, slots=True)

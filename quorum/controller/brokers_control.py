@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, registration_bounds, topics_control
 from quorum.controller.broker_epochs import check_broker_epoch
+from quorum.controller.directories import directories_offline
 from quorum.controller.levels import directories_enabled
 from quorum.controller.settings import CONTROLLER_ONLY, MV_ELR
 from quorum.errors import Errors, SparkraftError
@@ -103,7 +104,9 @@ def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms:
     ctx.sessions.touch(req.broker_id, now_ms)
     ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= reg.broker_epoch
-    records: list = []
+    records: list = directories_offline(ctx, req.broker_id, req.offline_log_dirs) if req.offline_log_dirs else []
+    if records:  # a failed log directory is this heartbeat's one change; the next does the rest
+        return records, api.BrokerHeartbeatReply(is_caught_up=caught_up, is_fenced=reg.fenced, should_shutdown=False)
     fenced, shutdown = reg.fenced, False
     if reg.fenced:
         if req.want_shutdown:

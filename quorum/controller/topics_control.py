@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from quorum.controller import api, bulk_changes, configs_control
 from quorum.controller.bulk_changes import TopicPolicies
-from quorum.controller.directories import default_dir_of, new_directories
+from quorum.controller.directories import default_dir_of, directory_offline, new_directories
 from quorum.controller.index import bits, masks_of
 from quorum.controller.partition_change import Election, Elr, IsrShrinks, change, preferred_leader_only
 from quorum.controller.placement import UsableBroker, place
@@ -410,7 +410,7 @@ def _alter_one(ctx: "ControllerContext", broker_id: int, c: api.PartitionIsr, po
     if p.leader not in new_isr:
         return None, result(p, Errors.INVALID_REQUEST, f"The new ISR {list(new_isr)} of {where} does not "
                                                        f"include the leader {p.leader}.")
-    ineligible = [b for b in new_isr if b != p.leader and not ctx.acceptable(b)]
+    ineligible = [b for b in new_isr if b != p.leader and (not ctx.acceptable(b) or directory_offline(ctx, p, b))]
     if ineligible:
         return None, result(p, Errors.INELIGIBLE_REPLICA, f"The new ISR {list(new_isr)} of {where} contains "
                                                           f"ineligible replica(s) {ineligible} (fenced, in "

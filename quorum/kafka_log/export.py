@@ -99,7 +99,8 @@ def _registration_change(m) -> dict:
     fenced = _opt(m, "fenced")
     return {"brokerId": m.broker_id, "brokerEpoch": m.broker_epoch,
             "fenced": 0 if fenced is None else (_FENCE if fenced else _UNFENCE),
-            "inControlledShutdown": 1 if _opt(m, "in_controlled_shutdown") else 0}
+            "inControlledShutdown": 1 if _opt(m, "in_controlled_shutdown") else 0,
+            "logDirs": _ids(m, "log_dirs") or []}
 
 
 def _b64(raw: bytes) -> str:
@@ -149,8 +150,8 @@ NOT_SENT_FEATURES = frozenset({SPARKRAFT_VERSION})
 
 def _registration_change_version(m) -> int:
     """As Kafka's controller writes a BrokerRegistrationChangeRecord: 0 for fencing, 1 for a
-    controlled shutdown (the field it added)."""
-    return 1 if m.HasField("in_controlled_shutdown") else 0
+    controlled shutdown, 2 for log directories (the fields each added)."""
+    return 2 if m.HasField("log_dirs") else 1 if m.HasField("in_controlled_shutdown") else 0
 
 
 def record_value(raw: bytes, level: int) -> bytes:

@@ -122,6 +122,7 @@ class ClusterDelta:
             in_controlled_shutdown=(record.in_controlled_shutdown
                                     if record.HasField("in_controlled_shutdown")
                                     else current.in_controlled_shutdown),
+            log_dirs=tuple(record.log_dirs.ids) if record.HasField("log_dirs") else current.log_dirs,
         )
         if changed != current:
             self.brokers.set(record.broker_id, changed)

@@ -71,10 +71,10 @@ CODECS: dict[str, Codec] = {
     "BrokerHeartbeat": Codec(
         request_to=lambda r: pb.BrokerHeartbeatRequest(broker_id=r.broker_id, broker_epoch=r.broker_epoch,
                                                        current_metadata_offset=r.current_metadata_offset,
-                                                       want_fence=r.want_fence, want_shutdown=r.want_shutdown),
+                                                       want_fence=r.want_fence, want_shutdown=r.want_shutdown,
+                                                       offline_log_dirs=r.offline_log_dirs),
         request_from=lambda m: api.BrokerHeartbeatRequest(m.broker_id, m.broker_epoch, m.current_metadata_offset,
-                                                          m.want_fence,
-                                                          m.want_shutdown),
+                                                          m.want_fence, m.want_shutdown, tuple(m.offline_log_dirs)),
         reply_to=lambda r: {"is_caught_up": r.is_caught_up, "is_fenced": r.is_fenced,
                             "should_shutdown": r.should_shutdown},
         reply_from=lambda m: api.BrokerHeartbeatReply(m.is_caught_up, m.is_fenced, m.should_shutdown),

@@ -159,6 +159,7 @@ action = st.one_of(
               st.sampled_from(["UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"])),
     st.tuples(st.just("assign"), st.sampled_from(BROKERS), st.sampled_from(NAMES), st.integers(0, 5),
               st.sampled_from([DIR_A, DIR_B, DIR_C])),
+    st.tuples(st.just("dir_failed"), st.sampled_from(BROKERS), st.sampled_from([DIR_A, DIR_B, DIR_C])),
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     st.tuples(st.just("hold")),
@@ -246,7 +247,8 @@ def test_random_requests_keep_the_image_sound(populated, actions):
     epochs: dict[int, int] = {}
     if populated:  # brokers and topics to reassign, elect and fence from the first action on; ELR on at 2
         for b in BROKERS:
-            epochs[b] = c.request(api.RegisterBrokerRequest(b, c.cluster_id, f"Inc000xxxxxxxxxxxxx{b:03d}", ())).broker_epoch
+            epochs[b] = c.request(api.RegisterBrokerRequest(b, c.cluster_id, f"Inc000xxxxxxxxxxxxx{b:03d}", (),
+                                                            log_dirs=LOG_DIRS[b % len(LOG_DIRS)])).broker_epoch
             c.request(api.BrokerHeartbeatRequest(b, epochs[b], c.core.last_committed_offset))
         if populated == 2:
             c.request(api.UpdateFeaturesRequest((("eligible.leader.replicas.version", 1),)))
@@ -284,6 +286,8 @@ def test_random_requests_keep_the_image_sound(populated, actions):
             t = c.core.spec.topics.topic_by_name(a[2])
             req = api.AssignReplicasToDirsRequest(a[1], epochs[a[1]], (api.DirectoryAssignment(
                 t.topic_id if t is not None else "AAAAAAAAAAAAAAAAAAAAAQ", a[3], a[4]),))
+        elif kind == "dir_failed" and a[1] in epochs:  # a heartbeat naming a failed log directory
+            req = api.BrokerHeartbeatRequest(a[1], epochs[a[1]], c.core.last_committed_offset, offline_log_dirs=(a[2],))
         elif kind == "elect":
             req = api.ElectLeadersRequest(a[1], None)
         elif kind == "unregister":
@@ -334,6 +338,10 @@ def test_random_requests_keep_the_image_sound(populated, actions):
                     reassignments.downgraded(before, c.core.spec)
                 if kind == "register":
                     epochs[a[1]] = op.reply.broker_epoch
+                if kind == "dir_failed" and op.batches:  # no replica of it is left in an ISR in that directory
+                    for t in c.core.spec.topics.by_id.values():
+                        for q in t.partitions.values():
+                            assert not (a[1] in q.isr and q.directories and q.directory_of(a[1]) == a[2]), (a, q)
                 if kind == "assign" and op.batches:
                     DIRECTORIES_MOVED[0] += 1
                     tid, p = _partition(c.core.spec, a[2], a[3])

@@ -85,3 +85,27 @@ def test_replicas_moved_without_directories_read_as_not_known_and_checkpoints_ke
     loader = MetadataLoader()
     loader.load_batch([decode_record(r) for r in checkpoint_body(c.core.image)], 0, 1)
     assert loader.image.topics.topic_by_name("t").partitions[0].directories == (A, UNASSIGNED)
+
+
+def test_a_failed_log_directory_takes_its_replicas_out_and_they_may_not_rejoin():
+    """Broker 2 (directories B and C) loses C: its replicas in C leave their ISRs and leaderships,
+    those in B stay; its registration keeps B only; the leader cannot add a replica in C back."""
+    c = cluster()
+    register(c, 4, log_dirs=(A,))
+    create(c, "t", -1, -1, assignments=((2, 1, 4), (2, 1, 4)), configs=(("min.insync.replicas", "1"),))
+    topic_id = c.core.image.topics.topic_by_name("t").topic_id
+    epoch = c.core.image.cluster.broker(2).broker_epoch
+    c.request(api.AssignReplicasToDirsRequest(2, epoch, (api.DirectoryAssignment(topic_id, 0, C),
+                                                         api.DirectoryAssignment(topic_id, 1, B))))
+    assert partition(c, "t", 0).leader == 2 and partition(c, "t", 1).leader == 2
+    reply = c.request(api.BrokerHeartbeatRequest(2, epoch, c.core.last_committed_offset, offline_log_dirs=(C,)))
+    assert not reply.is_fenced
+    lost, kept = partition(c, "t", 0), partition(c, "t", 1)
+    assert 2 not in lost.isr and lost.leader == 1, lost
+    assert 2 in kept.isr and kept.leader == 2, kept
+    assert c.core.image.cluster.broker(2).log_dirs == (B,)
+    (r,) = c.request(api.AlterPartitionRequest(1, c.core.image.cluster.broker(1).broker_epoch, (api.PartitionIsr(
+        topic_id, 0, lost.leader_epoch, lost.partition_epoch, (1, 2, 4)),)))
+    assert r.error is Errors.INELIGIBLE_REPLICA
+    again = c.request(api.BrokerHeartbeatRequest(2, epoch, c.core.last_committed_offset, offline_log_dirs=(C,)))
+    assert not again.is_fenced and partition(c, "t", 0) == lost, "a directory already offline changes nothing"
