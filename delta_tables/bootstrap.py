@@ -73,6 +73,13 @@ def _topic_runs(partitions: pa.Table) -> tuple[list[int], list[str], list[int]]:
     return order.to_pylist(), encoded.dictionary.take(runs.values).to_pylist(), runs.run_ends.to_pylist()
 
 
+def _directories(partitions: pa.Table) -> list[tuple[str, ...]]:
+    """Each row's log directories (none in a warehouse of a sparkraft from before them)."""
+    if "directories" not in partitions.column_names:
+        return [()] * partitions.num_rows
+    return [tuple(d) if d else () for d in partitions.column("directories").to_pylist()]
+
+
 def _registrations(partitions: pa.Table) -> list[PartitionRegistration]:
     """Every row as a PartitionRegistration, built column-wise in C (map and zip, no Python loop)."""
     fields = [*(_broker_lists(partitions.column(c)) for c in ("replicas", "isr", "removing_replicas",
@@ -81,7 +88,7 @@ def _registrations(partitions: pa.Table) -> list[PartitionRegistration]:
               # a warehouse of an older sparkraft has no ELR columns: its rows read as null there
               *(_broker_lists(partitions.column(c)) if c in partitions.column_names else [()] * partitions.num_rows
                 for c in ("elr", "last_known_elr")),
-              [()] * partitions.num_rows]  # log directories are not in the tables (a broker's image needs none)
+              _directories(partitions)]
     # PartitionRegistration is a NamedTuple: tuple.__new__ skips its Python-level __new__.
     return list(map(partial(tuple.__new__, PartitionRegistration), zip(*fields)))
 

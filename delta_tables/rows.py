@@ -129,7 +129,7 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
                 "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
                 "adding_replicas": list(p.adding_replicas), "removing_replicas": list(p.removing_replicas),
                 "last_offset": last_offset, "bucket": partition_bucket(topic.topic_id),
-                "elr": list(p.elr), "last_known_elr": list(p.last_known_elr)}
+                "elr": list(p.elr), "last_known_elr": list(p.last_known_elr), "directories": list(p.directories)}
     if table == BROKERS:
         b = image.cluster.broker(key[0])
         if b is None:
@@ -138,7 +138,7 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
                 "endpoints": [{"name": e.name, "host": e.host, "port": e.port,
                                "security_protocol": e.security_protocol_name} for e in b.endpoints],
                 "rack": b.rack, "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown,
-                "last_offset": last_offset}
+                "last_offset": last_offset, "log_dirs": list(b.log_dirs)}
     if table == CONFIGS:
         kind, name, config = key
         resource = ConfigResource(TOPIC if kind == "TOPIC" else BROKER, name)
@@ -200,7 +200,7 @@ def rows_of(table: str, items: list[tuple[Key, int]], image: MetadataImage,
 
 # The columns of a partitions row that are a PartitionRegistration's fields of the same name.
 _PARTITION_FIELDS = ("replicas", "isr", "leader", "leader_epoch", "partition_epoch", "adding_replicas",
-                     "removing_replicas", "elr", "last_known_elr")
+                     "removing_replicas", "elr", "last_known_elr", "directories")
 
 
 _UNSEEN = object()

@@ -36,10 +36,11 @@ SCHEMAS: dict[str, pa.Schema] = {
                            ("replicas", _INTS), ("isr", _INTS), ("leader", pa.int32()), ("leader_epoch", pa.int32()),
                            ("partition_epoch", pa.int32()), ("adding_replicas", _INTS),
                            ("removing_replicas", _INTS), ("last_offset", pa.int64()), ("bucket", pa.int32()),
-                           ("elr", _INTS), ("last_known_elr", _INTS)]),
+                           ("elr", _INTS), ("last_known_elr", _INTS), ("directories", pa.list_(pa.string()))]),
     BROKERS: pa.schema([("broker_id", pa.int32()), ("incarnation_id", pa.string()), ("broker_epoch", pa.int64()),
                         ("endpoints", pa.list_(_ENDPOINT)), ("rack", pa.string()), ("fenced", pa.bool_()),
-                        ("in_controlled_shutdown", pa.bool_()), ("last_offset", pa.int64())]),
+                        ("in_controlled_shutdown", pa.bool_()), ("last_offset", pa.int64()),
+                        ("log_dirs", pa.list_(pa.string()))]),
     CONFIGS: pa.schema([("resource_type", pa.string()), ("resource_name", pa.string()), ("name", pa.string()),
                         ("value", pa.string()), ("last_offset", pa.int64())]),
     ACLS: pa.schema([("acl_id", pa.string()), ("principal", pa.string()), ("host", pa.string()),
@@ -74,8 +75,9 @@ PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"]}
 
 ROW_OF: dict[str, str] = {  # what one row is, for the reference docs
     TOPICS: "One row per live topic.",
-    PARTITIONS: "One row per live partition (`elr`, `last_known_elr`: KIP-966's eligible leader replicas).",
-    BROKERS: "One row per registered broker.",
+    PARTITIONS: "One row per live partition (`elr`, `last_known_elr`: KIP-966's eligible leader replicas; "
+                "`directories`: each replica's log directory where known, KIP-858).",
+    BROKERS: "One row per registered broker (`log_dirs`: its online log directories, a Kafka broker's).",
     CONFIGS: "One row per config set on a topic, a broker or the cluster (`resource_name` empty: the cluster).",
     ACLS: "One row per ACL binding.",
     USERS: "One row per SCRAM credential: the mechanism and iterations, never a salt, a key or a password.",
