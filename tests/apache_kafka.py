@@ -362,6 +362,15 @@ logger.noisy.level = warn
 """
 
 
+# Kafka 3.x's brokers log through log4j 1 (reload4j): the same lines to stdout
+LOG4J1 = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.common.config=WARN
+"""
+
+
 class KafkaBrokers:
     """Apache Kafka brokers (``process.roles=broker``), one JVM each on 127.0.0.1, whose quorum is
     sparkraft's controllers: ``voters`` names each controller's Kafka listener, as
@@ -374,6 +383,7 @@ class KafkaBrokers:
         """``ports``: broker id -> its PLAINTEXT port; ``extra``: added to every broker's configuration."""
         self.root, self.cluster_id, self.heap, self.ports = root, cluster_id, heap, ports
         (root / "log4j2.properties").write_text(LOG4J2)
+        (root / "log4j.properties").write_text(LOG4J1)
         self.procs: dict[int, subprocess.Popen] = {}
         self._outs: list = []
         for broker_id, port in ports.items():
@@ -398,19 +408,22 @@ class KafkaBrokers:
     def bootstrap_server(self) -> str:
         return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
 
-    def format(self) -> None:
-        for broker_id in self.ports:
+    def format(self, release: str = KAFKA, only: Optional[list[int]] = None) -> None:
+        """Each broker's log directories, with Kafka's storage tool of ``release`` (a jar set's name)."""
+        for broker_id in only or self.ports:
             out = kafka_tool("kafka-storage", "format", f"--cluster-id={self.cluster_id}", "-c",
-                             str(self.config(broker_id)))
+                             str(self.config(broker_id)), kafka=release)
             assert out.returncode == 0, out.stderr
 
-    def start(self, broker_id: int) -> None:
-        folder = need_kafka()
+    def start(self, broker_id: int, release: str = KAFKA) -> None:
+        """The broker's JVM, of Kafka ``release`` (a jar set's name: kafka-4.4.0, kafka-3.9.1, kafka-3.7.2)."""
+        folder = need_kafka(release)
         out = open(self.root / f"broker-{broker_id}.log", "ab")
         self._outs.append(out)
+        logging = f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}" if release == KAFKA \
+            else f"-Dlog4j.configuration=file:{self.root / 'log4j.properties'}"
         self.procs[broker_id] = subprocess.Popen(
-            java(f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={self.root / 'log4j2.properties'}",
-             "-cp", f"{folder}/*", "kafka.Kafka", str(self.config(broker_id))),
+            java(f"-Xmx{self.heap}", logging, "-cp", f"{folder}/*", "kafka.Kafka", str(self.config(broker_id))),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def stop(self, broker_id: int, timeout: float = 60) -> int:
