@@ -24,7 +24,7 @@ from quorum.rpc.peer_client import CHANNEL_OPTIONS, WIRE_ASK_NONE_AGAIN_S, WIRE_
 from quorum.rpc.sasl_login import ScramLogin
 from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.client import PLAINTEXT, ClientSecurity, handshake_problem, kafka_protocol_problem
-from quorum.wire.client import WireCallError, WireChannelPool
+from quorum.wire.client import WireCallError, WireChannelPool, answers_wire
 
 # Larger requests take gRPC: a server may cap what a connection not yet known sends on the wire
 # (sasl.server.max.receive.size, 512 KiB by default) and closes one that sends more, where gRPC
@@ -249,7 +249,11 @@ class LeaderFollowingClient:
             if target not in self._probed:  # what the server speaks: asked once per server
                 self._probed.add(target)
                 problem = kafka_protocol_problem(target, self.security, timeout=1.0)
-                if problem is not None:  # an address to fix, not a server to wait for
+                host, port = parse_host_port(target)
+                # an address to fix, not a server to wait for; but a controller's one port answers
+                # Kafka's protocol too, and a lossy network fails calls: asked a few times
+                if problem is not None and not any(answers_wire(host, port, self._wire_tls(), timeout=2.0)
+                                                   for _ in range(3)):
                     raise SparkraftError(Errors.INVALID_REQUEST, problem)
             problem = handshake_problem(target, self.security)
             if problem is not None:  # a configuration to fix, not a server to wait for

@@ -391,17 +391,22 @@ def test_reassign_partitions_generate_proposes_over_the_broker_list(cluster, tmp
     assert result.returncode == 1 and result.stderr.startswith("INVALID_REPLICA_ASSIGNMENT: ")
 
 
-def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, tmp_path):
-    """kafka-features' describe lines; a downgrade that would drop a reassignment in flight is refused
-    until --unsafe, which reverts it and says so; the upgrade back restores the level."""
+def test_features_describe_and_a_downgrade_kafkas_rules_refuse_then_allow(cluster, tmp_path):
+    """kafka-features' describe lines, metadata.version by Kafka's names; a downgrade that would leave
+    ELR without the metadata.version it needs is refused, and goes through with ELR lowered in the
+    same command; a reassignment in flight survives any level (Kafka's always had them); the upgrade
+    back restores the level."""
     boot = ("--bootstrap-controller", cluster.bootstrap())
     rows = {r["feature"]: r for r in json.loads(ok("features", "describe", "--json", *boot))}
-    assert rows["metadata.version"]["finalized_version_level"] == 4
-    assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) == (1, 4)
+    assert rows["metadata.version"]["finalized_version_level"] == 29
+    assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) \
+        == (14, 29)
     assert rows["eligible.leader.replicas.version"]["supported_max_version"] == 1
+    assert rows["sparkraft.version"]["finalized_version_level"] == 1
     line = next(x for x in ok("features", "describe", *boot).splitlines() if x.startswith("Feature: metadata.version"))
-    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 1\tSupportedMaxVersion: 4\t"
-                           "FinalizedVersionLevel: 4\tEpoch: ")
+    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 3.6-IV2\tSupportedMaxVersion: 4.2-IV1\t"
+                           "FinalizedVersionLevel: 4.2-IV1\tEpoch: ")
+    ok("features", "upgrade", "--feature", "eligible.leader.replicas.version=1", *boot)
     ok("topics", "create", "--topic", "downgraded", "--partitions", "1", "--replication-factor", "1", *boot)
     (part,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
     spare = sorted({101, 102, 103} - set(part["replicas"]))[0]
@@ -410,21 +415,20 @@ def test_features_describe_and_an_unsafe_downgrade_refused_then_forced(cluster, 
                                                               "replicas": [spare]}]}))
     ok("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)  # stays in flight here
     try:
-        result = sparkraft("features", "downgrade", "--metadata", "1", *boot)
+        result = sparkraft("features", "downgrade", "--metadata", "3.9", *boot)
         assert result.returncode == 1
-        assert result.stdout.startswith("Could not downgrade metadata.version to 1. INVALID_UPDATE_VERSION: "
-                                        "Refusing to perform the requested downgrade because it might delete "
-                                        "metadata information: 1 reassignment(s) in flight reverted")
-        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 4
-        out = ok("features", "downgrade", "--metadata", "1", "--unsafe", *boot)
-        assert out.startswith("metadata.version was downgraded to 1. (dropped: 1 reassignment(s) in flight "
-                              "reverted to their original replicas (downgraded-0))")
+        assert result.stdout.startswith("Could not downgrade metadata.version to 21. INVALID_UPDATE_VERSION: "
+                                        "Invalid update version 21 for feature metadata.version. "
+                                        "eligible.leader.replicas.version 1 needs metadata.version 23"), result.stdout
+        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 29
+        out = ok("features", "downgrade", "--metadata", "3.6-IV2", "--feature", "eligible.leader.replicas.version=0",
+                 *boot)
+        assert "metadata.version was downgraded to 14." in out and \
+            "eligible.leader.replicas.version was downgraded to 0." in out, out
         (now,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
-        assert now["replicas"] == part["replicas"]
-        result = sparkraft("reassign-partitions", "--execute", "--reassignment-json-file", str(plan), *boot)
-        assert result.returncode == 1 and result.stderr.startswith("UNSUPPORTED_VERSION: ")
+        assert set(now["replicas"]) == set(part["replicas"]) | {spare}, "the reassignment is still in flight"
     finally:
-        assert "metadata.version was upgraded to 4." in ok("features", "upgrade", "--metadata", "4", *boot)
+        assert "metadata.version was upgraded to 29." in ok("features", "upgrade", "--metadata", "4.2-IV1", *boot)
 
 
 def test_client_quota_configs_as_kafka_configs(cluster):
@@ -479,12 +483,12 @@ def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error
 
 
 @pytest.mark.parametrize("args, says", [
-    (["downgrade", "--metadata", "0", "--unsafe"], "metadata.version cannot be lower than 1"),
-    (["upgrade", "--metadata", "5"], "supports only versions 1-4"),
-    (["upgrade", "--feature", "group.version=1"], "higher levels are not implemented"),
+    (["downgrade", "--metadata", "3.5-IV2", "--unsafe"], "metadata.version cannot be lower than 14 (3.6-IV2)"),
+    (["upgrade", "--metadata", "4.4-IV2"], "supports only versions 14-29"),
+    (["upgrade", "--feature", "group.version=1"], "only supports versions 0-0"),  # a sparkraft broker: no groups
     (["upgrade", "--feature", "no.such.feature=1"], "does not support the given feature"),
-    (["downgrade", "--metadata", "5"], "Can't downgrade to a newer version"),
-    (["upgrade", "--metadata", "2"], "without setting the upgrade type"),
+    (["downgrade", "--metadata", "4.4-IV2"], "Can't downgrade to a newer version"),
+    (["upgrade", "--metadata", "3.9"], "without setting the upgrade type"),
 ])
 def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, says):
     from quorum.controller import api

@@ -112,8 +112,8 @@ def test_tables_after_maintenance_read_by_deltas_own_spark_reader(tmp_path):
     rows = log_rows(busy_controller())
     m = Materializer(DeltaRsWriter(wh))
     cuts = []
-    for n in (3, 2, 1):  # three micro-batches: small files for compaction to fold
-        m.process(as_batch(rows[: len(rows) // n]))
+    for share in (0.5, 0.75, 1):  # three micro-batches: small files for compaction to fold (the first
+        m.process(as_batch(rows[: int(len(rows) * share)]))  # with partitions: each cut is checked below)
         cuts.append(latest_cut(wh))
     from delta_tables.writer import protocol
 
