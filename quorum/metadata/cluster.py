@@ -11,8 +11,10 @@ from typing import Optional
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.errors import ReplayError
+from quorum.metadata.features import METADATA_VERSION
 from quorum.metadata.mapdelta import MapDelta
 from quorum.metadata.pmap import EMPTY, PMap
+from quorum.metadata.versions import supported_range
 
 _Endpoint = pb.RegisterBrokerRecord.BrokerEndpoint
 _Feature = pb.RegisterBrokerRecord.BrokerFeature
@@ -58,7 +60,9 @@ class BrokerRegistration:
             r.broker_id, r.incarnation_id, r.broker_epoch,
             tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in r.endpoints),
             r.rack if r.HasField("rack") else None, r.fenced, r.in_controlled_shutdown,
-            tuple(SupportedFeature(f.name, f.min_supported_version, f.max_supported_version)
+            tuple(SupportedFeature(f.name, *(supported_range(f.min_supported_version, f.max_supported_version)
+                                             if f.name == METADATA_VERSION else
+                                             (f.min_supported_version, f.max_supported_version)))
                   for f in r.features),
             tuple(r.log_dirs),
         )

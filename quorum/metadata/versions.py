@@ -13,11 +13,13 @@ import re
 
 from quorum.errors import Errors, SparkraftError
 
-# level -> Kafka's name for it (MetadataVersion.version()), from 3.3-IV3 (level 7) on
+# level -> Kafka's name for it (MetadataVersion.version()), from 3.0-IV1 (level 1) on
 RELEASES: dict[int, str] = dict(enumerate((
-    "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2", "3.7-IV0", "3.7-IV1",
-    "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0", "4.0-IV0", "4.0-IV1", "4.0-IV2", "4.0-IV3", "4.1-IV0",
-    "4.1-IV1", "4.2-IV0", "4.2-IV1", "4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2"), start=7))
+    "3.0-IV1", "3.1-IV0", "3.2-IV0", "3.3-IV0", "3.3-IV1", "3.3-IV2", "3.3-IV3", "3.4-IV0", "3.5-IV0", "3.5-IV1",
+    "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2", "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0",
+    "3.9-IV0", "4.0-IV0", "4.0-IV1", "4.0-IV2", "4.0-IV3", "4.1-IV0", "4.1-IV1", "4.2-IV0", "4.2-IV1", "4.3-IV0",
+    "4.4-IV0", "4.4-IV1", "4.4-IV2",
+), start=1))
 
 # where Kafka's levels change what the log holds
 SCRAM = 11  # 3.5-IV2: UserScramCredentialRecord
@@ -64,6 +66,14 @@ def from_legacy(level: int) -> tuple[int, int]:
     """A metadata.version level as written in the log: (Kafka's level, the sparkraft.version it
     implies, 0 for none). sparkraft's own levels 1-4 read as Kafka's level that holds the same."""
     return LEGACY.get(level, (level, 0))
+
+
+def supported_range(lo: int, hi: int) -> tuple[int, int]:
+    """A broker's supported metadata.version range as registered: a sparkraft broker of before
+    registered its own levels (1 to at most 4), read as Kafka's; Kafka's brokers name 7 or more."""
+    if 0 < hi <= max(LEGACY):
+        return from_legacy(lo)[0], from_legacy(hi)[0]
+    return lo, hi
 
 
 _NAME = re.compile(r"^(\d+\.\d+)(?:-IV(\d+))?$")

@@ -90,7 +90,7 @@ def test_brokers_of_three_releases_join_and_roll_to_4_4_under_load(controller_pr
         wait_for(lambda: "refused the registration of broker 104" in "".join(
             cp.output(i).read_text(errors="replace") for i in cp.voters), 120, "broker 104 refused")
         log = "".join(cp.output(i).read_text(errors="replace") for i in cp.voters)
-        assert "it supports metadata.version 7 to 21 (3.3-IV3 to 3.9-IV0), and this cluster's is 29 (4.2-IV1)" in log
+        assert "it supports metadata.version 1 to 21 (3.0-IV1 to 3.9-IV0), and this cluster's is 29 (4.2-IV1)" in log
         assert not _unfenced(cp, (LATE,))
 
         read = tmp_path / "read.txt"

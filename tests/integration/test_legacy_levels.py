@@ -22,6 +22,9 @@ LEVELS = {"metadata.version": 23, "eligible.leader.replicas.version": 1, "sparkr
 
 def _check(image) -> None:
     assert dict(image.features.levels) == LEVELS
+    # its brokers registered sparkraft's own range of before (1-4): read as Kafka's, 3.6-IV2 to 4.0-IV1
+    assert {b.broker_id: [(f.min_version, f.max_version) for f in b.features if f.name == "metadata.version"]
+            for b in image.cluster.brokers.values()} == {1: [(14, 23)], 2: [(14, 23)], 3: [(14, 23)]}
     assert sorted(image.topics.topic_names()) == ["orders", "payments"]
     assert len(image.topics.topic_by_name("orders").partitions) == 3
     assert sorted(image.cluster.brokers) == [1, 2, 3]
@@ -59,7 +62,13 @@ def test_a_controller_started_on_the_old_log_directory_serves_kafkas_levels(tmp_
         assert "FinalizedVersionLevel: 4.0-IV1" in text
         topics = cli("topics", "describe", "--topic", "orders", "--json")
         assert topics.returncode == 0 and len(json.loads(topics.stdout)["partitions"]) == 3, topics.stderr
-        assert cli("features", "upgrade", "--metadata", "4.2-IV1").returncode == 0, "and it upgrades on"
+        # the brokers registered by the sparkraft of before read no further than 4.0-IV1: Kafka's guard rail
+        refused = cli("features", "upgrade", "--metadata", "4.2-IV1")
+        assert refused.returncode == 1 and "only supports versions 14-23" in refused.stdout, refused.stdout
+        for broker in (1, 2, 3):  # gone for good (a broker of today's code registers 3.6-IV2 to 4.2-IV1)
+            assert cli("cluster", "unregister", "--id", str(broker)).returncode == 0
+        upgraded = cli("features", "upgrade", "--metadata", "4.2-IV1")
+        assert upgraded.returncode == 0, upgraded.stdout
         finalized = {f["feature"]: f["finalized_version_level"]
                      for f in json.loads(cli("features", "describe", "--json").stdout)}
         assert finalized["metadata.version"] == 29 and finalized["sparkraft.version"] == 1
