@@ -13,6 +13,7 @@ from typing import Optional
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/processes.py, where bench/ imports this module
 from fetch_jars import default_root  # noqa: E402
 from processes import kill_all  # noqa: E402
 
