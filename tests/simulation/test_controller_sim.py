@@ -239,6 +239,9 @@ def _epochs(image) -> dict:
 @given(st.integers(0, 2), st.lists(action, max_size=40))
 # found by the search: an unsafe downgrade of metadata.version cancels a reassignment in flight
 @example(populated=1, actions=[("reassign", "a", 0, [0]), ("features", "metadata.version", 1, "UNSAFE_DOWNGRADE")])
+# every broker says where its replicas of topic a are, then one of broker 2's directories fails
+@example(populated=1, actions=[*(("assign", b, "a", p, DIR_C) for b in BROKERS for p in range(3)),
+                               ("dir_failed", 2, DIR_C)])
 @example(populated=1, actions=[("reassign", "a", 1, [0, 1]), ("features", "metadata.version", 1, "UNSAFE_DOWNGRADE")])
 def test_random_requests_keep_the_image_sound(populated, actions):
     # blocks from two partition changes on: every election, fencing and shutdown writes them

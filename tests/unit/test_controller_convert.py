@@ -49,6 +49,9 @@ REQUESTS = [
     api.AlterClientQuotasRequest((api.ClientQuotaAlteration(
         (("user", "alice"), ("client-id", None)), (("producer_byte_rate", 1024.0), ("consumer_byte_rate", None))),)),
     api.AllocateProducerIdsRequest(101, 17),
+    api.AssignReplicasToDirsRequest(101, 17, (api.DirectoryAssignment("AAAAAAAAAAAAAAAAAAAAAQ", 3,
+                                                                      "Uvwkq7q1T9Cb96OVaGex7A"),)),
+    api.BrokerHeartbeatRequest(101, 17, 40, offline_log_dirs=("Uvwkq7q1T9Cb96OVaGex7A",)),
     api.CreateAclsRequest((ACL,)),
     api.DeleteAclsRequest((ACL,)),
     api.DescribeAclsRequest(ACL),
@@ -95,6 +98,8 @@ REPLIES = [
                                                  (("metadata.version", 1, 3), ("group.version", 0, 0)), 42)),
     ("AlterClientQuotas", (api.ItemResult(),)),
     ("AllocateProducerIds", api.ProducerIdsBlock(2000, 1000)),
+    ("AssignReplicasToDirs", (api.AssignmentResult("AAAAAAAAAAAAAAAAAAAAAQ", 3),
+                              api.AssignmentResult("AAAAAAAAAAAAAAAAAAAAAQ", 4, Errors.NOT_LEADER_OR_FOLLOWER))),
     ("CreateAcls", (api.ItemResult(),)),
     ("DeleteAcls", ((api.ItemResult(), (ACL,)), (api.ItemResult(Errors.INVALID_REQUEST, "bad filter"), ()))),
     ("DescribeAcls", (ACL,)),
