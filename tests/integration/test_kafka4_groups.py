@@ -1,7 +1,9 @@
 """Kafka 4 on sparkraft's controllers: a Kafka 4.4 broker on three sparkraft controllers (one port
 each) sees Kafka's own metadata.version and feature levels, and serves Kafka 4's group protocols
 through a SIGKILL of the active controller: a KIP-848 consumer group (``group.protocol=consumer``,
-which needs ``group.version`` 1) and a KIP-932 share group (``share.version`` 1)."""
+which needs ``group.version`` 1) and a KIP-932 share group (``share.version`` 1); and a
+transactional producer at ``transaction.version`` 2 (KIP-890), whose committed transactions a
+read_committed reader sees and whose aborted ones it does not."""
 from __future__ import annotations
 
 import re
@@ -44,9 +46,10 @@ def test_kafka_4_brokers_see_kafkas_levels_and_serve_consumer_and_share_groups(c
         assert levels["metadata.version"] == "4.2-IV1" and levels["group.version"] == "0", levels
         assert "sparkraft.version" not in levels, "sparkraft's own feature never reaches Kafka's brokers"
         until_ok("kafka-features", "--bootstrap-server", server, "upgrade", "--feature", "group.version=1",
-                 "--feature", "share.version=1")
+                 "--feature", "share.version=1", "--feature", "transaction.version=2")
         levels = _features(server)
-        assert (levels["group.version"], levels["share.version"]) == ("1", "1"), levels
+        assert (levels["group.version"], levels["share.version"], levels["transaction.version"]) == ("1", "1", "2"), \
+            levels
 
         until_ok("kafka-topics", "--bootstrap-server", server, "--create", "--topic", "k4", "--partitions", "3",
                  "--replication-factor", "1")
@@ -91,3 +94,29 @@ def test_kafka_4_brokers_see_kafkas_levels_and_serve_consumer_and_share_groups(c
         described = until_ok("kafka-consumer-groups", "--bootstrap-server", server, "--describe", "--group",
                              "new-protocol", "--state")
         assert "uniform" in described, f"not KIP-848's server-side assignor: {described}"
+
+        # transactions at transaction.version 2, through another SIGKILL of the active controller
+        until_ok("kafka-topics", "--bootstrap-server", server, "--create", "--topic", "tx", "--partitions", "3",
+                 "--replication-factor", "1")
+        done = tmp_path / "tx.txt"
+        with open(done, "w") as out:
+            transactional = java_clients("txproduce", server, "tx", "800", "50", stdout=out)
+            wait_for(lambda: "COMMITTED" in done.read_text(), 120, "the first committed transaction")
+            leader = cp.wait_leader(timeout=60).leader_id
+            cp.kill(leader)
+            cp.wait_leader(timeout=60, exclude=(leader,))
+            cp.start([leader])
+            assert transactional.wait(300) == 0
+        outcome = done.read_text().split()
+        committed = {int(outcome[i + 1]) for i, word in enumerate(outcome) if word == "COMMITTED"}
+        aborted = {int(outcome[i + 1]) for i, word in enumerate(outcome) if word == "ABORTED"}
+        assert len(committed) == 12 and len(aborted) == 4 and outcome[-1] == "DONE", outcome[-6:]
+        isolation = tmp_path / "read_committed.properties"
+        isolation.write_text("isolation.level=read_committed\n")
+        read = tmp_path / "tx-read.txt"
+        with open(read, "w") as out:
+            reader = java_clients("read", server, "tx", stdout=out, env={"KAFKA_CLIENT_CONFIG": str(isolation)})
+            assert reader.wait(300) == 0
+        seen = sorted(int(line.split()[2]) for line in read.read_text().splitlines() if len(line.split()) == 3)
+        assert seen == sorted(n for first in committed for n in range(first, first + 50)), \
+            "a read_committed reader sees every committed transaction's messages once, and no aborted one"

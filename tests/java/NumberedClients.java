@@ -12,6 +12,9 @@
 //       and a poll comes back empty
 //   java -cp 'JARS/*' NumberedClients.java read BOOTSTRAP TOPIC
 //       reads every partition from its beginning to its end (no group), printing the same lines
+//   java -cp 'JARS/*' NumberedClients.java txproduce BOOTSTRAP TOPIC COUNT PER_TX
+//       sends "0".."COUNT-1" in transactions of PER_TX messages, every fourth one aborted, printing
+//       "COMMITTED first" or "ABORTED first" per transaction
 import java.io.File;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -36,7 +39,8 @@ public class NumberedClients {
                                       Integer.parseInt(args[5]), args.length > 6 ? new File(args[6]) : null);
             case "consume" -> consume(args[1], args[2], args[3], new File(args[4]));
             case "read" -> read(args[1], args[2]);
-            default -> throw new IllegalArgumentException("produce, consume or read");
+            case "txproduce" -> txproduce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+            default -> throw new IllegalArgumentException("produce, consume, read or txproduce");
         }
     }
 
@@ -95,6 +99,33 @@ public class NumberedClients {
             producer.flush();
         }
         emit("DONE failed=" + failed.get());
+    }
+
+    static void txproduce(String bootstrap, String topic, int count, int perTransaction) throws Exception {
+        Properties p = common(bootstrap);
+        p.put("transactional.id", "numbered-" + topic);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("delivery.timeout.ms", "600000");
+        p.put("request.timeout.ms", "15000");
+        try (KafkaProducer<String, String> producer =
+                 new KafkaProducer<>(p, new StringSerializer(), new StringSerializer())) {
+            producer.initTransactions();
+            for (int first = 0; first < count; first += perTransaction) {
+                producer.beginTransaction();
+                for (int n = first; n < Math.min(count, first + perTransaction); n++) {
+                    producer.send(new ProducerRecord<>(topic, Integer.toString(n)));
+                }
+                if ((first / perTransaction) % 4 == 3) {
+                    producer.abortTransaction();
+                    emit("ABORTED " + first);
+                } else {
+                    producer.commitTransaction();
+                    emit("COMMITTED " + first);
+                }
+            }
+        }
+        emit("DONE");
     }
 
     static KafkaConsumer<String, String> consumer(Properties p) {
