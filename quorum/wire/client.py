@@ -61,26 +61,6 @@ def refused(response: Response) -> WireCallError:
                          response.body.decode(errors="replace"))
 
 
-def answers_wire(host: str, port: int, tls: Optional[ssl.SSLContext], timeout: float = 2.0) -> bool:
-    """Whether ``host:port`` answers the wire's Hello: a controller's listener (its one port answers
-    Kafka's protocol too), rather than a listener that speaks Kafka's protocol only."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as raw:
-            conn = tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw
-            conn.settimeout(timeout)
-            conn.sendall(encode_request(HELLO.number, 1, int(timeout * 1000), b""))
-            reader = FrameReader(1 << 16, requests=False)
-            while True:
-                data = conn.recv(1 << 16)
-                if not data:
-                    return False
-                responses = reader.feed(data)
-                if responses:
-                    return responses[0].corr == 1
-    except (OSError, ssl.SSLError, FrameError, ValueError):
-        return False
-
-
 class BlockingWireChannel:
     """One TCP connection to a node's wire listener; ``call`` sends a request and waits for its
     answer. Thread-safe (calls take turns). Any transport failure closes the connection: the next
@@ -152,6 +132,19 @@ class BlockingWireChannel:
     def close(self) -> None:
         with self._lock:
             self._close()
+
+
+def answers_wire(host: str, port: int, tls: Optional[ssl.SSLContext], timeout: float = 2.0) -> bool:
+    """Whether ``host:port`` answers the wire's Hello: a controller's listener (its one port answers
+    Kafka's protocol too), rather than a listener that speaks Kafka's protocol only."""
+    channel = BlockingWireChannel(host, port, tls=tls)
+    try:
+        channel.call(HELLO, HELLO.request(), timeout)
+        return True
+    except WireCallError:
+        return False
+    finally:
+        channel.close()
 
 
 class WireChannelPool:
