@@ -137,11 +137,11 @@ class RaftNode(RaftRounds):
         self._server = None
         self.wire: Optional[WireServer] = None
         try:
-            if shared:
-                self.shared_port = SharedPort(listen[0], listen[1], self._port_loop, tls=security.tls is not None,
-                                              grpc_address=("127.0.0.1", 0))
             self._server, grpc_port = bind_server(("127.0.0.1", 0) if shared else listen, max_rpc_workers,
                                                   f"raft-{node_id}-rpc", services, tls=security.tls, limits=limits)
+            if shared:
+                self.shared_port = SharedPort(listen[0], listen[1], self._port_loop, tls=security.tls is not None,
+                                              grpc_address=("127.0.0.1", grpc_port))
             self.port = self.shared_port.port if shared else grpc_port
             # The wire (quorum/wire/): the same Raft requests and appends at a fraction of gRPC's cost.
             if wire_port is not None:
@@ -152,7 +152,6 @@ class RaftNode(RaftRounds):
                                        methods=WIRE_METHODS).start()
             if shared:
                 self.wire.port = self.port
-                self.shared_port.grpc_address = ("127.0.0.1", grpc_port)
                 self.shared_port.route(Protocol.WIRE, self.wire.adopt)
                 self.shared_port.route(Protocol.KAFKA, None, "this node serves no Kafka protocol (a Raft-only node)"
                                        if raw_appends else "the controller is loading its log")

@@ -36,14 +36,6 @@ class Protocol(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
-    """Where a connection goes: ``protocol``, and whether it arrives in TLS (``tls``)."""
-
-    protocol: Protocol
-    tls: bool
-
-
-@dataclass(frozen=True, slots=True)
 class Unknown:
     """Bytes no protocol of this port begins with: ``why``, in one line."""
 
@@ -51,11 +43,11 @@ class Unknown:
 
 
 NEED_MORE = None
-Classified = Union[Route, Unknown, None]
+Classified = Union[Protocol, Unknown, None]
 
 
 def classify(head: bytes, tls_listener: bool) -> Classified:
-    """The route of a connection whose first bytes are ``head`` (as many as have arrived), on a
+    """The protocol of a connection whose first bytes are ``head`` (as many as have arrived), on a
     listener that does (``tls_listener``) or does not serve TLS; NEED_MORE if ``head`` is too short."""
     if not head:
         return NEED_MORE
@@ -66,13 +58,13 @@ def classify(head: bytes, tls_listener: bool) -> Classified:
     if tls_listener:
         return Unknown("bytes in the clear on a TLS listener (its security protocol is SSL)")
     if HTTP2_PREFACE.startswith(head[:len(HTTP2_PREFACE)]):
-        return Route(Protocol.GRPC, False) if len(head) >= 4 else NEED_MORE
+        return Protocol.GRPC if len(head) >= 4 else NEED_MORE
     if len(head) < FIRST_BYTES_WANTED:
         return NEED_MORE
     if head[4] == 0:
-        return Route(Protocol.KAFKA, False)
+        return Protocol.KAFKA
     if head[4] == WIRE_VERSION:
-        return Route(Protocol.WIRE, False)
+        return Protocol.WIRE
     return Unknown(f"the first bytes {head[:8].hex()} begin none of gRPC, sparkraft's wire, Kafka's protocol")
 
 
@@ -88,10 +80,10 @@ def _classify_tls(head: bytes) -> Classified:
     if protocols is None:
         return Unknown("a TLS handshake whose first record is not a ClientHello")
     if "h2" in protocols:
-        return Route(Protocol.GRPC, True)
+        return Protocol.GRPC
     if WIRE_ALPN in protocols:
-        return Route(Protocol.WIRE, True)
-    return Route(Protocol.KAFKA, True)
+        return Protocol.WIRE
+    return Protocol.KAFKA
 
 
 def alpn_offered(hello: bytes) -> Optional[list[str]]:

@@ -55,7 +55,7 @@ class SharedPort:
         self.grpc_address = grpc_address
         self.name = name
         self.routes: dict[Protocol, Adopt] = {}
-        self.not_served: dict[Protocol, str] = {Protocol.KAFKA: "the controller is loading its log"}
+        self.not_served: dict[Protocol, str] = {}  # why a protocol without a route is not (yet) served
         try:
             self._socket = socket.create_server((host or "", port), family=socket.AF_INET6 if ":" in (host or "")
                                                 else socket.AF_INET, backlog=1024)
@@ -127,22 +127,22 @@ class SharedPort:
     async def _sort(self, sock: socket.socket, address) -> None:
         self._unsorted += 1
         try:
-            route = await self._first_bytes(sock, address)
+            protocol = await self._first_bytes(sock, address)
         except BaseException:
             sock.close()
             raise
         finally:
             self._unsorted -= 1
-        if route is None:
+        if protocol is None:
             return
-        protocol = route.protocol
         if protocol is Protocol.GRPC:
             self.counts[protocol] += 1
             await self._relay(sock, address)
             return
         adopt = self.routes.get(protocol)
         if adopt is None:
-            self._refuse(sock, address, f"{protocol.value} is not served here now: {self.not_served.get(protocol)}")
+            why = self.not_served.get(protocol, "nothing serves it on this port")
+            self._refuse(sock, address, f"{protocol.value} is not served here now: {why}")
             return
         self.counts[protocol] += 1
         try:
@@ -153,7 +153,7 @@ class SharedPort:
             sock.close()
 
     async def _first_bytes(self, sock: socket.socket, address):
-        """The connection's Route, or None once it is closed (it sent nothing sortable in time)."""
+        """The connection's Protocol, or None once it is closed (it sent nothing sortable in time)."""
         loop = self.loop
         deadline = loop.time() + FIRST_BYTES_TIMEOUT_S
         pause = 0.001

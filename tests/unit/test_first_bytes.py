@@ -14,7 +14,6 @@ from quorum.wire.first_bytes import (
     NEED_MORE,
     WIRE_ALPN,
     Protocol,
-    Route,
     Unknown,
     alpn_offered,
     classify,
@@ -35,10 +34,10 @@ def client_hello(alpn=None) -> bytes:
 
 
 def test_tls_is_routed_by_the_alpn_its_client_hello_offers():
-    assert classify(client_hello(["h2"]), tls_listener=True) == Route(Protocol.GRPC, True)
-    assert classify(client_hello(["grpc-exp", "h2"]), tls_listener=True) == Route(Protocol.GRPC, True)
-    assert classify(client_hello([WIRE_ALPN]), tls_listener=True) == Route(Protocol.WIRE, True)
-    assert classify(client_hello(), tls_listener=True) == Route(Protocol.KAFKA, True)
+    assert classify(client_hello(["h2"]), tls_listener=True) == Protocol.GRPC
+    assert classify(client_hello(["grpc-exp", "h2"]), tls_listener=True) == Protocol.GRPC
+    assert classify(client_hello([WIRE_ALPN]), tls_listener=True) == Protocol.WIRE
+    assert classify(client_hello(), tls_listener=True) == Protocol.KAFKA
     assert alpn_offered(client_hello(["h2", WIRE_ALPN])[5:]) == ["h2", WIRE_ALPN]
 
 
@@ -51,9 +50,9 @@ def test_a_client_hello_not_all_arrived_asks_for_more():
 def test_plaintext_protocols_are_told_apart():
     wire = encode_wire_request(7, 1, 1000, b"\x08\x01")
     kafka = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 5)
-    assert classify(wire, tls_listener=False) == Route(Protocol.WIRE, False)
-    assert classify(kafka, tls_listener=False) == Route(Protocol.KAFKA, False)
-    assert classify(HTTP2_PREFACE, tls_listener=False) == Route(Protocol.GRPC, False)
+    assert classify(wire, tls_listener=False) == Protocol.WIRE
+    assert classify(kafka, tls_listener=False) == Protocol.KAFKA
+    assert classify(HTTP2_PREFACE, tls_listener=False) == Protocol.GRPC
     assert classify(b"PRI", tls_listener=False) is NEED_MORE
     assert classify(kafka[:4], tls_listener=False) is NEED_MORE
 
