@@ -18,11 +18,12 @@ before the BrokerRegistrationChangeRecord, as Kafka orders them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api, registration_bounds, topics_control
 from quorum.controller.broker_epochs import check_broker_epoch
-from quorum.controller.directories import directories_offline
+from quorum.controller.index import bits, masks_of
 from quorum.controller.levels import directories_enabled
 from quorum.controller.settings import CONTROLLER_ONLY, MV_ELR
 from quorum.errors import Errors, SparkraftError
@@ -104,7 +105,7 @@ def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms:
     ctx.sessions.touch(req.broker_id, now_ms)
     ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= reg.broker_epoch
-    records: list = directories_offline(ctx, req.broker_id, req.offline_log_dirs) if req.offline_log_dirs else []
+    records: list = directories_offline(ctx, reg, req.offline_log_dirs) if req.offline_log_dirs else []
     if records:  # a failed log directory is this heartbeat's one change; the next does the rest
         return records, api.BrokerHeartbeatReply(is_caught_up=caught_up, is_fenced=reg.fenced, should_shutdown=False)
     fenced, shutdown = reg.fenced, False
@@ -143,14 +144,32 @@ def _still_leads(led: dict[str, int], moves: list) -> bool:
     return any(mask & ~moved.get(tid, 0) for tid, mask in led.items())
 
 
-def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional[bool] = None
-            ) -> pb.BrokerRegistrationChangeRecord:
+def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional[bool] = None,
+            log_dirs: Optional[list[str]] = None) -> pb.BrokerRegistrationChangeRecord:
     r = pb.BrokerRegistrationChangeRecord(broker_id=reg.broker_id, broker_epoch=reg.broker_epoch)
     if fenced is not None:
         r.fenced = fenced
     if in_controlled_shutdown is not None:
         r.in_controlled_shutdown = in_controlled_shutdown
+    if log_dirs is not None:
+        r.log_dirs.ids.extend(log_dirs)
+        r.log_dirs.SetInParent()  # present even when none is left online
     return r
+
+
+def directories_offline(ctx: "ControllerContext", reg, failed: Iterable[str]) -> list:
+    """A broker's heartbeat names log directories that failed (Kafka's handleDirectoriesOffline):
+    its replicas in them leave their ISRs and lose their leaderships, as if the broker were fenced
+    for those partitions alone; its registration keeps only the directories still online. A
+    directory not (or no longer) registered changes nothing."""
+    failed = set(failed) & set(reg.log_dirs)
+    if not failed:
+        return []
+    partitions = ctx.spec.topics.by_id
+    hit = [(tid, pid) for tid, mask in ctx.index.isr_masks(reg.broker_id).items()
+           for pid in bits(mask) if partitions[tid].partitions[pid].directory_of(reg.broker_id) in failed]
+    return topics_control.move_off(ctx, reg.broker_id, masks_of(hit)) + [
+        _change(reg, log_dirs=[d for d in reg.log_dirs if d not in failed])]
 
 
 def fence_records(ctx: "ControllerContext", broker_id: int) -> list:

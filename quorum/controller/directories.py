@@ -5,13 +5,11 @@ MIGRATING (not known) on a broker that registered none (sparkraft's own brokers 
 A broker that put a replica somewhere else says so with AssignReplicasToDirs (:func:`assign`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from quorum.controller import api, bulk_changes
+from quorum.controller import api
 from quorum.controller.broker_epochs import check_broker_epoch
-from quorum.controller.index import bits, masks_of
 from quorum.controller.levels import directories_enabled
-from quorum.controller.partition_change import IsrShrinks
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.topics import MIGRATING, UNASSIGNED, known_directories
@@ -87,27 +85,6 @@ def assign(ctx: "ControllerContext", req: api.AssignReplicasToDirsRequest
             records.append(pb.PartitionChangeRecord(topic_id=topic_id, partition_id=pid,
                                                     directories=pb.DirectoryIds(ids=dirs)))
     return records, tuple(results)
-
-
-def directories_offline(ctx: "ControllerContext", broker: int, failed: Iterable[str]) -> list:
-    """A broker's heartbeat names log directories that failed (Kafka's handleDirectoriesOffline):
-    its replicas in them leave their ISRs and lose their leaderships, as if the broker were fenced
-    for those partitions alone; its registration keeps only the directories still online. A
-    directory not (or no longer) registered changes nothing."""
-    reg = ctx.spec.cluster.broker(broker)
-    failed = set(failed) & set(reg.log_dirs)
-    if not failed:
-        return []
-    hit = [(tid, pid) for tid, mask in ctx.index.isr_masks(broker).items()
-           for pid in bits(mask) if ctx.spec.topics.by_id[tid].partitions[pid].directory_of(broker) in failed]
-
-    def acceptable(b: int) -> bool:
-        return b != broker and ctx.acceptable(b)
-
-    records = bulk_changes.changes(ctx, masks_of(hit), acceptable, IsrShrinks(broker, acceptable))
-    online = [d for d in reg.log_dirs if d not in failed]
-    return records + [pb.BrokerRegistrationChangeRecord(broker_id=broker, broker_epoch=reg.broker_epoch,
-                                                        log_dirs=pb.DirectoryIds(ids=online))]
 
 
 def directory_offline(ctx: "ControllerContext", p, broker: int) -> bool:

@@ -456,13 +456,15 @@ def balance_leaders(ctx: "ControllerContext", limit: int) -> tuple[list[pb.Parti
     return records, False
 
 
-def move_off(ctx: "ControllerContext", broker: int) -> list[Message]:
+def move_off(ctx: "ControllerContext", broker: int, partitions: Optional[dict[str, int]] = None) -> list[Message]:
     """Take ``broker`` out of every ISR it is in (unless it is the last member) and move its
-    leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration."""
+    leaderships to the next valid replica (or -1): fencing, controlled shutdown, unregistration;
+    or out of ``partitions`` only (topic id -> mask: those in a failed log directory)."""
     def acceptable(b: int) -> bool:
         return b != broker and ctx.acceptable(b)
 
-    return bulk_changes.changes(ctx, ctx.index.isr_masks(broker), acceptable, IsrShrinks(broker, acceptable))
+    return bulk_changes.changes(ctx, ctx.index.isr_masks(broker) if partitions is None else partitions, acceptable,
+                                IsrShrinks(broker, acceptable))
 
 
 def restarted(ctx: "ControllerContext", broker: int) -> list[Message]:
