@@ -159,7 +159,7 @@ class ControllerKafkaListeners:
         node does not lead, and voter changes). Both are closed with the listeners."""
         self.config = config
         own = {name: (host, port) for name, host, port in config.more_controller_listeners()}
-        self.shared_port = getattr(node.raft, "shared_port", None)  # the first listener's, if it has one
+        self.shared_port = node.raft.shared_port  # the first listener's, if it has one
         if self.shared_port is not None:
             own = {config.controller_listener_name: (node.raft.listen[0], node.raft.port), **own}
         self.names = list(own)

@@ -106,8 +106,8 @@ class PartitionRegistration(NamedTuple):
 
 
 # Kafka's DirectoryId: MIGRATING (not known: from before log directories were assigned), UNASSIGNED
-# (the broker has several and has not said which), LOST (the one it was in failed)
-MIGRATING, UNASSIGNED, LOST = "AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"
+# (the broker has several and has not said which)
+MIGRATING, UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"
 
 
 def known_directories(ids) -> tuple[str, ...]:
