@@ -161,7 +161,7 @@ class OngoingReassignment:
 # ---------------------------------------------------------------- configs
 @dataclass(frozen=True, slots=True)
 class ConfigResourceKey:
-    type: str  # TOPIC, BROKER or CLUSTER (a BROKER with an empty name is the cluster default)
+    type: str  # TOPIC, BROKER, CLUSTER or GROUP (a BROKER with an empty name is the cluster default)
     name: str
 
 

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from quorum.controller import api
+from quorum.controller import api, group_configs
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
-from quorum.metadata.configs import BROKER, CLUSTER, TOPIC, ConfigResource
+from quorum.metadata.configs import BROKER, CLUSTER, GROUP, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
 
 LONG_MAX = (1 << 63) - 1
@@ -128,9 +128,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     _k("unclean.leader.election.enable", "BOOLEAN", "false"),
 ]}
 
+GROUP_CONFIGS: dict[str, ConfigDef] = {row[0]: _k(*row) for row in group_configs.GROUP_KEYS}
+
 SOURCE_TOPIC = "DYNAMIC_TOPIC_CONFIG"
 SOURCE_BROKER = "DYNAMIC_BROKER_CONFIG"
 SOURCE_DEFAULT_BROKER = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+SOURCE_GROUP = "GROUP_CONFIG"
 SOURCE_DEFAULT = "DEFAULT_CONFIG"
 
 
@@ -217,13 +220,15 @@ def split_list(value: Optional[str]) -> list[str]:
 
 
 def definitions(resource: ConfigResource) -> dict[str, ConfigDef]:
+    if resource.type == GROUP:
+        return GROUP_CONFIGS
     return TOPIC_CONFIGS if resource.type == TOPIC else BROKER_CONFIGS
 
 
 def definition(resource: ConfigResource, name: str) -> ConfigDef:
     d = definitions(resource).get(name)
     if d is None:
-        what = "topic" if resource.type == TOPIC else "broker"
+        what = {TOPIC: "topic", GROUP: "group"}.get(resource.type, "broker")
         raise SparkraftError(Errors.INVALID_CONFIG, f"Unknown {what} config name: {name}")
     return d
 
@@ -259,6 +264,10 @@ def resource_of(key: api.ConfigResourceKey) -> ConfigResource:
                 raise SparkraftError(Errors.INVALID_REQUEST,
                                      f"Illegal non-integral BROKER resource type name: {key.name}") from None
         return ConfigResource(BROKER, key.name)
+    if kind == "GROUP":  # a consumer, share or streams group's own configs (the group need not exist yet)
+        if not key.name:
+            raise SparkraftError(Errors.INVALID_REQUEST, "A GROUP resource needs a group id")
+        return ConfigResource(GROUP, key.name)
     raise SparkraftError(Errors.INVALID_REQUEST, f"Unsupported resource type {key.type}")
 
 
@@ -299,6 +308,8 @@ def alter_resource(image: MetadataImage, resource: ConfigResource,
         else:
             raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown alter config operation {op.op}")
         new[op.name] = value
+    if resource.type == GROUP:
+        group_configs.validate({k: v for k, v in {**current, **new}.items() if v is not None})
     records = []
     for name, value in new.items():
         if current.get(name) == value:
@@ -373,7 +384,7 @@ def describe(image: MetadataImage, key: api.ConfigResourceKey
     for name in sorted(set(defs) | set(own)):
         d = defs.get(name)
         if name in own:
-            source = SOURCE_TOPIC if resource.type == TOPIC else (
+            source = {TOPIC: SOURCE_TOPIC, GROUP: SOURCE_GROUP}.get(resource.type) or (
                 SOURCE_DEFAULT_BROKER if resource == CLUSTER else SOURCE_BROKER)
             entries.append(api.ConfigEntry(name, own[name], source))
             continue
@@ -382,7 +393,7 @@ def describe(image: MetadataImage, key: api.ConfigResourceKey
             if synonym is not None and synonym in cluster:
                 entries.append(api.ConfigEntry(name, cluster[synonym], SOURCE_DEFAULT_BROKER))
                 continue
-        elif resource != CLUSTER and name in cluster:
+        elif resource.type == BROKER and resource != CLUSTER and name in cluster:
             entries.append(api.ConfigEntry(name, cluster[name], SOURCE_DEFAULT_BROKER))
             continue
         entries.append(api.ConfigEntry(name, d.default if d is not None else None, SOURCE_DEFAULT))

@@ -13,12 +13,12 @@ from typing import Optional
 from quorum.controller import acls_control, api, configs_control, quotas_control, reassign_control
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka.metadata_answer import AUTHORIZED_OPERATIONS_OMITTED
-from quorum.security.authorizer import cluster_action, topic_action
+from quorum.security.authorizer import cluster_action, group_action, topic_action
 
 # Kafka's config resource types and sources (ConfigResource.Type, DescribeConfigsResponse.ConfigSource)
-RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER"}
+RESOURCE_TYPES = {2: "TOPIC", 4: "BROKER", 32: "GROUP"}
 CONFIG_SOURCES = {"DYNAMIC_TOPIC_CONFIG": 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
-                  "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5}
+                  "STATIC_BROKER_CONFIG": 4, "DEFAULT_CONFIG": 5, "GROUP_CONFIG": 8}
 
 
 # --- Metadata, DescribeCluster -----------------------------------------------------------------
@@ -65,9 +65,11 @@ def describe_configs(ctx, req, version: int) -> dict:
                             "error_message": f"Unsupported resource type {r.resource_type}"})
             continue
         allowed = ctx.may(topic_action("DESCRIBE_CONFIGS", r.resource_name) if kind == "TOPIC"
+                          else group_action("DESCRIBE_CONFIGS", r.resource_name) if kind == "GROUP"
                           else cluster_action("DESCRIBE_CONFIGS"))
         if not allowed:
-            error = Errors.TOPIC_AUTHORIZATION_FAILED if kind == "TOPIC" else Errors.CLUSTER_AUTHORIZATION_FAILED
+            error = {"TOPIC": Errors.TOPIC_AUTHORIZATION_FAILED, "GROUP": Errors.GROUP_AUTHORIZATION_FAILED}.get(
+                kind, Errors.CLUSTER_AUTHORIZATION_FAILED)
             results.append({**base, "error_code": error, "error_message": f"DESCRIBE_CONFIGS of {r.resource_name!r} "
                             f"is not allowed"})
             continue

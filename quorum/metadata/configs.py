@@ -12,6 +12,7 @@ from quorum.metadata.pmap import EMPTY, PMap
 
 TOPIC = pb.ConfigResourceType.TOPIC
 BROKER = pb.ConfigResourceType.BROKER
+GROUP = pb.ConfigResourceType.GROUP
 
 
 class ConfigResource(NamedTuple):

@@ -12,7 +12,7 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | CreateTopics | CREATE on the cluster, or CREATE on each topic |
 | DeleteTopics | DELETE on each topic |
 | CreatePartitions | ALTER on each topic |
-| IncrementalAlterConfigs | ALTER_CONFIGS on each topic; on the cluster for broker and cluster configs |
+| IncrementalAlterConfigs | ALTER_CONFIGS on each topic and group; on the cluster for broker and cluster configs |
 | DescribeConfigs | DESCRIBE_CONFIGS likewise |
 | DescribeTopics | DESCRIBE on each topic (ListTopics lists only those: ``visible_topics``) |
 | ElectLeaders, AlterPartitionReassignments, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls, FinalizeMigration | ALTER on the cluster |
@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 from quorum.controller import registry
 from quorum.errors import Errors, SparkraftError
-from quorum.security.authorizer import cluster_action, topic_action
+from quorum.security.authorizer import cluster_action, group_action, topic_action
 from quorum.security.node_security import NodeSecurity
 from quorum.security.principal import Caller
 
@@ -90,11 +90,16 @@ def _needs_configs(security, caller, request, needs: registry.Needs, topic_name)
     operation = needs.operation
     resources = needs.resources(request)
     topics = [r.name for r in resources if r.type == "TOPIC"]
-    if len(topics) < len(resources):
+    groups = sorted({r.name for r in resources if r.type == "GROUP"})
+    if len(topics) + sum(r.type == "GROUP" for r in resources) < len(resources):
         denied = _cluster_refusal(security, caller, operation, f"{operation.lower().replace('_', ' ')} of "
                                   f"brokers or the cluster")
         if denied is not None:
             return denied
+    denied_groups = [g for g in groups if not security.allows(caller, group_action(operation, g))]
+    if denied_groups:
+        return SparkraftError(Errors.GROUP_AUTHORIZATION_FAILED, f"{caller.principal} may not {operation} group"
+                              f"{'s' if len(denied_groups) > 1 else ''} {', '.join(denied_groups[:5])}")
     return _topic_refusal(security, caller, operation, topics)
 
 

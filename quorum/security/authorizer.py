@@ -57,6 +57,10 @@ def topic_action(operation: str, topic: str) -> Action:
     return Action(OP.Value(operation), RT.Value("TOPIC"), topic)
 
 
+def group_action(operation: str, group: str) -> Action:
+    return Action(OP.Value(operation), RT.Value("GROUP"), group)
+
+
 def cluster_action(operation: str) -> Action:
     return Action(OP.Value(operation), RT.Value("CLUSTER"), CLUSTER_NAME)
 

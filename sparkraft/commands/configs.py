@@ -1,7 +1,7 @@
-"""``sparkraft configs alter|describe``: dynamic configs of topics, brokers and the cluster, and users'
-SCRAM credentials and client quotas (kafka-configs).
+"""``sparkraft configs alter|describe``: dynamic configs of topics, brokers, the cluster and groups, and
+users' SCRAM credentials and client quotas (kafka-configs).
 
-``--entity-type topics`` needs ``--entity-name TOPIC``; ``brokers`` takes a broker id (without one,
+``--entity-type topics`` needs ``--entity-name TOPIC``, ``groups`` a group id; ``brokers`` takes a broker id (without one,
 the cluster-wide broker default); ``cluster`` takes no name; ``users`` takes a user name and the
 configs ``SCRAM-SHA-256=[password=...,iterations=N]`` and ``SCRAM-SHA-512=[...]`` (see
 scram_specs.py); describing users shows mechanisms and iterations, never salts or keys. Client
@@ -21,7 +21,7 @@ import json
 
 from sparkraft.commands import add_bootstrap, add_command, add_group, client
 
-ENTITY_TYPES = ("topics", "brokers", "cluster", "users", "clients", "ips")
+ENTITY_TYPES = ("topics", "brokers", "cluster", "groups", "users", "clients", "ips")
 QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}  # the command's type -> the quota entity's
 QUOTA_NAMES = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}  # as kafka-configs prints them
 DEFAULT = object()  # --entity-default: the default entity of the type before it
@@ -48,7 +48,7 @@ def _entity_options(parser: argparse.ArgumentParser) -> None:
                         help="repeat for a client quota of a user and a client id: --entity-type users "
                              "--entity-name U --entity-type clients --entity-name C")
     parser.add_argument("--entity-name", dest="entity_names", action="append", metavar="N",
-                        help="topic name, broker id, user, client id or IP, for the --entity-type before it")
+                        help="topic name, broker id, group id, user, client id or IP, for the --entity-type before it")
     parser.add_argument("--entity-default", dest="entity_names", action="append_const", const=DEFAULT,
                         help="the default user, client id or IP (client quotas), for the --entity-type before it")
 
@@ -82,6 +82,10 @@ def resource_of(entity_type: str, name: "str | None"):
         if not name:
             raise SparkraftError(Errors.INVALID_REQUEST, "--entity-type topics needs --entity-name TOPIC")
         return ConfigResourceKey("TOPIC", name)
+    if entity_type == "groups":
+        if not name:
+            raise SparkraftError(Errors.INVALID_REQUEST, "--entity-type groups needs --entity-name GROUP")
+        return ConfigResourceKey("GROUP", name)
     if entity_type == "brokers":
         if name and not name.isdigit():
             raise SparkraftError(Errors.INVALID_REQUEST, f"--entity-name for brokers must be a broker id, not {name!r}")
@@ -131,6 +135,8 @@ def alterations(add: "str | None", delete: "str | None"):
 def _describe_name(entity_type: str, name: "str | None") -> str:
     if entity_type == "topics":
         return f"topic {name}"
+    if entity_type == "groups":
+        return f"group {name}"
     if entity_type == "brokers":
         return f"broker {name}" if name else "the default broker"
     return "the cluster"

@@ -135,6 +135,13 @@ def test_kafka_configs_and_acls_through_a_controller_change_what_sparkraft_shows
     assert "log.retention.ms=3600000 sensitive=false" in _tool(
         "kafka-configs", "--bootstrap-controller", _kafka(cp, 1), "--describe", "--entity-type", "brokers",
         "--entity-default")
+    # a group's own configs (KIP-848, KIP-932) written by Kafka's tool, read back by sparkraft's CLI
+    _tool("kafka-configs", "--bootstrap-controller", _kafka(cp, 2), "--alter", "--entity-type", "groups",
+          "--entity-name", "sharing", "--add-config", "share.auto.offset.reset=earliest")
+    ours = {c["name"]: c for c in _sparkraft_json("configs", "describe", "--entity-type", "groups", "--entity-name",
+                                                   "sharing", "--bootstrap-controller", cp.bootstrap())}
+    assert ours["share.auto.offset.reset"] == {"name": "share.auto.offset.reset", "value": "earliest",
+                                               "source": "GROUP_CONFIG"}
 
     _tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 1), "--add", "--allow-principal", "User:alice",
           "--operation", "Read", "--topic", "orders", "--resource-pattern-type", "prefixed")
