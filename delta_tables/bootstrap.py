@@ -35,7 +35,7 @@ REPLAYED = tuple(t.name for t in (
     RecordType.BROKER_REGISTRATION_CHANGE_RECORD, RecordType.FEATURE_LEVEL_RECORD,
     RecordType.CLIENT_QUOTA_RECORD, RecordType.PRODUCER_IDS_RECORD,
     RecordType.ACCESS_CONTROL_ENTRY_RECORD, RecordType.REMOVE_ACCESS_CONTROL_ENTRY_RECORD,
-    RecordType.ZK_MIGRATION_STATE_RECORD))
+    RecordType.ZK_MIGRATION_STATE_RECORD, RecordType.REGISTER_CONTROLLER_RECORD))
 
 
 def _broker_lists(column) -> list[tuple[int, ...]]:

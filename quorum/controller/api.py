@@ -41,6 +41,16 @@ class RegisterBrokerRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RegisterControllerRequest:
+    """A controller's registration (KIP-919): where Kafka's clients reach it, what it supports."""
+
+    controller_id: int
+    incarnation_id: str  # a fresh Uuid per process start
+    endpoints: tuple[BrokerEndpoint, ...]  # its listeners that speak Kafka's protocol
+    features: tuple[tuple[str, int, int], ...]  # (name, lowest, highest level), metadata.version among them
+
+
+@dataclass(frozen=True, slots=True)
 class RegisterBrokerReply:
     broker_epoch: int  # the offset of its RegisterBrokerRecord
 

@@ -40,7 +40,8 @@ _Endpoint = pb.RegisterBrokerRecord.BrokerEndpoint
 _Feature = pb.RegisterBrokerRecord.BrokerFeature
 
 
-def _protocol(name: str) -> int:
+def protocol_code(name: str) -> int:
+    """Kafka's SecurityProtocol code of ``name`` (PLAINTEXT, SSL, ...); INVALID_REQUEST if none."""
     try:
         return pb.SecurityProtocol.Code.Value(name.upper())
     except ValueError:
@@ -79,7 +80,7 @@ def register(ctx: "ControllerContext", req: api.RegisterBrokerRequest, now_ms: i
     record = pb.RegisterBrokerRecord(
         broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=0,
         endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
-                             security_protocol=_protocol(e.security_protocol)) for e in req.endpoints],
+                             security_protocol=protocol_code(e.security_protocol)) for e in req.endpoints],
         features=[_Feature(name=METADATA_VERSION, min_supported_version=req.min_metadata_version,
                            max_supported_version=req.max_metadata_version)]
         + [_Feature(name=name, min_supported_version=lo, max_supported_version=hi)

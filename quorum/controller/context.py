@@ -4,7 +4,8 @@ ControllerCore is the one implementation; a test checks that it has every member
 from __future__ import annotations
 
 import random
-from typing import Protocol
+from collections.abc import Collection
+from typing import Optional, Protocol
 
 from quorum.controller.index import PartitionIndex
 from quorum.controller.sessions import Sessions
@@ -37,6 +38,9 @@ class ControllerContext(Protocol):
     def new_uuid(self) -> str:
         """A fresh id no topic or ACL has (from ``rng``)."""
 
+    def voters(self) -> Optional[Collection[int]]:
+        """The quorum's voters now (None where no quorum is known: a core on its own)."""
+
 
 MEMBERS = ("node_id", "cluster_id", "settings", "rng", "index", "sessions", "spec", "next_write_offset",
-           "first_record_offset", "acceptable", "new_uuid")
+           "first_record_offset", "acceptable", "new_uuid", "voters")

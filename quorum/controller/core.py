@@ -34,6 +34,7 @@ import base64
 import logging
 import random
 from collections import deque
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import Any, Optional
 
@@ -110,6 +111,7 @@ class ControllerCore(CommittedReads):
         self._acceptable_set: frozenset = frozenset()
         self.fast_replays = 0  # batches published from the speculative image (for tests/metrics)
         self.versions = VersionHistory()  # metadata.version by offset (the log Kafka's brokers fetch)
+        self.voters_of: Callable[[], Optional[Collection[int]]] = lambda: None  # the node sets the quorum's
 
     # ------------------------------------------------------------------ state
     @property
@@ -147,6 +149,9 @@ class ControllerCore(CommittedReads):
             self._acceptable_set = frozenset(b.broker_id for b in cluster.brokers.values()
                                              if not b.fenced and not b.in_controlled_shutdown)
         return broker in self._acceptable_set
+
+    def voters(self) -> Optional[Collection[int]]:
+        return self.voters_of()
 
     def new_uuid(self) -> str:
         spec = self.spec

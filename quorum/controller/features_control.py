@@ -32,7 +32,8 @@ numbered metadata.version 1-4 reads as Kafka's levels (versions.LEGACY).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Optional
 
 from quorum.controller import api
 from quorum.controller.bulk_changes import TopicPolicies
@@ -120,8 +121,10 @@ def describe(image: MetadataImage, offset: int) -> api.FeaturesDescription:
 
 
 # ---------------------------------------------------------------- checks
-def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id: int) -> None:
-    """What does not depend on the rest of the request."""
+def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id: int,
+                 voters: Optional[Collection[int]] = None) -> None:
+    """What does not depend on the rest of the request. ``voters``: the quorum's voters, whose
+    registrations are checked (None: every registered controller's)."""
     bad = Errors.INVALID_UPDATE_VERSION
     if name not in SUPPORTED:
         raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. The controller "
@@ -154,6 +157,16 @@ def _check_level(image: MetadataImage, name: str, level: int, kind: str, node_id
             if not blo <= level <= bhi:
                 raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Broker "
                                           f"{b.broker_id} only supports versions {blo}-{bhi}")
+    if level != current and name != KRAFT_VERSION:  # every other controller that registered (KIP-919)
+        for c in image.cluster.controllers.values():
+            if c.controller_id == node_id or voters is not None and c.controller_id not in voters:
+                continue
+            f = c.feature(name)
+            clo, chi = (f.min_version, f.max_version) if f is not None else (0, 0)
+            if not clo <= level <= chi:
+                supported = "does not support this feature." if chi == 0 else f"only supports versions {clo}-{chi}"
+                raise SparkraftError(bad, f"Invalid update version {level} for feature {name}. Controller "
+                                          f"{c.controller_id} {supported}")
 
 
 def _check_dependencies(name: str, level: int, final: dict[str, int]) -> None:
@@ -224,7 +237,7 @@ def update(ctx: "ControllerContext", req: api.UpdateFeaturesRequest
             if name in seen:
                 raise SparkraftError(Errors.INVALID_REQUEST, f"Feature {name} appears more than once")
             seen.add(name)
-            _check_level(image, name, level, kind, ctx.node_id)
+            _check_level(image, name, level, kind, ctx.node_id, ctx.voters())
         except SparkraftError as e:
             errors[i] = e
             continue

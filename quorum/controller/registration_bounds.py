@@ -55,10 +55,29 @@ def refusal(req) -> Optional[str]:
         return why
     if not 0 <= req.broker_id <= MAX_BROKER_ID:
         return f"Invalid broker id {req.broker_id}: a broker id is in 0..{MAX_BROKER_ID}"
-    names = [e.name for e in req.endpoints]
+    why = _endpoints_refusal(req.endpoints)
+    if why is not None:
+        return why
+    if req.rack is not None and (len(req.rack) > MAX_RACK or not _RACK.fullmatch(req.rack)):
+        return f"Invalid rack {_shown(req.rack)}: at most {MAX_RACK} letters, digits, '_', '.', ':', '/' or '-'"
+    return _features_refusal(req.features)
+
+
+def controller_refusal(req) -> Optional[str]:
+    """Why the RegisterControllerRequest ``req`` is refused, or None: a broker's bounds."""
+    why = count_refusal(len(req.endpoints), len(req.features))
+    if why is not None:
+        return why.replace("a broker", "a controller")
+    if not 0 <= req.controller_id <= MAX_BROKER_ID:
+        return f"Invalid controller id {req.controller_id}: a node id is in 0..{MAX_BROKER_ID}"
+    return _endpoints_refusal(req.endpoints) or _features_refusal(req.features)
+
+
+def _endpoints_refusal(endpoints) -> Optional[str]:
+    names = [e.name for e in endpoints]
     if len(set(names)) != len(names):
         return "Duplicate listener name in the endpoints"
-    for e in req.endpoints:
+    for e in endpoints:
         if not 0 <= e.port <= 65535 or not e.name or not e.host:
             return (f"Invalid endpoint {_shown(e.name or '(no name)')}://{_shown(e.host or '(no host)')}:{e.port}: "
                     f"a listener needs a name, a host and a port in 0..65535")
@@ -68,12 +87,14 @@ def refusal(req) -> Optional[str]:
         if len(e.host) > MAX_HOST or not _HOST.fullmatch(e.host):
             return (f"Invalid host {_shown(e.host)} for listener {e.name}: a DNS name or an IP address of at "
                     f"most {MAX_HOST} characters")
-    if req.rack is not None and (len(req.rack) > MAX_RACK or not _RACK.fullmatch(req.rack)):
-        return f"Invalid rack {_shown(req.rack)}: at most {MAX_RACK} letters, digits, '_', '.', ':', '/' or '-'"
-    feature_names = [name for name, _, _ in req.features]
+    return None
+
+
+def _features_refusal(features) -> Optional[str]:
+    feature_names = [name for name, _, _ in features]
     if len(set(feature_names)) != len(feature_names):
-        return "The broker's supported features repeat a name"
-    for name, lo, hi in req.features:
+        return "The supported features repeat a name"
+    for name, lo, hi in features:
         if len(name) > MAX_FEATURE_NAME or not _FEATURE_NAME.fullmatch(name):
             return f"Invalid feature name {_shown(name)}"
         if not 0 <= lo <= hi <= 32767:

@@ -33,6 +33,7 @@ from quorum.controller import (
     api,
     brokers_control,
     configs_control,
+    controllers_control,
     directories,
     features_control,
     migration_control,
@@ -59,6 +60,7 @@ class Needs:
 
     - ``cluster``: ``operation`` on the cluster;
     - ``broker``: CLUSTER_ACTION on the cluster, or the broker's own principal for its own id;
+    - ``controller``: CLUSTER_ACTION on the cluster, or the controller's own principal for its own id;
     - ``create_topics``: CREATE on the cluster, or CREATE on each topic;
     - ``topics``: ``operation`` on each topic ``names(request)`` gives (topic ids named by
       ``ids(request)`` are looked up first);
@@ -75,7 +77,7 @@ class Needs:
     resources: Optional[Callable[[Any], list[api.ConfigResourceKey]]] = None
 
 
-NEED_KINDS = ("cluster", "broker", "create_topics", "topics", "configs", "nothing", "listed")
+NEED_KINDS = ("cluster", "broker", "controller", "create_topics", "topics", "configs", "nothing", "listed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +203,8 @@ ROWS: tuple[RequestRow, ...] = (
     RequestRow(api.AssignReplicasToDirsRequest, "AssignReplicasToDirs", 59,
                KafkaApi("AssignReplicasToDirs", 73, controller=(0, 0), max_bytes=1 << 20), BROKER,
                lambda c, r, now: directories.assign(c, r)),
+    RequestRow(api.RegisterControllerRequest, "RegisterController", 60, None, Needs("controller"),
+               controllers_control.register, quick=lambda c, r: True),
     RequestRow(api.DescribeClusterRequest, "DescribeCluster", 46,
                KafkaApi("DescribeCluster", 60, broker=(0, 2), controller=(1, 2)),  # v0 names no endpoint type
                NOTHING, read=read_requests.describe_cluster),

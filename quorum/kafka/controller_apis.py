@@ -24,10 +24,12 @@ import logging
 import threading
 import time
 
+from quorum.controller import api
 from quorum.controller.api import DescribeFeaturesRequest
 from quorum.errors import Errors, SparkraftError
 from quorum.kafka import answers, broker_answers, forwarding, raft_answers
 from quorum.kafka.apis import KAFKA_ONLY_SHARED, ApiTable, KafkaContext, api_versions_answer, registry_answers
+from quorum.kafka.controller_registration import ControllerRegistrar
 from quorum.kafka.quorum_answers import add_raft_voter, remove_raft_voter
 from quorum.kafka.server import KafkaListener
 from quorum.kafka_log.export import ExportCache
@@ -65,13 +67,18 @@ class QuorumSide:
         return True
 
     def controllers(self, listener: str) -> list[tuple[int, str, int]]:
-        """(id, host, port) of each voter with a ``listener`` endpoint known here: the voter set's
-        endpoints in a dynamic quorum (each controller registers all its controller listeners), and
-        always this controller's own."""
+        """(id, host, port) of each voter with a ``listener`` endpoint known here: its registration
+        in the log (KIP-919: every controller registers its Kafka listeners), else the voter set's
+        endpoints in a dynamic quorum; and always this controller's own."""
         node_id = self.node.node_id
         found: dict[int, tuple[str, int]] = {}
+        registered = self.node.core.image.cluster.controllers
         for voter_id in sorted(self.node.raft.voters):
             for e in self.node.raft.endpoints_of(voter_id):
+                if e.name == listener:
+                    found[voter_id] = (e.host, e.port)
+            registration = registered.get(voter_id)
+            for e in registration.endpoints if registration is not None else ():
                 if e.name == listener:
                     found[voter_id] = (e.host, e.port)
         if listener in self.own_endpoints:
@@ -212,6 +219,11 @@ class ControllerKafkaListeners:
             log.info("Controller %d: Kafka's brokers and admin clients are answered on %s://%s:%d%s",
                      self.config.node_id, name, host, port if shared else listener.port,
                      " (with the quorum and sparkraft's clients)" if shared else " (--bootstrap-controller)")
+        # this thread stays: it registers the listeners in the log (KIP-919) and keeps them registered
+        endpoints = tuple(api.BrokerEndpoint(kl.ctx.listener, self.own[kl.ctx.listener][0], kl.port,
+                                             self.config.security_protocol(kl.ctx.listener))
+                          for kl in list(self.listeners))
+        ControllerRegistrar(self.node, self.forwarding.remote, endpoints).run(self._stop)
 
     def reload_tls(self) -> None:
         for listener in self.listeners:

@@ -62,6 +62,17 @@ def _register_broker(d: dict) -> pb.RegisterBrokerRecord:
                 rack=d.get("rack"))
 
 
+def _register_controller(d: dict) -> pb.RegisterControllerRecord:
+    return pb.RegisterControllerRecord(
+        controller_id=d["controllerId"], incarnation_id=d["incarnationId"], zk_migration_ready=d["zkMigrationReady"],
+        endpoints=[pb.RegisterBrokerRecord.BrokerEndpoint(name=e["name"], host=e["host"], port=e["port"],
+                                                          security_protocol=e["securityProtocol"])
+                   for e in d["endPoints"]],
+        features=[pb.RegisterBrokerRecord.BrokerFeature(name=f["name"], min_supported_version=f["minSupportedVersion"],
+                                                        max_supported_version=f["maxSupportedVersion"])
+                  for f in d["features"]])
+
+
 def _partition(d: dict) -> pb.PartitionRecord:
     return pb.PartitionRecord(
         partition_id=d["partitionId"], topic_id=d["topicId"], replicas=d["replicas"], isr=d["isr"],
@@ -146,6 +157,7 @@ CONVERT: dict[str, tuple[RecordType, Callable[[dict], Any]]] = {
     "END_TRANSACTION_RECORD": (RecordType.END_TRANSACTION_RECORD, lambda d: pb.EndTransactionRecord()),
     "ABORT_TRANSACTION_RECORD": (RecordType.ABORT_TRANSACTION_RECORD,
                                  lambda d: _set(pb.AbortTransactionRecord(), reason=d.get("reason"))),
+    "REGISTER_CONTROLLER_RECORD": (RecordType.REGISTER_CONTROLLER_RECORD, _register_controller),
 }
 
 

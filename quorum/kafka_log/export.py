@@ -68,6 +68,15 @@ def _register_broker(m) -> dict:
             "logDirs": list(m.log_dirs)}
 
 
+def _register_controller(m) -> dict:
+    return {"controllerId": m.controller_id, "incarnationId": m.incarnation_id or ZERO_UUID,
+            "zkMigrationReady": m.zk_migration_ready,
+            "endPoints": [{"name": e.name, "host": e.host, "port": e.port, "securityProtocol": int(e.security_protocol)}
+                          for e in m.endpoints],
+            "features": [{"name": f.name, "minSupportedVersion": f.min_supported_version,
+                          "maxSupportedVersion": f.max_supported_version} for f in m.features]}
+
+
 def _partition(m) -> dict:
     return {"partitionId": m.partition_id, "topicId": m.topic_id, "replicas": list(m.replicas), "isr": list(m.isr),
             "removingReplicas": list(m.removing_replicas), "addingReplicas": list(m.adding_replicas),
@@ -141,6 +150,7 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
     RecordType.BEGIN_TRANSACTION_RECORD: lambda m: {"name": _opt(m, "name")},
     RecordType.END_TRANSACTION_RECORD: lambda m: {},
     RecordType.ABORT_TRANSACTION_RECORD: lambda m: {"reason": _opt(m, "reason")},
+    RecordType.REGISTER_CONTROLLER_RECORD: _register_controller,
 }
 # what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
 # controller's business, and a 4.x broker no longer reads the record; nor sparkraft's own feature

@@ -1,7 +1,8 @@
-"""Registered brokers: REGISTER_BROKER, UNREGISTER_BROKER, BROKER_REGISTRATION_CHANGE records.
+"""Registered brokers: REGISTER_BROKER, UNREGISTER_BROKER, BROKER_REGISTRATION_CHANGE records;
+and registered controllers: REGISTER_CONTROLLER (KIP-919).
 
 A fenced broker stays registered (it can still be given replicas during a roll); only an
-UnregisterBrokerRecord removes it.
+UnregisterBrokerRecord removes it. A controller's newest registration replaces the one before.
 """
 from __future__ import annotations
 
@@ -81,8 +82,39 @@ class BrokerRegistration:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerRegistration:
+    """Where Kafka's clients reach a controller, and what it supports (KIP-919)."""
+
+    controller_id: int
+    incarnation_id: str
+    endpoints: tuple[Endpoint, ...] = ()
+    features: tuple[SupportedFeature, ...] = ()
+    zk_migration_ready: bool = False
+
+    @classmethod
+    def from_record(cls, r: pb.RegisterControllerRecord) -> ControllerRegistration:
+        return cls(r.controller_id, r.incarnation_id,
+                   tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in r.endpoints),
+                   tuple(SupportedFeature(f.name, f.min_supported_version, f.max_supported_version)
+                         for f in r.features), r.zk_migration_ready)
+
+    def to_record(self) -> pb.RegisterControllerRecord:
+        return pb.RegisterControllerRecord(
+            controller_id=self.controller_id, incarnation_id=self.incarnation_id,
+            zk_migration_ready=self.zk_migration_ready,
+            endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
+                                 security_protocol=e.security_protocol) for e in self.endpoints],
+            features=[_Feature(name=f.name, min_supported_version=f.min_version,
+                               max_supported_version=f.max_version) for f in self.features])
+
+    def feature(self, name: str) -> Optional[SupportedFeature]:
+        return next((f for f in self.features if f.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterImage:
     brokers: PMap[int, BrokerRegistration] = EMPTY
+    controllers: PMap[int, ControllerRegistration] = EMPTY
 
     def broker(self, broker_id: int) -> Optional[BrokerRegistration]:
         return self.brokers.get(broker_id)
@@ -96,18 +128,24 @@ class ClusterImage:
     def unfenced_broker_ids(self) -> list[int]:
         return sorted(b.broker_id for b in self.brokers.values() if not b.fenced)
 
-    def records(self) -> Iterator[pb.RegisterBrokerRecord]:
+    def records(self) -> Iterator[pb.RegisterBrokerRecord | pb.RegisterControllerRecord]:
         for broker_id in self.broker_ids():
             yield self.brokers[broker_id].to_record()
+        for controller_id in sorted(self.controllers):
+            yield self.controllers[controller_id].to_record()
 
 
 class ClusterDelta:
     def __init__(self, image: ClusterImage) -> None:
         self.image = image
         self.brokers: MapDelta[int, BrokerRegistration] = MapDelta(image.brokers)
+        self.controllers: MapDelta[int, ControllerRegistration] = MapDelta(image.controllers)
 
     def replay_register_broker(self, record: pb.RegisterBrokerRecord) -> None:
         self.brokers.set(record.broker_id, BrokerRegistration.from_record(record))
+
+    def replay_register_controller(self, record: pb.RegisterControllerRecord) -> None:
+        self.controllers.set(record.controller_id, ControllerRegistration.from_record(record))
 
     def replay_unregister_broker(self, record: pb.UnregisterBrokerRecord) -> None:
         if record.broker_id in self.brokers:  # as Kafka: unregistering an unknown broker is a no-op
@@ -132,5 +170,7 @@ class ClusterDelta:
             self.brokers.set(record.broker_id, changed)
 
     def apply(self) -> ClusterImage:
-        brokers = self.brokers.apply()
-        return self.image if brokers is self.image.brokers else ClusterImage(brokers)
+        brokers, controllers = self.brokers.apply(), self.controllers.apply()
+        if brokers is self.image.brokers and controllers is self.image.controllers:
+            return self.image
+        return ClusterImage(brokers, controllers)

@@ -119,6 +119,7 @@ def _to(domain: str, method: str) -> Callable[[MetadataDelta, Message], None]:
 _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.REGISTER_BROKER_RECORD: _to("cluster", "replay_register_broker"),
     RecordType.UNREGISTER_BROKER_RECORD: _to("cluster", "replay_unregister_broker"),
+    RecordType.REGISTER_CONTROLLER_RECORD: _to("cluster", "replay_register_controller"),
     RecordType.BROKER_REGISTRATION_CHANGE_RECORD: _to("cluster", "replay_broker_registration_change"),
     RecordType.TOPIC_RECORD: _to("topics", "replay_topic"),
     RecordType.PARTITION_RECORD: _to("topics", "replay_partition"),

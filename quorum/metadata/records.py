@@ -61,6 +61,7 @@ class RecordType(IntEnum):
     BEGIN_TRANSACTION_RECORD = 23
     END_TRANSACTION_RECORD = 24
     ABORT_TRANSACTION_RECORD = 25
+    REGISTER_CONTROLLER_RECORD = 27
     # sparkraft's own, outside Kafka's ids (quorum/metadata/change_block.py): never sent to Kafka
     PARTITION_CHANGE_BLOCK_RECORD = 0x7E01
     PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD = 0x7E02
@@ -88,6 +89,7 @@ WRITE_VERSION: dict[RecordType, int] = {t: 0 for t in RecordType}
 # Fields holding Kafka Uuids (22 base64url characters); checked before a record is written.
 _UUID_FIELDS: dict[RecordType, tuple[str, ...]] = {
     RecordType.REGISTER_BROKER_RECORD: ("incarnation_id",),
+    RecordType.REGISTER_CONTROLLER_RECORD: ("incarnation_id",),
     RecordType.TOPIC_RECORD: ("topic_id",),
     RecordType.PARTITION_RECORD: ("topic_id",),
     RecordType.PARTITION_CHANGE_RECORD: ("topic_id",),

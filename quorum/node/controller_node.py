@@ -73,6 +73,7 @@ class ControllerNode:
     def __init__(self, raft: RaftNode, core: ControllerCore):
         self.raft = raft
         self.core = core
+        core.voters_of = lambda: raft.voters.keys()  # whose registrations a feature upgrade checks
         self.node_id = raft.node_id
         # Appended by any thread; taken only by the holder of ``_turn`` (the order of handling).
         self._inbox: collections.deque = collections.deque()

@@ -25,6 +25,7 @@ from quorum.rpc.controller_parts import (
     creatable_to,
     create_topics_to,
     describe_topics_to,
+    endpoint_to,
     items_from,
     items_to,
     lists_from,
@@ -37,6 +38,7 @@ from quorum.rpc.controller_parts import (
     partition_results_from,
     quota_alteration_from,
     quota_alteration_to,
+    register_controller_from,
     register_from,
     register_to,
     resource_from,
@@ -79,6 +81,15 @@ CODECS: dict[str, Codec] = {
                             "should_shutdown": r.should_shutdown},
         reply_from=lambda m: api.BrokerHeartbeatReply(m.is_caught_up, m.is_fenced, m.should_shutdown),
         reply='api.BrokerHeartbeatReply'),
+    "RegisterController": Codec(
+        request_to=lambda r: pb.RegisterControllerRequest(
+            controller_id=r.controller_id, incarnation_id=r.incarnation_id,
+            endpoints=[endpoint_to(e) for e in r.endpoints],
+            features=[pb.SupportedFeature(name=n, min_version=lo, max_version=hi) for n, lo, hi in r.features]),
+        request_from=register_controller_from,
+        reply_to=nothing_to,
+        reply_from=nothing_from,
+        reply='None'),
     "UnregisterBroker": Codec(
         request_to=lambda r: pb.UnregisterBrokerRequest(broker_id=r.broker_id),
         request_from=lambda m: api.UnregisterBrokerRequest(m.broker_id),

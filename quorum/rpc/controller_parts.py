@@ -149,6 +149,19 @@ def register_from(m: pb.RegisterBrokerRequest) -> api.RegisterBrokerRequest:
     return req
 
 
+def register_controller_from(m: pb.RegisterControllerRequest) -> api.RegisterControllerRequest:
+    """ValueError for a registration past registration_bounds (counted first, as a broker's)."""
+    why = registration_bounds.count_refusal(len(m.endpoints), len(m.features))
+    if why is None:
+        req = api.RegisterControllerRequest(m.controller_id, m.incarnation_id,
+                                            tuple(endpoint_from(e) for e in m.endpoints),
+                                            tuple((f.name, f.min_version, f.max_version) for f in m.features))
+        why = registration_bounds.controller_refusal(req)
+    if why is not None:
+        raise ValueError(why)
+    return req
+
+
 def register_to(r: api.RegisterBrokerRequest) -> pb.RegisterBrokerRequest:
     m = pb.RegisterBrokerRequest(broker_id=r.broker_id, cluster_id=r.cluster_id, incarnation_id=r.incarnation_id,
                                  endpoints=[endpoint_to(e) for e in r.endpoints],

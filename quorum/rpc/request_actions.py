@@ -22,6 +22,7 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
+| RegisterController | CLUSTER_ACTION on the cluster, or the controller's own principal for its own id |
 | DescribeCluster, DescribeFeatures | nothing (Kafka answers features in ApiVersions to anyone) |
 """
 from __future__ import annotations
@@ -75,6 +76,12 @@ def _needs_broker(security, caller, request, needs, topic_name) -> Optional[Spar
     return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"act for broker {request.broker_id}")
 
 
+def _needs_controller(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
+    if security.is_voter(caller, request.controller_id):
+        return None
+    return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"register controller {request.controller_id}")
+
+
 def _needs_create_topics(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
     if security.allows(caller, cluster_action("CREATE")):
         return None
@@ -107,10 +114,11 @@ def _needs_nothing(security, caller, request, needs, topic_name) -> Optional[Spa
     return None
 
 
-# Needs.kind -> how it is checked (a test checks that every kind has one)
-_BY_NEED = {"cluster": _needs_cluster, "broker": _needs_broker, "create_topics": _needs_create_topics,
-            "topics": _needs_topics, "configs": _needs_configs, "nothing": _needs_nothing,
-            "listed": _needs_nothing}  # (the answer is cut to what the caller may see: visible_topics)
+# Needs.kind -> how it is checked (a test checks that every kind has one); ``listed``'s answer is cut
+# to what the caller may see (visible_topics)
+_BY_NEED = {"cluster": _needs_cluster, "broker": _needs_broker, "controller": _needs_controller,
+            "create_topics": _needs_create_topics, "topics": _needs_topics, "configs": _needs_configs,
+            "nothing": _needs_nothing, "listed": _needs_nothing}
 
 
 def visible_topics(security: NodeSecurity, caller: Caller, names) -> tuple[str, ...]:

@@ -40,6 +40,11 @@ RECORDS = [
     pb.ProducerIdsRecord(broker_id=101, broker_epoch=7, next_producer_id=5000),
     pb.UnregisterBrokerRecord(broker_id=101, broker_epoch=7),
     pb.RemoveTopicRecord(topic_id=TOPIC),
+    pb.ConfigRecord(resource_type=32, resource_name="sharing", name="share.auto.offset.reset", value="earliest"),
+    pb.RegisterControllerRecord(controller_id=3000, incarnation_id="u8QBabNzQFCIYnas1nSiQA", endpoints=[
+        pb.RegisterBrokerRecord.BrokerEndpoint(name="CONTROLLER", host="h", port=9093, security_protocol=1)],
+        features=[pb.RegisterBrokerRecord.BrokerFeature(name="metadata.version", min_supported_version=14,
+                                                        max_supported_version=29)]),
 ]
 
 SCRIPT = r"""

@@ -12,7 +12,7 @@ import struct
 import subprocess
 
 import pytest
-from apache_kafka import OLD_TOOLS, kafka_tool, need_kafka, without_jvm_noise
+from apache_kafka import OLD_TOOLS, jshell, kafka_tool, need_kafka, without_jvm_noise
 from conftest import ControllerProcesses, kafka_listener_quorum, sparkraft_cmd, wait_for
 
 from quorum.kafka.controller_apis import CONTROLLER
@@ -89,9 +89,23 @@ def test_kafka_cluster_and_features_through_a_controller(quorum):
     cp = quorum
     assert _tool("kafka-cluster", "cluster-id", "--bootstrap-controller", _kafka(cp, 1)).strip() == \
         f"Cluster ID: {cp.cluster_id}"
-    endpoints = _tool("kafka-cluster", "list-endpoints", "--bootstrap-controller", _kafka(cp, 1))
-    # a static quorum's controllers know each other's Raft address only: each names itself
-    assert re.search(rf"^1\s+127\.0\.0\.1\s+{cp.kafka_ports[1]}\s+null\s+controller", endpoints, re.M), endpoints
+    # each controller registers its Kafka listener in the log (KIP-919): any controller of this static
+    # quorum names all three, and Kafka's AdminClient is told which one is active
+    for i in cp.voters:
+        wait_for(lambda i=i: all(re.search(rf"^{j}\s+127\.0\.0\.1\s+{cp.kafka_ports[j]}\s+null\s+controller",
+                                           _tool("kafka-cluster", "list-endpoints", "--bootstrap-controller",
+                                                 _kafka(cp, i)), re.M) for j in cp.voters),
+                 60, f"controller {i} to name every controller")
+    leader = cp.wait_leader().leader_id
+    told = jshell(f"""
+import org.apache.kafka.clients.admin.*;
+var props = new Properties();
+props.put("bootstrap.controllers", "{_kafka(cp, 2)}");
+try (var admin = Admin.create(props)) {{
+    var d = admin.describeCluster();
+    System.out.println("ACTIVE " + d.controller().get().id() + " NODES " + d.nodes().get().size());
+}}""", cp.root)
+    assert f"ACTIVE {leader} NODES 3" in told, told
 
     described = _tool("kafka-features", "--bootstrap-controller", _kafka(cp, 2), "describe")
     theirs = {m["Feature"]: m for m in (dict(re.findall(r"(\w+): (\S+(?: \d+)?)", line))

@@ -162,6 +162,8 @@ action = st.one_of(
     st.tuples(st.just("dir_failed"), st.sampled_from(BROKERS), st.sampled_from([DIR_A, DIR_B, DIR_C])),
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
+    # a controller's registration (KIP-919): one of two incarnations, supporting metadata.version up to 3.8 or 4.2
+    st.tuples(st.just("controller"), st.integers(1, 3), st.integers(0, 1), st.sampled_from([20, 29])),
     st.tuples(st.just("hold")),
     st.tuples(st.just("failover"), st.booleans()),
     st.tuples(st.just("reassign"), st.sampled_from(NAMES[:2]), st.integers(0, 2),
@@ -243,6 +245,10 @@ def _epochs(image) -> dict:
 @example(populated=1, actions=[*(("assign", b, "a", p, DIR_C) for b in BROKERS for p in range(3)),
                                ("dir_failed", 2, DIR_C)])
 @example(populated=1, actions=[("reassign", "a", 1, [0, 1]), ("features", "metadata.version", 1, "UNSAFE_DOWNGRADE")])
+# a controller that registered support up to 3.8 (20) holds metadata.version below 4.0 (23)
+@example(populated=0, actions=[("features", "metadata.version", 17, "UNSAFE_DOWNGRADE"), ("controller", 2, 0, 20),
+                               ("features", "metadata.version", 23, "UPGRADE"), ("controller", 2, 1, 29),
+                               ("features", "metadata.version", 23, "UPGRADE")])
 def test_random_requests_keep_the_image_sound(populated, actions):
     # blocks from two partition changes on: every election, fencing and shutdown writes them
     c = LocalController(ControllerSettings(seed=3, max_records_per_batch=4, leader_imbalance_check_interval_ms=3000,
@@ -312,6 +318,9 @@ def test_random_requests_keep_the_image_sound(populated, actions):
                 salted = bytes(size if a[4] else size - 1)  # a salted password of the wrong size is refused
                 req = api.AlterUserScramCredentialsRequest(
                     upsertions=(api.ScramCredentialUpsertion(a[1], a[2], a[3], b"salt", salted),))
+        elif kind == "controller":
+            req = api.RegisterControllerRequest(a[1], f"Ctl{a[2]:03d}xxxxxxxxxxxxx{a[1]:03d}", (
+                api.BrokerEndpoint("CONTROLLER", "h", 9093 + a[1]),), (("metadata.version", 14, a[3]),))
         elif kind == "hold":
             c.hold = True
         elif kind == "failover":
@@ -351,6 +360,18 @@ def test_random_requests_keep_the_image_sound(populated, actions):
                     assert p.directory_of(a[1]) == a[4], (a, p)
                 if kind == "unregister":
                     epochs.pop(a[1], None)
+                if kind == "controller":  # registered as asked, and only where metadata.version has them
+                    registered = c.core.spec.cluster.controllers[a[1]]
+                    assert before.features.metadata_version >= 15, a
+                    assert (registered.incarnation_id, registered.feature("metadata.version").max_version) == \
+                        (req.incarnation_id, a[3]), (a, registered)
+                was = before.features.metadata_version if a[1] == "metadata.version" else before.features.level(a[1])
+                if kind == "features" and op.reply[0].error is Errors.NONE and a[2] != was:
+                    # a level every other registered controller supports (KIP-919's check)
+                    for other in before.cluster.controllers.values():
+                        f = other.feature(a[1])
+                        assert other.controller_id == c.core.node_id or (
+                            f is not None and f.min_version <= a[2] <= f.max_version), (a, other)
         for image in (c.core.image, c.core.spec):
             assert violations(image) == [], (a, violations(image))
         assert _leaderless_but_electable(c.core.spec) == [], a

@@ -122,6 +122,32 @@ class BrokerHeartbeatResponse(_message.Message):
     should_shutdown: bool
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., is_caught_up: _Optional[bool] = ..., is_fenced: _Optional[bool] = ..., should_shutdown: _Optional[bool] = ...) -> None: ...
 
+class RegisterControllerRequest(_message.Message):
+    __slots__ = ("controller_id", "incarnation_id", "endpoints", "features")
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    incarnation_id: str
+    endpoints: _containers.RepeatedCompositeFieldContainer[BrokerEndpoint]
+    features: _containers.RepeatedCompositeFieldContainer[SupportedFeature]
+    def __init__(self, controller_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ...) -> None: ...
+
+class RegisterControllerResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
 class UnregisterBrokerRequest(_message.Message):
     __slots__ = ("broker_id",)
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]

@@ -139,6 +139,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.FromString,
                 _registered_method=True)
+        self.RegisterController = channel.unary_unary(
+                '/sparkraft.v1.Controller/RegisterController',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.FromString,
+                _registered_method=True)
         self.CreateAcls = channel.unary_unary(
                 '/sparkraft.v1.Controller/CreateAcls',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
@@ -305,6 +310,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterController(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateAcls(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -454,6 +465,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.AssignReplicasToDirs,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.SerializeToString,
+            ),
+            'RegisterController': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterController,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.SerializeToString,
             ),
             'CreateAcls': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateAcls,
@@ -1058,6 +1074,33 @@ class Controller:
             '/sparkraft.v1.Controller/AssignReplicasToDirs',
             sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.AssignReplicasToDirsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterController(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/RegisterController',
+            sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.FromString,
             options,
             channel_credentials,
             insecure,

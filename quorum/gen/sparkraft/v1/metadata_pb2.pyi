@@ -181,6 +181,20 @@ class RegisterBrokerRecord(_message.Message):
     log_dirs: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class RegisterControllerRecord(_message.Message):
+    __slots__ = ("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features")
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
+    ZK_MIGRATION_READY_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    incarnation_id: str
+    zk_migration_ready: bool
+    endpoints: _containers.RepeatedCompositeFieldContainer[RegisterBrokerRecord.BrokerEndpoint]
+    features: _containers.RepeatedCompositeFieldContainer[RegisterBrokerRecord.BrokerFeature]
+    def __init__(self, controller_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., zk_migration_ready: _Optional[bool] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ...) -> None: ...
+
 class UnregisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
