@@ -67,6 +67,7 @@ class Errors(enum.IntEnum):
     INVALID_VOTER_KEY = 125
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
+    CONTROLLER_ID_NOT_REGISTERED = 136
     # Not a Kafka protocol code (Kafka's clients raise SslAuthenticationException, which has none):
     # the one name a TLS handshake failure gets on a sparkraft command line (DESIGN §12).
     SSL_HANDSHAKE_FAILED = 10_001

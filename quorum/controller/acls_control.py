@@ -14,6 +14,8 @@ from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.acls import AclEntry
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.versions import CIDR_ACLS, release
+from quorum.security.cidr import cidr_refusal
 
 _RT, _PT = pb.AclResourceType.Code, pb.PatternType.Code
 _OP, _PERM = pb.AclOperation.Code, pb.AclPermissionType.Code
@@ -27,8 +29,9 @@ def _code(enum, name: str, what: str) -> int:
         raise SparkraftError(Errors.INVALID_REQUEST, f"Unknown {what} {name!r}") from None
 
 
-def to_entry(acl_id: str, b: api.AclBinding) -> AclEntry:
-    """A binding to create, validated; INVALID_REQUEST if it cannot be stored."""
+def to_entry(acl_id: str, b: api.AclBinding, cidr_hosts: bool = True) -> AclEntry:
+    """A binding to create, validated; INVALID_REQUEST if it cannot be stored. ``cidr_hosts``: may
+    its host be a CIDR block (metadata.version 4.4-IV1 or later)?"""
     if b.resource_type.upper() not in CONCRETE_RESOURCE_TYPES:
         raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid resourceType {b.resource_type}")
     if b.pattern_type.upper() not in ("LITERAL", "PREFIXED"):
@@ -45,6 +48,13 @@ def to_entry(acl_id: str, b: api.AclBinding) -> AclEntry:
                                                      f"type from the principal name)")
     if not b.host:
         raise SparkraftError(Errors.INVALID_REQUEST, "Host should not be empty")
+    if "/" in b.host:
+        if not cidr_hosts:
+            raise SparkraftError(Errors.UNSUPPORTED_VERSION, f"CIDR-based ACL host patterns require metadata "
+                                                             f"version {release(CIDR_ACLS)} or higher.")
+        why = cidr_refusal(b.host)
+        if why is not None:
+            raise SparkraftError(Errors.INVALID_REQUEST, f"Invalid CIDR notation '{b.host}': {why}")
     return AclEntry(acl_id, _code(_RT, b.resource_type, "resource type"), b.resource_name,
                     _code(_PT, b.pattern_type, "pattern type"), b.principal, b.host,
                     _code(_OP, b.operation, "operation"), _code(_PERM, b.permission_type, "permission type"))
@@ -95,9 +105,10 @@ def create(image: MetadataImage, req: api.CreateAclsRequest, new_id: Callable[[]
            ) -> tuple[list[pb.AccessControlEntryRecord], tuple[api.ItemResult, ...]]:
     records, results = [], []
     known = {_binding_key(e) for e in image.acls.acls.values()}  # one pass, not one per binding
+    cidr_hosts = (image.features.metadata_version or 0) >= CIDR_ACLS
     for b in req.bindings:
         try:
-            entry = to_entry("", b)
+            entry = to_entry("", b, cidr_hosts)
         except SparkraftError as e:
             results.append(api.ItemResult(e.error, e.message))
             continue

@@ -51,6 +51,13 @@ class RegisterControllerRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class UnregisterControllerRequest:
+    """Remove a controller's registration (metadata.version 4.4-IV2): one taken out of the quorum."""
+
+    controller_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class RegisterBrokerReply:
     broker_epoch: int  # the offset of its RegisterBrokerRecord
 
@@ -63,6 +70,8 @@ class BrokerHeartbeatRequest:
     want_fence: bool = False
     want_shutdown: bool = False  # controlled shutdown: move my leaderships away
     offline_log_dirs: tuple[str, ...] = ()  # its log directories that failed (a Kafka broker's, KIP-858)
+    # its log directories that take no new replicas (KIP-1066); None: it does not say (before 4.3-IV0)
+    cordoned_log_dirs: Optional[tuple[str, ...]] = None
 
 
 @dataclass(frozen=True, slots=True)

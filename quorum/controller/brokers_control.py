@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Optional
 from quorum.controller import api, registration_bounds, topics_control
 from quorum.controller.broker_epochs import check_broker_epoch
 from quorum.controller.index import bits, masks_of
-from quorum.controller.levels import directories_enabled
+from quorum.controller.levels import cordoning_enabled, directories_enabled
 from quorum.controller.settings import CONTROLLER_ONLY, MV_ELR
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -107,7 +107,11 @@ def heartbeat(ctx: "ControllerContext", req: api.BrokerHeartbeatRequest, now_ms:
     ctx.sessions.reported_offsets[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= reg.broker_epoch
     records: list = directories_offline(ctx, reg, req.offline_log_dirs) if req.offline_log_dirs else []
-    if records:  # a failed log directory is this heartbeat's one change; the next does the rest
+    if not records and req.cordoned_log_dirs is not None and cordoning_enabled(ctx.spec):
+        cordoned = tuple(d for d in req.cordoned_log_dirs if d in reg.log_dirs)
+        if cordoned != reg.cordoned_log_dirs:  # KIP-1066: where it takes no new replicas now
+            records.append(_change(reg, cordoned_log_dirs=list(cordoned)))
+    if records:  # a failed or cordoned log directory is this heartbeat's one change; the next does the rest
         return records, api.BrokerHeartbeatReply(is_caught_up=caught_up, is_fenced=reg.fenced, should_shutdown=False)
     fenced, shutdown = reg.fenced, False
     if reg.fenced:
@@ -146,7 +150,8 @@ def _still_leads(led: dict[str, int], moves: list) -> bool:
 
 
 def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional[bool] = None,
-            log_dirs: Optional[list[str]] = None) -> pb.BrokerRegistrationChangeRecord:
+            log_dirs: Optional[list[str]] = None,
+            cordoned_log_dirs: Optional[list[str]] = None) -> pb.BrokerRegistrationChangeRecord:
     r = pb.BrokerRegistrationChangeRecord(broker_id=reg.broker_id, broker_epoch=reg.broker_epoch)
     if fenced is not None:
         r.fenced = fenced
@@ -155,6 +160,9 @@ def _change(reg, fenced: Optional[bool] = None, in_controlled_shutdown: Optional
     if log_dirs is not None:
         r.log_dirs.ids.extend(log_dirs)
         r.log_dirs.SetInParent()  # present even when none is left online
+    if cordoned_log_dirs is not None:
+        r.cordoned_log_dirs.ids.extend(cordoned_log_dirs)
+        r.cordoned_log_dirs.SetInParent()  # present even when none is cordoned any more
     return r
 
 

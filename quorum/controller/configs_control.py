@@ -85,6 +85,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in [
     _k("auto.create.topics.enable", "BOOLEAN", "true"),
     _k("background.threads", "INT", "10", at_least=1),
     _k("compression.type", "STRING", "producer", one_of=COMPRESSION_TYPES),
+    # log directories taking no new replicas (KIP-1066: "*" for all); the broker checks they are its own
+    _k("cordoned.log.dirs", "LIST", ""),
     _k("default.replication.factor", "INT", "1", at_least=1),
     _k("delete.topic.enable", "BOOLEAN", "true"),
     _k("follower.replication.throttled.rate", "LONG", str(LONG_MAX), at_least=0),

@@ -2,7 +2,8 @@
 controller where Kafka's clients reach it and which feature levels it supports, and the active
 controller writes that as a RegisterControllerRecord. DescribeCluster on any controller then names
 every controller (quorum/kafka/controller_apis.py), and a feature upgrade is checked against every
-registered controller's range as against every broker's (features_control.py).
+registered controller's range as against every broker's (features_control.py). From 4.4-IV2 a
+controller taken out of the quorum can be unregistered (``kafka-cluster unregister-controller``).
 
 A registration that says what the image already says writes nothing: a controller re-registers
 after each restart (a new incarnation) and whenever its listeners change, never in a loop."""
@@ -15,7 +16,7 @@ from quorum.controller.brokers_control import protocol_code
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.cluster import ControllerRegistration
-from quorum.metadata.versions import CONTROLLER_REGISTRATION
+from quorum.metadata.versions import CONTROLLER_REGISTRATION, CONTROLLER_UNREGISTRATION
 from quorum.uuids import validate_uuid
 
 if TYPE_CHECKING:
@@ -48,3 +49,16 @@ def register(ctx: "ControllerContext", req: api.RegisterControllerRequest, now_m
     if current is not None and current == ControllerRegistration.from_record(record):
         return [], None
     return [record], None
+
+
+def unregister(ctx: "ControllerContext", req: api.UnregisterControllerRequest, now_ms: int):
+    """([the UnregisterControllerRecord], None): Kafka's rules and messages (4.4-IV2)."""
+    if (ctx.spec.features.metadata_version or 0) < CONTROLLER_UNREGISTRATION:
+        raise SparkraftError(Errors.UNSUPPORTED_VERSION,
+                             "The current MetadataVersion is too old to support controller unregistration.")
+    if req.controller_id == ctx.node_id:
+        raise SparkraftError(Errors.INVALID_REQUEST, "Controller cannot unregister itself while it is active.")
+    if req.controller_id not in ctx.spec.cluster.controllers:
+        raise SparkraftError(Errors.CONTROLLER_ID_NOT_REGISTERED,
+                             f"Controller ID {req.controller_id} is not currently registered.")
+    return [pb.UnregisterControllerRecord(controller_id=req.controller_id)], None

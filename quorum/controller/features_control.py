@@ -21,7 +21,8 @@ Guard rails, as the seed talk describes them:
   does not name a feature supports only level 0 of it);
 - a **downgrade** names its type, as in Kafka's UpdateFeatures: ``SAFE_DOWNGRADE`` goes through
   only when the lower levels can express everything the metadata holds now; ``UNSAFE_DOWNGRADE``
-  also goes through when they cannot, after rewriting what they cannot express (ELR is cleared) in
+  also goes through when they cannot, after rewriting what they cannot express (ELR is cleared, an
+  ACL whose host is a CIDR block deleted below 4.4-IV1) in
   the same atomic operation, and its answer says what was dropped. An ``UPGRADE`` to a lower level
   is refused, and so is a downgrade that leaves a feature without the metadata.version it depends
   on (downgrade both in one request).
@@ -218,6 +219,11 @@ def _losses(ctx: "ControllerContext", final: dict[str, int]) -> tuple[list[pb.Pa
         dropped.append(f"{len(reverted)} reassignment(s) in flight reverted to their original replicas ({shown})")
     if cleared:
         dropped.append(f"the eligible leader replicas of {cleared} partition(s) cleared")
+    if mv < versions.CIDR_ACLS:  # an ACL whose host is a CIDR block has no meaning below 4.4-IV1
+        blocks = sorted(a.id for a in image.acls.acls.values() if "/" in a.host)
+        if blocks:
+            records += [pb.RemoveAccessControlEntryRecord(id=i) for i in blocks]
+            dropped.append(f"{len(blocks)} ACL(s) with a CIDR host deleted")
     return records, dropped
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from quorum.controller.settings import ELR_VERSION, MV_DIRECTORIES, MV_ELR, SPARKRAFT_VERSION
 from quorum.errors import Errors, SparkraftError
 from quorum.metadata.image import MetadataImage
-from quorum.metadata.versions import release
+from quorum.metadata.versions import CORDONED_LOG_DIRS, release
 
 
 def elr_enabled(image: MetadataImage) -> bool:
@@ -21,6 +21,11 @@ def change_blocks_enabled(image: MetadataImage) -> bool:
 def directories_enabled(image: MetadataImage) -> bool:
     """Do registrations and partitions carry log directories (KIP-858)?"""
     return (image.features.metadata_version or 0) >= MV_DIRECTORIES
+
+
+def cordoning_enabled(image: MetadataImage) -> bool:
+    """Do registrations carry cordoned log directories (KIP-1066)?"""
+    return (image.features.metadata_version or 0) >= CORDONED_LOG_DIRS
 
 
 def require_metadata_version(image: MetadataImage, level: int, what: str) -> None:

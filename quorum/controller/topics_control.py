@@ -18,6 +18,7 @@ from quorum.controller import api, bulk_changes, configs_control
 from quorum.controller.bulk_changes import TopicPolicies
 from quorum.controller.directories import default_dir_of, directory_offline, new_directories
 from quorum.controller.index import bits, masks_of
+from quorum.controller.levels import cordoning_enabled
 from quorum.controller.partition_change import Election, Elr, IsrShrinks, change, preferred_leader_only
 from quorum.controller.placement import UsableBroker, place
 from quorum.errors import Errors, SparkraftError
@@ -49,9 +50,11 @@ def validate_topic_name(name: str) -> None:
 
 
 def usable_brokers(ctx: "ControllerContext") -> list[UsableBroker]:
-    """Registered brokers not in controlled shutdown (fenced ones included, marked)."""
+    """Registered brokers not in controlled shutdown (fenced ones included, marked), and with a log
+    directory that is not cordoned (KIP-1066)."""
+    cordons = cordoning_enabled(ctx.spec)
     return [UsableBroker(b.broker_id, b.rack, b.fenced) for b in ctx.spec.cluster.brokers.values()
-            if not b.in_controlled_shutdown]
+            if not b.in_controlled_shutdown and (b.takes_new_replicas or not cordons)]
 
 
 def _placement(ctx: "ControllerContext", count: int, rf: int, existing: Sequence[Sequence[int]] = ()

@@ -15,14 +15,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from kio.schema.index import api_key_map, schema_name_map
-
 from quorum.connection_limits import ANSWER_BYTES, AnswerBudget
 from quorum.controller import registry
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
-from quorum.kafka import answers, data_plane, forwarding, quorum_answers
+from quorum.kafka import answers, data_plane, forwarding, quorum_answers, schemas
 from quorum.kafka.codec import Encoded, Request, materialize, response_type
 from quorum.kafka.metadata_answer import MetadataAnswers
 from quorum.kafka.sasl import SaslSession, authenticate, handshake
@@ -132,7 +130,7 @@ def api_versions(ctx: KafkaContext, req, version: int) -> dict:
 def registry_answers(listener: str, modules) -> dict[int, tuple[int, int, Callable]]:
     """What a ``listener`` ("broker" or "controller") answers of the controller's requests: each
     registry row's Kafka API (quorum/controller/registry.py) at the versions its row gives this
-    listener, answered by the function named after the API as kio names it (``api_key_map``:
+    listener, answered by the function named after the API as kio names it (schemas.api_name:
     CreateTopics, ``create_topics``) in the first of ``modules`` (modules, or dicts of a listener's own) that has
     one. A row naming a function no module has fails at import (LookupError)."""
     out = {}
@@ -141,7 +139,7 @@ def registry_answers(listener: str, modules) -> dict[int, tuple[int, int, Callab
         versions = kafka.versions(listener) if kafka is not None else None
         if versions is None:
             continue
-        name = api_key_map[kafka.key]
+        name = schemas.api_name(kafka.key)
         found = [m[name] if isinstance(m, dict) else getattr(m, name) for m in modules
                  if (name in m if isinstance(m, dict) else hasattr(m, name))]
         if not found:
@@ -204,7 +202,7 @@ class ApiTable:
         self.implemented = implemented
         self.supported: dict[int, tuple[int, int]] = {}
         for key, (lo, hi, _handler) in implemented.items():
-            versions = schema_name_map[api_key_map[key]]
+            versions = schemas.versions(key)
             lo, hi = max(lo, min(versions)), min(hi, max(versions))
             if lo <= hi:
                 self.supported[key] = (lo, hi)

@@ -104,11 +104,18 @@ def broker_registration(ctx, req, version: int) -> dict:
 
 # --- BrokerHeartbeat ------------------------------------------------------------------------------
 
+def _cordoned(req):
+    """A v2 heartbeat's cordoned log directories (KIP-1066), None where it says nothing (null, or v0-1)."""
+    dirs = getattr(req, "cordoned_log_dirs", None)
+    return None if dirs is None else tuple(topic_id_text(d) for d in dirs)
+
+
 def broker_heartbeat(ctx, req, version: int) -> dict:
     reply = _call(ctx, api.BrokerHeartbeatRequest(
         broker_id=req.broker_id, broker_epoch=req.broker_epoch, current_metadata_offset=req.current_metadata_offset,
         want_fence=req.want_fence, want_shutdown=req.want_shut_down,
-        offline_log_dirs=tuple(topic_id_text(d) for d in getattr(req, "offline_log_dirs", ()) or ())))
+        offline_log_dirs=tuple(topic_id_text(d) for d in getattr(req, "offline_log_dirs", ()) or ()),
+        cordoned_log_dirs=_cordoned(req)))
     if isinstance(reply, SparkraftError):
         return {"throttle_time": 0, "error_code": _error(reply), "is_caught_up": False, "is_fenced": True,
                 "should_shut_down": False}

@@ -13,7 +13,6 @@ import socket
 import struct
 from typing import Any, Optional
 
-from kio.index import load_response_schema
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as HeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseV0
@@ -23,6 +22,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 
 from quorum.errors import Errors, SparkraftError
+from quorum.kafka import schemas
 from quorum.security import scram
 from quorum.security.client import ClientSecurity
 
@@ -41,7 +41,7 @@ def encode_request(body: Any, correlation_id: int) -> bytes:
 
 def decode_response(body_type_of_request: Any, payload: bytes) -> Any:
     """A response payload (without its size) to the request type ``body_type_of_request``."""
-    response_type = load_response_schema(body_type_of_request.__api_key__, body_type_of_request.__version__)
+    response_type = schemas.response_type(body_type_of_request.__api_key__, body_type_of_request.__version__)
     header_type = ResponseV1 if response_type.__flexible__ and body_type_of_request.__api_key__ != 18 else ResponseV0
     header, used = entity_reader(header_type)(payload, 0)
     response, _ = entity_reader(response_type)(payload, used)

@@ -25,7 +25,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -37,6 +36,7 @@ from kio.serial._serialize import get_field_writer
 from kio.serial.writers import write_compact_array_length, write_empty_tagged_fields, write_legacy_array_length
 
 from quorum.controller import registry
+from quorum.kafka import schemas
 from quorum.kafka.framing import frame
 
 API_VERSIONS_KEY = 18
@@ -92,7 +92,7 @@ def decode_request(payload: bytes, supported: dict[int, tuple[int, int]]) -> Req
     if limit is not None and len(payload) > limit:
         raise MalformedRequest(f"API key {api_key} v{api_version} of {len(payload)} bytes: such a request is at "
                                f"most {limit} bytes")
-    body_type = load_request_schema(api_key, api_version)
+    body_type = schemas.request_type(api_key, api_version)
     header_type = RequestHeaderV2 if body_type.__flexible__ else RequestHeaderV1
     try:
         header, used = entity_reader(header_type)(payload, 0)
@@ -103,7 +103,7 @@ def decode_request(payload: bytes, supported: dict[int, tuple[int, int]]) -> Req
 
 
 def response_type(api_key: int, api_version: int) -> type:
-    return load_response_schema(api_key, api_version)
+    return schemas.response_type(api_key, api_version)
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,20 @@ def _ok(error: Errors, message: str) -> dict:
     return {"error_code": error, "error_message": message or None}
 
 
+# --- registrations ---------------------------------------------------------------------------
+
+def unregister_broker(ctx, req, version: int) -> dict:
+    """``kafka-cluster unregister --id N``: a broker gone for good."""
+    reply = _send(ctx, api.UnregisterBrokerRequest(req.broker_id))
+    return {"throttle_time": 0, **(_error(reply) if isinstance(reply, SparkraftError) else _ok(Errors.NONE, ""))}
+
+
+def unregister_controller(ctx, req, version: int) -> dict:
+    """``kafka-cluster unregister-controller --id N`` (4.4-IV2): a controller taken out of the quorum."""
+    reply = _send(ctx, api.UnregisterControllerRequest(req.controller_id))
+    return {"throttle_time": 0, **(_error(reply) if isinstance(reply, SparkraftError) else _ok(Errors.NONE, ""))}
+
+
 # --- topics -----------------------------------------------------------------------------------
 
 def create_topics(ctx, req, version: int) -> dict:

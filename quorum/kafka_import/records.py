@@ -50,7 +50,7 @@ def _set(message, **fields) -> Any:
 
 
 def _register_broker(d: dict) -> pb.RegisterBrokerRecord:
-    return _set(pb.RegisterBrokerRecord(
+    record = _set(pb.RegisterBrokerRecord(
         broker_id=d["brokerId"], incarnation_id=d["incarnationId"], broker_epoch=d["brokerEpoch"],
         endpoints=[pb.RegisterBrokerRecord.BrokerEndpoint(name=e["name"], host=e["host"], port=e["port"],
                                                           security_protocol=e["securityProtocol"])
@@ -58,8 +58,12 @@ def _register_broker(d: dict) -> pb.RegisterBrokerRecord:
         features=[pb.RegisterBrokerRecord.BrokerFeature(name=f["name"], min_supported_version=f["minSupportedVersion"],
                                                         max_supported_version=f["maxSupportedVersion"])
                   for f in d["features"]],
-        fenced=d.get("fenced", True), in_controlled_shutdown=d.get("inControlledShutdown", False)),
-                rack=d.get("rack"))
+        fenced=d.get("fenced", True), in_controlled_shutdown=d.get("inControlledShutdown", False),
+        log_dirs=d.get("logDirs") or []), rack=d.get("rack"))
+    if d.get("cordonedLogDirs") is not None:
+        record.cordoned_log_dirs.ids.extend(d["cordonedLogDirs"])
+        record.cordoned_log_dirs.SetInParent()
+    return record
 
 
 def _register_controller(d: dict) -> pb.RegisterControllerRecord:
@@ -95,8 +99,14 @@ def _partition_change(d: dict) -> pb.PartitionChangeRecord:
 def _registration_change(d: dict) -> pb.BrokerRegistrationChangeRecord:
     fenced = {_FENCE: True, _UNFENCE: False}.get(d.get("fenced", 0))
     shutting = True if d.get("inControlledShutdown", 0) == _IN_CONTROLLED_SHUTDOWN else None
-    return _set(pb.BrokerRegistrationChangeRecord(broker_id=d["brokerId"], broker_epoch=d["brokerEpoch"]),
-                fenced=fenced, in_controlled_shutdown=shutting)
+    record = _set(pb.BrokerRegistrationChangeRecord(broker_id=d["brokerId"], broker_epoch=d["brokerEpoch"]),
+                  fenced=fenced, in_controlled_shutdown=shutting)
+    if d.get("logDirs"):
+        record.log_dirs.ids.extend(d["logDirs"])
+    if d.get("cordonedLogDirs") is not None:
+        record.cordoned_log_dirs.ids.extend(d["cordonedLogDirs"])
+        record.cordoned_log_dirs.SetInParent()
+    return record
 
 
 def _fence(fenced: bool) -> Callable[[dict], pb.BrokerRegistrationChangeRecord]:
@@ -158,6 +168,8 @@ CONVERT: dict[str, tuple[RecordType, Callable[[dict], Any]]] = {
     "ABORT_TRANSACTION_RECORD": (RecordType.ABORT_TRANSACTION_RECORD,
                                  lambda d: _set(pb.AbortTransactionRecord(), reason=d.get("reason"))),
     "REGISTER_CONTROLLER_RECORD": (RecordType.REGISTER_CONTROLLER_RECORD, _register_controller),
+    "UNREGISTER_CONTROLLER_RECORD": (RecordType.UNREGISTER_CONTROLLER_RECORD,
+                                     lambda d: pb.UnregisterControllerRecord(controller_id=d["controllerId"])),
 }
 
 

@@ -65,7 +65,8 @@ def _register_broker(m) -> dict:
             "features": [{"name": f.name, "minSupportedVersion": f.min_supported_version,
                           "maxSupportedVersion": f.max_supported_version} for f in m.features],
             "rack": _opt(m, "rack"), "fenced": m.fenced, "inControlledShutdown": m.in_controlled_shutdown,
-            "logDirs": list(m.log_dirs)}
+            "logDirs": list(m.log_dirs),
+            "cordonedLogDirs": list(m.cordoned_log_dirs.ids) if m.HasField("cordoned_log_dirs") else None}
 
 
 def _register_controller(m) -> dict:
@@ -109,7 +110,7 @@ def _registration_change(m) -> dict:
     return {"brokerId": m.broker_id, "brokerEpoch": m.broker_epoch,
             "fenced": 0 if fenced is None else (_FENCE if fenced else _UNFENCE),
             "inControlledShutdown": 1 if _opt(m, "in_controlled_shutdown") else 0,
-            "logDirs": _ids(m, "log_dirs") or []}
+            "logDirs": _ids(m, "log_dirs") or [], "cordonedLogDirs": _ids(m, "cordoned_log_dirs")}
 
 
 def _b64(raw: bytes) -> str:
@@ -151,6 +152,7 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
     RecordType.END_TRANSACTION_RECORD: lambda m: {},
     RecordType.ABORT_TRANSACTION_RECORD: lambda m: {"reason": _opt(m, "reason")},
     RecordType.REGISTER_CONTROLLER_RECORD: _register_controller,
+    RecordType.UNREGISTER_CONTROLLER_RECORD: lambda m: {"controllerId": m.controller_id},
 }
 # what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
 # controller's business, and a 4.x broker no longer reads the record; nor sparkraft's own feature
@@ -160,7 +162,9 @@ NOT_SENT_FEATURES = frozenset({SPARKRAFT_VERSION})
 
 def _registration_change_version(m) -> int:
     """As Kafka's controller writes a BrokerRegistrationChangeRecord: 0 for fencing, 1 for a
-    controlled shutdown, 2 for log directories (the fields each added)."""
+    controlled shutdown, 2 for log directories, 3 for cordoned ones (the fields each added)."""
+    if m.HasField("cordoned_log_dirs"):
+        return 3
     return 2 if m.HasField("log_dirs") else 1 if m.HasField("in_controlled_shutdown") else 0
 
 

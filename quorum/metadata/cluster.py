@@ -1,5 +1,5 @@
 """Registered brokers: REGISTER_BROKER, UNREGISTER_BROKER, BROKER_REGISTRATION_CHANGE records;
-and registered controllers: REGISTER_CONTROLLER (KIP-919).
+and registered controllers: REGISTER_CONTROLLER (KIP-919), UNREGISTER_CONTROLLER.
 
 A fenced broker stays registered (it can still be given replicas during a roll); only an
 UnregisterBrokerRecord removes it. A controller's newest registration replaces the one before.
@@ -54,6 +54,13 @@ class BrokerRegistration:
     in_controlled_shutdown: bool = False
     features: tuple[SupportedFeature, ...] = ()
     log_dirs: tuple[str, ...] = ()  # its log directories' ids (KIP-858; Kafka's brokers: sparkraft's have none)
+    # those taking no new replicas (KIP-1066); None until the broker says (Kafka's brokers at 4.3-IV0 on)
+    cordoned_log_dirs: Optional[tuple[str, ...]] = None
+
+    @property
+    def takes_new_replicas(self) -> bool:
+        """False when every one of its log directories is cordoned (KIP-1066)."""
+        return not (self.cordoned_log_dirs and self.log_dirs and set(self.log_dirs) <= set(self.cordoned_log_dirs))
 
     @classmethod
     def from_record(cls, r: pb.RegisterBrokerRecord) -> BrokerRegistration:
@@ -66,10 +73,11 @@ class BrokerRegistration:
                                              (f.min_supported_version, f.max_supported_version)))
                   for f in r.features),
             tuple(r.log_dirs),
+            tuple(r.cordoned_log_dirs.ids) if r.HasField("cordoned_log_dirs") else None,
         )
 
     def to_record(self) -> pb.RegisterBrokerRecord:
-        return pb.RegisterBrokerRecord(
+        r = pb.RegisterBrokerRecord(
             broker_id=self.broker_id, incarnation_id=self.incarnation_id,
             broker_epoch=self.broker_epoch,
             endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
@@ -79,6 +87,10 @@ class BrokerRegistration:
             rack=self.rack, fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown,
             log_dirs=self.log_dirs,
         )
+        if self.cordoned_log_dirs is not None:
+            r.cordoned_log_dirs.ids.extend(self.cordoned_log_dirs)
+            r.cordoned_log_dirs.SetInParent()
+        return r
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +159,10 @@ class ClusterDelta:
     def replay_register_controller(self, record: pb.RegisterControllerRecord) -> None:
         self.controllers.set(record.controller_id, ControllerRegistration.from_record(record))
 
+    def replay_unregister_controller(self, record: pb.UnregisterControllerRecord) -> None:
+        if record.controller_id in self.controllers:  # an unknown one: nothing to remove
+            self.controllers.remove(record.controller_id)
+
     def replay_unregister_broker(self, record: pb.UnregisterBrokerRecord) -> None:
         if record.broker_id in self.brokers:  # as Kafka: unregistering an unknown broker is a no-op
             self.brokers.remove(record.broker_id)
@@ -165,6 +181,8 @@ class ClusterDelta:
                                     if record.HasField("in_controlled_shutdown")
                                     else current.in_controlled_shutdown),
             log_dirs=tuple(record.log_dirs.ids) if record.HasField("log_dirs") else current.log_dirs,
+            cordoned_log_dirs=(tuple(record.cordoned_log_dirs.ids) if record.HasField("cordoned_log_dirs")
+                               else current.cordoned_log_dirs),
         )
         if changed != current:
             self.brokers.set(record.broker_id, changed)

@@ -120,6 +120,7 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.REGISTER_BROKER_RECORD: _to("cluster", "replay_register_broker"),
     RecordType.UNREGISTER_BROKER_RECORD: _to("cluster", "replay_unregister_broker"),
     RecordType.REGISTER_CONTROLLER_RECORD: _to("cluster", "replay_register_controller"),
+    RecordType.UNREGISTER_CONTROLLER_RECORD: _to("cluster", "replay_unregister_controller"),
     RecordType.BROKER_REGISTRATION_CHANGE_RECORD: _to("cluster", "replay_broker_registration_change"),
     RecordType.TOPIC_RECORD: _to("topics", "replay_topic"),
     RecordType.PARTITION_RECORD: _to("topics", "replay_partition"),

@@ -62,6 +62,7 @@ class RecordType(IntEnum):
     END_TRANSACTION_RECORD = 24
     ABORT_TRANSACTION_RECORD = 25
     REGISTER_CONTROLLER_RECORD = 27
+    UNREGISTER_CONTROLLER_RECORD = 29
     # sparkraft's own, outside Kafka's ids (quorum/metadata/change_block.py): never sent to Kafka
     PARTITION_CHANGE_BLOCK_RECORD = 0x7E01
     PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD = 0x7E02

@@ -28,6 +28,8 @@ CONTROLLER_REGISTRATION = 15  # 3.7-IV0: RegisterControllerRecord (KIP-919)
 DIRECTORY_ASSIGNMENT = 17  # 3.7-IV2: log directories in registrations and partitions (KIP-858)
 ELR = 23  # 4.0-IV1: eligible leader replicas in partition records (KIP-966)
 CORDONED_LOG_DIRS = 30  # 4.3-IV0: RegisterBrokerRecord v4 (KIP-1066)
+CIDR_ACLS = 32  # 4.4-IV1: an ACL's host may be a CIDR block
+CONTROLLER_UNREGISTRATION = 33  # 4.4-IV2: UnregisterControllerRecord
 
 SPARKRAFT_VERSION = "sparkraft.version"
 CHANGE_BLOCKS = 1  # sparkraft.version 1: many partition changes in one PartitionChangeBlockRecord

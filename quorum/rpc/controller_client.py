@@ -104,6 +104,9 @@ class ControllerClient(LeaderFollowingClient):
     def unregister_broker(self, broker_id: int) -> None:
         self.call(api.UnregisterBrokerRequest(broker_id))
 
+    def unregister_controller(self, controller_id: int) -> None:
+        self.call(api.UnregisterControllerRequest(controller_id))
+
     # -- topics ----------------------------------------------------------------------------
     def create_topics(self, topics: Sequence[api.CreatableTopic], validate_only: bool = False
                       ) -> tuple[api.CreateTopicResult, ...]:

@@ -5,7 +5,8 @@ A decision (``authorize``) follows StandardAuthorizerData exactly:
 1. a super user (``super.users``, compared as ``User:name``) is allowed everything;
 2. the ACLs that apply are those of the request's resource type whose pattern matches the name (a
    LITERAL of the same name, the LITERAL wildcard ``*``, a PREFIXED the name starts with), whose
-   principal is the caller's or ``User:*`` and whose host is the caller's address or ``*``;
+   principal is the caller's or ``User:*`` and whose host is the caller's address, a CIDR block
+   holding it (metadata.version 4.4-IV1), or ``*``;
 3. an ACL's operation applies if it is ALL or the requested one; an ALLOW of READ, WRITE, DELETE or
    ALTER also allows DESCRIBE, and an ALLOW of ALTER_CONFIGS allows DESCRIBE_CONFIGS (a DENY implies
    nothing beyond itself);
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.acls import AclEntry, AclsImage
+from quorum.security.cidr import in_block
 
 OP = pb.AclOperation.Code
 RT = pb.AclResourceType.Code
@@ -69,7 +71,7 @@ def _applies(acl: AclEntry, operation: int, principal: str, host: str) -> bool:
     """Whether ``acl`` speaks to this caller and operation (not yet whether it allows or denies)."""
     if acl.principal != principal and acl.principal != WILDCARD_PRINCIPAL:
         return False
-    if acl.host != WILDCARD and acl.host != host:
+    if acl.host != WILDCARD and acl.host != host and not ("/" in acl.host and in_block(host, acl.host)):
         return False
     if acl.operation == _ALL or acl.operation == operation:
         return True

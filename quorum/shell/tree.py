@@ -4,9 +4,10 @@
     /image/provenance                           offset and epoch the image ends at
     /image/features/<name>                      feature level
     /image/cluster/<broker id>                  the broker's registration
+    /image/controllers/<controller id>          a controller's registration (KIP-919)
     /image/topics/byName/<name>/<partition>     a partition (also id, name)
     /image/topics/byId/<topic id>/<partition>
-    /image/configs/<TOPIC|BROKER|CLUSTER>/<resource>/<key>   (the cluster's resource is "default")
+    /image/configs/<TOPIC|BROKER|CLUSTER|GROUP>/<resource>/<key>   (the cluster's resource is "default")
     /image/clientQuotas/<entity>/<key>
     /image/acls/<id>
     /image/producerIds                          the next producer id block
@@ -61,6 +62,9 @@ def image_tree(image: MetadataImage) -> Dir:
     def cluster():
         return {str(b): File(_json(image.cluster.brokers[b])) for b in sorted(image.cluster.brokers)}
 
+    def controllers():
+        return {str(c): File(_json(image.cluster.controllers[c])) for c in sorted(image.cluster.controllers)}
+
     def by_name():
         return {name: _topic(image, image.topics.topic_by_name(name)) for name in image.topics.topic_names()}
 
@@ -96,8 +100,9 @@ def image_tree(image: MetadataImage) -> Dir:
             "provenance": File(json.dumps({"offset": image.provenance.offset, "epoch": image.provenance.epoch})),
             "features": Dir(features),
             "cluster": Dir(cluster),
+            "controllers": Dir(controllers),
             "topics": Dir(lambda: {"byName": Dir(by_name), "byId": Dir(by_id)}),
-            "configs": Dir(lambda: {k: configs_of(k) for k in ("TOPIC", "BROKER", "CLUSTER")}),
+            "configs": Dir(lambda: {k: configs_of(k) for k in ("TOPIC", "BROKER", "CLUSTER", "GROUP")}),
             "clientQuotas": Dir(quotas),
             "acls": Dir(acls),
             "scramCredentials": Dir(scram),

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
         parser.add_argument("--feature", action="append", default=[], metavar="NAME=LEVEL",
                             help=f"a feature and the level to {name} it to (repeatable)")
         parser.add_argument("--metadata", type=release_version, metavar="VERSION",
-                            help="the metadata.version: Kafka's name (4.2-IV1; 3.9 for its newest level) or level")
+                            help="the metadata.version: Kafka's name (4.4-IV2; 3.9 for its newest level) or level")
         if name == "downgrade":
             parser.add_argument("--unsafe", action="store_true",
                                 help="drop what the lower levels cannot express (reassignments in flight, ELR)")

@@ -398,14 +398,14 @@ def test_features_describe_and_a_downgrade_kafkas_rules_refuse_then_allow(cluste
     back restores the level."""
     boot = ("--bootstrap-controller", cluster.bootstrap())
     rows = {r["feature"]: r for r in json.loads(ok("features", "describe", "--json", *boot))}
-    assert rows["metadata.version"]["finalized_version_level"] == 29
+    assert rows["metadata.version"]["finalized_version_level"] == 33
     assert (rows["metadata.version"]["supported_min_version"], rows["metadata.version"]["supported_max_version"]) \
-        == (14, 29)
+        == (14, 33)
     assert rows["eligible.leader.replicas.version"]["supported_max_version"] == 1
     assert rows["sparkraft.version"]["finalized_version_level"] == 1
     line = next(x for x in ok("features", "describe", *boot).splitlines() if x.startswith("Feature: metadata.version"))
-    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 3.6-IV2\tSupportedMaxVersion: 4.2-IV1\t"
-                           "FinalizedVersionLevel: 4.2-IV1\tEpoch: ")
+    assert line.startswith("Feature: metadata.version\tSupportedMinVersion: 3.6-IV2\tSupportedMaxVersion: 4.4-IV2\t"
+                           "FinalizedVersionLevel: 4.4-IV2\tEpoch: ")
     ok("features", "upgrade", "--feature", "eligible.leader.replicas.version=1", *boot)
     ok("topics", "create", "--topic", "downgraded", "--partitions", "1", "--replication-factor", "1", *boot)
     (part,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
@@ -420,7 +420,7 @@ def test_features_describe_and_a_downgrade_kafkas_rules_refuse_then_allow(cluste
         assert result.stdout.startswith("Could not downgrade metadata.version to 21. INVALID_UPDATE_VERSION: "
                                         "Invalid update version 21 for feature metadata.version. "
                                         "eligible.leader.replicas.version 1 needs metadata.version 23"), result.stdout
-        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 29
+        assert json.loads(ok("features", "describe", "--json", *boot))[0]["finalized_version_level"] == 33
         out = ok("features", "downgrade", "--metadata", "3.6-IV2", "--feature", "eligible.leader.replicas.version=0",
                  *boot)
         assert "metadata.version was downgraded to 14." in out and \
@@ -428,7 +428,7 @@ def test_features_describe_and_a_downgrade_kafkas_rules_refuse_then_allow(cluste
         (now,) = json.loads(ok("topics", "describe", "--topic", "downgraded", "--json", *boot))["partitions"]
         assert set(now["replicas"]) == set(part["replicas"]) | {spare}, "the reassignment is still in flight"
     finally:
-        assert "metadata.version was upgraded to 29." in ok("features", "upgrade", "--metadata", "4.2-IV1", *boot)
+        assert "metadata.version was upgraded to 33." in ok("features", "upgrade", "--metadata", "4.4-IV2", *boot)
 
 
 def test_client_quota_configs_as_kafka_configs(cluster):
@@ -484,10 +484,10 @@ def test_a_bad_client_quota_is_one_line_and_changes_nothing(cluster, args, error
 
 @pytest.mark.parametrize("args, says", [
     (["downgrade", "--metadata", "3.5-IV2", "--unsafe"], "metadata.version cannot be lower than 14 (3.6-IV2)"),
-    (["upgrade", "--metadata", "4.4-IV2"], "supports only versions 14-29"),
+    (["upgrade", "--metadata", "34"], "supports only versions 14-33"),
     (["upgrade", "--feature", "group.version=1"], "only supports versions 0-0"),  # a sparkraft broker: no groups
     (["upgrade", "--feature", "no.such.feature=1"], "does not support the given feature"),
-    (["downgrade", "--metadata", "4.4-IV2"], "Can't downgrade to a newer version"),
+    (["downgrade", "--metadata", "34"], "Can't downgrade to a newer version"),
     (["upgrade", "--metadata", "3.9"], "without setting the upgrade type"),
 ])
 def test_a_refused_feature_change_says_why_and_changes_nothing(cluster, args, says):

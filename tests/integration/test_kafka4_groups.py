@@ -44,7 +44,7 @@ def test_kafka_4_brokers_see_kafkas_levels_and_serve_consumer_and_share_groups(c
         wait_for(lambda: "has been unfenced" in kb.log(BROKER), 180, "the Kafka broker unfenced")
         server = kb.bootstrap_server
         levels = _features(server)
-        assert levels["metadata.version"] == "4.2-IV1" and levels["group.version"] == "0", levels
+        assert levels["metadata.version"] == "4.4-IV2" and levels["group.version"] == "0", levels
         assert "sparkraft.version" not in levels, "sparkraft's own feature never reaches Kafka's brokers"
         until_ok("kafka-features", "--bootstrap-server", server, "upgrade", "--feature", "group.version=1",
                  "--feature", "share.version=1", "--feature", "transaction.version=2")

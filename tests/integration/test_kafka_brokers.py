@@ -283,8 +283,8 @@ def test_a_kafka_broker_of_another_cluster_or_release_is_refused_and_nothing_is_
     assert set(brokers(cp)) == {151}, "only the broker that matches was registered"
     log = cp.output(1).read_text()
     assert "refused the registration of broker 150: it is in cluster AAAAAAAAAAAAAAAAAAAAAQ" in log
-    assert f"it supports metadata.version 7 to {MV_MAX - 1} (3.3-IV3 to 4.2-IV0), and this cluster's is {MV_MAX} " \
-           f"(4.2-IV1)" in log
+    assert f"it supports metadata.version 7 to {MV_MAX - 1} (3.3-IV3 to 4.4-IV1), and this cluster's is {MV_MAX} " \
+           f"(4.4-IV2)" in log
 
     # a real Kafka broker formatted for another cluster: its metadata Fetch is refused, it never registers
     root = tmp_path / "kafka"

@@ -3,7 +3,9 @@ log directories. Its replicas start UNASSIGNED (it has more than one), it says w
 (AssignReplicasToDirs), and when one directory fails (replaced by a file, so Kafka's next
 checkpoint there fails) its heartbeat names it offline: the controllers take its replicas there out
 of their ISRs and move their leaderships to broker 102, keep those in the other directory, and the
-Delta tables show the broker's one online directory and each partition's directories."""
+Delta tables show the broker's one online directory and each partition's directories. Before that,
+broker 101 cordons its directories (KIP-1066, ``cordoned.log.dirs``, metadata.version 4.3-IV0): the
+controllers record them and place no new replica on it until it uncordons them."""
 from __future__ import annotations
 
 import json
@@ -79,6 +81,24 @@ def test_a_failed_log_directory_moves_its_replicas_leaderships_and_the_tables_sh
         described = _cli_json(cp, "topics", "describe", "--topic", "jbod")["partitions"]
         assert all(p["leader"] == 101 for p in described), described
 
+        # KIP-1066: broker 101 cordons both its directories (a dynamic broker config); new topics go elsewhere
+        def cordoned() -> "list | None":
+            return _shell_json(cp, "/image/cluster/101")[0]["cordoned_log_dirs"]
+
+        until_ok("kafka-configs", "--bootstrap-server", kb.bootstrap_server, "--alter", "--entity-type", "brokers",
+                 "--entity-name", "101", "--add-config", "cordoned.log.dirs=*")
+        wait_for(lambda: sorted(cordoned() or []) == sorted([dir_a, dir_b]), 120, "broker 101's directories cordoned")
+        for topic in ("elsewhere", "anywhere"):
+            until_ok("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--create", "--topic", topic,
+                     "--partitions", "6", "--replication-factor", "1")
+            replicas = {b for p in _cli_json(cp, "topics", "describe", "--topic", topic)["partitions"]
+                        for b in p["replicas"]}
+            assert (replicas == {102}) if topic == "elsewhere" else (101 in replicas), (topic, replicas)
+            if topic == "elsewhere":
+                until_ok("kafka-configs", "--bootstrap-server", kb.bootstrap_server, "--alter", "--entity-type",
+                         "brokers", "--entity-name", "101", "--delete-config", "cordoned.log.dirs")
+                wait_for(lambda: cordoned() == [], 120, "broker 101's directories uncordoned")
+
         # directory b fails: a file where the directory was, so the next checkpoint there fails
         shutil.rmtree(jbod[1])
         jbod[1].write_text("not a directory")
@@ -115,7 +135,12 @@ def _tables(cp, tmp_path) -> dict[str, list[dict]]:
 
 def _partitions_in_shell(cp) -> dict[int, dict]:
     """``cat /image/topics/byName/jbod/N`` in ``sparkraft shell``: each partition as the image has it."""
-    script = "".join(f"cat /image/topics/byName/jbod/{pid}\n" for pid in range(PARTITIONS))
+    return dict(enumerate(_shell_json(cp, *(f"/image/topics/byName/jbod/{pid}" for pid in range(PARTITIONS)))))
+
+
+def _shell_json(cp, *paths: str) -> list:
+    """``cat`` of each of ``paths`` in ``sparkraft shell`` against the controllers, as JSON values."""
+    script = "".join(f"cat {path}\n" for path in paths)
     out = subprocess.run(sparkraft_cmd("shell", "--bootstrap-controller", cp.bootstrap()), input=script,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -124,4 +149,4 @@ def _partitions_in_shell(cp) -> dict[int, dict]:
         value, end = decoder.raw_decode(out.stdout, at)
         found.append(value)
         at = out.stdout.find("{", end)
-    return dict(enumerate(found))
+    return found

@@ -2,7 +2,7 @@
 load, as a Kafka operator does one: three controllers formatted at 3.7-IV4 (the newest level Kafka
 3.7.2 reads); brokers of Kafka 3.7.2, 3.9.1 and 4.4.0 join and serve a producer; the two older
 brokers are restarted one by one as 4.4.0 while it produces; then ``kafka-features upgrade
---metadata 4.2-IV1`` and ``group.version=1`` through a broker. Every acknowledged message is in the
+--metadata 4.4`` and ``group.version=1`` through a broker. Every acknowledged message is in the
 log where its acknowledgement said; a Kafka 3.9.1 broker that tries to join afterwards is refused at
 registration with Kafka's error, and the controller's log names both ranges."""
 from __future__ import annotations
@@ -80,17 +80,17 @@ def test_brokers_of_three_releases_join_and_roll_to_4_4_under_load(controller_pr
             assert producer.wait(600) == 0
         assert acks.read_text().splitlines()[-1] == "DONE failed=0"
 
-        upgraded = until_ok("kafka-features", "--bootstrap-server", server, "upgrade", "--metadata", "4.2-IV1",
+        upgraded = until_ok("kafka-features", "--bootstrap-server", server, "upgrade", "--metadata", "4.4",
                             "--feature", "group.version=1")
-        assert "metadata.version was upgraded to 29." in upgraded and "group.version was upgraded to 1." in upgraded, \
+        assert "metadata.version was upgraded to 33." in upgraded and "group.version was upgraded to 1." in upgraded, \
             upgraded
-        assert _metadata_version(server) == "4.2-IV1"
+        assert _metadata_version(server) == "4.4-IV2"
 
         kb.start(LATE, MIDDLE)  # Kafka 3.9.1 reads up to 3.9-IV0: refused
         wait_for(lambda: "refused the registration of broker 104" in "".join(
             cp.output(i).read_text(errors="replace") for i in cp.voters), 120, "broker 104 refused")
         log = "".join(cp.output(i).read_text(errors="replace") for i in cp.voters)
-        assert "it supports metadata.version 1 to 21 (3.0-IV1 to 3.9-IV0), and this cluster's is 29 (4.2-IV1)" in log
+        assert "it supports metadata.version 1 to 21 (3.0-IV1 to 3.9-IV0), and this cluster's is 33 (4.4-IV2)" in log
         assert not _unfenced(cp, (LATE,))
 
         read = tmp_path / "read.txt"

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 TOPIC = "Uvwkq7q1T9Cb96OVaGex7A"
 DIRS = ["CkQ1SrseSvGDApIStVUtIw", "AAAAAAAAAAAAAAAAAAAAAQ", "5FVl8RDQSXWM5R7iCaavmA"]
-LEVELS = (14, 15, 17, 21, 22, 23, 29)  # 3.6-IV2 ... 4.2-IV1: where the record versions change, and around
+LEVELS = (14, 15, 17, 21, 22, 23, 29, 30, 33)  # 3.6-IV2 ... 4.4-IV2: where the record versions change, and around
 RECORDS = [
     pb.RegisterBrokerRecord(broker_id=101, incarnation_id="u8QBabNzQFCIYnas1nSiQA", broker_epoch=7, endpoints=[
         pb.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)],
@@ -45,6 +45,12 @@ RECORDS = [
         pb.RegisterBrokerRecord.BrokerEndpoint(name="CONTROLLER", host="h", port=9093, security_protocol=1)],
         features=[pb.RegisterBrokerRecord.BrokerFeature(name="metadata.version", min_supported_version=14,
                                                         max_supported_version=29)]),
+    pb.UnregisterControllerRecord(controller_id=3000),
+    pb.RegisterBrokerRecord(broker_id=102, incarnation_id="u8QBabNzQFCIYnas1nSiQA", broker_epoch=8, endpoints=[
+        pb.RegisterBrokerRecord.BrokerEndpoint(name="PLAINTEXT", host="h", port=9092, security_protocol=0)],
+        log_dirs=DIRS[:2], cordoned_log_dirs=pb.DirectoryIds(ids=DIRS[1:2])),
+    pb.BrokerRegistrationChangeRecord(broker_id=102, broker_epoch=8, cordoned_log_dirs=pb.DirectoryIds(ids=DIRS[:1])),
+    pb.BrokerRegistrationChangeRecord(broker_id=102, broker_epoch=8, cordoned_log_dirs=pb.DirectoryIds()),
 ]
 
 SCRIPT = r"""

@@ -168,6 +168,15 @@ def test_kafka_configs_and_acls_through_a_controller_change_what_sparkraft_shows
           "User:alice", "--operation", "Read", "--topic", "orders", "--resource-pattern-type", "prefixed")
     assert not [a for a in _sparkraft_json("acls", "--list", "--bootstrap-controller", cp.bootstrap())
                 if a["resource_name"] == "orders"]
+    # a CIDR block as the host (metadata.version 4.4-IV1); a malformed one is refused with Kafka's message
+    _tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 1), "--add", "--allow-principal", "User:bob",
+          "--allow-host", "10.0.0.0/8", "--operation", "Read", "--topic", "payments")
+    assert [a["host"] for a in _sparkraft_json("acls", "--list", "--bootstrap-controller", cp.bootstrap())
+            if a["resource_name"] == "payments"] == ["10.0.0.0/8"]
+    bad = kafka_tool("kafka-acls", "--bootstrap-controller", _kafka(cp, 1), "--add", "--allow-principal", "User:bob",
+                     "--allow-host", "10.0.0.0/33", "--operation", "Read", "--topic", "payments")
+    assert "Invalid CIDR notation '10.0.0.0/33': Value [33] not in range [0,32]" in bad.stdout + bad.stderr, \
+        bad.stdout + bad.stderr
 
 
 def test_a_controller_advertises_only_what_it_answers_and_refuses_what_it_does_not(quorum):
@@ -278,6 +287,27 @@ def test_kafka_metadata_quorum_adds_and_removes_sparkraft_controllers(tmp_path):
         assert out.returncode != 0 and "VoterNotFoundException" in out.stderr, out.stderr[-2000:]
         assert sorted(v["id"] for v in _sparkraft_json("quorum", "describe", "--status", "--bootstrap-controller",
                                                       cp.bootstrap())["CurrentVoters"]) == [1, 3]
+
+        # controller 2, out of the quorum, is stopped and unregistered (metadata.version 4.4-IV2), as
+        # Kafka's tool does it; the active controller cannot unregister itself
+        def registered() -> list[str]:
+            out = subprocess.run(sparkraft_cmd("shell", "--bootstrap-controller", cp.bootstrap()),
+                                 input="ls /image/controllers\n", capture_output=True, text=True, timeout=60)
+            return re.findall(r"\b\d+\b", out.stdout)
+
+        cp.stop(2)
+        wait_for(lambda: "2" in registered(), 60, "controller 2's registration in the image")
+        out = kafka_tool("kafka-cluster", "unregister-controller", "--bootstrap-controller", _kafka(cp, 3), "--id", "2")
+        assert out.returncode == 0, out.stderr[-2000:]
+        again = kafka_tool("kafka-cluster", "unregister-controller", "--bootstrap-controller", _kafka(cp, 3), "--id",
+                           "2")
+        assert again.returncode != 0 and "Controller ID 2 is not currently registered." in again.stdout + again.stderr
+        assert sorted(registered()) == ["1", "3"]
+        leader = cp.wait_leader().leader_id
+        itself = kafka_tool("kafka-cluster", "unregister-controller", "--bootstrap-controller", _kafka(cp, 3), "--id",
+                            str(leader))
+        assert itself.returncode != 0 and "Controller cannot unregister itself while it is active." in \
+            itself.stdout + itself.stderr
     except BaseException:
         print(cp.dump_outputs())
         raise

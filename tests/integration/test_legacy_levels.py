@@ -65,7 +65,7 @@ def test_a_controller_started_on_the_old_log_directory_serves_kafkas_levels(tmp_
         # the brokers registered by the sparkraft of before read no further than 4.0-IV1: Kafka's guard rail
         refused = cli("features", "upgrade", "--metadata", "4.2-IV1")
         assert refused.returncode == 1 and "only supports versions 14-23" in refused.stdout, refused.stdout
-        for broker in (1, 2, 3):  # gone for good (a broker of today's code registers 3.6-IV2 to 4.2-IV1)
+        for broker in (1, 2, 3):  # gone for good (a broker of today's code registers 3.6-IV2 to 4.4-IV2)
             assert cli("cluster", "unregister", "--id", str(broker)).returncode == 0
         upgraded = cli("features", "upgrade", "--metadata", "4.2-IV1")
         assert upgraded.returncode == 0, upgraded.stdout

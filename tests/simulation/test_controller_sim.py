@@ -155,7 +155,7 @@ action = st.one_of(
               st.sampled_from(["1", "2", "3", "compact", "-9", "true", "false"])),
     st.tuples(st.just("features"), st.sampled_from(["metadata.version", "eligible.leader.replicas.version",
                                                     "sparkraft.version"]),
-              st.sampled_from([0, 1, 2, 13, 14, 17, 21, 23, 29, 30]),
+              st.sampled_from([0, 1, 2, 13, 14, 17, 21, 23, 29, 30, 33, 34]),
               st.sampled_from(["UPGRADE", "SAFE_DOWNGRADE", "UNSAFE_DOWNGRADE"])),
     st.tuples(st.just("assign"), st.sampled_from(BROKERS), st.sampled_from(NAMES), st.integers(0, 5),
               st.sampled_from([DIR_A, DIR_B, DIR_C])),
@@ -163,7 +163,7 @@ action = st.one_of(
     st.tuples(st.just("scram"), st.sampled_from(["alice", "bob", ""]), st.sampled_from(["SCRAM-SHA-256", "SCRAM-SHA-512"]),
               st.sampled_from([None, 4095, 4096, 8192, 16385]), st.booleans()),
     # a controller's registration (KIP-919): one of two incarnations, supporting metadata.version up to 3.8 or 4.2
-    st.tuples(st.just("controller"), st.integers(1, 3), st.integers(0, 1), st.sampled_from([20, 29])),
+    st.tuples(st.just("controller"), st.integers(1, 3), st.integers(0, 1), st.sampled_from([20, 33])),
     st.tuples(st.just("hold")),
     st.tuples(st.just("failover"), st.booleans()),
     st.tuples(st.just("reassign"), st.sampled_from(NAMES[:2]), st.integers(0, 2),

@@ -3,6 +3,7 @@ written out as plainly as they are stated (StandardAuthorizerData.findResult and
 over random ACL sets and requests; and the index following committed images by their differences."""
 from __future__ import annotations
 
+import ipaddress
 import random
 
 from hypothesis import given, settings
@@ -17,6 +18,7 @@ from quorum.security.authorizer import Action, Authorizer, cluster_action, topic
 NAMES = ["a", "ab", "abc", "b", "*", "orders", "orders-1", "orders-10", "pay"]
 PRINCIPALS = ["User:alice", "User:bob", "User:*"]
 HOSTS = ["*", "10.0.0.1", "10.0.0.2"]
+CIDR_HOSTS = ["10.0.0.0/31", "10.0.0.2/32", "10.0.0.0/8", "::1/128"]  # blocks (metadata.version 4.4-IV1)
 OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
               "ALTER_CONFIGS"]
 
@@ -30,7 +32,8 @@ def reference(acls: list[api.AclBinding], super_users, allow_if_no_acl: bool, pr
         or (b.pattern_type == "PREFIXED" and name.startswith(b.resource_name)))]
 
     def applies(b: api.AclBinding) -> bool:
-        if b.principal not in (principal, "User:*") or b.host not in ("*", host):
+        in_block = "/" in b.host and ipaddress.ip_address(host) in ipaddress.ip_network(b.host, strict=False)
+        if b.principal not in (principal, "User:*") or (b.host not in ("*", host) and not in_block):
             return False
         if b.operation in ("ALL", operation):
             return True
@@ -53,7 +56,7 @@ def reference(acls: list[api.AclBinding], super_users, allow_if_no_acl: bool, pr
 bindings = st.builds(
     api.AclBinding, resource_type=st.sampled_from(["TOPIC", "CLUSTER"]), resource_name=st.sampled_from(NAMES),
     pattern_type=st.sampled_from(["LITERAL", "PREFIXED"]), principal=st.sampled_from(PRINCIPALS),
-    host=st.sampled_from(HOSTS), operation=st.sampled_from(OPERATIONS),
+    host=st.sampled_from(HOSTS + CIDR_HOSTS), operation=st.sampled_from(OPERATIONS),
     permission_type=st.sampled_from(["ALLOW", "DENY"]))
 
 
@@ -158,3 +161,43 @@ def test_pmap_diff_skips_what_two_images_share():
 def test_bindings_round_trip_for_the_cli():
     b = api.AclBinding("TOPIC", "orders-", "PREFIXED", "User:alice", "*", "CREATE", "ALLOW")
     assert to_binding(to_entry("x", b)) == b
+
+
+def test_a_cidr_host_is_refused_before_4_4_iv1_and_checked_after():
+    from controller_helpers import controller
+
+    from quorum.errors import Errors
+
+    c, _ = controller(0)
+    c.request(api.UpdateFeaturesRequest((("metadata.version", 31),), upgrade_type="SAFE_DOWNGRADE"))
+
+    def create(host):
+        (r,) = c.request(api.CreateAclsRequest((api.AclBinding("TOPIC", "t", "LITERAL", "User:a", host, "READ",
+                                                               "ALLOW"),)))
+        return r
+    r = create("10.0.0.0/8")
+    assert (r.error, r.message) == (Errors.UNSUPPORTED_VERSION,
+                                    "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.")
+    c.request(api.UpdateFeaturesRequest((("metadata.version", 33),)))
+    assert create("10.0.0.0/8").error is Errors.NONE
+    # each message as Kafka 4.4's validator gives it for the same host
+    r = create("10.0.0.0/33")
+    assert (r.error, r.message) == (Errors.INVALID_REQUEST, "Invalid CIDR notation '10.0.0.0/33': Value [33] not in "
+                                                            "range [0,32]")
+    assert create("abc/8").message == "Invalid CIDR notation 'abc/8': Could not parse [abc/8]"
+    assert create(" 10.0.0.0/8").error is Errors.INVALID_REQUEST
+
+
+def test_a_downgrade_below_4_4_iv1_deletes_cidr_acls_only_when_unsafe():
+    from controller_helpers import controller
+
+    from quorum.errors import Errors
+
+    c, _ = controller(0)
+    c.request(api.CreateAclsRequest((api.AclBinding("TOPIC", "t", "LITERAL", "User:a", "10.0.0.0/8", "READ", "ALLOW"),
+                                     api.AclBinding("TOPIC", "t", "LITERAL", "User:a", "10.0.0.1", "READ", "ALLOW"))))
+    [r] = c.request(api.UpdateFeaturesRequest((("metadata.version", 31),), upgrade_type="SAFE_DOWNGRADE"))
+    assert r.error is Errors.INVALID_UPDATE_VERSION and "1 ACL(s) with a CIDR host deleted" in r.message
+    assert len(c.core.image.acls.acls) == 2
+    [r] = c.request(api.UpdateFeaturesRequest((("metadata.version", 31),), upgrade_type="UNSAFE_DOWNGRADE"))
+    assert r.error is Errors.NONE and [a.host for a in c.core.image.acls.acls.values()] == ["10.0.0.1"]

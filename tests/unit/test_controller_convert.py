@@ -19,6 +19,7 @@ REQUESTS = [
     api.RegisterBrokerRequest(102, "c1", "inc", (EP,)),  # no rack
     api.BrokerHeartbeatRequest(101, 17, 42, want_fence=True, want_shutdown=True),
     api.UnregisterBrokerRequest(101),
+    api.UnregisterControllerRequest(3),
     api.RegisterControllerRequest(1, "AAAAAAAAAAAAAAAAAAAAAQ", (EP,),
                                   (("metadata.version", 14, 29), ("kraft.version", 0, 1))),
     api.CreateTopicsRequest((api.CreatableTopic("a", 3, 2, configs=(("cleanup.policy", "compact"),)),
@@ -71,6 +72,7 @@ REPLIES = [
     ("BrokerHeartbeat", api.BrokerHeartbeatReply(True, False, True)),
     ("UnregisterBroker", None),
     ("RegisterController", None),
+    ("UnregisterController", None),
     ("CreateTopics", (api.CreateTopicResult("a", topic_id="tid", num_partitions=3, replication_factor=2),
                       api.CreateTopicResult("b", Errors.TOPIC_ALREADY_EXISTS, "topic b exists"))),
     ("DeleteTopics", (api.TopicResult("a", topic_id="tid"),

@@ -10,7 +10,7 @@ EP = api.BrokerEndpoint("CONTROLLER", "127.0.0.1", 9093)
 INCARNATION = "Ctl000xxxxxxxxxxxxx002"
 
 
-def register(c, controller_id=2, incarnation=INCARNATION, mv=(14, 29), endpoints=(EP,)):
+def register(c, controller_id=2, incarnation=INCARNATION, mv=(14, 33), endpoints=(EP,)):
     return c.request(api.RegisterControllerRequest(controller_id, incarnation, endpoints,
                                                    (("metadata.version", *mv), ("group.version", 0, 1))))
 
@@ -25,7 +25,7 @@ def test_a_registration_is_written_once_and_again_when_it_changes():
     registered = c.core.image.cluster.controllers[2]
     assert registered.incarnation_id == INCARNATION and [(e.name, e.port) for e in registered.endpoints] == \
         [("CONTROLLER", 9093)]
-    assert registered.feature("metadata.version").max_version == 29
+    assert registered.feature("metadata.version").max_version == 33
     written = len(records_of(c, RecordType.REGISTER_CONTROLLER_RECORD))
     register(c)  # the same again: nothing new in the log
     assert len(records_of(c, RecordType.REGISTER_CONTROLLER_RECORD)) == written
@@ -54,7 +54,7 @@ def test_a_feature_level_a_registered_controller_does_not_support_is_refused():
     [r] = c.request(api.UpdateFeaturesRequest((("share.version", 1),)))
     assert r.message == "Invalid update version 1 for feature share.version. Controller 2 does not support " \
                         "this feature."
-    register(c, mv=(14, 29), incarnation="Ctl001xxxxxxxxxxxxx002")  # upgraded and restarted
+    register(c, mv=(14, 33), incarnation="Ctl001xxxxxxxxxxxxx002")  # upgraded and restarted
     [r] = c.request(api.UpdateFeaturesRequest((("metadata.version", 23),)))
     assert r.error is Errors.NONE
 
@@ -66,3 +66,26 @@ def test_a_registration_past_the_bounds_is_refused_whole():
         e = c.expect_error(api.RegisterControllerRequest(2, INCARNATION, endpoints, ()))
         assert e.error is Errors.INVALID_REQUEST, endpoints
     assert not c.core.image.cluster.controllers
+
+
+def test_unregistering_a_controller_follows_kafkas_rules():
+    c, _ = controller(0)
+    register(c, controller_id=2)
+    e = c.expect_error(api.UnregisterControllerRequest(c.core.node_id))
+    assert (e.error, e.message) == (Errors.INVALID_REQUEST, "Controller cannot unregister itself while it is active.")
+    e = c.expect_error(api.UnregisterControllerRequest(7))
+    assert (e.error, e.message) == (Errors.CONTROLLER_ID_NOT_REGISTERED, "Controller ID 7 is not currently registered.")
+    c.request(api.UnregisterControllerRequest(2))
+    assert 2 not in c.core.image.cluster.controllers
+    assert c.expect_error(api.UnregisterControllerRequest(2)).error is Errors.CONTROLLER_ID_NOT_REGISTERED
+
+
+def test_before_4_4_iv2_a_controller_cannot_be_unregistered():
+    c, _ = controller(0)
+    register(c, controller_id=2)
+    [r] = c.request(api.UpdateFeaturesRequest((("metadata.version", 32),), upgrade_type="SAFE_DOWNGRADE"))
+    assert r.error is Errors.NONE, r
+    e = c.expect_error(api.UnregisterControllerRequest(2))
+    assert (e.error, e.message) == (Errors.UNSUPPORTED_VERSION,
+                                    "The current MetadataVersion is too old to support controller unregistration.")
+    assert 2 in c.core.image.cluster.controllers

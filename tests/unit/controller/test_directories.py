@@ -109,3 +109,48 @@ def test_a_failed_log_directory_takes_its_replicas_out_and_they_may_not_rejoin()
     assert r.error is Errors.INELIGIBLE_REPLICA
     again = c.request(api.BrokerHeartbeatRequest(2, epoch, c.core.last_committed_offset, offline_log_dirs=(C,)))
     assert not again.is_fenced and partition(c, "t", 0) == lost, "a directory already offline changes nothing"
+
+
+# ---------------------------------------------------------------- cordoned log directories (KIP-1066)
+def _heartbeat(c, broker: int, cordoned):
+    epoch = c.core.image.cluster.broker(broker).broker_epoch
+    return c.request(api.BrokerHeartbeatRequest(broker, epoch, c.core.last_committed_offset,
+                                                cordoned_log_dirs=cordoned))
+
+
+def test_a_broker_with_every_directory_cordoned_gets_no_new_replicas():
+    c = cluster(33)
+    _heartbeat(c, 2, (B,))
+    assert c.core.image.cluster.broker(2).cordoned_log_dirs == (B,)
+    assert c.core.image.cluster.broker(2).takes_new_replicas  # C is not cordoned
+    _heartbeat(c, 2, (B, C, "AAAAAAAAAAAAAAAAAAAAAQ"))  # a directory it does not have is left out
+    assert c.core.image.cluster.broker(2).cordoned_log_dirs == (B, C)
+    create(c, "spread", 6, 2)
+    assert all(2 not in p.replicas for p in c.core.image.topics.topic_by_name("spread").partitions.values())
+    _heartbeat(c, 2, ())  # uncordoned: it takes replicas again
+    assert c.core.image.cluster.broker(2).cordoned_log_dirs == ()
+    create(c, "again", 6, 3)
+    assert any(2 in p.replicas for p in c.core.image.topics.topic_by_name("again").partitions.values())
+    # the same list again writes nothing; a broker that says nothing (None) changes nothing
+    end = c.end_offset
+    _heartbeat(c, 2, ())
+    _heartbeat(c, 2, None)
+    assert c.end_offset == end and c.core.image.cluster.broker(2).cordoned_log_dirs == ()
+
+
+def test_before_4_3_iv0_cordoned_directories_are_not_kept():
+    c = cluster(29)
+    _heartbeat(c, 2, (B, C))
+    assert c.core.image.cluster.broker(2).cordoned_log_dirs is None
+    create(c, "anywhere", 6, 3)
+    assert all(2 in p.replicas for p in c.core.image.topics.topic_by_name("anywhere").partitions.values())
+
+
+def test_cordoned_directories_survive_a_snapshot():
+    c = cluster(33)
+    _heartbeat(c, 2, (C,))
+    reg = c.core.image.cluster.broker(2)
+    assert type(reg).from_record(reg.to_record()) == reg
+    changed = pb.BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=reg.broker_epoch,
+                                                cordoned_log_dirs=pb.DirectoryIds())
+    assert changed.HasField("cordoned_log_dirs")  # an empty list still says "none cordoned now"

@@ -30,8 +30,8 @@ def test_describe_lists_finalized_and_supported_levels():
     c, _ = controller(1)
     d = c.core.describe_features()
     assert d.finalized == ((MV, MV_MAX), (SPARKRAFT, 1))
-    assert (MV, MV_MIN, MV_MAX) == (MV, 14, 29)  # 3.6-IV2 ... 4.2-IV1
-    assert (MV, 14, 29) in d.supported and (ELR, 0, 1) in d.supported and ("kraft.version", 0, 1) in d.supported
+    assert (MV, MV_MIN, MV_MAX) == (MV, 14, 33)  # 3.6-IV2 ... 4.4-IV2
+    assert (MV, 14, 33) in d.supported and (ELR, 0, 1) in d.supported and ("kraft.version", 0, 1) in d.supported
     assert ("group.version", 0, 1) in d.supported and (SPARKRAFT, 0, 1) in d.supported
     assert d.epoch == c.core.last_committed_offset
     features(c, (ELR, 1))

@@ -11,6 +11,7 @@ from kio.schema.index import api_key_map
 
 from quorum.controller import api, registry
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
+from quorum.kafka import schemas
 from quorum.node import controller_extras
 from quorum.rpc import controller_codecs, controller_convert, controller_service, request_actions
 
@@ -92,4 +93,5 @@ def test_kafka_names_and_keys_are_kafkas():
             continue
         name, key = row.kafka.name, row.kafka.key
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-        assert api_key_map[key] == snake, (row.request.__name__, name, key, api_key_map.get(key))
+        # kio's names; or, for what kio has no types of yet, the name the types written here carry
+        assert schemas.api_name(key) == snake, (row.request.__name__, name, key, api_key_map.get(key))

@@ -12,7 +12,6 @@ NOT_ON_A_CONTROLLER = {
     3: "Metadata: Apache Kafka's controllers do not serve it either (describe topics through a broker)",
     75: "DescribeTopicPartitions: a broker's request in Apache Kafka",
     50: "DescribeUserScramCredentials: a broker's request in Apache Kafka",
-    64: "UnregisterBroker: an admin's request, sent to sparkraft's controllers over gRPC (sparkraft cluster unregister)",
 }
 # answered with the controller's own view, not the broker's; Fetch: a broker's listener refuses
 # data clients, a controller's serves its metadata log to Kafka's brokers

@@ -7,19 +7,18 @@ this is what shows that a field a version lacks or adds cannot break its answer.
 from __future__ import annotations
 
 import socket
-import uuid
 import time
+import uuid
 
 import pytest
 from conftest import wait_for
 from kafka_helpers import broker_with_orders
-from kio.index import load_request_schema
 
 from quorum.connection_limits import ConnectionLimits
 from quorum.controller import api
 from quorum.controller.settings import MV_MAX
 from quorum.errors import Errors
-from quorum.kafka import apis
+from quorum.kafka import apis, schemas
 from quorum.kafka.apis import SUPPORTED
 from quorum.kafka.client import KafkaConnection, decode_response, encode_request
 from quorum.kafka.codec import Encoded, decode_request, encode_entity, encode_response, materialize
@@ -73,6 +72,8 @@ def sample(key: int, version: int) -> dict:
             "forgotten_topics_data": [], "rack_id": ""},
         2: {"replica_id": -1, "isolation_level": 0, "topics": [
             {"name": "orders", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]},
+        64: {"broker_id": 2},
+        94: {"controller_id": 3},
         10: {"key": "group-1", "key_type": 0, "coordinator_keys": ["group-1"]},
         22: {"transactional_id": None, "transaction_timeout_ms": 1000, "producer_id": -1, "producer_epoch": -1},
     }[key]
@@ -125,7 +126,9 @@ def test_each_version_is_answered_and_reads_back(key, version, request):
         ctx.quorum = request.getfixturevalue("leader_of_a_quorum")
     if key == 20:
         c.request(api.CreateTopicsRequest((api.CreatableTopic(f"gone-{version}", 1, 1),)))
-    body = materialize(load_request_schema(key, version), sample(key, version))
+    if key == 94:
+        c.request(api.RegisterControllerRequest(3, "Ctl000xxxxxxxxxxxxx003", (), ()))
+    body = materialize(schemas.request_type(key, version), sample(key, version))
     request = decode_request(encode_request(body, 11)[4:], SUPPORTED)
     response = apis.BROKER.handle(ctx, request)
     correlation_id, read_back = decode_response(body, encode_response(key, 11, response)[4:])
@@ -170,7 +173,7 @@ def test_the_data_plane_is_advertised_and_refused_with_a_reason():
     c, ctx = broker_with_orders()
     for key in (0, 1, 2, 10, 22):
         version = SUPPORTED[key][1]
-        body = materialize(load_request_schema(key, version), sample(key, version))
+        body = materialize(schemas.request_type(key, version), sample(key, version))
         response = apis.BROKER.handle(ctx, decode_request(encode_request(body, 3)[4:], SUPPORTED))
         assert set(errors_in(response)) == {int(Errors.INVALID_REQUEST)}
     assert c.core.image.topics.topic_by_name("orders") is not None

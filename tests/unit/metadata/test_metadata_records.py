@@ -32,7 +32,7 @@ KAFKA_API_KEYS = {
     "AccessControlEntryRecord": 18, "RemoveAccessControlEntryRecord": 19, "NoOpRecord": 20,
     "ZkMigrationStateRecord": 21,
     "BeginTransactionRecord": 23, "EndTransactionRecord": 24, "AbortTransactionRecord": 25,
-    "RegisterControllerRecord": 27,
+    "RegisterControllerRecord": 27, "UnregisterControllerRecord": 29,
 }
 # sparkraft's own record types, outside Kafka's ids (never sent to Kafka's brokers as they are)
 SPARKRAFT_TYPES = {"PartitionChangeBlockRecord": 0x7E01, "PartitionChangeBlockContinuationRecord": 0x7E02}
@@ -67,6 +67,7 @@ SAMPLES = [
         pb.RegisterBrokerRecord.BrokerEndpoint(name="CONTROLLER", host="127.0.0.1", port=9093)],
         features=[pb.RegisterBrokerRecord.BrokerFeature(name="metadata.version", min_supported_version=14,
                                                         max_supported_version=29)]),
+    pb.UnregisterControllerRecord(controller_id=3000),
     pb.PartitionChangeBlockRecord(topic_ids=[uid(7)], topic_rows=[2], partition_ids=[0, 1], leaders=[1, -2],
                                   isr=[0, -1], list_lengths=[2], list_ids=[1, 2]),
     pb.PartitionChangeBlockContinuationRecord(),

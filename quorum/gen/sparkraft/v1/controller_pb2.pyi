@@ -87,20 +87,24 @@ class RegisterBrokerResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerHeartbeatRequest(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch", "current_metadata_offset", "want_fence", "want_shutdown", "offline_log_dirs")
+    __slots__ = ("broker_id", "broker_epoch", "current_metadata_offset", "want_fence", "want_shutdown", "offline_log_dirs", "says_cordoned", "cordoned_log_dirs")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     CURRENT_METADATA_OFFSET_FIELD_NUMBER: _ClassVar[int]
     WANT_FENCE_FIELD_NUMBER: _ClassVar[int]
     WANT_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
+    SAYS_CORDONED_FIELD_NUMBER: _ClassVar[int]
+    CORDONED_LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     broker_epoch: int
     current_metadata_offset: int
     want_fence: bool
     want_shutdown: bool
     offline_log_dirs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., current_metadata_offset: _Optional[int] = ..., want_fence: _Optional[bool] = ..., want_shutdown: _Optional[bool] = ..., offline_log_dirs: _Optional[_Iterable[str]] = ...) -> None: ...
+    says_cordoned: bool
+    cordoned_log_dirs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., current_metadata_offset: _Optional[int] = ..., want_fence: _Optional[bool] = ..., want_shutdown: _Optional[bool] = ..., offline_log_dirs: _Optional[_Iterable[str]] = ..., says_cordoned: _Optional[bool] = ..., cordoned_log_dirs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class BrokerHeartbeatResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset", "is_caught_up", "is_fenced", "should_shutdown")
@@ -135,6 +139,26 @@ class RegisterControllerRequest(_message.Message):
     def __init__(self, controller_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[SupportedFeature, _Mapping]]] = ...) -> None: ...
 
 class RegisterControllerResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
+class UnregisterControllerRequest(_message.Message):
+    __slots__ = ("controller_id",)
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    def __init__(self, controller_id: _Optional[int] = ...) -> None: ...
+
+class UnregisterControllerResponse(_message.Message):
     __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
     ERROR_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]

@@ -144,6 +144,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.FromString,
                 _registered_method=True)
+        self.UnregisterController = channel.unary_unary(
+                '/sparkraft.v1.Controller/UnregisterController',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerResponse.FromString,
+                _registered_method=True)
         self.CreateAcls = channel.unary_unary(
                 '/sparkraft.v1.Controller/CreateAcls',
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.CreateAclsRequest.SerializeToString,
@@ -316,6 +321,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UnregisterController(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateAcls(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -470,6 +481,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.RegisterController,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.SerializeToString,
+            ),
+            'UnregisterController': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterController,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerResponse.SerializeToString,
             ),
             'CreateAcls': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateAcls,
@@ -1101,6 +1117,33 @@ class Controller:
             '/sparkraft.v1.Controller/RegisterController',
             sparkraft_dot_v1_dot_controller__pb2.RegisterControllerRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.RegisterControllerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterController(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/UnregisterController',
+            sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.UnregisterControllerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -140,7 +140,7 @@ class AclPermissionType(_message.Message):
     def __init__(self) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "features", "rack", "fenced", "in_controlled_shutdown", "log_dirs")
+    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "features", "rack", "fenced", "in_controlled_shutdown", "log_dirs", "cordoned_log_dirs")
     class BrokerEndpoint(_message.Message):
         __slots__ = ("name", "host", "port", "security_protocol")
         NAME_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,7 @@ class RegisterBrokerRecord(_message.Message):
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
     LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
+    CORDONED_LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     broker_epoch: int
@@ -179,7 +180,8 @@ class RegisterBrokerRecord(_message.Message):
     fenced: bool
     in_controlled_shutdown: bool
     log_dirs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[str]] = ...) -> None: ...
+    cordoned_log_dirs: DirectoryIds
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Iterable[str]] = ..., cordoned_log_dirs: _Optional[_Union[DirectoryIds, _Mapping]] = ...) -> None: ...
 
 class RegisterControllerRecord(_message.Message):
     __slots__ = ("controller_id", "incarnation_id", "zk_migration_ready", "endpoints", "features")
@@ -194,6 +196,12 @@ class RegisterControllerRecord(_message.Message):
     endpoints: _containers.RepeatedCompositeFieldContainer[RegisterBrokerRecord.BrokerEndpoint]
     features: _containers.RepeatedCompositeFieldContainer[RegisterBrokerRecord.BrokerFeature]
     def __init__(self, controller_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., zk_migration_ready: _Optional[bool] = ..., endpoints: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerEndpoint, _Mapping]]] = ..., features: _Optional[_Iterable[_Union[RegisterBrokerRecord.BrokerFeature, _Mapping]]] = ...) -> None: ...
+
+class UnregisterControllerRecord(_message.Message):
+    __slots__ = ("controller_id",)
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    def __init__(self, controller_id: _Optional[int] = ...) -> None: ...
 
 class UnregisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
@@ -319,18 +327,20 @@ class ProducerIdsRecord(_message.Message):
     def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., next_producer_id: _Optional[int] = ...) -> None: ...
 
 class BrokerRegistrationChangeRecord(_message.Message):
-    __slots__ = ("broker_id", "broker_epoch", "fenced", "in_controlled_shutdown", "log_dirs")
+    __slots__ = ("broker_id", "broker_epoch", "fenced", "in_controlled_shutdown", "log_dirs", "cordoned_log_dirs")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
     LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
+    CORDONED_LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     broker_epoch: int
     fenced: bool
     in_controlled_shutdown: bool
     log_dirs: DirectoryIds
-    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Union[DirectoryIds, _Mapping]] = ...) -> None: ...
+    cordoned_log_dirs: DirectoryIds
+    def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., log_dirs: _Optional[_Union[DirectoryIds, _Mapping]] = ..., cordoned_log_dirs: _Optional[_Union[DirectoryIds, _Mapping]] = ...) -> None: ...
 
 class AccessControlEntryRecord(_message.Message):
     __slots__ = ("id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
