@@ -292,14 +292,15 @@ class ControllerProcesses:
         from quorum.log.meta_properties import read_meta_properties
         return read_meta_properties(self.log_dir(i)).directory_id
 
-    def start(self, ids=None) -> None:
+    def start(self, ids=None, env: Optional[dict] = None) -> None:
+        """``env``: more environment for the processes (``SPARKRAFT_FAILPOINTS``...)."""
         for i in ids or self.voters:
             out = open(self.output(i), "ab")
             self._outputs.append(out)
             argv = sparkraft_cmd("controller", "start", "--config", str(self.config(i)),
                                  *(["--raft-only"] if self.raft_only else []))
-            self.procs[i] = subprocess.Popen(argv,
-                                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                             env={**os.environ, **env} if env else None)
 
     def send(self, i: int, sig: int) -> None:
         self.procs[i].send_signal(sig)

@@ -1,6 +1,7 @@
 """Requests the active controller has proposed the records of, answered in the order they were
 handled, each once its last batch is committed *and* replayed (so a read right after sees the
-write), or failed with NOT_CONTROLLER when leadership is lost before then."""
+write), or failed when leadership is lost before then: REQUEST_TIMED_OUT (it may still be committed)
+for a request whose records were appended."""
 from __future__ import annotations
 
 import collections
@@ -10,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from quorum import failpoints
 from quorum.errors import Errors, SparkraftError
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,8 @@ class PendingReplies:
         pending = Pending(op, future, epoch, [None] * len(op.batches), arrived=started if arrived is None else arrived,
                           started=started, handled=now)
         self._queue.append(pending)
+        if future is not None and op.reply_fn is None and failpoints.enabled("ack-before-commit"):
+            future.set_result(op.reply)  # the deliberate bug the linearizability tests must catch
         return pending
 
     def settle(self, replayed: int) -> None:
@@ -99,7 +103,7 @@ class PendingReplies:
                 return
             self._queue.popleft()
             self._log_if_slow(p)
-            if p.future is None:
+            if p.future is None or p.future.done():
                 continue
             try:
                 reply = p.op.reply_fn(p.first_offset) if p.op.reply_fn is not None else p.op.reply
@@ -124,5 +128,14 @@ class PendingReplies:
                  max(0.0, answered - p.committed_at))
 
     def fail_all(self, error: BaseException) -> None:
+        """Fail every pending request: one whose records were appended gets REQUEST_TIMED_OUT
+        instead of ``error``, since they may still be committed by the next leader (a client that
+        retries it then knows its first attempt may have been carried out); one that appended none
+        gets ``error``."""
         while self._queue:
-            self._queue.popleft().fail(error)
+            p = self._queue.popleft()
+            if p.op.batches and isinstance(error, SparkraftError) and error.error is Errors.NOT_CONTROLLER:
+                p.fail(SparkraftError(Errors.REQUEST_TIMED_OUT, f"{error.message}; this request's records were "
+                                      f"appended before and may still be committed", **error.details))
+            else:
+                p.fail(error)

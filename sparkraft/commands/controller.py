@@ -34,11 +34,13 @@ def register(subparsers) -> None:
 
 
 def run_start(args: argparse.Namespace) -> int:
+    from quorum import failpoints
     from quorum.config import ConfigError, load_config
     from quorum.node.broker_process import broker_endpoints
     from quorum.node.controller_process import ControllerProcess
 
     config = load_config(args.config)
+    failpoints.announce()
     if not config.is_controller:
         raise ConfigError(f"{args.config}: process.roles must include 'controller' to start a controller")
     if config.is_broker:

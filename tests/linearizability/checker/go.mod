@@ -1,0 +1,5 @@
+module github.com/sparkraft/sparkraft/tests/linearizability/checker
+
+go 1.18
+
+require github.com/anishathalye/porcupine v1.3.1
