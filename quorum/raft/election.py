@@ -76,7 +76,7 @@ class ElectionRpcs(RaftState):
     def _after_pre_vote(self, r: Prospective, now: int) -> None:
         """A pre-vote ballot counted: back off if it cannot win any more, else see whether it has."""
         if r.cannot_win(len(self.voters), self._majority()):
-            self._become_unattached(r.epoch, now, r.voted_id)
+            self._become_unattached(r.epoch, now, r.voted_id, lost_leader=r.lost_leader_id)
         else:
             self._maybe_win_prevote(r, now)
 

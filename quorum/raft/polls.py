@@ -55,6 +55,17 @@ class RolePolls(RaftState):
             if now >= t:
                 del self._backoff[key]
 
+    def _forget_ballots(self) -> None:
+        """Drop the Vote requests of earlier campaigns (and their backoffs): a voter whose answer to
+        one was lost would otherwise not be asked again until it timed out, a request timeout that
+        outlasts a whole pre-vote round; every round then ran short of one ballot (the four-voter
+        stall). A late answer to a dropped request is ignored, as any answer to a request given up on."""
+        for corr, (_dest, msg, _deadline) in list(self._inflight.items()):
+            if isinstance(msg, VoteRequest):
+                del self._inflight[corr]
+        for key in [k for k in self._backoff if k[0] is VoteRequest]:
+            del self._backoff[key]
+
     def _can_send(self, kind: type, dest: int) -> bool:
         if (kind, dest) in self._backoff:
             return False
@@ -82,7 +93,7 @@ class RolePolls(RaftState):
         r = self.role
         if now >= r.deadline:
             # Pre-vote lost or nobody answered: back off, try again later.
-            self._become_unattached(r.epoch, now, r.voted_id)
+            self._become_unattached(r.epoch, now, r.voted_id, lost_leader=r.lost_leader_id)
             return
         for v in self.voters - r.granted - r.rejected - {self.node_id}:
             if self._can_send(VoteRequest, v):

@@ -29,6 +29,7 @@ class _Role:
 
     __slots__ = ()
     led = False  # this node leads or led the role's epoch (Leader, Resigned)
+    campaigning = False  # it asks for ballots (Prospective, Candidate): each campaign asks afresh
 
     @property
     def timer(self) -> int:
@@ -69,6 +70,11 @@ class _Role:
         """The leader this node follows (a pre-vote remembers it: quorum-state need not change)."""
         return None
 
+    @property
+    def last_leader(self) -> Optional[int]:
+        """The leader of this epoch this node followed last, followed still or lost since."""
+        return None
+
     def end_epoch_acknowledged(self, voter: int, epoch: int) -> None:
         """A voter acknowledged an EndQuorumEpoch of ``epoch`` (only a resigned leader waits for them)."""
 
@@ -88,10 +94,15 @@ class Unattached(_Role):
     voted_id: Optional[int]
     election_deadline: int  # ms; observers: when to ask the next voter
     leader_id: None = None
+    lost_leader_id: Optional[int] = None  # the leader of this epoch it lost, after a pre-vote it lost
 
     @property
     def name(self) -> str:
         return "Voted" if self.voted_id is not None else "Unattached"
+
+    @property
+    def last_leader(self) -> Optional[int]:
+        return self.lost_leader_id
 
     @property
     def timer(self) -> int:
@@ -111,6 +122,7 @@ class _Campaign(_Role):
     """A role that asks the voters for their ballots and counts them (``granted``, ``rejected``)."""
 
     __slots__ = ()
+    campaigning = True
 
     def record(self, voter: int, granted: bool) -> None:
         (self.granted if granted else self.rejected).add(voter)  # type: ignore[attr-defined]
@@ -139,6 +151,10 @@ class Prospective(_Campaign):
 
     def keeps_leader(self, leader_id: Optional[int]) -> bool:
         return self.lost_leader_id == leader_id
+
+    @property
+    def last_leader(self) -> Optional[int]:
+        return self.lost_leader_id
 
     def counts(self, pre_vote: bool, epoch: int) -> bool:
         return pre_vote and epoch == self.epoch + 1
@@ -233,6 +249,10 @@ class Follower(_Role):
     @property
     def timer(self) -> int:
         return self.fetch_deadline
+
+    @property
+    def last_leader(self) -> Optional[int]:
+        return self.leader_id
 
     def has_live_leader(self, now: int, fetch_timeout_ms: int) -> bool:
         return self.last_fetch_ok_ms is not None and now - self.last_fetch_ok_ms < fetch_timeout_ms

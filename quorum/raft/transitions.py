@@ -42,8 +42,8 @@ class Transitions(RaftState):
     # place) and assigns, and the other parts' methods it calls (tests/unit/test_raft_structure.py)
     PART = part(reads="_persisted key log node_id rejoining settings voter_history",
                 writes="role",
-                calls=("_campaigns _election_deadline _fetch_deadline _leading _majority _send _violation is_voter "
-                       "voters"))
+                calls=("_campaigns _election_deadline _fetch_deadline _forget_ballots _leading _majority _send "
+                       "_violation is_voter voters"))
 
     # ------------------------------------------------------------------ transitions
     def _initial_role(self, st: ElectionState, now: int) -> Role:
@@ -71,21 +71,33 @@ class Transitions(RaftState):
         leader = self._leading()
         if leader is not None:  # (a leader never becomes the leader again: see the table)
             self._abandon_leadership(leader, role)
+        if role.campaigning:
+            self._forget_ballots()  # a new campaign asks every voter again, now
         self.role = role
 
     def _become_unattached(self, epoch: int, now: int, voted_id: Optional[int] = None,
-                           deadline: Optional[int] = None) -> None:
+                           deadline: Optional[int] = None, lost_leader: Optional[int] = None) -> None:
         if deadline is None:
             deadline = self._election_deadline(now) if self._campaigns else now
-        self._become(Unattached(epoch, voted_id, deadline))
+        self._become(Unattached(epoch, voted_id, deadline, lost_leader_id=lost_leader))
 
     def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
-        voted = self.role.voted_id if self.role.epoch == epoch else None
-        self._become(Follower(epoch, leader_id, voted, self._fetch_deadline(now)))
+        r = self.role
+        voted = r.voted_id if r.epoch == epoch else None
+        # A leader this node already lost in this epoch, named again by others who still follow it
+        # (they may be about to lose it too): it gets an election timeout to answer a Fetch, not a
+        # whole fetch timeout. Otherwise a dead leader's followers could take turns dragging each
+        # other back for a fetch timeout each (the four-voter stall: 20 s without a leader).
+        relapse = r.epoch == epoch and r.last_leader == leader_id
+        deadline = self._election_deadline(now) if relapse else self._fetch_deadline(now)
+        self._become(Follower(epoch, leader_id, voted, deadline))
 
     def _become_prospective(self, now: int) -> None:
         r = self.role
         voted = self._persisted.voted_id if self._persisted.epoch == r.epoch else None
+        # the leader it has just stopped following: others still naming it do not pull this campaign
+        # back to it (Prospective.keeps_leader). After a lost pre-vote they may: it may be alive
+        # after all (this node was cut off), and following it again is how this node rejoins.
         prospective = Prospective(r.epoch, r.followed_leader, voted, self._election_deadline(now),
                                   granted=self._own_vote())
         self._become(prospective)
