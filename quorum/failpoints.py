@@ -7,22 +7,35 @@ log at start.
 
 - ``crash``: the process dies there at once (SIGKILL to itself: nothing flushed, nothing closed);
 - ``pause``: it stops there (SIGSTOP to itself) until a SIGCONT;
+- ``eio``, ``enospc``: the disk fails there (OSError EIO or ENOSPC), as a failing disk or a full one;
 - ``on``: for a point that is a deliberate bug rather than a place (``ack-before-commit``: the active
   controller answers a write before its records are committed), with which the tests show that the
   linearizability checker catches what it must.
+
+The points, in the write path's order: ``log-before-fsync`` (records appended to the log, not yet
+fsynced), ``log-after-fsync`` (fsynced, the high watermark not yet moved on it),
+``voter-change-appended`` (the leader took a voter's addition or removal, not yet committed),
+``snapshot-half-written`` (half of a snapshot's temporary file written), ``controller-before-answer``
+(a write committed and replayed, its client not yet answered).
 
 ``hit(name)`` is called at each point: one dict lookup when nothing is armed.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
 
 log = logging.getLogger(__name__)
 
-ACTIONS = ("crash", "pause", "on")
+ACTIONS = ("crash", "pause", "eio", "enospc", "on")
 POINTS = {
+    "log-before-fsync": "records appended to the log, not yet fsynced",
+    "log-after-fsync": "the log fsynced, the high watermark not yet moved on it",
+    "voter-change-appended": "a voter's addition or removal taken by the leader, not yet committed",
+    "snapshot-half-written": "half of a snapshot's temporary file written",
+    "controller-before-answer": "a write committed and replayed, its client not yet answered",
     "ack-before-commit": "a deliberate bug: a write is answered before it is committed",
 }
 
@@ -53,10 +66,19 @@ def enabled(name: str) -> bool:
     return ARMED.get(name) == "on"
 
 
+def armed(name: str) -> bool:
+    return name in ARMED
+
+
 def hit(name: str) -> None:
-    """The process reached point ``name``: crash or pause there if a test armed it so."""
+    """The process reached point ``name``: crash, pause or fail the disk there if a test armed it so."""
     action = ARMED.get(name)
+    if action is None:
+        return
     if action == "crash":
         os.kill(os.getpid(), signal.SIGKILL)
     elif action == "pause":
         os.kill(os.getpid(), signal.SIGSTOP)
+    elif action in ("eio", "enospc"):
+        code = errno.EIO if action == "eio" else errno.ENOSPC
+        raise OSError(code, f"{os.strerror(code)} (failpoint {name})")

@@ -5,6 +5,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from quorum import failpoints
+
 
 def fsync_directory(path: str | os.PathLike) -> None:
     """Make the creation, renaming or deletion of entries in ``path`` durable."""
@@ -15,13 +17,19 @@ def fsync_directory(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` by ``data``: write a temp file beside it, fsync, rename, fsync the directory."""
+def write_atomically(path: str | os.PathLike, data: bytes, failpoint: str = "") -> None:
+    """Replace ``path`` by ``data``: write a temp file beside it, fsync, rename, fsync the directory.
+    ``failpoint``: the point (quorum/failpoints.py) a test may fail this write at, half written."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o644)
+            if failpoint and failpoints.armed(failpoint):
+                f.write(data[:len(data) // 2])
+                f.flush()
+                failpoints.hit(failpoint)
+                data = data[len(data) // 2:]
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

@@ -112,6 +112,8 @@ class PendingReplies:
             except Exception as e:
                 p.future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
             else:
+                if p.op.batches:
+                    failpoints.hit("controller-before-answer")
                 p.future.set_result(reply)
 
     def _log_if_slow(self, p: Pending) -> None:

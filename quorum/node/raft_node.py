@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional, Sequence
 
+from quorum import failpoints
 from quorum.config import HostPort, NodeConfig
 from quorum.connection_limits import DEFAULT_LIMITS, ConnectionLimits
 from quorum.errors import Errors, NodeNotRunningError, NotLeaderError, SparkraftError
@@ -422,6 +423,7 @@ class RaftNode(RaftRounds):
 
         def run(core: RaftCore, now: int) -> int:
             offset = change(core, now)
+            failpoints.hit("voter-change-appended")
             committed.set_running_or_notify_cancel()
             self._proposals.accepted(core.epoch, offset, committed)
             return offset

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 
+from quorum import failpoints
+from quorum.errors import Errors, SparkraftError
 from quorum.log.election_state import ElectionState
 from quorum.raft.messages import REQUEST_TYPES, FetchRequest, Outbound
 from quorum.refusal_log import RefusalLog
@@ -33,7 +35,18 @@ class NodeReadyIO:
         self.node.store.write(state)
 
     def flush(self, after_send: bool) -> None:
-        self.node.log.flush()
+        """fsync the log. A disk that fails it stops the node (KAFKA_STORAGE_ERROR): what it
+        appended may or may not be on disk, and a node that went on would serve and acknowledge
+        from a log it cannot trust (Kafka's controller stops too)."""
+        log_ = self.node.log
+        try:
+            if log_.flushed_offset < log_.end_offset:
+                failpoints.hit("log-before-fsync")
+            log_.flush()
+        except OSError as e:
+            raise SparkraftError(Errors.KAFKA_STORAGE_ERROR, f"its log could not be fsynced ({e.strerror}): it stops "
+                                 f"rather than go on with a log it cannot trust") from e
+        failpoints.hit("log-after-fsync")
 
     def committed(self, high_watermark: int) -> None:
         node = self.node

@@ -37,7 +37,7 @@ class CheckpointError(ValueError):
 
 
 def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict,
-                     raft_records: Sequence[bytes] = ()) -> int:
+                     raft_records: Sequence[bytes] = (), failpoint: str = "") -> int:
     """Write ``image`` to ``path`` in the checkpoint format, atomically; the file's size.
 
     ``header`` goes into the SnapshotHeader record beside the format version and the image's
@@ -45,7 +45,7 @@ def write_checkpoint(path: str | os.PathLike, image: MetadataImage, header: dict
     quorum/raft/voter_history.py) follow it in the same first batch, where the Raft core reads them."""
     data = checkpoint_bytes(image, header, raft_records)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, data)
+    write_atomically(path, data, failpoint)
     return len(data)
 
 

@@ -43,7 +43,7 @@ def write_snapshot(directory: Path, image: MetadataImage, snapshot: SnapshotId, 
     """Write ``image`` as snapshot ``snapshot`` (with the quorum's ``raft_records``); the file's size."""
     return write_checkpoint(directory / snapshot.name, image, {
         "cluster_id": cluster_id, "end_offset": snapshot.end_offset, "epoch": snapshot.epoch,
-        "next_offset": snapshot.end_offset}, raft_records)
+        "next_offset": snapshot.end_offset}, raft_records, failpoint="snapshot-half-written")
 
 
 BOOTSTRAP = SnapshotId(0, 0)
