@@ -49,11 +49,11 @@ def test_piped_commands_over_a_checkpoint_and_over_the_quorum(populated):
         r = shell(source, commands)
         assert r.returncode == 0, r.stderr
         out = r.stdout
-        assert out.splitlines()[:9] == ["provenance", "features/", "cluster/", "topics/", "configs/",
-                                        "clientQuotas/", "acls/", "scramCredentials/", "producerIds"]
+        assert out.splitlines()[:10] == ["provenance", "features/", "cluster/", "controllers/", "topics/",
+                                         "configs/", "clientQuotas/", "acls/", "scramCredentials/", "producerIds"]
         assert "id\nname\n0\n1\n2" in out and '"leader":' in out and "/image/topics/byName/orders" in out
         assert "\n1000\n" in out and "/image/cluster/101\n/image/cluster/102\n/image/cluster/103" in out
-        assert "metadata.version: 29" in out and "alice" in out
+        assert "metadata.version: 33" in out and "alice" in out
         assert "sparkraft:" not in out  # no prompt in a pipe
 
 

@@ -116,11 +116,11 @@ def test_a_kafka_clusters_metadata_is_materialised_and_followed_across_restarts(
     types = set(read_table(tables[RECORDS]).column("type").to_pylist())
     assert {"TOPIC_RECORD", "PARTITION_RECORD", "REMOVE_TOPIC_RECORD", "REGISTER_BROKER_RECORD",
             "FEATURE_LEVEL_RECORD", "LEADER_CHANGE"} <= types, types
-    # a type sparkraft's image does not model keeps Kafka's name and reading (a controller registration)
+    # every type is read, a controller registration (KIP-919) in sparkraft's own form
     assert not [t for t in types if t.startswith("UNKNOWN")], types
     controllers = [json.loads(r["data"]) for r in read_table(tables[RECORDS]).to_pylist()
                    if r["type"] == "REGISTER_CONTROLLER_RECORD"]
-    assert controllers and controllers[0]["controllerId"] == 1, controllers
+    assert controllers and controllers[0]["controller_id"] == 1, controllers
 
 
 def _quotas_in_records(records: list[dict]) -> set:
