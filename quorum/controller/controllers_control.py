@@ -39,16 +39,21 @@ def register(ctx: "ControllerContext", req: api.RegisterControllerRequest, now_m
         validate_uuid(req.incarnation_id, "incarnation id")
     except ValueError as e:
         raise SparkraftError(Errors.INVALID_REQUEST, str(e)) from None
-    record = pb.RegisterControllerRecord(
+    record = registration_record(req)
+    current = ctx.spec.cluster.controllers.get(req.controller_id)
+    if current is not None and current == ControllerRegistration.from_record(record):
+        return [], None
+    return [record], None
+
+
+def registration_record(req: api.RegisterControllerRequest) -> pb.RegisterControllerRecord:
+    """The record a registration writes (what the registering controller then waits to see)."""
+    return pb.RegisterControllerRecord(
         controller_id=req.controller_id, incarnation_id=req.incarnation_id,
         endpoints=[_Endpoint(name=e.name, host=e.host, port=e.port,
                              security_protocol=protocol_code(e.security_protocol)) for e in req.endpoints],
         features=[_Feature(name=name, min_supported_version=lo, max_supported_version=hi)
                   for name, lo, hi in sorted(req.features)])
-    current = ctx.spec.cluster.controllers.get(req.controller_id)
-    if current is not None and current == ControllerRegistration.from_record(record):
-        return [], None
-    return [record], None
 
 
 def unregister(ctx: "ControllerContext", req: api.UnregisterControllerRequest, now_ms: int):

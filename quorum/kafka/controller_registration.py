@@ -10,29 +10,19 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 
 from quorum.controller import api
-from quorum.controller.brokers_control import protocol_code
+from quorum.controller.controllers_control import registration_record
 from quorum.controller.features_control import SUPPORTED
 from quorum.errors import Errors, SparkraftError
-from quorum.metadata.cluster import ControllerRegistration, Endpoint, SupportedFeature
+from quorum.metadata.cluster import ControllerRegistration
 from quorum.metadata.versions import CONTROLLER_REGISTRATION
+from quorum.uuids import random_uuid
 
 log = logging.getLogger(__name__)
 
 WATCH_S = 1.0  # how often a registered controller looks at the image again
 RETRY_S = (0.2, 5.0)  # backoff after a refused or failed registration: first, most
-
-
-def new_incarnation_id() -> str:
-    """A Kafka Uuid (22 base64url characters) for this process's run."""
-    import base64
-
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode()[:22]
-        if not text.startswith("-"):
-            return text
 
 
 class ControllerRegistrar:
@@ -41,13 +31,9 @@ class ControllerRegistrar:
         self.node = node
         self.remote = remote
         self.request = api.RegisterControllerRequest(
-            node.node_id, new_incarnation_id(), endpoints,
+            node.node_id, random_uuid(), endpoints,
             tuple((name, lo, hi) for name, (lo, hi) in sorted(SUPPORTED.items())))
-        self.wanted = ControllerRegistration(
-            node.node_id, self.request.incarnation_id,
-            tuple(Endpoint(e.name, e.host, e.port, protocol_code(e.security_protocol))
-                  for e in endpoints),
-            tuple(SupportedFeature(name, lo, hi) for name, lo, hi in sorted(self.request.features)))
+        self.wanted = ControllerRegistration.from_record(registration_record(self.request))
 
     def registered(self) -> bool:
         return self.node.core.image.cluster.controllers.get(self.node.node_id) == self.wanted
@@ -55,9 +41,9 @@ class ControllerRegistrar:
     def run(self, stop: threading.Event) -> None:
         delay, announced = RETRY_S[0], False
         while not stop.wait(delay):
-            image = self.node.core.image
-            if (image.features.metadata_version or 0) < CONTROLLER_REGISTRATION or self.registered():
-                announced = announced or self.registered()
+            registered = self.registered()
+            if registered or (self.node.core.image.features.metadata_version or 0) < CONTROLLER_REGISTRATION:
+                announced = announced or registered
                 delay = WATCH_S
                 continue
             try:
