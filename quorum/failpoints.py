@@ -10,7 +10,9 @@ log at start.
 - ``eio``, ``enospc``: the disk fails there (OSError EIO or ENOSPC), as a failing disk or a full one;
 - ``on``: for a point that is a deliberate bug rather than a place (``ack-before-commit``: the active
   controller answers a write before its records are committed), with which the tests show that the
-  linearizability checker catches what it must.
+  linearizability checker catches what it must; ``stale-read``: a controller answers every read from
+  the image it had at its first read while naming its current offset, with which the read checks
+  show the same.
 
 The points, in the write path's order: ``log-before-fsync`` (records appended to the log, not yet
 fsynced), ``log-after-fsync`` (fsynced, the high watermark not yet moved on it),
@@ -37,6 +39,7 @@ POINTS = {
     "snapshot-half-written": "half of a snapshot's temporary file written",
     "controller-before-answer": "a write committed and replayed, its client not yet answered",
     "ack-before-commit": "a deliberate bug: a write is answered before it is committed",
+    "stale-read": "a deliberate bug: reads answered from an old image, said to be the current one",
 }
 
 

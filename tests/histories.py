@@ -8,8 +8,11 @@ and records each operation's call and return times (one monotonic clock, nanosec
 ``ok``, ``exists`` (TOPIC_ALREADY_EXISTS), ``missing`` (UNKNOWN_TOPIC_OR_PARTITION), ``failed`` (a
 refusal that changed nothing: no broker to place a replica on), or ``unknown`` when the outcome
 cannot be known (a timeout, a lost connection, a controller that lost its leadership after
-appending the request, or a retry after an attempt that may have been carried out): an unknown
-operation may have taken effect at any time after its call, or never. Reads are not in the model: a
+appending the request): an unknown operation may have taken effect at any time after its call, or
+never. The client retries a write whose answer was lost, so one call may be carried out more than
+once (a topic created, deleted by another client, then created again by the retry): each attempt
+whose answer was lost (``ControllerClient.lost_answers``) is recorded as an operation of its own,
+unknown, beside the call's answered attempt. Reads are not in the model: a
 controller answers them from its committed image, which is not linearizable
 (docs/design/consistency.md says what is promised of them).
 
@@ -61,10 +64,8 @@ _REFUSED = {"INVALID_REPLICATION_FACTOR", "INVALID_REQUEST", "INVALID_CONFIG", "
             "INVALID_PARTITIONS", "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}
 
 
-def _result_of(outcome, maybe_applied: bool) -> str:
-    """An operation's result for the model, from its reply or the error it raised. ``maybe_applied``:
-    the client retried after an attempt that may have been carried out, so an answer that the
-    first attempt could have caused (the topic exists, or is missing) says nothing for sure."""
+def _result_of(outcome) -> str:
+    """An operation's result for the model, from the reply of its last attempt or the error it raised."""
     from quorum.errors import Errors, SparkraftError
 
     if isinstance(outcome, SparkraftError):
@@ -77,7 +78,7 @@ def _result_of(outcome, maybe_applied: bool) -> str:
         if item.error is Errors.NONE:
             return "ok"
     if name in _DEFINITE:
-        return "unknown" if maybe_applied else _DEFINITE[name]
+        return _DEFINITE[name]
     return "failed" if name in _REFUSED else "unknown"
 
 
@@ -140,8 +141,10 @@ class Workload:
                 except BaseException as e:  # noqa: BLE001 - every failure is an outcome to record
                     outcome = e
                 ret = time.monotonic_ns()
-                result = _result_of(outcome, admin.maybe_applied)
+                result = _result_of(outcome)
                 self.history.record(client, kind, key, value, call, None if result == "unknown" else ret, result)
+                for _ in range(admin.lost_answers):  # earlier attempts, each maybe carried out too
+                    self.history.record(client, kind, key, value, call, None, "unknown")
                 time.sleep(rng.uniform(0, 0.02))
         finally:
             admin.close()

@@ -55,7 +55,7 @@ from quorum.controller.health import cluster_health
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.migration.driver import MigrationDriver
-from quorum.node import controller_extras
+from quorum.node import controller_extras, controller_reads
 from quorum.node.controller_events import Call, Check, Committed, Proposed, Request, SnapshotInstalled, Stop
 from quorum.node.controller_leadership import Leadership
 from quorum.node.listeners import SnapshotLoad
@@ -224,13 +224,9 @@ class ControllerNode:
         return self.call(lambda core: cluster_health(core, self.raft.now_ms()))
 
     def read_async(self, request) -> concurrent.futures.Future:
-        """Answer a read request (its registry row's ``read``) from this node's replayed metadata:
-        any controller answers reads, from what it has committed and replayed."""
-        row = registry.row_of(request)
-        future = self.call(lambda core: row.read(core, request, self.leader_id()))
-        if row.around is not None:
-            return getattr(controller_extras, row.around)(self, request, future)
-        return future
+        """Answer a read request from this node's replayed metadata (controller_reads.py): any
+        controller answers reads, from what it has committed and replayed."""
+        return controller_reads.answer(self, request)
 
     def read(self, request, timeout: Optional[float] = DEFAULT_TIMEOUT_S):
         return self.read_async(request).result(timeout)

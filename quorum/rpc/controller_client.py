@@ -80,6 +80,18 @@ class ControllerClient(LeaderFollowingClient):
         method = cc.method_of(request)
         return cc.reply_from_proto(method, self._read(method, cc.request_to_proto(request), timeout))
 
+    def read_from(self, target: str, request, timeout: Optional[float] = None) -> tuple[Any, int]:
+        """A read answered by the controller at ``target`` and no other (a standby is not left for
+        the active controller): (its reply, the offset of the committed image it read). Raises
+        its refusal (NOT_CONTROLLER from a standby still replaying) or grpc.RpcError."""
+        method = cc.method_of(request)
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        resp = self._attempt(target, method, cc.request_to_proto(request), deadline)
+        error = cc.response_error(resp)
+        if error is not None:
+            raise error
+        return cc.reply_from_proto(method, resp), resp.committed_offset
+
     def call_committed(self, request, timeout: Optional[float] = None,
                        on_behalf_of: Optional[tuple[str, str]] = None) -> tuple[Any, int]:
         """A write request: (its reply, the active controller's committed offset when it answered,

@@ -167,6 +167,7 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
         if not is_read:  # answered once committed and replayed here: this is at or past its records
             response.committed_offset = node.last_committed_offset()
         if is_read:
+            response.committed_offset = next(iter(getattr(future, "answered_at", ())), 0)
             leader = node.leader_id()
             if leader is not None:
                 response.leader_id = leader

@@ -83,11 +83,18 @@ class LeaderFollowingClient:
         self._wire_context = None  # ssl.SSLContext of the wire channels, with TLS
         self._lock = threading.Lock()
         self._closed = False
-        # Whether the last call may have been carried out by an attempt whose answer was lost: an
-        # attempt timed out, the known leader dropped the connection, or a server answered
+        # How many attempts of the last call may have been carried out though their answer was lost:
+        # an attempt timed out, the known leader dropped the connection, or a server answered
         # REQUEST_TIMED_OUT (done but not yet committed, or its leadership moved after it appended:
-        # the voter changes say so). A single-threaded caller's: the voter changes, not idempotent.
-        self.maybe_applied = False
+        # the voter changes say so). Each may take effect besides the attempt that answered, so a
+        # write that is not idempotent may have been applied more than once. A single-threaded
+        # caller's: the voter changes, the histories of tests/histories.py.
+        self.lost_answers = 0
+
+    @property
+    def maybe_applied(self) -> bool:
+        """Whether the last call may have been carried out by an attempt whose answer was lost."""
+        return self.lost_answers > 0
 
     def response_error(self, resp) -> Optional[SparkraftError]:
         """The refusal a response carries, or None for success."""
@@ -274,7 +281,7 @@ class LeaderFollowingClient:
         answered: Optional[str] = None  # the last refusal, if any server answered
         login_refused: dict[str, SparkraftError] = {}  # servers that refused this client's SCRAM login
         redirects = 0
-        self.maybe_applied = False
+        self.lost_answers = 0
         notice_at = self._notice_at()
         while True:
             redirected = False
@@ -288,9 +295,11 @@ class LeaderFollowingClient:
                     answered = self._note_login_refused(target, e, login_refused, final=to_leader) or answered
                     continue
                 except grpc.RpcError as e:
-                    self.maybe_applied |= e.code() is grpc.StatusCode.DEADLINE_EXCEEDED or (
-                        to_leader and e.code() in _ANSWER_LOST)
-                    unreachable[target] = self._unreachable(target, method, e)
+                    why = unreachable[target] = self._unreachable(target, method, e)
+                    # any server may have been the leader (one we did not know of) unless it was
+                    # never reached: a refused connection carried nothing
+                    self.lost_answers += e.code() is grpc.StatusCode.DEADLINE_EXCEEDED or (
+                        e.code() in _ANSWER_LOST and (to_leader or not why.startswith("connection refused")))
                     continue
                 unreachable.pop(target, None)
                 self._failed_until.pop(target, None)
@@ -300,7 +309,7 @@ class LeaderFollowingClient:
                     return resp
                 if error.error not in self.retriable:
                     raise error
-                self.maybe_applied |= error.error is Errors.REQUEST_TIMED_OUT
+                self.lost_answers += error.error is Errors.REQUEST_TIMED_OUT
                 answered = f"{target} answered {error}"
                 if self._leader == target:
                     self._leader = None

@@ -1,8 +1,9 @@
 """Crashes at named places in the write path (quorum/failpoints.py), in real controller processes,
 while four clients write: every controller starts with the point armed, crashes when it first gets
 there (SIGKILL to itself), and is restarted without it; then the clients' history must be
-linearizable (no acknowledged write lost, none seen that later vanished: Porcupine, histories.py)
-and the voters' logs identical. Also a crash of the only voter as it takes a second one's addition,
+linearizable (no acknowledged write lost, none seen that later vanished: Porcupine, histories.py),
+every read of a controller or a broker's image what the committed log holds at its offset
+(read_checks.py), and the voters' logs identical. Also a crash of the only voter as it takes a second one's addition,
 retried afterwards. A disk that fails an fsync (EIO) stops its controller with one line, and the
 others go on."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import pytest
 from conftest import LiveBrokers, wait_for
 from histories import Workload, check
+from read_checks import BrokerObserver, Readers, Reads, check_reads
 
 from quorum.log.file_log import FileLog
 
@@ -48,8 +50,11 @@ def _run(cp, env, armed=None, until_crashes: int = 1, restart: bool = True):
     watcher.start()
     admin = ControllerClient(cp.bootstrap(), timeout=60)
     broker = LiveBrokers(admin, cp.cluster_id, ((101, None),), heartbeat_interval_ms=300)
+    reads = Reads()
     try:
-        with Workload(cp.bootstrap(), seed=len(str(env))) as w:
+        with Workload(cp.bootstrap(), seed=len(str(env))) as w, \
+                Readers(cp.bootstrap().split(","), w.keys, reads), \
+                BrokerObserver(cp.bootstrap(), cp.cluster_id, w.keys, reads):
             wait_for(lambda: len(crashed) >= until_crashes, 180, "a controller at the failpoint")
             for _ in range(3):  # more crashes may follow the first (another controller at the same point)
                 w.wait_for(len(w.history.ops) + PROGRESS, 120)
@@ -58,6 +63,7 @@ def _run(cp, env, armed=None, until_crashes: int = 1, restart: bool = True):
         watcher.join(5)
         broker.close()
         admin.close()
+    w.reads = reads
     return w, crashed
 
 
@@ -96,6 +102,7 @@ def test_a_crash_at_each_point_loses_nothing_acknowledged(controller_processes, 
     w, crashed = _run(cp, {"SPARKRAFT_FAILPOINTS": f"{point}=crash"})
     assert crashed, "no controller crashed"
     assert check(w.history, f"failpoint-{point}").startswith("linearizable")
+    check_reads(w.reads, f"failpoint-{point}", cp.bootstrap(), cp.cluster_id)
     if point == "snapshot-half-written":  # each restart finds the half-written file and removes it
         for i in crashed:  # (a controller that crashed last may be restarting still)
             wait_for(lambda: "a snapshot left half-written by a crash" in cp.output(i).read_text(), 60,
@@ -111,6 +118,7 @@ def test_a_disk_that_fails_an_fsync_stops_its_controller_and_the_others_go_on(co
     out = cp.output(stopped).read_text()
     assert "KAFKA_STORAGE_ERROR: its log could not be fsynced (Input/output error" in out, out[-2000:]
     assert check(w.history, "failpoint-fsync-eio").startswith("linearizable")
+    check_reads(w.reads, "failpoint-fsync-eio", cp.bootstrap([i for i in cp.voters if i != stopped]), cp.cluster_id)
 
 
 def test_a_crash_while_a_voter_is_added_loses_nothing_and_the_addition_can_be_retried(controller_processes):

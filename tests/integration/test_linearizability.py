@@ -8,7 +8,14 @@ its storage; and, on a dynamic quorum, controllers added and the active one remo
 must see what it is for: with the deliberate bug ``ack-before-commit``
 (quorum/failpoints.py: the active controller answers a write before its records are committed), a
 topic whose creation was acknowledged is lost with its leader, and Porcupine says the history is not
-linearizable."""
+linearizable.
+
+Beside the writers, a reader per controller (the active one and the standbys, each read from that
+controller alone) and a sparkraft broker's metadata client record what they see, each with the
+offset of the image it came from; tests/read_checks.py holds every such read to the committed log
+(what it saw is what the log has at that offset, never past its end, never going back). With the
+deliberate bug ``stale-read`` (controllers answer from an old image, naming the current offset),
+that check refuses the reads."""
 from __future__ import annotations
 
 import signal
@@ -16,6 +23,7 @@ import time
 
 import pytest
 from histories import Workload, check
+from read_checks import BrokerObserver, Readers, Reads, check_reads
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +97,10 @@ FAULTS = {"sigkill-leader": _kill_and_restart_the_leader, "sigstop-leader": _pau
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_admin_writes_stay_linearizable_through(quorum, fault):
     cp = quorum()
-    with Workload(cp.bootstrap(), seed=sum(map(ord, fault))) as w:
+    reads = Reads()
+    with Workload(cp.bootstrap(), seed=sum(map(ord, fault))) as w, \
+            Readers(cp.bootstrap().split(","), w.keys, reads) as readers, \
+            BrokerObserver(cp.bootstrap(), cp.cluster_id, w.keys, reads):
         w.wait_for(PROGRESS, 60)
         for _ in range(2):
             FAULTS[fault](cp, w)
@@ -98,6 +109,20 @@ def test_admin_writes_stay_linearizable_through(quorum, fault):
     assert counts.get("ok", 0) >= PROGRESS, counts
     verdict = check(w.history, f"linearizability-{fault}")
     assert verdict.startswith("linearizable"), verdict
+    assert readers.answered >= 10 and any(o["who"] == "broker" for o in reads.ops)
+    check_reads(reads, f"linearizability-{fault}", cp.bootstrap(), cp.cluster_id)
+
+
+def test_the_read_checks_catch_a_controller_answering_from_a_stale_image(quorum):
+    """The deliberate bug ``stale-read`` armed: each controller answers reads from the image it had
+    at its first read while naming its current offset; the writes change the topics meanwhile."""
+    cp = quorum(env={"SPARKRAFT_FAILPOINTS": "stale-read=on"})
+    reads = Reads()
+    with Workload(cp.bootstrap(), seed=3) as w, Readers(cp.bootstrap().split(","), w.keys, reads):
+        w.wait_for(PROGRESS, 60)
+    with pytest.raises(AssertionError, match="read violations") as caught:
+        check_reads(reads, "reads-injected-stale-read", cp.bootstrap(), cp.cluster_id)
+    assert "the committed log has" in str(caught.value) and "the reads are kept in" in str(caught.value)
 
 
 def test_the_checker_catches_a_write_acknowledged_before_it_was_committed(quorum):
@@ -155,7 +180,9 @@ def test_admin_writes_stay_linearizable_while_controllers_are_added_and_removed(
     broker = LiveBrokers(admin, cp.cluster_id, ((101, None),), heartbeat_interval_ms=300)
     try:
         broker.wait_unfenced()
-        with Workload(cp.bootstrap(), seed=7) as w:
+        reads = Reads()
+        with Workload(cp.bootstrap(), seed=7) as w, Readers(cp.bootstrap().split(","), w.keys, reads), \
+                BrokerObserver(cp.bootstrap(), cp.cluster_id, w.keys, reads):
             w.wait_for(PROGRESS, 60)
             for i in (2, 3):
                 wait_for(lambda i=i: i in {o["id"] for o in status(cp).get("CurrentObservers", ())}, 60,
@@ -173,3 +200,4 @@ def test_admin_writes_stay_linearizable_while_controllers_are_added_and_removed(
         broker.close()
         admin.close()
     assert check(w.history, "linearizability-voter-changes").startswith("linearizable")
+    check_reads(reads, "linearizability-voter-changes", cp.bootstrap(), cp.cluster_id)
