@@ -18,7 +18,8 @@ The points, in the write path's order: ``log-before-fsync`` (records appended to
 fsynced), ``log-after-fsync`` (fsynced, the high watermark not yet moved on it),
 ``voter-change-appended`` (the leader took a voter's addition or removal, not yet committed),
 ``snapshot-half-written`` (half of a snapshot's temporary file written), ``controller-before-answer``
-(a write committed and replayed, its client not yet answered).
+(a write committed and replayed, its client not yet answered); in the streaming job,
+``delta-before-cut`` (the state tables committed to Delta, the cut that names their versions not yet).
 
 ``hit(name)`` is called at each point: one dict lookup when nothing is armed.
 """
@@ -38,6 +39,7 @@ POINTS = {
     "voter-change-appended": "a voter's addition or removal taken by the leader, not yet committed",
     "snapshot-half-written": "half of a snapshot's temporary file written",
     "controller-before-answer": "a write committed and replayed, its client not yet answered",
+    "delta-before-cut": "the materialiser's state tables committed to Delta, the cut naming them not yet",
     "ack-before-commit": "a deliberate bug: a write is answered before it is committed",
     "stale-read": "a deliberate bug: reads answered from an old image, said to be the current one",
 }

@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from delta_tables.rows import TouchedKeys, holds, row, rows_of
 from delta_tables.schemas import RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
+from quorum import failpoints
 from quorum.log import control_records
 from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.log.raft_state import raft_state_of
@@ -228,6 +229,7 @@ class Materializer:
             out["rows"] = self._write_state(last)
         clock = time.monotonic()
         if fresh.num_rows or changed:
+            failpoints.hit("delta-before-cut")
             self.writer.add_snapshot(last, self.last_epoch, self.writer.versions())
             self.last_cut_at = time.time()
             self._committed(SNAPSHOTS, clock)

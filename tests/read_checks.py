@@ -13,8 +13,9 @@ each read names the offset of the committed image it was answered from (its repl
 
 ``Readers`` are threads reading one controller each (``ControllerClient.read_from``: no redirect to
 the active controller); ``BrokerObserver`` is a sparkraft broker's metadata client recording every
-image it publishes. ``check_reads`` replays the committed log once (MetadataLogReader, from the
+image it publishes. ``check_reads`` replays the committed log once (``committed_images``, from the
 snapshot it starts at, if any) and raises AssertionError naming the kept file if a property fails.
+``check_cuts`` holds the Delta tables' cuts to the same log (tests/streaming).
 """
 from __future__ import annotations
 
@@ -135,15 +136,15 @@ class BrokerObserver:
         self.client.stop(save=False)
 
 
-def committed_states(bootstrap: str, cluster_id: str, offsets: set[int], keys: Sequence[str],
-                     timeout: float = 60.0) -> tuple[dict[int, dict[str, str]], int, int]:
-    """The keys' states in the committed log after each offset in ``offsets`` that it holds:
-    (states by offset, the first offset it can say (after the snapshot the log starts at), its end)."""
+def committed_images(bootstrap: str, cluster_id: str, offsets: set[int],
+                     timeout: float = 60.0) -> tuple[dict, int, int]:
+    """The committed log's image after each offset in ``offsets`` that it holds: (images by offset,
+    the first offset it can say (after the snapshot the log starts at), the log's end). One replay."""
     from quorum.metadata.loader import MetadataLoader
     from quorum.rpc.log_reader import MetadataLogReader, SnapshotRequired
 
     reader = MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout)
-    loader, wanted, states = MetadataLoader(), sorted(offsets), {}
+    loader, wanted, images = MetadataLoader(), sorted(offsets), {}
     try:
         end = reader.high_watermark()
         offset = first = 0
@@ -154,29 +155,26 @@ def committed_states(bootstrap: str, cluster_id: str, offsets: set[int], keys: S
             offset = first = e.snapshot_id.offset
         i = next((n for n, o in enumerate(wanted) if o >= first - 1), len(wanted))
         while offset < end:
-            chunk = reader.read(offset, wait_ms=0)
-            for r in chunk.records:
+            for r in reader.read(offset, wait_ms=0).records:
                 while i < len(wanted) and wanted[i] < r.offset:
-                    image = loader.flush()
-                    states[wanted[i]] = {k: image_state(image, k) for k in keys}
+                    images[wanted[i]] = loader.flush()
                     i += 1
                 if not r.control:
                     loader.replay_frame(r.data, r.offset, r.epoch)
                 offset = r.offset + 1
         image = loader.flush()
         while i < len(wanted) and wanted[i] < end:
-            states[wanted[i]] = {k: image_state(image, k) for k in keys}
+            images[wanted[i]] = image
             i += 1
     finally:
         reader.close()
-    return states, first, end
+    return images, first, end
 
 
 def check_reads(reads: Reads, name: str, bootstrap: str, cluster_id: str) -> str:
     """The three properties over ``reads`` against the committed log at ``bootstrap``; a one-line
     summary, or AssertionError naming the kept file that lists every violation."""
-    keys = sorted({k for o in reads.ops for k in o["states"]})
-    states, first, end = committed_states(bootstrap, cluster_id, {o["offset"] for o in reads.ops}, keys)
+    images, first, end = committed_images(bootstrap, cluster_id, {o["offset"] for o in reads.ops})
     violations, unchecked, last = [], 0, {}
     for o in sorted(reads.ops, key=lambda o: o["return"]):
         who, offset = o["who"], o["offset"]
@@ -187,11 +185,12 @@ def check_reads(reads: Reads, name: str, bootstrap: str, cluster_id: str) -> str
             violations.append(f"{who} answered at offset {offset}, past the committed log's end {end}")
         elif offset < first - 1:
             unchecked += 1
-        elif offset in states:
+        elif offset in images:
             for key, state in o["states"].items():
-                if states[offset][key] != state:
+                committed = image_state(images[offset], key)
+                if committed != state:
                     violations.append(f"{who} saw {key} {state} at offset {offset}; the committed log "
-                                      f"has {states[offset][key]} there")
+                                      f"has {committed} there")
     KEPT.mkdir(parents=True, exist_ok=True)
     summary = (f"{len(reads.ops)} reads by {len(last)} readers, offsets up to {end - 1}, "
                f"{unchecked} below the log's snapshot unchecked")
@@ -205,3 +204,67 @@ def check_reads(reads: Reads, name: str, bootstrap: str, cluster_id: str) -> str
         json.dumps({"violation": v}) + "\n" for v in violations))
     raise AssertionError(f"{name}: {len(violations)} read violations, first: {violations[0]}; "
                          f"the reads are kept in {path}")
+
+
+class CutWatcher:
+    """Polls a warehouse's newest cut (every ``interval`` seconds) while a job writes it: the
+    offsets it saw, in order, to show that cuts only move forward."""
+
+    def __init__(self, warehouse: str, interval: float = 0.3):
+        self.warehouse, self.interval, self.seen = warehouse, interval, []
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cut-watcher", daemon=True)
+
+    def _run(self) -> None:
+        from delta_tables.cut import latest_cut
+
+        while not self.stop.wait(self.interval):
+            try:
+                offset = latest_cut(self.warehouse).offset
+            except Exception:  # noqa: BLE001 - no cut yet (or a table mid-creation): nothing to see
+                continue
+            if not self.seen or self.seen[-1] != offset:
+                self.seen.append(offset)
+
+    def __enter__(self) -> "CutWatcher":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self._thread.join(30)
+
+
+def check_cuts(warehouse: str, bootstrap: str, cluster_id: str, seen: Sequence[int], name: str,
+               most: int = 25) -> str:
+    """The Delta tables' promises (docs/design/consistency.md): every cut the snapshots table lists
+    (``most`` of them, evenly spaced, and the newest) holds state tables equal to the committed log's
+    image at its offset (so never an uncommitted write, never one that vanished), is inside the
+    committed log, and the cuts and the newest cut a reader ``seen`` over time only move forward."""
+    import sys
+
+    from delta_tables.cut import cut_of_row, read_table, tables_at
+    from delta_tables.schemas import SNAPSHOTS
+
+    sys.path.insert(0, str(Path(__file__).parent / "streaming"))
+    from test_materializer import assert_tables_equal_image
+
+    cuts = sorted((cut_of_row(r) for r in read_table(tables_at(warehouse, None)[SNAPSHOTS]).to_pylist()),
+                  key=lambda c: c.offset)
+    offsets = [c.offset for c in cuts]
+    assert len(offsets) == len(set(offsets)), f"{name}: an offset was cut twice: {offsets}"
+    for older, newer in zip(cuts, cuts[1:]):  # a later cut never names an older version of a table
+        back = [t for t, v in newer.versions.items() if v < older.versions.get(t, 0)]
+        assert not back, f"{name}: the cut at {newer.offset} names older versions of {back} than the cut before"
+    assert list(seen) == sorted(set(seen)), f"{name}: the newest cut went back in time: {list(seen)}"
+    picked = cuts if len(cuts) <= most else [cuts[round(i * (len(cuts) - 1) / (most - 1))] for i in range(most)]
+    images, first, end = committed_images(bootstrap, cluster_id, {c.offset for c in picked})
+    assert offsets[-1] < end, f"{name}: the newest cut, at {offsets[-1]}, is past the committed log's end {end}"
+    checked = 0
+    for cut in picked:
+        if cut.offset in images:
+            assert_tables_equal_image(warehouse, images[cut.offset], cut)
+            checked += 1
+    with open(KEPT / "checked.tsv", "a") as log:
+        log.write(f"{name}-cuts\t{checked}\tok\t\n")
+    return f"{checked} of {len(cuts)} cuts equal to the committed log, {len(seen)} newest cuts seen in order"

@@ -46,8 +46,10 @@ def register(subparsers) -> None:
 
 
 def run_materialize(args: argparse.Namespace) -> int:
+    from quorum import failpoints
     from streaming import job
 
+    failpoints.announce()
     if args.trigger < 0:
         raise ValueError(f"--trigger must be >= 0, got {args.trigger}")
     if not args.idle_flush >= 0:

@@ -1,5 +1,6 @@
 """The streaming job as a service runs it: a ``sparkraft materialize`` process rides out a
-controller failover, is SIGKILLed, and a catch-up run leaves every offset exactly once, on a local
+controller failover, is SIGKILLed, and a catch-up run leaves every offset exactly once and every cut
+equal to the committed log at its offset (tests/read_checks.py), on a local
 warehouse, on an s3:// one (a real S3 API server) and written by Delta's own Spark writer. (Apart
 from test_pipeline.py so that xdist runs the two files side by side.)"""
 from __future__ import annotations
@@ -14,7 +15,8 @@ import pytest
 from conftest import LiveBrokers, sparkraft_cmd, wait_for
 from test_pipeline import _cuts, assert_exactly_once
 
-sys.path.insert(0, str(Path(__file__).parent.parent))  # s3_server
+sys.path.insert(0, str(Path(__file__).parent.parent))  # s3_server, read_checks
+from read_checks import CutWatcher, check_cuts  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +44,8 @@ def job_warehouse(request, tmp_path):
     try:
         server.create_bucket("job-warehouse")
         storage.set_options(server.options())
-        yield "s3://job-warehouse/wh", [a for k, v in server.options().items() for a in ("--storage-option", f"{k}={v}")]
+        yield "s3://job-warehouse/wh", [a for k, v in server.options().items()
+                                        for a in ("--storage-option", f"{k}={v}")]
     finally:
         storage.set_options({})
         server.close()
@@ -64,6 +67,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
                 "--checkpoint", str(ck), "--trigger", "0.2", "--max-records-per-trigger", "40"]
         log = open(tmp_path / "job.log", "wb")
         job = subprocess.Popen(sparkraft_cmd(*args), stdout=log, stderr=subprocess.STDOUT)
+        watcher = CutWatcher(wh).__enter__()
         try:
             for i in range(8):
                 admin.create_topic(f"t{i}", 10, 2)
@@ -82,6 +86,7 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
             for i in range(12, 16):
                 admin.create_topic(f"t{i}", 10, 2)
         finally:
+            watcher.__exit__()
             if job.poll() is None:
                 job.kill()
             log.close()
@@ -90,8 +95,53 @@ def test_a_controller_failover_is_ridden_out_and_a_sigkill_of_the_job_loses_and_
                                timeout=300)
         assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert_exactly_once(wh, cp.bootstrap(), topics=16)
+    kind = store_flags[-1] if store_flags else wh[:2]
+    check_cuts(wh, cp.bootstrap(), cp.cluster_id, watcher.seen, f"cuts-failover-{kind}")
     if "delta-spark" in store_flags:  # the writes were Spark's: its commits name Delta's Spark engine
         commits = [json.loads(line) for f in sorted(Path(wh, "partitions", "_delta_log").glob("*.json"))
                    for line in f.read_text().splitlines()]
         engines = {c["commitInfo"].get("engineInfo", "") for c in commits if "commitInfo" in c}
         assert any(e.startswith("Apache-Spark/") and "Delta-Lake/" in e for e in engines), engines
+
+
+def test_a_crash_between_the_state_tables_and_their_cut_shows_readers_nothing_and_is_repaired(
+        controller_processes, tmp_path):
+    """The failpoint ``delta-before-cut`` (quorum/failpoints.py): the job dies (SIGKILL) right after
+    committing the state tables of a batch, before the cut that names their versions. Readers of
+    cuts see only the cut before; the next run repairs the tables and cuts that offset once."""
+    import os
+
+    from quorum.controller import api
+    from quorum.rpc.controller_client import ControllerClient
+
+    cp = controller_processes()
+    cp.format()
+    cp.start()
+    cp.wait_leader()
+    wh, ck = str(tmp_path / "wh"), str(tmp_path / "ck")
+    args = ["materialize", "--bootstrap-controller", cp.bootstrap(), "--warehouse", wh, "--checkpoint", str(ck),
+            "--available-now"]
+    with ControllerClient(cp.bootstrap(), timeout=20) as admin:
+        brokers = LiveBrokers(admin, cp.cluster_id, ((101, None), (102, None)))
+        try:
+            brokers.wait_unfenced()
+            for i in range(3):
+                admin.create_topic(f"t{i}", 4, 2)
+            first = subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=300)
+            assert first.returncode == 0, first.stderr[-2000:]
+            for i in range(3, 6):
+                admin.create_topic(f"t{i}", 4, 2)
+            admin.alter_configs(api.ConfigResourceKey("TOPIC", "t0"),
+                                (api.AlterableConfig("retention.ms", "SET", "5000"),))
+            crashed = subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=300,
+                                     env={**os.environ, "SPARKRAFT_FAILPOINTS": "delta-before-cut=crash"})
+            assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-2000:]
+            assert "Failpoints armed" in crashed.stderr
+            check_cuts(wh, cp.bootstrap(), cp.cluster_id, (), "cuts-delta-before-cut-crashed")
+            again = subprocess.run(sparkraft_cmd(*args), capture_output=True, text=True, timeout=300)
+            assert again.returncode == 0, again.stderr[-2000:]
+        finally:
+            brokers.close()
+    assert_exactly_once(wh, cp.bootstrap(), topics=6)
+    check_cuts(wh, cp.bootstrap(), cp.cluster_id, (), "cuts-delta-before-cut")
+
