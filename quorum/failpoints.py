@@ -19,7 +19,9 @@ fsynced), ``log-after-fsync`` (fsynced, the high watermark not yet moved on it),
 ``voter-change-appended`` (the leader took a voter's addition or removal, not yet committed),
 ``snapshot-half-written`` (half of a snapshot's temporary file written), ``controller-before-answer``
 (a write committed and replayed, its client not yet answered); in the streaming job,
-``delta-before-cut`` (the state tables committed to Delta, the cut that names their versions not yet).
+``delta-before-cut`` (the state tables committed to Delta, the cut that names their versions not yet)
+and ``source-latest-offset`` (the source asked where the log ends, in PySpark's source runner).
+``SPARKRAFT_FAILPOINTS_ONCE=DIR`` makes each point fire once across the processes sharing DIR.
 
 ``hit(name)`` is called at each point: one dict lookup when nothing is armed.
 """
@@ -40,6 +42,7 @@ POINTS = {
     "snapshot-half-written": "half of a snapshot's temporary file written",
     "controller-before-answer": "a write committed and replayed, its client not yet answered",
     "delta-before-cut": "the materialiser's state tables committed to Delta, the cut naming them not yet",
+    "source-latest-offset": "the streaming source asked for the log's end (in the process serving the source)",
     "ack-before-commit": "a deliberate bug: a write is answered before it is committed",
     "stale-read": "a deliberate bug: reads answered from an old image, said to be the current one",
 }
@@ -75,10 +78,25 @@ def armed(name: str) -> bool:
     return name in ARMED
 
 
+ONCE_DIR = os.environ.get("SPARKRAFT_FAILPOINTS_ONCE", "")
+
+
+def _first_time(name: str) -> bool:
+    """With ``SPARKRAFT_FAILPOINTS_ONCE=DIR``, a point fires once across every process sharing DIR (a
+    job's restarted query starts a new process that would otherwise stop at the same place again)."""
+    if not ONCE_DIR:
+        return True
+    try:
+        os.close(os.open(os.path.join(ONCE_DIR, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
 def hit(name: str) -> None:
     """The process reached point ``name``: crash, pause or fail the disk there if a test armed it so."""
     action = ARMED.get(name)
-    if action is None:
+    if action is None or not _first_time(name):
         return
     if action == "crash":
         os.kill(os.getpid(), signal.SIGKILL)

@@ -120,7 +120,7 @@ def metric_registries() -> dict:
     from console.app import _console_metrics
     from quorum.metrics import sources
     from quorum.metrics.registry import Registry
-    from streaming.job import materializer_metrics
+    from streaming.job import materializer_metrics, watchdog_metrics
     from streaming.materializer import batch_histograms, freshness_histogram
 
     raft = SimpleNamespace(commit_latency=sources.commit_latency(), election_latency=sources.election_latency(),
@@ -131,8 +131,9 @@ def metric_registries() -> dict:
     }
     sources.controller_metrics(registries["controller"], SimpleNamespace(raft=raft, snapshots=None, health=None))
     sources.broker_metrics(registries["broker"], SimpleNamespace(stats=None), lifecycle=SimpleNamespace())
-    materializer_metrics(registries["streaming job (`sparkraft materialize --metrics-listener`)"],
-                         SimpleNamespace(freshness=freshness_histogram(), histograms=batch_histograms()))
+    job = registries["streaming job (`sparkraft materialize --metrics-listener`)"]
+    materializer_metrics(job, SimpleNamespace(freshness=freshness_histogram(), histograms=batch_histograms()))
+    watchdog_metrics(job, SimpleNamespace())
     registries["console (`sparkraft console`, at its own `/metrics`)"] = _console_metrics(
         SimpleNamespace(newest_offset=None))[0]
     return registries

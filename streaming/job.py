@@ -16,6 +16,7 @@ from delta_tables.spark_session import local_spark_session
 from quorum.security.client import ClientSecurity
 from streaming.query_failure import FailedAsItStopped, QueryFailed
 from streaming.stop import GracefulStop
+from streaming.watchdog import STALL_AFTER_S, QueryStalled, Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +95,18 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         available_now: bool = False, spark=None, max_records_per_trigger: Optional[int] = None,
         timeout: float = 15.0, writer: str = "deltalake", idle_flush_s: Optional[float] = None,
         security: Optional[ClientSecurity] = None, remote: Optional[str] = None,
-        metrics_listener: Optional[tuple[str, int]] = None, protocol: str = "sparkraft") -> None:
+        metrics_listener: Optional[tuple[str, int]] = None, protocol: str = "sparkraft",
+        stall_after_s: float = STALL_AFTER_S) -> None:
     """Run the job until stopped (or, with ``available_now``, until it has caught up).
 
     ``idle_flush_s``: a tail of only NoOp/LeaderChange records waits this long before it is
     materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
-    everything at once. ``protocol``: whose quorum it reads, sparkraft's or Apache Kafka's ("kafka")."""
+    everything at once. ``protocol``: whose quorum it reads, sparkraft's or Apache Kafka's ("kafka").
+    ``stall_after_s``: how long a query may make no progress while the log moves on before the
+    watchdog acts (streaming/watchdog.py; 0: no watchdog)."""
     from delta_tables.writer import DeltaRsWriter
     from streaming.materializer import Materializer
-    from streaming.source import cluster_id_of
+    from streaming.source import cluster_id_of, log_reader
 
     source = Source(bootstrap, protocol, security)
     cluster_id = cluster_id_of(protocol, bootstrap, timeout, security)
@@ -118,23 +122,39 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         materializer = Materializer(DeltaSparkWriter(warehouse, spark))
     else:
         materializer = Materializer(DeltaRsWriter(warehouse))
-    metrics = serve_metrics(materializer, metrics_listener) if metrics_listener else None
+    reader = log_reader(source.protocol, source.bootstrap, cluster_id, min(timeout, 5.0), source.security)
+    watchdog = Watchdog(materializer, reader.high_watermark, stall_after_s).start() if stall_after_s else None
+    metrics = serve_metrics(materializer, metrics_listener, watchdog) if metrics_listener else None
     try:
         _run(spark, materializer, source, cluster_id, checkpoint, trigger_s, available_now,
-             max_records_per_trigger, idle_flush_s, timeout)
+             max_records_per_trigger, idle_flush_s, timeout, watchdog)
     finally:
+        if watchdog is not None:
+            watchdog.close()
+        reader.close()
         if metrics is not None:
             metrics.stop()
 
 
-def serve_metrics(materializer, listener: tuple[str, int]):
+def serve_metrics(materializer, listener: tuple[str, int], watchdog: Optional[Watchdog] = None):
     """``/metrics`` of the job (Prometheus text): how fresh the tables are and how far they reach."""
     from quorum.metrics.registry import Registry
     from quorum.metrics.server import MetricsServer
 
     registry = Registry()
     materializer_metrics(registry, materializer)
+    if watchdog is not None:
+        watchdog_metrics(registry, watchdog)
     return MetricsServer(listener[0], listener[1], registry).start()
+
+
+def watchdog_metrics(registry, watchdog) -> None:
+    """The watchdog's metrics (streaming/watchdog.py): how far the tables are behind the log, and stalls."""
+    registry.gauge("sparkraft_materializer_lag_records", "Records committed in the log that the tables do not "
+                   "hold yet (the quorum's high watermark read every few seconds; none: not reachable).",
+                   lambda: watchdog.lag)
+    registry.counter("sparkraft_materializer_stalls_total", "Times the job found its streaming query making no "
+                     "progress while the log moved on, and ended it to start it again.", lambda: watchdog.stalls)
 
 
 def materializer_metrics(registry, materializer) -> None:
@@ -164,7 +184,7 @@ class Source(NamedTuple):
 
 def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, trigger_s: Optional[float],
          available_now: bool, max_records_per_trigger: Optional[int], idle_flush_s: Optional[float],
-         timeout: float) -> None:
+         timeout: float, watchdog: Optional[Watchdog] = None) -> None:
     # Available-now: one query (the source implements Trigger.AvailableNow: it reads up to the high
     # watermark it sees when the query starts, in as many micro-batches as the limits make)
     target = _high_watermark(source, cluster_id, timeout) if available_now else None
@@ -176,7 +196,8 @@ def _run(spark, materializer, source: Source, cluster_id: str, checkpoint: str, 
             before = materializer.next_offset
             try:
                 _run_query(spark, materializer, source, cluster_id, checkpoint, max_records_per_trigger,
-                           None if available_now else trigger_s, 0.0 if available_now else idle_flush_s, stop)
+                           None if available_now else trigger_s, 0.0 if available_now else idle_flush_s, stop,
+                           watchdog)
                 break
             except FailedAsItStopped:
                 raise  # already judged: not the stop's doing
@@ -300,8 +321,10 @@ def _run_remote(spark, source: Source, cluster_id: str, warehouse: str, checkpoi
 
 def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint: str,
                max_records_per_trigger: Optional[int], trigger_s: Optional[float],
-               idle_flush_s: Optional[float], stop: GracefulStop) -> None:
-    """One streaming query: until stopped, or (``trigger_s`` None) until what is available now."""
+               idle_flush_s: Optional[float], stop: GracefulStop, watchdog: Optional[Watchdog] = None) -> None:
+    """One streaming query: until stopped, or (``trigger_s`` None) until what is available now;
+    ``watchdog`` looks at it between waits (a stalled query that will not end is left running:
+    the job then exits)."""
     writer = (_stream(spark, source, cluster_id, max_records_per_trigger, idle_flush_s)
               .writeStream.foreachBatch(materializer.foreach_batch).option("checkpointLocation", checkpoint))
     writer = writer.trigger(availableNow=True) if trigger_s is None else writer.trigger(
@@ -310,14 +333,21 @@ def _run_query(spark, materializer, source: Source, cluster_id: str, checkpoint:
     log.info("Materializing %s%s into %s (checkpoint %s)", source.bootstrap,
              " (Apache Kafka's controllers)" if source.protocol == "kafka" else "",
              materializer.writer.warehouse, checkpoint)
+    if watchdog is not None:
+        watchdog.watch(query)
+    stalled = False
     try:
         while not stop.requested.is_set() and not _ended(query, 0.2):
-            pass
+            if watchdog is not None:
+                watchdog.check(query)
         if stop.requested.is_set():
             _stop_query(spark, query, materializer, stop)
             return
+    except QueryStalled:
+        stalled = True
+        raise
     finally:
-        if query.isActive:
+        if query.isActive and not stalled:
             query.stop()
     if query.exception() is not None:
         raise QueryFailed.of(query.exception())

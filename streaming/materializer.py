@@ -294,6 +294,11 @@ class Materializer:
             self._batch_lock.release()
         return finished
 
+    @property
+    def in_batch(self) -> bool:
+        """Whether a micro-batch is being applied now (the job's watchdog: work, not a stall)."""
+        return self._batch_lock.locked()
+
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target."""
         with self._batch_lock:

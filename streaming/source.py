@@ -9,9 +9,10 @@ or a number; default ``earliest``), ``maxRecordsPerTrigger`` and ``maxBytesPerTr
 control through Spark's read-limit API; with both, a batch keeps to both), ``idleFlushSeconds``
 (below; default 60, 0 = off), ``recordsPerPartition`` (a batch's ranges, read by executors in parallel;
 default 100,000), ``quorum.protocol`` (``sparkraft``, the default, or ``kafka``: the controllers
-are Apache Kafka's, read with Kafka's own Fetch as an observer). ``Trigger.AvailableNow`` is supported (SupportsTriggerAvailableNow):
-one query reads everything committed when it starts, then ends. The query's progress shows the
-high watermark last seen (``latestOffset``) beside each batch's end, which is how far it is behind.
+are Apache Kafka's, read with Kafka's own Fetch as an observer). ``Trigger.AvailableNow`` is
+supported (SupportsTriggerAvailableNow): one query reads everything committed when it starts, then
+ends. The query's progress shows the high watermark last seen (``latestOffset``) beside each
+batch's end, which is how far it is behind.
 
 ``spark.read.format("sparkraft")`` reads the same rows as a batch: ``startingOffsets`` (``earliest``
 or an offset), ``endingOffsets`` (``latest`` or an offset, exclusive), ``recordsPerPartition``.
@@ -48,6 +49,8 @@ from typing import Iterator, Optional
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from quorum import failpoints
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +330,7 @@ class SparkraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         from pyspark.sql.streaming.datasource import ReadMaxBytes, ReadMaxRows
 
+        failpoints.hit("source-latest-offset")
         hw = self._high_watermark() if self._target is None else self._target
         if start is None:  # Spark before 4.2 calls latestOffset() without arguments
             return {"offset": hw}

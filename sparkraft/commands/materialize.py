@@ -41,6 +41,9 @@ def register(subparsers) -> None:
                              "there; --checkpoint is a path on the server)")
     parser.add_argument("--metrics-listener", metavar="HOST:PORT",
                         help="serve the job's Prometheus metrics (freshness: commit to Delta visible) at /metrics")
+    parser.add_argument("--stall-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="a query that makes no progress this long while the log moves on is ended and started "
+                             "again; if it will not end, the job exits 1 after as long again (default 60, 0: never)")
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to look for the quorum at start (default 15)")
 
@@ -54,6 +57,8 @@ def run_materialize(args: argparse.Namespace) -> int:
         raise ValueError(f"--trigger must be >= 0, got {args.trigger}")
     if not args.idle_flush >= 0:
         raise ValueError(f"--idle-flush must be >= 0, got {args.idle_flush}")
+    if not args.stall_timeout >= 0:
+        raise ValueError(f"--stall-timeout must be >= 0, got {args.stall_timeout}")
     if args.remote and args.writer != "deltalake":
         raise ValueError("--remote runs the delta-rs writer on the Connect server: not with --writer delta-spark")
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
@@ -61,7 +66,7 @@ def run_materialize(args: argparse.Namespace) -> int:
             timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,
             security=client_security(args), remote=args.remote,
             metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None,
-            protocol=args.source)
+            protocol=args.source, stall_after_s=args.stall_timeout)
     return 0
 
 
