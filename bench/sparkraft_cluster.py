@@ -245,6 +245,11 @@ class SparkraftCluster:
         self._wait_listening(node_id)
         return read_meta_properties(self._dir / f"c{node_id}").directory_id
 
+    def restart(self, node_id: int) -> None:
+        """Start voter ``node_id`` again (after a kill) on its storage, listening before this returns."""
+        self._start(node_id)
+        self._wait_listening(node_id)
+
     def data_dir(self, node_id: int) -> Path:
         return self._dir / f"c{node_id}"
 

@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, str] = {
     "kafka_brokers": "bench.kafka_brokers_bench",
     "console": "bench.console_bench",
     "metrics": "bench.metrics_bench",
+    "soak": "bench.soak_bench",
 }
 
 PLOT_REQUIRES = ("matplotlib",)
