@@ -42,18 +42,18 @@ from google.protobuf.message import Message
 
 from quorum.controller import (
     batching,
-    brokers_control,
     features_control,
     levels,
     migration_control,
     registry,
-    topics_control,
 )
+from quorum.controller.audit import AuditContext, Audits
 from quorum.controller.committed_reads import CommittedReads
 from quorum.controller.index import PartitionIndex, note_touched
 from quorum.controller.operation import Inflight, Operation
 from quorum.controller.sessions import Sessions
 from quorum.controller.settings import ControllerSettings
+from quorum.controller.timers import NO_DEADLINE, Timers
 from quorum.controller.version_history import VersionHistory
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
@@ -72,14 +72,13 @@ log = logging.getLogger(__name__)
 _QUICK_TO_REPLAY = frozenset(int(t) for t in (
     RecordType.CONFIG_RECORD, RecordType.TOPIC_RECORD, RecordType.PARTITION_RECORD,
     RecordType.PARTITION_CHANGE_RECORD, RecordType.NO_OP_RECORD, RecordType.CLIENT_QUOTA_RECORD,
-    RecordType.PRODUCER_IDS_RECORD))
+    RecordType.PRODUCER_IDS_RECORD, RecordType.AUDIT_RECORD))
 
-NO_DEADLINE = 1 << 62
 _RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka's ZERO and ONE
 _MARKERS = (pb.BeginTransactionRecord, pb.EndTransactionRecord, pb.AbortTransactionRecord)
 
 
-class ControllerCore(CommittedReads):
+class ControllerCore(CommittedReads, Audits, Timers):
     def __init__(self, node_id: int, cluster_id: str, settings: ControllerSettings = ControllerSettings()):
         self.node_id = node_id
         self.cluster_id = cluster_id
@@ -107,6 +106,7 @@ class ControllerCore(CommittedReads):
         self._next_balance_ms = NO_DEADLINE  # the next leader balance check (active controller only)
         self._diverged = False
         self._issued: set[str] = set()
+        self._refusals: dict = {}  # refusals being summarised (Audits)
         self._acceptable_of: Any = None
         self._acceptable_set: frozenset = frozenset()
         self.fast_replays = 0  # batches published from the speculative image (for tests/metrics)
@@ -374,8 +374,9 @@ class ControllerCore(CommittedReads):
         return True
 
     # ------------------------------------------------------------------ requests and timers
-    def handle(self, request: object, now_ms: int) -> Operation:
-        """Validate a write request against the speculative image and turn it into records."""
+    def handle(self, request: object, now_ms: int, context: Optional[AuditContext] = None) -> Operation:
+        """Validate a write request against the speculative image and turn it into records (with
+        its audit entry, quorum/controller/audit.py; a refusal's entry alone, its error kept)."""
         name = type(request).__name__
         if not self.is_active or self._diverged:
             return Operation(error=SparkraftError(Errors.NOT_CONTROLLER, f"node {self.node_id} is not the "
@@ -390,53 +391,12 @@ class ControllerCore(CommittedReads):
         self._issued = set()
         try:
             records, reply = row.handler(self, request, now_ms)
-            return self._emit(records, now_ms, reply, name, transaction=row.transaction)
+            return self._emit(self.with_audit(row, request, records, reply, now_ms, context), now_ms, reply, name,
+                              transaction=row.transaction)
         except SparkraftError as e:
-            return Operation(error=e, name=name)
+            return self.refused(row, request, e, now_ms, context)
         except ReplayError as e:  # records that do not apply to the image: nothing was changed
             return Operation(error=SparkraftError(Errors.INVALID_RECORD, f"{name} does not apply: {e}"), name=name)
-
-    def tick(self, now_ms: int) -> list[Operation]:
-        """Timers: activation records, fencing brokers whose session expired, the leader balance,
-        the idle NoOp."""
-        if not self.is_active or self._diverged:
-            return []
-        ops = []
-        broker = brokers_control.first_expired(self, now_ms)
-        if broker is not None:
-            # One per tick (Kafka's maybeFenceOneStaleBroker): fencing a big broker takes seconds,
-            # and the driver handles the heartbeats that arrived meanwhile before the next tick.
-            log.info("controller %d: fencing broker %d (no heartbeat for %d ms)", self.node_id, broker,
-                     self.settings.session_timeout_ms)
-            ops.append(self._emit(brokers_control.fence_records(self, broker), now_ms, None, "FenceBroker"))
-            self.timed_out_heartbeats += 1
-        if now_ms >= self._next_balance_ms and not ops:
-            ops += self._balance_leaders(now_ms)
-        if self._pending_batches:
-            ops.insert(0, self._emit([], now_ms, None, "Activation"))
-        if not ops and now_ms >= self._last_write_ms + self.settings.idle_interval_ms:
-            ops.append(self._emit([pb.NoOpRecord()], now_ms, None, "NoOp"))
-        return ops
-
-    def _balance_leaders(self, now_ms: int) -> list[Operation]:
-        """Kafka's auto leader rebalance: preferred elections for imbalanced brokers, one batch's
-        worth at a time; the next round at once while more remain, else after the check interval."""
-        records, more = topics_control.balance_leaders(self, self.settings.max_records_per_batch)
-        self._next_balance_ms = now_ms if more else now_ms + self.settings.leader_imbalance_check_interval_ms
-        if not records:
-            return []
-        log.info("controller %d: leader balance: %d preferred election(s)%s", self.node_id, len(records),
-                 ", more to come" if more else "")
-        return [self._emit(records, now_ms, None, "BalanceLeaders")]
-
-    def next_deadline_ms(self) -> int:
-        if not self.is_active:
-            return NO_DEADLINE
-        if self._pending_batches:
-            return 0
-        deadline = min(self._last_write_ms + self.settings.idle_interval_ms, self._next_balance_ms)
-        expiry = brokers_control.next_expiry(self)
-        return deadline if expiry is None else min(deadline, expiry)
 
     # ------------------------------------------------------------------ records out
     def _emit(self, records: list[Message], now_ms: int, reply: object = None, name: str = "",

@@ -71,6 +71,7 @@ class LocalController:
             self.now = now_ms
         op = self.core.handle(request, self.now)
         if op.error is not None:
+            self.propose(op)  # a refusal's audit entry, if any
             raise op.error
         first = self.propose(op)
         return op.reply_fn(first) if op.reply_fn is not None else op.reply

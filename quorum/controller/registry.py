@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional
 from quorum.controller import (
     acls_control,
     api,
+    audit,
     brokers_control,
     configs_control,
     controllers_control,
@@ -126,6 +127,9 @@ class RequestRow:
     # the migration's own write: made while ZooKeeper's metadata is being imported, when every other
     # write is refused with NOT_CONTROLLER (migration_control.refusal)
     migrates: bool = False
+    # what its audit entry names and says it asked to set (quorum/controller/audit.py); None: the
+    # broker or controller it is about, else the cluster, and nothing set
+    audit: Optional[audit.Of] = None
 
     @property
     def writes(self) -> bool:
@@ -215,19 +219,22 @@ ROWS: tuple[RequestRow, ...] = (
     # topics and partitions
     RequestRow(api.CreateTopicsRequest, "CreateTopics", 35, KafkaApi("CreateTopics", 19, **_both(2, 7), forwarded=True),
                Needs("create_topics"), lambda c, r, now: topics_control.create_topics(c, r),
-               quick=_few_new_partitions),
+               quick=_few_new_partitions, audit=audit.Of(audit.topics_created, audit.topic_settings)),
     RequestRow(api.DeleteTopicsRequest, "DeleteTopics", 36, KafkaApi("DeleteTopics", 20, **_both(1, 6), forwarded=True),
                Needs("topics", "DELETE", names=lambda r: list(r.names), ids=lambda r: list(r.topic_ids)),
-               lambda c, r, now: topics_control.delete_topics(c, r), quick=_few_partitions_removed),
+               lambda c, r, now: topics_control.delete_topics(c, r), quick=_few_partitions_removed,
+               audit=audit.Of(audit.topics_deleted)),
     RequestRow(api.CreatePartitionsRequest, "CreatePartitions", 37,
                KafkaApi("CreatePartitions", 37, **_both(0, 3), forwarded=True),
                Needs("topics", "ALTER", names=lambda r: [u.name for u in r.updates]),
-               lambda c, r, now: topics_control.create_partitions(c, r)),
+               lambda c, r, now: topics_control.create_partitions(c, r),
+               audit=audit.Of(audit.topics_extended, audit.partition_counts)),
     RequestRow(api.ElectLeadersRequest, "ElectLeaders", 38, KafkaApi("ElectLeaders", 43, **_both(0, 2), forwarded=True),
-               _cluster("ALTER"), lambda c, r, now: topics_control.elect_leaders(c, r)),
+               _cluster("ALTER"), lambda c, r, now: topics_control.elect_leaders(c, r),
+               audit=audit.Of(audit.partitions)),
     RequestRow(api.AlterPartitionReassignmentsRequest, "AlterPartitionReassignments", 40,
                KafkaApi("AlterPartitionReassignments", 45, **_both(0, 0), forwarded=True), _cluster("ALTER"),
-               lambda c, r, now: reassign_control.alter(c, r)),
+               lambda c, r, now: reassign_control.alter(c, r), audit=audit.Of(audit.partitions)),
     RequestRow(api.ListPartitionReassignmentsRequest, "ListPartitionReassignments", 41,
                KafkaApi("ListPartitionReassignments", 46, **_both(0, 0), forwarded=True), _cluster("DESCRIBE"),
                read=read_requests.list_reassignments),
@@ -239,33 +246,39 @@ ROWS: tuple[RequestRow, ...] = (
     RequestRow(api.IncrementalAlterConfigsRequest, "IncrementalAlterConfigs", 42,
                KafkaApi("IncrementalAlterConfigs", 44, **_both(0, 1), forwarded=True),
                Needs("configs", "ALTER_CONFIGS", resources=lambda r: [k for k, _ in r.resources]),
-               lambda c, r, now: configs_control.incremental_alter(c.spec, r), quick=_few_configs),
+               lambda c, r, now: configs_control.incremental_alter(c.spec, r), quick=_few_configs,
+               audit=audit.Of(audit.config_resources, audit.config_changes)),
     RequestRow(api.DescribeConfigsRequest, "DescribeConfigs", 43, KafkaApi("DescribeConfigs", 32, **_both(1, 4)),
                Needs("configs", "DESCRIBE_CONFIGS", resources=lambda r: list(r.resources)),
                read=read_requests.describe_configs),
     RequestRow(api.AlterClientQuotasRequest, "AlterClientQuotas", 49,
                KafkaApi("AlterClientQuotas", 49, **_both(0, 1), forwarded=True), _cluster("ALTER_CONFIGS"),
-               lambda c, r, now: quotas_control.alter(c.spec, r), quick=_few_quotas),
+               lambda c, r, now: quotas_control.alter(c.spec, r), quick=_few_quotas,
+               audit=audit.Of(audit.quota_entities, audit.quota_changes)),
     RequestRow(api.DescribeClientQuotasRequest, "DescribeClientQuotas", 50,
                KafkaApi("DescribeClientQuotas", 48, **_both(0, 1)), _cluster("DESCRIBE_CONFIGS"),
                read=read_requests.describe_quotas),
     # features (kraft.version is the Raft log's: the node upgrades and reports it)
     RequestRow(api.UpdateFeaturesRequest, "UpdateFeatures", 47,
                KafkaApi("UpdateFeatures", 57, **_both(0, 1), forwarded=True), _cluster("ALTER"),
-               lambda c, r, now: features_control.update(c, r), around="update_features_with_kraft"),
+               lambda c, r, now: features_control.update(c, r), around="update_features_with_kraft",
+               audit=audit.Of(audit.features, audit.feature_changes)),
     RequestRow(api.DescribeFeaturesRequest, "DescribeFeatures", 48,
                KafkaApi("ApiVersions", 18, **_both(0, 4), max_bytes=64 << 10),
                NOTHING, read=read_requests.describe_features, around="with_kraft_version"),
     # security
     RequestRow(api.CreateAclsRequest, "CreateAcls", 52, KafkaApi("CreateAcls", 30, **_both(1, 3), forwarded=True),
-               _cluster("ALTER"), lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid)),
+               _cluster("ALTER"), lambda c, r, now: acls_control.create(c.spec, r, c.new_uuid),
+               audit=audit.Of(audit.acl_resources(lambda r: r.bindings), audit.acls_created)),
     RequestRow(api.DeleteAclsRequest, "DeleteAcls", 53, KafkaApi("DeleteAcls", 31, **_both(1, 3), forwarded=True),
-               _cluster("ALTER"), lambda c, r, now: acls_control.delete(c.spec, r)),
+               _cluster("ALTER"), lambda c, r, now: acls_control.delete(c.spec, r),
+               audit=audit.Of(audit.acl_resources(lambda r: r.filters), audit.acls_deleted)),
     RequestRow(api.DescribeAclsRequest, "DescribeAcls", 54, KafkaApi("DescribeAcls", 29, **_both(1, 3)),
                _cluster("DESCRIBE"), read=read_requests.describe_acls),
     RequestRow(api.AlterUserScramCredentialsRequest, "AlterUserScramCredentials", 55,
                KafkaApi("AlterUserScramCredentials", 51, **_both(0, 0), forwarded=True), _cluster("ALTER"),
-               lambda c, r, now: scram_control.alter(c.spec, r), secret=lambda r: bool(r.upsertions)),
+               lambda c, r, now: scram_control.alter(c.spec, r), secret=lambda r: bool(r.upsertions),
+               audit=audit.Of(audit.scram_users, audit.scram_changes)),
     RequestRow(api.DescribeUserScramCredentialsRequest, "DescribeUserScramCredentials", 56,
                KafkaApi("DescribeUserScramCredentials", 50), _cluster("DESCRIBE"), read=read_requests.describe_scram),
     # migration from ZooKeeper mode (the import is the active controller's own: MigrationDriver)

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from quorum.connection_limits import ANSWER_BYTES, AnswerBudget
 from quorum.controller import registry
+from quorum.controller.audit import AuditContext
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
@@ -45,6 +46,8 @@ class KafkaContext:
     # one) decides the reads here
     security: NodeSecurity = field(default_factory=lambda: PLAINTEXT_NODE)
     caller: Optional[Caller] = None  # who is on the connection (set per connection by the listener)
+    software: tuple[str, str] = ("", "")  # the client's name and version, as its ApiVersions (v3+) said
+    forwarded_by: str = ""  # a forwarded request's: the principal of the broker that sent the Envelope
     sasl: Optional[SaslSession] = None  # the connection's login, on a SASL_ listener (sasl.py)
     # the broker's own configuration file's keys (DescribeConfigs of this broker: STATIC_BROKER_CONFIG)
     static_configs: dict = field(default_factory=dict)
@@ -76,7 +79,20 @@ class KafkaContext:
 
     def for_forwarded(self, caller: Caller) -> "KafkaContext":
         """This context for a request a broker forwarded (an Envelope) for its client ``caller``."""
-        return dataclasses.replace(self, caller=caller, sasl=None)
+        return dataclasses.replace(self, caller=caller, sasl=None, software=("", ""),
+                                   forwarded_by=self.caller.principal if self.caller else "")
+
+    @property
+    def audit_context(self) -> AuditContext:
+        """Who sent the request, for its audit entry (quorum/controller/audit.py)."""
+        caller = self.caller or Caller(ANONYMOUS, "")
+        return AuditContext(caller.principal, caller.host, self.listener, self.software, self.forwarded_by)
+
+    def heard_from(self, req, version: int) -> None:
+        """ApiVersions v3+ names the client's software: kept for the connection's audit entries."""
+        if version >= 3:
+            self.software = (str(getattr(req, "client_software_name", "") or "")[:128],
+                             str(getattr(req, "client_software_version", "") or "")[:128])
 
     @property
     def on_behalf_of(self) -> Optional[tuple[str, str]]:
@@ -122,6 +138,7 @@ def api_versions_answer(ctx: KafkaContext, version: int, supported, finalized_le
 
 
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:
+    ctx.heard_from(req, version)
     image = ctx.image()
     features = [*BROKER_FEATURES, ("metadata.version", *CONTROLLER_FEATURES["metadata.version"])]
     return api_versions_answer(ctx, version, features, image.features.levels.items(), image.offset)

@@ -48,7 +48,8 @@ def _call(ctx, request):
     """The controller's reply to ``request`` on behalf of the connection's principal, or the
     SparkraftError that stands for it."""
     try:
-        reply, _committed = ctx.controller.call_committed(request, on_behalf_of=ctx.on_behalf_of)
+        reply, _committed = ctx.controller.call_committed(request, on_behalf_of=ctx.on_behalf_of,
+                                                             context=ctx.audit_context)
         return reply
     except SparkraftError as e:
         return e

@@ -120,6 +120,7 @@ class QuorumSide:
 def api_versions(ctx: KafkaContext, req, version: int) -> dict:
     """The controller's table, and its features as a controller sees them (kraft.version among
     them, which a broker does not advertise: Kafka's controllers do)."""
+    ctx.heard_from(req, version)
     d = ctx.quorum.features()
     return api_versions_answer(ctx, version, d.supported, d.finalized, d.epoch)
 

@@ -29,7 +29,8 @@ def _send(ctx, request):
     broker's image has what the controller had committed when it answered (bounded: a slow image
     delays the answer, it does not fail it)."""
     try:
-        reply, committed = ctx.controller.call_committed(request, on_behalf_of=ctx.on_behalf_of)
+        reply, committed = ctx.controller.call_committed(request, on_behalf_of=ctx.on_behalf_of,
+                                                             context=ctx.audit_context)
     except SparkraftError as e:
         return e
     ctx.wait_for(committed, READ_YOUR_WRITES_TIMEOUT_S)

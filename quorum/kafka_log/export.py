@@ -27,6 +27,7 @@ from kio.schema.voters_record.v0 import data as voters
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32, u16
 
+from quorum.gen.sparkraft.v1.metadata_pb2 import AuditRecord
 from quorum.kafka_log.gen.records import WRITERS
 from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
@@ -155,8 +156,10 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
     RecordType.UNREGISTER_CONTROLLER_RECORD: lambda m: {"controllerId": m.controller_id},
 }
 # what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
-# controller's business, and a 4.x broker no longer reads the record; nor sparkraft's own feature
-NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD})
+# controller's business, and a 4.x broker no longer reads the record; nor sparkraft's audit trail
+# (who changed what is not Kafka's metadata, and its principals are not for every broker); nor
+# sparkraft's own feature
+NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD, RecordType.AUDIT_RECORD})
 NOT_SENT_FEATURES = frozenset({SPARKRAFT_VERSION})
 
 
@@ -384,6 +387,8 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
         put([control_value(r) for r in raft_records], True)
     batch: list = []
     for message in image.records():
+        if isinstance(message, AuditRecord):  # sparkraft's audit chain head: nothing of Kafka's
+            continue
         batch.append((None, message_value(message, level)))
         if len(batch) == SNAPSHOT_RECORDS_PER_BATCH:
             put(batch, False)

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 
 from quorum.metadata import change_block
 from quorum.metadata.acls import AclsDelta
+from quorum.metadata.audit import AuditDelta
 from quorum.metadata.cluster import ClusterDelta
 from quorum.metadata.configs import ConfigsDelta
 from quorum.metadata.errors import ReplayError
@@ -49,6 +50,7 @@ class MetadataDelta:
         self.producer_ids: Optional[ProducerIdsDelta] = None
         self.acls: Optional[AclsDelta] = None
         self.scram: Optional[ScramDelta] = None
+        self.audit: Optional[AuditDelta] = None
 
     def replay(self, record: Message | AnyRecord, offset: Optional[int] = None) -> None:
         """Replay one record at ``offset``, which must be past every offset replayed before
@@ -103,7 +105,7 @@ class MetadataDelta:
 _DELTA_CLASS: dict[str, type] = {
     "features": FeaturesDelta, "cluster": ClusterDelta, "topics": TopicsDelta,
     "configs": ConfigsDelta, "client_quotas": ClientQuotasDelta,
-    "producer_ids": ProducerIdsDelta, "acls": AclsDelta, "scram": ScramDelta,
+    "producer_ids": ProducerIdsDelta, "acls": AclsDelta, "scram": ScramDelta, "audit": AuditDelta,
 }
 
 
@@ -137,5 +139,6 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_user_scram_credential"),
     RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_remove_user_scram_credential"),
     RecordType.NO_OP_RECORD: lambda delta, message: None,
+    RecordType.AUDIT_RECORD: _to("audit", "replay_audit"),
     RecordType.ZK_MIGRATION_STATE_RECORD: _to("features", "replay_zk_migration_state"),
 }

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import ClassVar
 
 from google.protobuf.message import Message
 
 from quorum.metadata.acls import AclsImage
+from quorum.metadata.audit import AuditImage
 from quorum.metadata.cluster import ClusterImage
 from quorum.metadata.configs import ConfigsImage
 from quorum.metadata.features import FeaturesImage
@@ -43,12 +44,19 @@ class MetadataImage:
     producer_ids: ProducerIdsImage = field(default_factory=ProducerIdsImage)
     acls: AclsImage = field(default_factory=AclsImage)
     scram: ScramImage = field(default_factory=ScramImage)
+    audit: AuditImage = field(default_factory=AuditImage)
 
     EMPTY: ClassVar[MetadataImage]
 
     @property
     def offset(self) -> int:
         return self.provenance.offset
+
+    def same_metadata(self, other: "MetadataImage") -> bool:
+        """Whether ``other`` holds the same metadata, wherever each ends: the audit trail's head is
+        not metadata (a refused request writes an audit entry and changes nothing else)."""
+        return replace(self, provenance=Provenance(), audit=AuditImage()) == replace(
+            other, provenance=Provenance(), audit=AuditImage())
 
     def records(self) -> Iterator[Message]:
         """Records that rebuild this image when replayed onto an empty one (a snapshot's body).
@@ -59,7 +67,8 @@ class MetadataImage:
         """
         return chain(self.features.records(), self.cluster.records(), self.topics.records(),
                      self.configs.records(), self.client_quotas.records(),
-                     self.producer_ids.records(), self.acls.records(), self.scram.records())
+                     self.producer_ids.records(), self.acls.records(), self.scram.records(),
+                     self.audit.records())
 
 
 MetadataImage.EMPTY = MetadataImage()

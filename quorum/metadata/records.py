@@ -66,16 +66,17 @@ class RecordType(IntEnum):
     # sparkraft's own, outside Kafka's ids (quorum/metadata/change_block.py): never sent to Kafka
     PARTITION_CHANGE_BLOCK_RECORD = 0x7E01
     PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD = 0x7E02
+    AUDIT_RECORD = 0x7E03  # who changed what (quorum/controller/audit.py): Kafka's brokers get a NoOp
 
     @property
     def message_class(self) -> type[Message]:
         return _MESSAGE_CLASS[self]
 
 
-# sparkraft's own record types: Kafka's log never holds them, and what Kafka's brokers are sent or
-# the lakehouse shows of them is the PartitionChangeRecords they stand for
+# sparkraft's own record types: Kafka's log never holds them. What Kafka's brokers are sent or the
+# lakehouse shows of a block is the PartitionChangeRecords it stands for; of an audit entry, a NoOp.
 SPARKRAFT_ONLY = frozenset({RecordType.PARTITION_CHANGE_BLOCK_RECORD,
-                            RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD})
+                            RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD, RecordType.AUDIT_RECORD})
 
 
 _MESSAGE_CLASS: dict[RecordType, type[Message]] = {

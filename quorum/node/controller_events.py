@@ -38,6 +38,7 @@ class Request:
     future: concurrent.futures.Future
     arrived_ms: int
     check: Optional[Check] = None  # runs on the controller thread once this node is active
+    context: Any = None  # who sent it, for its audit entry (quorum/controller/audit.py AuditContext)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,7 @@ wired by ONE controller event thread. It takes, from one inbound queue:
 - proposal outcomes (``propose`` futures' done-callbacks post them back to the queue);
 - read calls, run against the core's replayed state on this thread;
 
-and between items it watches leadership and runs ``core.tick(now)`` when ``core.next_deadline_ms()``
-has come (only while active: the tick fences brokers whose session expired and similar).
+and between items it watches leadership and runs ``core.tick(now)`` when its deadline has come.
 
 Quick items on the event loop. The core is touched only by whoever holds ``_turn``: the controller
 thread, or the RaftNode's event-loop thread for an item that is quick and arrives there while the
@@ -31,14 +30,12 @@ E *and* it has replayed a committed batch written in E, and deactivated as soon 
 true; never re-activated in an epoch it was deactivated in.
 
 Replies (pending_replies.py). A request's reply is given once its LAST batch is committed *and*
-replayed here, so a read on this node right after a write sees the write. Replies are given in the order requests were
-handled (FIFO), so an Operation without records (a heartbeat that changes nothing, a "topic already
-exists") is answered only after the records of every request handled before it: its answer never
-talks about uncommitted state. ``Operation.reply_fn`` (if set) builds the reply from the committed
-offset of the first record of the first batch (a broker's epoch is its registration's offset).
-``Operation.error`` is answered at once: nothing was proposed. When leadership is lost every
-pending request fails with NOT_CONTROLLER naming the new leader if known (its records may still be
-committed by the new leader: clients retry, as with Kafka).
+replayed here (a read here right after a write sees it), in the order requests were handled, so an
+Operation without records ("topic already exists") never talks about uncommitted state.
+``Operation.reply_fn`` builds the reply from the committed offset of the first record (a broker's
+epoch is its registration's offset). ``Operation.error`` is answered at once (its audit entry, if
+any, proposed without waiting). When leadership is lost every pending request fails (its records
+may still be committed by the new leader: clients retry, as with Kafka).
 """
 from __future__ import annotations
 
@@ -52,6 +49,7 @@ from typing import Any, Callable, Optional
 from quorum.controller import registry
 from quorum.controller.core import ControllerCore
 from quorum.controller.health import cluster_health
+from quorum.controller.operation import Operation
 from quorum.errors import ControllerNotRunningError, Errors, NotLeaderError, SparkraftError
 from quorum.log.batch import Batch
 from quorum.migration.driver import MigrationDriver
@@ -164,13 +162,11 @@ class ControllerNode:
         """Times this node became the active controller (metrics)."""
         return self.leadership.activations
 
-    def wait_active(self, timeout: float) -> bool:
-        """Wait until this node is the active controller; False on timeout."""
+    def wait_active(self, timeout: float) -> bool:  # False on timeout
         return self.leadership.wait_active(timeout)
 
     def leader_id(self) -> Optional[int]:
-        st = self.raft.status()
-        return st.leader_id
+        return self.raft.status().leader_id
 
     # -- the rest of what the transports use (quorum/rpc/ports.py, ControllerPort)
     def hold_client_slot(self, wire: bool) -> Callable[[], None]:
@@ -190,11 +186,12 @@ class ControllerNode:
         return topic.name if topic is not None else None
 
     # ------------------------------------------------------------------ the API (any thread)
-    def submit(self, request, check: Optional[Check] = None) -> concurrent.futures.Future:
+    def submit(self, request, check: Optional[Check] = None, context=None) -> concurrent.futures.Future:
         """Hand a write request to the core; the future resolves with its reply once committed, or
         fails with SparkraftError (NOT_CONTROLLER with ``details['leader_id']``, or the core's error).
         ``check`` (authorization) runs on the controller thread once this node is known to be the
-        active controller, against the ACLs of everything it has replayed; its error refuses the request."""
+        active controller, against the ACLs of everything it has replayed; its error refuses the request.
+        ``context``: who sent it, for the audit trail (an AuditContext; None: this controller's own)."""
         around = registry.row_of(request).around
         if around is not None:
             answered = getattr(controller_extras, around)(self, request, check)
@@ -206,7 +203,7 @@ class ControllerNode:
         else:
             # Stamped on arrival: a heartbeat that waits behind a long operation still counts from
             # when the broker sent it, so the wait cannot expire its session.
-            self._quickly_or_post(Request(request, future, self.raft.now_ms(), check),
+            self._quickly_or_post(Request(request, future, self.raft.now_ms(), check, context),
                                   lambda: self.core.handles_quickly(request))
         return future
 
@@ -361,7 +358,7 @@ class ControllerNode:
 
     def _on_request(self, item: Request) -> None:
         if item.future.set_running_or_notify_cancel():
-            self._handle_request(item.request, item.future, item.arrived_ms, item.check)
+            self._handle_request(item.request, item.future, item.arrived_ms, item.check, item.context)
 
     def _on_proposed(self, item: Proposed) -> None:
         self._proposed(item.pending, item.index, item.proposal)
@@ -409,7 +406,7 @@ class ControllerNode:
             self.security.scram.follow(self.core.image.scram, loaded=self.loaded)
 
     def _handle_request(self, request, future: concurrent.futures.Future, arrived_ms: int,
-                        check: Optional[Check] = None) -> None:
+                        check: Optional[Check] = None, context=None) -> None:
         if self.leadership.active_epoch is None:
             st = self.raft.status()
             future.set_exception(not_controller(self.node_id, st.leader_id,
@@ -417,12 +414,12 @@ class ControllerNode:
             return
         denied = check() if check is not None else None
         if denied is not None:
-            future.set_exception(denied)
+            self._refused(self.core.refused(registry.row_of(request), request, denied, arrived_ms, context), future)
             return
         started = time.monotonic()
         arrived = started - max(0, self.raft.now_ms() - arrived_ms) / 1000
         try:
-            op = self.core.handle(request, arrived_ms)
+            op = self.core.handle(request, arrived_ms, context)
         except SparkraftError as e:
             future.set_exception(e)
             return
@@ -431,9 +428,15 @@ class ControllerNode:
             future.set_exception(SparkraftError(Errors.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}"))
             return
         if op.error is not None:
-            future.set_exception(op.error)
+            self._refused(op, future)
             return
         self._start(op, future, arrived, started)
+
+    def _refused(self, op, future: concurrent.futures.Future) -> None:
+        """Answer a refusal at once; its audit entry, if any, is proposed without waiting on it."""
+        if op.batches:
+            self._start(Operation(op.batches, name=op.name), None)
+        future.set_exception(op.error)
 
     def _start(self, op, future: Optional[concurrent.futures.Future], arrived: Optional[float] = None,
                started: Optional[float] = None) -> None:

@@ -22,8 +22,9 @@ class LocalFirstController:
         self.remote = remote
 
     def call_committed(self, request, timeout: Optional[float] = None,
-                       on_behalf_of: Optional[tuple[str, str]] = None) -> tuple[object, int]:
-        """(reply, committed offset at or past the request's records), as ControllerClient's."""
+                       on_behalf_of: Optional[tuple[str, str]] = None, context=None) -> tuple[object, int]:
+        """(reply, committed offset at or past the request's records), as ControllerClient's;
+        ``context``: who sent it (an AuditContext), for its audit entry."""
         node = self.node
         if node.is_active:
             principal, host = on_behalf_of or (ANONYMOUS, "")
@@ -38,7 +39,7 @@ class LocalFirstController:
             except SparkraftError:
                 release = None  # every local slot is busy: the remote path queues nothing either
             if release is not None:
-                future = node.submit(request, check if security.authorizer is not None else None)
+                future = node.submit(request, check if security.authorizer is not None else None, context)
                 future.add_done_callback(lambda _f: release())
                 try:
                     reply = future.result(timeout or DEFAULT_TIMEOUT_S)
@@ -49,7 +50,7 @@ class LocalFirstController:
                 except SparkraftError as e:
                     if e.error is not Errors.NOT_CONTROLLER:  # lost the leadership meanwhile: ask the new one
                         raise
-        return self.remote.call_committed(request, timeout, on_behalf_of)
+        return self.remote.call_committed(request, timeout, on_behalf_of, context)
 
     def close(self) -> None:
         self.remote.close()

@@ -38,7 +38,7 @@ from quorum.rpc.leader_client import LeaderFollowingClient
 from quorum.rpc.raft_client import Bootstrap, parse_bootstrap
 from quorum.rpc.wire_methods import BY_NAME
 from quorum.security.client import ClientSecurity
-from quorum.security.principal import FORWARDED_HOST, FORWARDED_PRINCIPAL
+from quorum.security.principal import FORWARDED_HOST, FORWARDED_LISTENER, FORWARDED_PRINCIPAL, FORWARDED_SOFTWARE
 
 _RETRIABLE = {Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT, Errors.NOT_LEADER_OR_FOLLOWER}
 _RETRIABLE_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
@@ -63,10 +63,12 @@ class ControllerClient(LeaderFollowingClient):
         """A request forwarded for a Kafka client (``metadata`` naming it) goes on the wire too, in
         the ``Forward`` envelope, where the target's wire serves that."""
         named = dict(metadata)
-        if metadata and set(named) == {FORWARDED_PRINCIPAL, FORWARDED_HOST} \
+        if metadata and set(named) <= {FORWARDED_PRINCIPAL, FORWARDED_HOST, FORWARDED_SOFTWARE, FORWARDED_LISTENER} \
                 and self._on_wire(target, method, request) and (target, "Forward") not in self._not_on_wire:
             envelope = pb.ForwardedRequest(principal=named[FORWARDED_PRINCIPAL], host=named[FORWARDED_HOST],
-                                           method=method, request=request.SerializeToString())
+                                           method=method, request=request.SerializeToString(),
+                                           software=named.get(FORWARDED_SOFTWARE, ""),
+                                           listener=named.get(FORWARDED_LISTENER, ""))
             resp = self._attempt_wire(target, "Forward", envelope, deadline)
             if resp is not None:
                 return BY_NAME[method].response.FromString(resp.response)
@@ -93,7 +95,7 @@ class ControllerClient(LeaderFollowingClient):
         return cc.reply_from_proto(method, resp), resp.committed_offset
 
     def call_committed(self, request, timeout: Optional[float] = None,
-                       on_behalf_of: Optional[tuple[str, str]] = None) -> tuple[Any, int]:
+                       on_behalf_of: Optional[tuple[str, str]] = None, context=None) -> tuple[Any, int]:
         """A write request: (its reply, the active controller's committed offset when it answered,
         at or past the request's records). A broker that forwarded a client's write waits for its
         own image to reach that offset before it answers (read-your-writes). ``on_behalf_of``:
@@ -102,6 +104,8 @@ class ControllerClient(LeaderFollowingClient):
         method = cc.method_of(request)
         metadata = () if on_behalf_of is None else (
             (FORWARDED_PRINCIPAL, on_behalf_of[0]), (FORWARDED_HOST, on_behalf_of[1]))
+        if on_behalf_of is not None and context is not None:  # the client's software and listener, for the audit
+            metadata += ((FORWARDED_SOFTWARE, "/".join(context.software)), (FORWARDED_LISTENER, context.listener))
         resp = self._call_leader(method, cc.request_to_proto(request), timeout, metadata)
         return cc.reply_from_proto(method, resp), resp.committed_offset
 

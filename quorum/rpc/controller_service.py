@@ -28,12 +28,14 @@ from typing import Any, Callable, Optional
 import grpc
 
 from quorum.controller import registry
+from quorum.controller.audit import AuditContext
 from quorum.errors import ControllerNotRunningError, Errors, SparkraftError, StillReplayingError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
 from quorum.rpc import request_actions
 from quorum.rpc.deadline import time_left
 from quorum.rpc.ports import ControllerPort
+from quorum.security.principal import FORWARDED_LISTENER, FORWARDED_PRINCIPAL, FORWARDED_SOFTWARE, peer_host
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,8 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
     def _serve(self, method: str, request_pb, context: grpc.ServicerContext):
         try:
-            call = begin_call(self._node, method, request_pb, lambda: _authorizing_caller(self._node, context))
+            call = begin_call(self._node, method, request_pb, lambda: _authorizing_caller(self._node, context),
+                              identify=lambda: _audit_context(self._node, context))
         except ControllerNotRunningError as e:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
         if not isinstance(call, PendingCall):
@@ -76,6 +79,26 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
 
 def _authorizing_caller(node: ControllerPort, context):
     return node.security.authorizing_caller(context)
+
+
+def _who(identify: Optional[Callable[[], Any]]):
+    """``identify()``, or None if it cannot say (the entry is then the controller's own)."""
+    try:
+        return identify() if identify is not None else None
+    except SparkraftError:
+        return None
+
+
+def _audit_context(node: ControllerPort, context) -> AuditContext:
+    """Who sent a gRPC request: its caller (a forwarded request's client, with the software and
+    listener the forwarding node names, and the address it came from as ``forwarded_by``)."""
+    caller = node.security.caller(context)
+    named = dict(context.invocation_metadata() or ())
+    if FORWARDED_PRINCIPAL not in named:
+        return AuditContext(caller.principal, caller.host, "grpc")
+    name, _, version = named.get(FORWARDED_SOFTWARE, "").partition("/")
+    return AuditContext(caller.principal, caller.host, named.get(FORWARDED_LISTENER, "")[:128], (name, version),
+                        forwarded_by=peer_host(context.peer()))
 
 
 @dataclass(eq=False)
@@ -113,11 +136,11 @@ class PendingCall:
 
 
 def begin_call(node: Optional[ControllerPort], method: str, request_pb, authorizing_caller: Callable[[], Any],
-               wire: bool = False):
+               wire: bool = False, identify: Optional[Callable[[], Any]] = None):
     """Start a controller request, whatever the transport: the response at once (a refusal, a bad
     request), or a :class:`PendingCall`. ``authorizing_caller()`` is NodeSecurity's for the
     request's transport (``wire``: the wire's, else gRPC's). ControllerNotRunningError if there is no
-    running controller here.
+    running controller here. ``identify()``: who sent a write, for its audit entry (an AuditContext).
 
     Writes wait for their commit holding one of the node's client slots: past that limit they are
     refused at once with REQUEST_TIMED_OUT (retriable), never queued (RaftNode's ClientSlots)."""
@@ -157,7 +180,7 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
             release = node.hold_client_slot(wire)
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
-        future = node.submit(request, check)  # writes: checked by the active controller
+        future = node.submit(request, check, _who(identify))  # writes: checked by the active controller
         future.add_done_callback(lambda f: release())
 
     def finish(reply):

@@ -10,11 +10,12 @@ has no SCRAM login: SASL_SSL clients take gRPC).
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Callable
+from typing import Callable, Optional
 
 from google.protobuf.message import DecodeError
 
 from quorum.controller import registry
+from quorum.controller.audit import AuditContext
 from quorum.errors import ControllerNotRunningError
 from quorum.gen.sparkraft.v1 import controller_pb2 as cpb
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
@@ -39,7 +40,8 @@ class _Handler:
 
     def __call__(self, conn: WireConnection, request):
         node = self._service.node
-        return _serve(node, self._method, request, lambda: _caller(node, conn))
+        return _serve(node, self._method, request, lambda: _caller(node, conn),
+                      identify=lambda: _audit_context(node, conn))
 
 
 class _Forwarded:
@@ -66,14 +68,20 @@ class _Forwarded:
                 return None
             return node.security.forwarded_caller(_caller(node, conn), envelope.principal, envelope.host)
 
-        return _serve(node, envelope.method, request, caller, _enveloped)
+        def identify():
+            name, _, version = envelope.software.partition("/")
+            return AuditContext(envelope.principal[:1024], envelope.host[:256], envelope.listener[:128],
+                                (name[:128], version[:128]), forwarded_by=_audit_context(node, conn).principal)
+
+        return _serve(node, envelope.method, request, caller, _enveloped, identify)
 
 
-def _serve(node, method: str, request, caller: Callable, wrap: Callable = lambda response: response):
+def _serve(node, method: str, request, caller: Callable, wrap: Callable = lambda response: response,
+           identify: Optional[Callable] = None):
     """``begin_call`` on the wire: the response at once, or a Deferred one; ``wrap(response)`` is
     what goes back (a forwarded request's response travels inside the envelope's)."""
     try:
-        call = begin_call(node, method, request, caller, wire=True)
+        call = begin_call(node, method, request, caller, wire=True, identify=identify)
     except ControllerNotRunningError as e:
         raise WireRefusal(Status.UNAVAILABLE, str(e)) from None
     if not isinstance(call, PendingCall):
@@ -90,6 +98,12 @@ def _caller(node: ControllerPort, conn: WireConnection):
     if node.security.authorizer is None:
         return None
     return node.security.wire_caller(conn.peer, conn.peer_certificate)
+
+
+def _audit_context(node: ControllerPort, conn: WireConnection) -> AuditContext:
+    """Who is on a wire connection, for the audit trail (by its certificate under mutual TLS)."""
+    caller = node.security.wire_caller(conn.peer, conn.peer_certificate)
+    return AuditContext(caller.principal, caller.host, "wire")
 
 
 def _answer(call: PendingCall, future: concurrent.futures.Future):

@@ -32,7 +32,8 @@ class ControllerPort(Protocol):
     @property
     def running(self) -> bool: ...
 
-    def submit(self, request, check: Optional[Callable[[], object]] = None) -> concurrent.futures.Future:
+    def submit(self, request, check: Optional[Callable[[], object]] = None,
+               context: object = None) -> concurrent.futures.Future:
         """A write, answered once its records are committed (``check``: its authorization, run by the
         active controller)."""
 

@@ -22,6 +22,10 @@ ANONYMOUS = "User:ANONYMOUS"
 # and host. A controller takes them only from a caller it trusts to forward (node_security.py).
 FORWARDED_PRINCIPAL = "sparkraft-forwarded-principal"
 FORWARDED_HOST = "sparkraft-forwarded-host"
+# for the audit trail (quorum/controller/audit.py): the forwarded client's software ("name/version",
+# from Kafka's ApiVersions) and the listener it reached
+FORWARDED_SOFTWARE = "sparkraft-forwarded-software"
+FORWARDED_LISTENER = "sparkraft-forwarded-listener"
 DEFAULT_RULES = "DEFAULT"
 
 _RULE = r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?).*?|(.*?)"

@@ -148,10 +148,12 @@ class ControllerCluster(Cluster):
 
     def _start(self, node_id: int, c: _Ctl, p: Pending, op: Operation) -> Pending:
         p.op, p.node_id, p.epoch = op, node_id, c.active_epoch
-        if op.error is not None:
+        raft = self.nodes[node_id].core
+        if op.error is not None:  # answered at once; its audit entry, if any, proposed all the same
+            for records in op.batches:
+                raft.propose(records, self.now)
             p.done, p.error = True, op.error
             return p
-        raft = self.nodes[node_id].core
         for i, records in enumerate(op.batches):
             last = raft.propose(records, self.now)
             if i == 0:

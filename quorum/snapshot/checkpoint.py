@@ -115,7 +115,7 @@ def checkpoint_body(image: MetadataImage) -> list[bytes]:
             out.append(encode_block(topic.topic_id, partitions))
     out.extend(encode_record(r) for r in chain(image.configs.records(), image.client_quotas.records(),
                                                image.producer_ids.records(), image.acls.records(),
-                                               image.scram.records()))
+                                               image.scram.records(), image.audit.records()))
     return out
 
 

@@ -36,3 +36,20 @@ def create(c: LocalController, name: str, partitions: int = 1, rf: int = 1, **kw
 
 def heartbeat(c: LocalController, broker: int, epoch: int, **kw) -> api.BrokerHeartbeatReply:
     return c.request(api.BrokerHeartbeatRequest(broker, epoch, c.core.last_committed_offset, **kw))
+
+
+def metadata_written(c: LocalController, since: int) -> int:
+    """How many metadata records ``c`` appended at or after offset ``since`` (audit entries are not)."""
+    from quorum.metadata.records import RecordType
+
+    audit = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
+    return sum(1 for b in (*c.log, *c.uncommitted) if not b.control for i, r in enumerate(b.records)
+               if b.base_offset + i >= since and r[:2] != audit)
+
+
+def metadata_in(op) -> list[bytes]:
+    """The metadata records an Operation proposes (its audit entry is not metadata)."""
+    from quorum.metadata.records import RecordType
+
+    audit = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
+    return [r for batch in op.batches for r in batch if r[:2] != audit]

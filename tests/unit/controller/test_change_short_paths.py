@@ -5,8 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quorum.controller.partition_change import (GENERAL, Election, Elr, IsrShrinks, change, preferred_leader_only,
-                                               shrink_isr)
+from quorum.controller.partition_change import (
+    GENERAL,
+    Election,
+    Elr,
+    IsrShrinks,
+    change,
+    preferred_leader_only,
+    shrink_isr,
+)
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata import change_block
 from quorum.metadata.topics import PartitionRegistration

@@ -12,8 +12,8 @@ from quorum.controller.index import PartitionIndex, bits
 from quorum.controller.partition_change import change
 from quorum.controller.topics_control import TopicPolicies, move_off
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
-from quorum.metadata.records import decode_record
 from quorum.metadata.invariants import violations
+from quorum.metadata.records import decode_record
 
 
 def test_fencing_one_broker_writes_one_change_per_partition_it_is_in():
@@ -28,7 +28,7 @@ def test_fencing_one_broker_writes_one_change_per_partition_it_is_in():
         if b != 7:
             heartbeat(c, b, epochs[b])
     (op,) = c.core.tick(9500)
-    assert op.record_count == len(holding) + 1  # + its BrokerRegistrationChangeRecord
+    assert op.record_count == len(holding) + 2  # + its BrokerRegistrationChangeRecord and the audit entry
     c.propose(op)
     image = c.core.image
     assert image.cluster.broker(7).fenced and violations(image) == []

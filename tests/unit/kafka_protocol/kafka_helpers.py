@@ -15,7 +15,7 @@ class InMemoryController:
     def __init__(self, c: LocalController):
         self.c = c
 
-    def call_committed(self, request, timeout=None, on_behalf_of=None):
+    def call_committed(self, request, timeout=None, on_behalf_of=None, context=None):
         return self.c.request(request), self.c.end_offset - 1
 
 

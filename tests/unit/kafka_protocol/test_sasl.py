@@ -36,7 +36,7 @@ class RecordingController(InMemoryController):
         super().__init__(c)
         self.on_behalf_of = []
 
-    def call_committed(self, request, timeout=None, on_behalf_of=None):
+    def call_committed(self, request, timeout=None, on_behalf_of=None, context=None):
         self.on_behalf_of.append(on_behalf_of)
         return super().call_committed(request, timeout, on_behalf_of)
 

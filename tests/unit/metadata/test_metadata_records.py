@@ -35,7 +35,8 @@ KAFKA_API_KEYS = {
     "RegisterControllerRecord": 27, "UnregisterControllerRecord": 29,
 }
 # sparkraft's own record types, outside Kafka's ids (never sent to Kafka's brokers as they are)
-SPARKRAFT_TYPES = {"PartitionChangeBlockRecord": 0x7E01, "PartitionChangeBlockContinuationRecord": 0x7E02}
+SPARKRAFT_TYPES = {"PartitionChangeBlockRecord": 0x7E01, "PartitionChangeBlockContinuationRecord": 0x7E02,
+                   "AuditRecord": 0x7E03}
 
 SAMPLES = [
     broker(1, epoch=42, rack="rack-a"),
@@ -71,6 +72,10 @@ SAMPLES = [
     pb.PartitionChangeBlockRecord(topic_ids=[uid(7)], topic_rows=[2], partition_ids=[0, 1], leaders=[1, -2],
                                   isr=[0, -1], list_lengths=[2], list_ids=[1, 2]),
     pb.PartitionChangeBlockContinuationRecord(),
+    pb.AuditRecord(time_ms=1_700_000_000_000, principal="User:alice", client_host="10.0.0.7",
+                   client_software_name="apache-kafka-java", client_software_version="4.4.0", listener="CONTROLLER",
+                   request="CreateTopics", resources=["TOPIC:orders"], changes=["retention.ms=86400000"],
+                   record_count=4, hash=b"h" * 32),
 ]
 SCRAM = pb.UserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_256, salt=b"s" * 32,
                                      stored_key=b"k" * 32, server_key=b"v" * 32, iterations=8192)

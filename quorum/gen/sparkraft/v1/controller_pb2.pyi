@@ -1219,16 +1219,20 @@ class FinalizeMigrationResponse(_message.Message):
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
 class ForwardedRequest(_message.Message):
-    __slots__ = ("principal", "host", "method", "request")
+    __slots__ = ("principal", "host", "method", "request", "software", "listener")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     METHOD_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
+    SOFTWARE_FIELD_NUMBER: _ClassVar[int]
+    LISTENER_FIELD_NUMBER: _ClassVar[int]
     principal: str
     host: str
     method: str
     request: bytes
-    def __init__(self, principal: _Optional[str] = ..., host: _Optional[str] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ...) -> None: ...
+    software: str
+    listener: str
+    def __init__(self, principal: _Optional[str] = ..., host: _Optional[str] = ..., method: _Optional[str] = ..., request: _Optional[bytes] = ..., software: _Optional[str] = ..., listener: _Optional[str] = ...) -> None: ...
 
 class ForwardedResponse(_message.Message):
     __slots__ = ("response",)

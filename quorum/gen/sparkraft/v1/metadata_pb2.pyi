@@ -475,3 +475,37 @@ class PartitionChangeBlockRecord(_message.Message):
 class PartitionChangeBlockContinuationRecord(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class AuditRecord(_message.Message):
+    __slots__ = ("time_ms", "principal", "client_host", "client_software_name", "client_software_version", "listener", "request", "resources", "changes", "error_code", "error_message", "record_count", "forwarded_by", "occurrences", "hash")
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SOFTWARE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SOFTWARE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LISTENER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    FORWARDED_BY_FIELD_NUMBER: _ClassVar[int]
+    OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    HASH_FIELD_NUMBER: _ClassVar[int]
+    time_ms: int
+    principal: str
+    client_host: str
+    client_software_name: str
+    client_software_version: str
+    listener: str
+    request: str
+    resources: _containers.RepeatedScalarFieldContainer[str]
+    changes: _containers.RepeatedScalarFieldContainer[str]
+    error_code: int
+    error_message: str
+    record_count: int
+    forwarded_by: str
+    occurrences: int
+    hash: bytes
+    def __init__(self, time_ms: _Optional[int] = ..., principal: _Optional[str] = ..., client_host: _Optional[str] = ..., client_software_name: _Optional[str] = ..., client_software_version: _Optional[str] = ..., listener: _Optional[str] = ..., request: _Optional[str] = ..., resources: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[str]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., record_count: _Optional[int] = ..., forwarded_by: _Optional[str] = ..., occurrences: _Optional[int] = ..., hash: _Optional[bytes] = ...) -> None: ...
