@@ -161,4 +161,8 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
                                      resource_name=c["resource_name"], name=c["name"], value=c["value"]))
     for raw in replayed.sort_by("offset").column("raw").to_pylist():
         delta.replay(decode_record(raw))
+    audit = (pc.field("type") == RecordType.AUDIT_RECORD.name) & (pc.field("offset") <= cut.offset)
+    audits = dataset.to_table(columns=["offset", "raw"], use_threads=False, filter=audit)  # the chain's head
+    if audits.num_rows:
+        delta.replay(decode_record(audits.sort_by([("offset", "descending")]).column("raw")[0].as_py()))
     return delta.apply(Provenance(last["offset"], last["epoch"])), cut.offset + 1

@@ -19,7 +19,6 @@ from deltalake.exceptions import TableNotFoundError
 from delta_tables import storage
 from delta_tables.schemas import ALL_TABLES, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES
 
-
 # delta-rs's refusal of a table whose protocol names a feature it lacks
 _UNSUPPORTED_FEATURE = re.compile(r"Feature '([^']+)' is not supported")
 
@@ -161,6 +160,6 @@ def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:
     """Every table at the cut's versions (the newest versions without a cut)."""
     out = {}
     for table in ALL_TABLES:
-        version = None if cut is None or table == SNAPSHOTS else cut.versions[table]
+        version = None if cut is None or table not in cut.versions else cut.versions[table]
         out[table] = _open(warehouse, table, version)
     return out

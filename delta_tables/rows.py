@@ -30,9 +30,9 @@ from delta_tables.schemas import (
 )
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.voter_set import ZERO_UUID, VoterSet
+from quorum.metadata import change_block
 from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
 from quorum.metadata.image import MetadataImage
-from quorum.metadata import change_block
 from quorum.metadata.records import MetadataRecord, RecordType
 from quorum.metadata.scram import MECHANISM_CODES, mechanism_name
 

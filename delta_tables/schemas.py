@@ -16,11 +16,12 @@ import zlib
 
 import pyarrow as pa
 
-TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, USERS, VOTERS, RECORDS, SNAPSHOTS = (
-    "topics", "partitions", "brokers", "configs", "acls", "users", "voters", "records", "snapshots")
+TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, USERS, VOTERS, RECORDS, SNAPSHOTS, AUDIT = (
+    "topics", "partitions", "brokers", "configs", "acls", "users", "voters", "records", "snapshots", "audit")
 IMAGE_TABLES = (TOPICS, PARTITIONS, BROKERS, CONFIGS, ACLS, USERS)  # rows of the metadata image
 STATE_TABLES = (*IMAGE_TABLES, VOTERS)  # current state, merged by key; voters from control records
-ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS)
+# ``audit`` is appended by offset like ``records`` but names no version in a cut: read it up to a cut's offset
+ALL_TABLES = (*STATE_TABLES, RECORDS, SNAPSHOTS, AUDIT)
 
 PARTITION_BUCKETS = 128
 
@@ -59,6 +60,13 @@ SCHEMAS: dict[str, pa.Schema] = {
                           ("brokers_version", pa.int64()), ("configs_version", pa.int64()),
                           ("records_version", pa.int64()), ("voters_version", pa.int64()),
                           ("acls_version", pa.int64()), ("users_version", pa.int64())]),
+    AUDIT: pa.schema([("offset", pa.int64()), ("epoch", pa.int32()), ("time", pa.timestamp("ms", "UTC")),
+                      ("day", pa.string()), ("principal", pa.string()), ("client_host", pa.string()),
+                      ("client_software_name", pa.string()), ("client_software_version", pa.string()),
+                      ("listener", pa.string()), ("request", pa.string()), ("resources", pa.list_(pa.string())),
+                      ("changes", pa.list_(pa.string())), ("outcome", pa.string()), ("error_code", pa.int32()),
+                      ("error_message", pa.string()), ("first_offset", pa.int64()), ("record_count", pa.int32()),
+                      ("forwarded_by", pa.string()), ("occurrences", pa.int32()), ("hash", pa.binary())]),
 }
 
 KEYS: dict[str, tuple[str, ...]] = {
@@ -71,7 +79,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     VOTERS: ("node_id",),
 }
 
-PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"]}
+PARTITION_BY: dict[str, list[str]] = {PARTITIONS: ["bucket"], AUDIT: ["day"]}
 
 ROW_OF: dict[str, str] = {  # what one row is, for the reference docs
     TOPICS: "One row per live topic.",
@@ -86,6 +94,11 @@ ROW_OF: dict[str, str] = {  # what one row is, for the reference docs
              "JSON (credentials `(redacted)`); `raw` its frame, credentials cleared.",
     SNAPSHOTS: "One row per consistent cut: the log offset and the version of each table at it. "
                "`--as-of-offset N` reads every table at the newest cut at or below N.",
+    AUDIT: "One row per audit entry (docs/use/audit.md): who (`principal`, `client_host`, the client's software, "
+           "`listener`, `forwarded_by`) asked for what (`request`, `resources`, `changes`: a password-type "
+           "config's value never, only `(sensitive)`), the `outcome` (`done`, `denied`, `refused`) and the "
+           "records it wrote (`first_offset`, `record_count`); `occurrences` > 1 counts refusals alike; `hash` "
+           "chains each entry on the one before (`sparkraft audit --verify`). Partitioned by `day`.",
 }
 
 

@@ -14,8 +14,8 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_tables.schemas import AUDIT, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, partition_bucket
 from delta_tables.spark_session import DELTA_PACKAGE
-from delta_tables.schemas import KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, partition_bucket
 from delta_tables.writer import APP_ID, DeltaRsWriter
 
 
@@ -65,6 +65,14 @@ class DeltaSparkWriter(DeltaRsWriter):
     def _append(self, name: str, rows: pa.Table, version: int) -> None:
         df = self.spark.createDataFrame(rows)
         self._with_txn(name, version, lambda: df.write.format("delta").mode("append").save(self.path(name)))
+
+    def append_audit(self, rows: pa.Table, last_offset: int) -> bool:
+        applied = self.applied(AUDIT)
+        data = rows.filter(pc.greater(rows.column("offset"), applied))
+        if applied >= last_offset or not data.num_rows:
+            return False
+        self._append(AUDIT, data, last_offset)
+        return True
 
     def append_records(self, records: pa.Table, last_offset: int) -> bool:
         applied = self.applied(RECORDS)

@@ -26,6 +26,7 @@ from deltalake.schema import Field
 
 from delta_tables import storage
 from delta_tables.schemas import (
+    AUDIT,
     KEYS,
     PARTITION_BY,
     PARTITIONS,
@@ -232,6 +233,18 @@ class DeltaRsWriter:
         self._commit(RECORDS, last_offset, lambda: write_deltalake(
             self.table(RECORDS), data, mode="append", commit_properties=_txn(last_offset),
             post_commithook_properties=HOOKS, target_file_size=TARGET_FILE_SIZE))
+        return True
+
+    def append_audit(self, rows: pa.Table, last_offset: int) -> bool:
+        """Append ``audit`` rows (delta_tables/audit.py) through ``last_offset``, those past what the
+        table holds; False if it holds them all."""
+        applied = self.applied(AUDIT)
+        data = rows.filter(pc.greater(rows.column("offset"), applied))
+        if applied >= last_offset or not data.num_rows:
+            return False
+        self._commit(AUDIT, last_offset, lambda: write_deltalake(
+            self.table(AUDIT), data, mode="append", partition_by=PARTITION_BY[AUDIT],
+            commit_properties=_txn(last_offset), post_commithook_properties=HOOKS))
         return True
 
     def merge_state(self, name: str, upserts: list[dict[str, Any]], deletes: Iterable[tuple],

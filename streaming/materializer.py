@@ -35,6 +35,7 @@ from typing import Any, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_tables.audit import rows as audit_rows
 from delta_tables.rows import TouchedKeys, holds, row, rows_of
 from delta_tables.schemas import RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES, VOTERS
 from delta_tables.writer import DeltaRsWriter
@@ -220,6 +221,7 @@ class Materializer:
         if fresh.num_rows:
             self.writer.append_records(records_table(fresh), last)
             self._committed(RECORDS, clock)
+            self.writer.append_audit(audit_rows(fresh), last)
         clock = self._took(RECORDS, clock)
         if self.loader.in_transaction:
             out["waiting_for_transaction"] = True

@@ -226,8 +226,11 @@ class Audits:
     def _head(self) -> bytes:
         return self._spec.audit.head
 
-    def own_context(self) -> AuditContext:
-        return AuditContext(f"Controller:{self.node_id}")
+    def own_context(self, request=None) -> AuditContext:
+        """Who a request without a sender is attributed to: the broker it is about for a broker's
+        own (an in-process one), else this controller."""
+        broker = getattr(request, "broker_id", None)
+        return AuditContext(f"Broker:{broker}" if broker is not None else f"Controller:{self.node_id}")
 
     def with_audit(self, row, request, records: list, reply, now_ms: int, context: Optional[AuditContext]) -> list:
         """``records`` and, if the request is audited (``audited``), its entry after them; the
@@ -235,8 +238,8 @@ class Audits:
         if getattr(request, "validate_only", False) or not audited(row, records, False):
             return records
         name = row.kafka.name if row.kafka is not None else row.method or type(request).__name__
-        return [*records, entry(self._head(), now_ms, name, context or self.own_context(), resources(row, request),
-                                changes(row, request), len(records), *outcome(reply))]
+        return [*records, entry(self._head(), now_ms, name, context or self.own_context(request),
+                                resources(row, request), changes(row, request), len(records), *outcome(reply))]
 
     def decided(self, records: list, now_ms: int, name: str, names: list[str]) -> list:
         """The controller's own decision (fencing a silent broker, a leader balance) with its entry."""
@@ -255,7 +258,7 @@ class Audits:
         """The entry of a refused request, or none: not audited, or summarised (``refusal_summaries``)."""
         if row is None or getattr(request, "validate_only", False) or not audited(row, [], True):
             return []
-        context = context or self.own_context()
+        context = context or self.own_context(request)
         name = row.kafka.name if row.kafka is not None else row.method or type(request).__name__
         key = (context.principal, context.host, name, int(error.error.value))
         seen = self._refusals.get(key)
