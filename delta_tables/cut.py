@@ -17,7 +17,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from delta_tables import storage
-from delta_tables.schemas import ALL_TABLES, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES
+from delta_tables.schemas import ALL_TABLES, AUDIT, RECORDS, SCHEMAS, SNAPSHOTS, STATE_TABLES
 
 # delta-rs's refusal of a table whose protocol names a feature it lacks
 _UNSUPPORTED_FEATURE = re.compile(r"Feature '([^']+)' is not supported")
@@ -157,9 +157,14 @@ def plain_types(t: pa.Table) -> pa.Table:
 
 
 def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:
-    """Every table at the cut's versions (the newest versions without a cut)."""
+    """Every table at the cut's versions (the newest versions without a cut). ``audit``, which a
+    warehouse written before the audit trail lacks, is left out where it is not there."""
     out = {}
     for table in ALL_TABLES:
         version = None if cut is None or table not in cut.versions else cut.versions[table]
-        out[table] = _open(warehouse, table, version)
+        try:
+            out[table] = _open(warehouse, table, version)
+        except CutError:
+            if table != AUDIT:
+                raise
     return out

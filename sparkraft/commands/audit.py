@@ -46,7 +46,11 @@ def run_audit(args: argparse.Namespace) -> int:
     from quorum.controller.audit import verify
     from sparkraft.commands.sql import format_rows
 
-    table = read_table(tables_at(args.warehouse, None)[AUDIT])
+    tables = tables_at(args.warehouse, None)
+    if AUDIT not in tables:
+        raise ValueError(f"{args.warehouse} has no audit table: it was written by a job older than the audit trail "
+                         f"(run `sparkraft materialize` of this version on it)")
+    table = read_table(tables[AUDIT])
     if args.verify:
         broken = verify(audit.in_order(table))
         if broken is not None:
