@@ -458,3 +458,30 @@ def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_se
                      for b in (theirs.bootstrap_server, sparkraft_side)}
         for listing in endpoints.values():
             assert "101" in listing and "201" in listing
+        # the audit trail names the tools' client, not the broker that forwarded its request: from
+        # the Kafka broker's Envelope, and from the sparkraft broker (which heard the tool's ApiVersions)
+        creations = {tuple(e.resources): e for e in audit_entries(cp.bootstrap()) if e.request == "CreateTopics"}
+        via_kafka, via_sparkraft = creations[("TOPIC:via-kafka",)], creations[("TOPIC:via-sparkraft",)]
+        for e in (via_kafka, via_sparkraft):
+            assert (e.principal, e.client_host, e.error_code) == ("User:ANONYMOUS", "127.0.0.1", 0), e
+            assert e.forwarded_by, e
+        assert via_sparkraft.client_software_name == "apache-kafka-java" and via_sparkraft.client_software_version, \
+            via_sparkraft
+
+
+def audit_entries(bootstrap: str) -> list:
+    """The audit entries (AuditRecords) in the quorum's committed log, oldest first."""
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.records import decode_record
+    from quorum.rpc.log_reader import MetadataLogReader
+
+    out = []
+    with MetadataLogReader(bootstrap) as reader:
+        end = reader.high_watermark()
+        offset = 0
+        while offset < end:
+            for r in reader.read(offset, wait_ms=0).records:
+                if not r.control and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request:
+                    out.append(m)
+                offset = r.offset + 1
+    return out
