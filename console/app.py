@@ -210,6 +210,12 @@ class Console:
                 **model.records_page(self.wh, cut, q(r, "first"), q(r, "last"), start(r), q(r, "type")),
                 "first": q(r, "first"), "last": q(r, "last"), "type": q(r, "type")})
 
+        async def audit(r: Request):
+            return await self.page(r, "audit.html", lambda cut: {
+                **model.audit_page(self.wh, cut, q(r, "principal"), q(r, "resource"), q(r, "outcome"), q(r, "since"),
+                                   start(r)),
+                **{k: q(r, k) for k in ("principal", "resource", "outcome", "since")}})
+
         async def record(r: Request):
             return await self.page(r, "record.html", lambda cut: {"record": model.record(self.wh, r.path_params["offset"])})
 
@@ -257,6 +263,7 @@ class Console:
             Route("/", overview), Route("/topics", topics), Route("/partitions", partitions), Route("/topics/{name:path}", topic),
             Route("/brokers", brokers), Route("/brokers/{id}", broker), Route("/timeline", timeline),
             Route("/diff", diff), Route("/records", records), Route("/records/{offset}", record),
+            Route("/audit", audit),
             Route("/sql", sql, methods=["GET", "POST"]), Route("/sql.csv", sql_csv, methods=["POST"]),
             Route("/events", events),
             Route("/static/plotly.min.js", plotly_js), Route("/metrics", metrics),

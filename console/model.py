@@ -28,8 +28,9 @@ from console import derived
 from console.derived import CLUSTER, GrowingTable, bisect_right
 from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
+from delta_tables import audit
 from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
-from delta_tables.schemas import BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
+from delta_tables.schemas import AUDIT, BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,16 @@ class Warehouse:
             table = dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
         # a chunk per file read: thousands at 2,000,000 partitions, which every later filter pays for
         return table.combine_chunks()
+
+    def audit_through(self, cut: Cut) -> pa.Table:
+        """The audit entries at offsets through ``cut`` (none in a warehouse older than the audit trail)."""
+        with self._lock:
+            try:
+                table = self._at(AUDIT, None).to_pyarrow_dataset().to_table(
+                    filter=pc.field("offset") <= cut.offset, use_threads=False)
+            except CutError:
+                return SCHEMAS[AUDIT].empty_table()
+        return table
 
     def records_index(self, cut: Optional[Cut] = None) -> pa.Table:
         """``offset``, ``append_time``, ``type`` and the marks (console/marks.py) of every record through ``cut`` (the newest
@@ -433,6 +444,22 @@ def records_page(wh: Warehouse, cut: Cut, first: Optional[str], last: Optional[s
     shown = page_of(index.select(["offset"]), start)
     rows = wh.records_at([r["offset"] for r in shown.rows]).to_pylist()
     return {"records": Page(rows, shown.start, shown.total)}
+
+
+def audit_page(wh: Warehouse, cut: Cut, principal: str = "", resource: str = "", outcome: str = "",
+               since: str = "", start: int = 0) -> dict:
+    """Who changed what through the cut (delta_tables/audit.py), oldest first, filtered."""
+    when = None
+    if since:
+        try:
+            when = datetime.datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConsoleError(f"not a time: {since!r} (ISO 8601, e.g. 2026-11-29T08:00:00Z)") from None
+        when = when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+    if outcome not in ("", "done", "denied", "refused"):
+        raise ConsoleError(f"not an outcome: {outcome!r} (done, denied or refused)")
+    found = audit.filtered(wh.audit_through(cut), when, principal or None, resource or None, outcome or None)
+    return {"entries": page_of(found.drop_columns(["hash"]), start)}
 
 
 def record(wh: Warehouse, offset: str) -> dict:
