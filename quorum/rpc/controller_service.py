@@ -60,7 +60,7 @@ class ControllerService(controller_pb2_grpc.ControllerServicer):
     def _serve(self, method: str, request_pb, context: grpc.ServicerContext):
         try:
             call = begin_call(self._node, method, request_pb, lambda: _authorizing_caller(self._node, context),
-                              identify=lambda: _audit_context(self._node, context))
+                              identify=lambda caller: _audit_context(self._node, context, caller))
         except ControllerNotRunningError as e:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(e))
         if not isinstance(call, PendingCall):
@@ -81,18 +81,18 @@ def _authorizing_caller(node: ControllerPort, context):
     return node.security.authorizing_caller(context)
 
 
-def _who(identify: Optional[Callable[[], Any]]):
-    """``identify()``, or None if it cannot say (the entry is then the controller's own)."""
+def _who(identify: Optional[Callable[[Any], Any]], caller):
+    """``identify(caller)``, or None if it cannot say (the entry is then the controller's own)."""
     try:
-        return identify() if identify is not None else None
+        return identify(caller) if identify is not None else None
     except SparkraftError:
         return None
 
 
-def _audit_context(node: ControllerPort, context) -> AuditContext:
+def _audit_context(node: ControllerPort, context, caller=None) -> AuditContext:
     """Who sent a gRPC request: its caller (a forwarded request's client, with the software and
     listener the forwarding node names, and the address it came from as ``forwarded_by``)."""
-    caller = node.security.caller(context)
+    caller = caller or node.security.caller(context)
     named = dict(context.invocation_metadata() or ())
     if FORWARDED_PRINCIPAL not in named:
         return AuditContext(caller.principal, caller.host, "grpc")
@@ -140,7 +140,8 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
     """Start a controller request, whatever the transport: the response at once (a refusal, a bad
     request), or a :class:`PendingCall`. ``authorizing_caller()`` is NodeSecurity's for the
     request's transport (``wire``: the wire's, else gRPC's). ControllerNotRunningError if there is no
-    running controller here. ``identify()``: who sent a write, for its audit entry (an AuditContext).
+    running controller here. ``identify(caller)``: who sent a write, for its audit entry (an
+    AuditContext; ``caller``: the authorizing caller if there is one, not worked out twice).
 
     Writes wait for their commit holding one of the node's client slots: past that limit they are
     refused at once with REQUEST_TIMED_OUT (retriable), never queued (RaftNode's ClientSlots)."""
@@ -180,7 +181,7 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
             release = node.hold_client_slot(wire)
         except SparkraftError as e:
             return cc.error_response(method, e.error, e.message)
-        future = node.submit(request, check, _who(identify))  # writes: checked by the active controller
+        future = node.submit(request, check, _who(identify, caller))  # writes: checked by the active controller
         future.add_done_callback(lambda f: release())
 
     def finish(reply):

@@ -41,7 +41,7 @@ class _Handler:
     def __call__(self, conn: WireConnection, request):
         node = self._service.node
         return _serve(node, self._method, request, lambda: _caller(node, conn),
-                      identify=lambda: _audit_context(node, conn))
+                      identify=lambda caller: _audit_context(node, conn, caller))
 
 
 class _Forwarded:
@@ -68,7 +68,7 @@ class _Forwarded:
                 return None
             return node.security.forwarded_caller(_caller(node, conn), envelope.principal, envelope.host)
 
-        def identify():
+        def identify(_caller):
             name, _, version = envelope.software.partition("/")
             return AuditContext(envelope.principal[:1024], envelope.host[:256], envelope.listener[:128],
                                 (name[:128], version[:128]), forwarded_by=_audit_context(node, conn).principal)
@@ -100,9 +100,9 @@ def _caller(node: ControllerPort, conn: WireConnection):
     return node.security.wire_caller(conn.peer, conn.peer_certificate)
 
 
-def _audit_context(node: ControllerPort, conn: WireConnection) -> AuditContext:
+def _audit_context(node: ControllerPort, conn: WireConnection, caller=None) -> AuditContext:
     """Who is on a wire connection, for the audit trail (by its certificate under mutual TLS)."""
-    caller = node.security.wire_caller(conn.peer, conn.peer_certificate)
+    caller = caller or node.security.wire_caller(conn.peer, conn.peer_certificate)
     return AuditContext(caller.principal, caller.host, "wire")
 
 
