@@ -310,12 +310,42 @@ def _one_size(partitions: int, ctx: Context) -> dict:
         settle(rig, ctx)
         with ctx.progress.phase("SIGKILL of the active controller until a create is answered"):
             out["failover"] = _failover(rig)
+        if partitions <= AUDIT_SHARE_UP_TO:
+            out["audit"] = audit_share(rig.cluster.bootstrap)
         ctx.progress.line(f"  create {out['create_s']:.1f}s, controlled shutdown "
                           f"{out['controlled_shutdown']['seconds']:.2f}s, recovery {out['recovery']['seconds']:.2f}s, "
                           f"failover {out['failover']['seconds']:.2f}s, RSS {out['rss_mib']} MiB")
         return out
     finally:
         stop_rig(rig)
+
+
+AUDIT_SHARE_UP_TO = 200_000  # partitions: the log is read whole to count its audit entries' bytes
+
+
+def audit_share(bootstrap: str) -> dict:
+    """The audit trail's part of the metadata log the workload wrote (issue 62: at most 20 % more):
+    the committed log's record bytes, those of AuditRecords, and how many there are."""
+    from quorum.metadata.records import RecordType
+    from quorum.rpc.log_reader import MetadataLogReader, SnapshotRequired
+
+    audit_id = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
+    total = audit = entries = 0
+    with MetadataLogReader(bootstrap, timeout=60) as reader:
+        end = reader.high_watermark()
+        try:
+            reader.read(0, max_records=1)
+            offset = 0
+        except SnapshotRequired as e:
+            offset = e.snapshot_id.offset
+        while offset < end:
+            for r in reader.read(offset, wait_ms=0).records:
+                total += len(r.data)
+                if not r.control and r.data[:2] == audit_id:
+                    audit, entries = audit + len(r.data), entries + 1
+                offset = r.offset + 1
+    return {"record_bytes": total, "audit_bytes": audit, "audit_entries": entries,
+            "growth": audit / max(1, total - audit)}
 
 
 def run_sizes(ctx: Context, sizes, one_size, results: dict) -> dict:
@@ -369,6 +399,10 @@ def report(document: dict) -> str:
         f"Kafka's published KRaft figures at 2,000,000 partitions: {KAFKA_CONTROLLED_SHUTDOWN_S:g} s controlled "
         f"shutdown, {KAFKA_RECOVERY_S:g} s recovery. Goals: ≤ {GOAL_CONTROLLED_SHUTDOWN_S:g} s, ≤ "
         f"{GOAL_RECOVERY_S:g} s, failover < {GOAL_FAILOVER_S:g} s, < {GOAL_RSS_GIB:g} GiB.",
+        *[f"\nThe audit trail at {s['partitions']:,} partitions: {s['audit']['audit_entries']:,} entries, "
+          f"{s['audit']['audit_bytes']:,} of the log's {s['audit']['record_bytes']:,} record bytes: the log "
+          f"{s['audit']['growth'] * 100:.2f} % larger than without them (goal ≤ 20 %)."
+          for s in results["sizes"] if s.get("audit")],
         *([""] + [f"Errors: {e}" for e in errors] if errors else []),
     ])
 
