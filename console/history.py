@@ -16,6 +16,7 @@ wrote it), a delete's to the records of its commit.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from typing import Optional
 
 import pyarrow as pa
@@ -189,6 +190,7 @@ def diff(wh: Warehouse, a: Cut, b: Cut) -> dict:
                            "topic": r.get("name") if table == TOPICS and not deleted else r.get("topic_name"),
                            "topic_id": r.get("topic_id")})
     _link_creations(wh, a, b, listed)
+    _who_made(wh, b, listed)
     listed.sort(key=lambda c: (c["commit_offset"], c["record"] if c["record"] is not None else -1))
     total = sum(counts.values())
     return {"from": a, "to": b, "counts": dict(sorted(counts.items())), "total": total, "changes": listed[:SHOWN],
@@ -207,6 +209,17 @@ def _link_creations(wh: Warehouse, a: Cut, b: Cut, listed: list[dict]) -> None:
         topic_id = json.loads(r["data"]).get("topic_id")
         if topic_id in created:
             created[topic_id]["record"] = r["offset"]
+
+
+def _who_made(wh: Warehouse, b: Cut, listed: list[dict]) -> None:
+    """Each change's ``by``: the principal of the audit entry whose records hold the change's record
+    (an entry's records are the offsets from its ``first_offset`` up to its own), where known."""
+    trail = wh.audit_through(b).select(["offset", "first_offset", "principal"]).sort_by("offset").to_pylist()
+    ends = [e["offset"] for e in trail]
+    for change in listed:
+        record = change["record"]
+        i = bisect_right(ends, record) if record is not None else len(ends)
+        change["by"] = trail[i]["principal"] if i < len(trail) and trail[i]["first_offset"] <= record else None
 
 
 def _previous_cuts(wh: Warehouse, a: Cut, b: Cut) -> dict[int, int]:

@@ -464,7 +464,8 @@ def test_the_audit_page_says_who_changed_what_filtered(tmp_path):
 
 
 def _audited_controller():
-    """A controller that handled alice's creation, bob's deletion and mallory's refused creation."""
+    """A controller that handled alice's creations (orders, payments), bob's deletion of orders and
+    mallory's refused creation."""
     from quorum.controller import registry
     from quorum.controller.audit import AuditContext
     from quorum.controller.local import LocalController
@@ -477,7 +478,28 @@ def _audited_controller():
     bob, mallory = AuditContext("User:bob", "10.0.0.8", "grpc"), AuditContext("User:mallory", "10.6.6.6", "wire")
     c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("orders", 1, 1),)), c.now, alice))
     c.propose(c.core.handle(api.DeleteTopicsRequest(("orders",)), c.now, bob))
+    c.propose(c.core.handle(api.CreateTopicsRequest((api.CreatableTopic("payments", 1, 1),)), c.now, alice))
     create = api.CreateTopicsRequest((api.CreatableTopic("evil", 1, 1),))
     c.propose(c.core.refused(registry.row_of(create), create, SparkraftError(
         Errors.TOPIC_AUTHORIZATION_FAILED, "User:mallory may not CREATE topic evil"), c.now, mallory))
     return c
+
+
+def test_the_diff_says_who_made_each_change(tmp_path):
+    """A diff across alice's creation links the topic's change to User:alice (through the audit entry
+    whose records hold it)."""
+    wh = tmp_path / "wh"
+    c = _audited_controller()
+    rows = log_rows(c)
+    m = Materializer(DeltaRsWriter(wh))
+    m.process(as_batch(rows[:4]))
+    first = latest_cut(str(wh)).offset
+    m.process(as_batch(rows[4:]))
+    console = Console(wh)
+    try:
+        status, html, _ = console.get(f"/diff?from={first}&to={latest_cut(str(wh)).offset}")
+        assert status == 200
+        created = re.search(r'<tr data-kind="topic created">.*?</tr>', html, re.S).group(0)
+        assert 'class="by"><a href="/audit?principal=User%3Aalice">User:alice</a>' in created, created
+    finally:
+        console.close()
