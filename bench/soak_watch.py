@@ -202,6 +202,7 @@ def plot_series(samples: list[dict], plots_dir: Path, name: str) -> list[Path]:
     units = {"rss_mb": "MB", "open_files": "open files", "log_bytes": "bytes", "snapshot_bytes": "bytes",
              "delta_live_files": "files", "delta_files": "files", "lag_records": "records"}
     for family, series in sorted(by_family.items()):
+        spread = family in ("rss_mb", "open_files")  # the job's JVM beside 70 MB controllers: log scale
         paths.append(line_chart(plots_dir / f"{name}-{family.replace('_', '-')}.png", f"Soak: {family} over time",
-                                series, "minutes", units.get(family, family), log_x=False, log_y=False))
+                                series, "minutes", units.get(family, family), log_x=False, log_y=spread))
     return paths
