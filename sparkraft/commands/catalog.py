@@ -1,6 +1,6 @@
 """``sparkraft catalog register --warehouse URI [--database sparkraft] [--remote sc://HOST:PORT]``.
 
-Registers the warehouse's nine tables in Spark's persistent session catalog (delta_tables/catalog.py),
+Registers the warehouse's ten tables in Spark's persistent session catalog (delta_tables/catalog.py),
 once: from then on a fresh Spark session with Delta's connector reads ``sparkraft.partitions`` with
 no path, always at the table's newest version. Locally the catalog is the embedded Derby metastore
 in ./metastore_db (run Spark from the same folder); Spark's own configuration (hive-site.xml,

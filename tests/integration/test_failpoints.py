@@ -68,8 +68,11 @@ def _run(cp, env, armed=None, until_crashes: int = 1, restart: bool = True):
 
 
 def _logs_agree(cp, ids) -> None:
-    """Every voter at the leader's end, then stopped: their logs identical up to the shortest."""
+    """Every voter at or past the leader's log end as of the first look (the leader goes on
+    appending NoOps meanwhile), then stopped: their logs identical up to the shortest."""
     from quorum.rpc.raft_client import RaftClient
+
+    seen: dict = {}
 
     def caught_up():
         with RaftClient(cp.bootstrap(), timeout=5) as c:
@@ -77,9 +80,16 @@ def _logs_agree(cp, ids) -> None:
                 info = c.describe_quorum()
             except Exception:  # noqa: BLE001 - not yet
                 return False
-            ends = {v.replica_id: v.log_end_offset for v in info.voters}
-            return len(set(ends.values())) == 1 and set(ends) >= set(ids)
-    wait_for(caught_up, 60, "every voter at the leader's log end")
+            ends = seen["ends"] = {v.replica_id: v.log_end_offset for v in info.voters}
+            if "target" not in seen and info.leader_id in ends:
+                seen["target"] = ends[info.leader_id]
+            target = seen.get("target")
+            return target is not None and set(ends) >= set(ids) and min(ends.values()) >= target
+    try:
+        wait_for(caught_up, 60, "every voter at the leader's log end")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: the voters' ends {seen.get('ends')}, the leader's at the first look "
+                             f"{seen.get('target')}") from None
     for i in ids:
         assert cp.stop(i) == 0, f"controller {i} did not stop cleanly after its restart"
     logs = {i: FileLog(cp.partition_dir(i)) for i in ids}

@@ -80,7 +80,7 @@ def test_registered_tables_read_with_no_path_by_fresh_sessions(tmp_path):
 
     first = _register(here, "--warehouse", wh)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "Registered 9 tables in sparkraft, in the embedded Derby metastore" in first.stdout, first.stdout
+    assert "Registered 10 tables in sparkraft, in the embedded Derby metastore" in first.stdout, first.stdout
     assert (here / "metastore_db").is_dir()
 
     shell = _spark_sql(here, "SELECT topic_name, partition, leader FROM sparkraft.partitions")

@@ -116,7 +116,7 @@ def test_a_table_that_is_not_there_is_answered_with_those_that_are(warehouse, sp
             engine("SELECT * FROM nosuchtable")
         message = str(refused.value)
         assert "\n" not in message
-        assert "the tables here: acls, brokers, configs, partitions, records" in message, message
+        assert "the tables here: acls, audit, brokers, configs, partitions, records" in message, message
 
 
 def test_a_spark_query_of_a_missing_warehouse_is_refused_before_spark_starts(tmp_path):
