@@ -5,52 +5,17 @@ and all files on disk; the job's metrics (its freshness histogram, its lag). And
 them: growth over the second half, freshness p99 per window, the plots."""
 from __future__ import annotations
 
-import os
 import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Callable, Optional
 
+from quorum.metrics.processes import descendants, open_files, rss_mb
+
 SAMPLE_S = 10.0
 FRESHNESS = "sparkraft_materializer_freshness_seconds"
 GROWS_BY_DESIGN = ("delta_files",)  # Delta keeps replaced files and log entries a day
-
-
-def _tree(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [pid], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _open_files(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return 0
 
 
 def _bytes(directory: Path, suffix: str) -> int:
@@ -118,9 +83,9 @@ class Sampler:
             pid = pid_of()
             if pid is None:
                 continue
-            tree = _tree(pid)
-            s["rss_mb"][name] = sum(map(_rss_mb, tree))
-            s["open_files"][name] = sum(map(_open_files, tree))
+            tree = [pid, *descendants(pid)]
+            s["rss_mb"][name] = sum(map(rss_mb, tree))
+            s["open_files"][name] = sum(map(open_files, tree))
         for name, directory in self.controllers.items():
             s["log_bytes"][name] = _bytes(directory, ".log")
             s["snapshot_bytes"][name] = _bytes(directory, ".checkpoint")

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from quorum.metrics.processes import rss_mb
+
 MEMORY_LIMIT_MB = 512
 TIME_LIMIT_S = 30.0
 MAX_RUNNING = 2
@@ -104,17 +106,6 @@ def _child(conn, warehouse: str, sql: str, offset: int, rows_wanted: int, as_csv
         conn.close()
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def run(warehouse: str, sql: str, offset: int, rows_wanted: int, as_csv: bool = False,
         cancelled: Callable[[], bool] = lambda: False, limits: QueryLimits = QueryLimits()) -> Answer:
     """The answer to ``sql`` at ``offset``, or QueryRefused saying why not (blocking: run it on a
@@ -137,7 +128,7 @@ def run(warehouse: str, sql: str, offset: int, rows_wanted: int, as_csv: bool = 
                     raise QueryRefused("cancelled: the page that asked was closed")
                 if time.monotonic() - started > time_limit_s:
                     raise QueryRefused(f"the query ran past {time_limit_s:g} s and was stopped")
-                if _rss_mb(child.pid) > memory_limit_mb:
+                if rss_mb(child.pid) > memory_limit_mb:
                     raise QueryRefused(f"the query took more than {memory_limit_mb} MB of memory and was stopped")
             try:
                 kind, value = receive.recv()

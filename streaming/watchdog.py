@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Callable, Optional
 
+from quorum.metrics.processes import cmdline, descendants
+
 log = logging.getLogger("streaming.job")
 
 STALL_AFTER_S = 60.0  # --stall-timeout's default
@@ -112,43 +114,17 @@ class Watchdog:
                                f"the job exits for its service manager to start it again")
 
 
+def source_runners(root: int) -> list[int]:
+    """The processes under ``root`` that run PySpark's source runner (Linux's /proc; elsewhere none)."""
+    return [p for p in descendants(root) if SOURCE_RUNNER in cmdline(p)]
+
+
 def end_source_runners(root: Optional[int] = None) -> list[int]:
-    """SIGKILL the processes under ``root`` (this one) that run PySpark's source runner; their pids.
-    Linux's /proc; elsewhere none are found."""
-    pids = [p for p in _descendants(os.getpid() if root is None else root) if SOURCE_RUNNER in _cmdline(p)]
+    """SIGKILL the processes under ``root`` (this one) that run PySpark's source runner; their pids."""
+    pids = source_runners(os.getpid() if root is None else root)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     return pids
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""

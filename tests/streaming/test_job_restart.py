@@ -16,41 +16,9 @@ from test_pipeline import image_at
 
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.schemas import RECORDS
+from streaming.watchdog import source_runners
 
 pytestmark = pytest.mark.slow
-
-RUNNER = "python_streaming_source_runner"  # pyspark's process serving the source's planning side
-
-
-def _descendants(pid: int) -> list[int]:
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def _source_runners(job_pid: int) -> list[int]:
-    return [p for p in _descendants(job_pid) if RUNNER in _cmdline(p)]
-
 
 def test_a_job_whose_source_runner_is_sigkilled_starts_its_query_again_and_loses_nothing(
         controller_processes, tmp_path):
@@ -85,7 +53,7 @@ def test_a_job_whose_source_runner_is_sigkilled_starts_its_query_again_and_loses
             brokers.wait_unfenced()
             writer.start()
             wait_for(lambda: _cut_offset(wh) > 10, 240, "the job to write cuts")
-            runners = wait_for(lambda: _source_runners(job.pid), 60, "the source's Python runner")
+            runners = wait_for(lambda: source_runners(job.pid), 60, "the source's Python runner")
             for pid in runners:
                 os.kill(pid, signal.SIGKILL)
             text = lambda: out_path.read_text(errors="replace")  # noqa: E731
