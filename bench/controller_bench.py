@@ -338,12 +338,10 @@ def audit_share(bootstrap: str) -> dict:
             offset = 0
         except SnapshotRequired as e:
             offset = e.snapshot_id.offset
-        while offset < end:
-            for r in reader.read(offset, wait_ms=0).records:
-                total += len(r.data)
-                if not r.control and r.data[:2] == audit_id:
-                    audit, entries = audit + len(r.data), entries + 1
-                offset = r.offset + 1
+        for r in reader.follow(offset, until=end, wait_ms=0):
+            total += len(r.data)
+            if not r.control and r.data[:2] == audit_id:
+                audit, entries = audit + len(r.data), entries + 1
     return {"record_bytes": total, "audit_bytes": audit, "audit_entries": entries,
             "growth": audit / max(1, total - audit)}
 

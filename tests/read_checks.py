@@ -154,14 +154,12 @@ def committed_images(bootstrap: str, cluster_id: str, offsets: set[int],
             loader.reset(reader.load_snapshot(e.snapshot_id))
             offset = first = e.snapshot_id.offset
         i = next((n for n, o in enumerate(wanted) if o >= first - 1), len(wanted))
-        while offset < end:
-            for r in reader.read(offset, wait_ms=0).records:
-                while i < len(wanted) and wanted[i] < r.offset:
-                    images[wanted[i]] = loader.flush()
-                    i += 1
-                if not r.control:
-                    loader.replay_frame(r.data, r.offset, r.epoch)
-                offset = r.offset + 1
+        for r in reader.follow(offset, until=end, wait_ms=0):
+            while i < len(wanted) and wanted[i] < r.offset:
+                images[wanted[i]] = loader.flush()
+                i += 1
+            if not r.control:
+                loader.replay_frame(r.data, r.offset, r.epoch)
         image = loader.flush()
         while i < len(wanted) and wanted[i] < end:
             images[wanted[i]] = image

@@ -176,14 +176,20 @@ def outcome(reply) -> tuple[int, str]:
     return int(first.error.value), message if len(items) == 1 else f"{message} ({len(failed)} of {len(items)} refused)"
 
 
+def request_name(row, request) -> str:
+    """What an entry calls a request: Kafka's API name where it has one, else sparkraft's."""
+    return row.kafka.name if row.kafka is not None else row.method or type(request).__name__
+
+
 def entry(head: bytes, now_ms: int, request_name: str, context: AuditContext, names: Iterable[str],
-          asked: Iterable[str], record_count: int, error_code: int = 0, error_message: str = "") -> pb.AuditRecord:
+          asked: Iterable[str], record_count: int, error_code: int = 0, error_message: str = "",
+          occurrences: int = 1) -> pb.AuditRecord:
     """The entry, its hash chained on ``head`` (the previous entry's)."""
     record = pb.AuditRecord(time_ms=now_ms, principal=context.principal, client_host=context.host,
                             client_software_name=context.software[0], client_software_version=context.software[1],
                             listener=context.listener, request=request_name, resources=list(names),
                             changes=list(asked), error_code=error_code, error_message=error_message,
-                            record_count=record_count, forwarded_by=context.forwarded_by, occurrences=1)
+                            record_count=record_count, forwarded_by=context.forwarded_by, occurrences=occurrences)
     record.hash = chain(head, record)
     return record
 
@@ -237,8 +243,7 @@ class Audits:
         outcome is the reply's (items refused, of a request that was not refused as a whole)."""
         if getattr(request, "validate_only", False) or not audited(row, records, False):
             return records
-        name = row.kafka.name if row.kafka is not None else row.method or type(request).__name__
-        return [*records, entry(self._head(), now_ms, name, context or self.own_context(request),
+        return [*records, entry(self._head(), now_ms, request_name(row, request), context or self.own_context(request),
                                 resources(row, request), changes(row, request), len(records), *outcome(reply))]
 
     def decided(self, records: list, now_ms: int, name: str, names: list[str]) -> list:
@@ -259,7 +264,7 @@ class Audits:
         if row is None or getattr(request, "validate_only", False) or not audited(row, [], True):
             return []
         context = context or self.own_context(request)
-        name = row.kafka.name if row.kafka is not None else row.method or type(request).__name__
+        name = request_name(row, request)
         key = (context.principal, context.host, name, int(error.error.value))
         seen = self._refusals.get(key)
         if seen is not None and now_ms - seen[0] < REFUSALS_SUMMARISED_S * 1000:
@@ -272,16 +277,14 @@ class Audits:
 
     def refusal_summaries(self, now_ms: int) -> list:
         """Entries counting the refusals summarised over intervals now past."""
-        out = []
+        out, head = [], self._head()
         for key, seen in list(self._refusals.items()):
             if now_ms - seen[0] < REFUSALS_SUMMARISED_S * 1000:
                 continue
             del self._refusals[key]
             if seen[1]:
                 context, message = seen[2]
-                summary = entry(self._head() if not out else out[-1].hash, now_ms, key[2], context, [], [], 0,
-                                key[3], f"{message} (and alike: {seen[1]} refusals since the last entry)")
-                summary.occurrences = seen[1]
-                summary.hash = chain(out[-1].hash if out else self._head(), summary)
-                out.append(summary)
+                out.append(entry(head, now_ms, key[2], context, [], [], 0, key[3],
+                                 f"{message} (and alike: {seen[1]} refusals since the last entry)", seen[1]))
+                head = out[-1].hash
         return out

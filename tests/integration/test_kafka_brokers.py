@@ -475,13 +475,6 @@ def audit_entries(bootstrap: str) -> list:
     from quorum.metadata.records import decode_record
     from quorum.rpc.log_reader import MetadataLogReader
 
-    out = []
     with MetadataLogReader(bootstrap) as reader:
-        end = reader.high_watermark()
-        offset = 0
-        while offset < end:
-            for r in reader.read(offset, wait_ms=0).records:
-                if not r.control and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request:
-                    out.append(m)
-                offset = r.offset + 1
-    return out
+        return [m for r in reader.follow(0, until=reader.high_watermark(), wait_ms=0) if not r.control
+                and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request]
