@@ -30,6 +30,7 @@ from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
 from delta_tables import audit
 from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
+from delta_tables.cut import parse_time as cut_time
 from delta_tables.schemas import AUDIT, BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
 
 log = logging.getLogger(__name__)
@@ -85,12 +86,11 @@ def parse_offset(text: str, what: str = "offset", most: int = 2**63 - 1) -> int:
 
 
 def parse_time(text: str) -> datetime.datetime:
-    """An ISO 8601 time (``2026-11-28T02:00:00Z``; without a zone: UTC)."""
+    """An ISO 8601 time (delta_tables/cut.py), refused as the console refuses bad input."""
     try:
-        t = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ConsoleError(f"time {text!r} is not an ISO 8601 time (e.g. 2026-11-28T02:00:00Z)") from None
-    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+        return cut_time(text)
+    except CutError as e:
+        raise ConsoleError(str(e)) from None
 
 
 class Warehouse:
@@ -449,13 +449,7 @@ def records_page(wh: Warehouse, cut: Cut, first: Optional[str], last: Optional[s
 def audit_page(wh: Warehouse, cut: Cut, principal: str = "", resource: str = "", outcome: str = "",
                since: str = "", start: int = 0) -> dict:
     """Who changed what through the cut (delta_tables/audit.py), oldest first, filtered."""
-    when = None
-    if since:
-        try:
-            when = datetime.datetime.fromisoformat(since.replace("Z", "+00:00"))
-        except ValueError:
-            raise ConsoleError(f"not a time: {since!r} (ISO 8601, e.g. 2026-11-29T08:00:00Z)") from None
-        when = when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+    when = parse_time(since) if since else None
     if outcome not in ("", "done", "denied", "refused"):
         raise ConsoleError(f"not an outcome: {outcome!r} (done, denied or refused)")
     found = audit.filtered(wh.audit_through(cut), when, principal or None, resource or None, outcome or None)

@@ -7,6 +7,7 @@ far the tables have moved on since.
 """
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -154,6 +155,16 @@ def plain_types(t: pa.Table) -> pa.Table:
     """delta-rs's change feed comes in Arrow's view types, which pyarrow cannot sort: the plain ones."""
     plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
     return t.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in t.schema]))
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """An ISO 8601 time (``2026-11-28T02:00:00Z``; without a zone: UTC), as a person names a point
+    of the history; CutError in one line otherwise."""
+    try:
+        t = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise CutError(f"time {text!r} is not an ISO 8601 time (e.g. 2026-11-28T02:00:00Z)") from None
+    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
 
 
 def tables_at(warehouse: str, cut: Optional[Cut]) -> dict[str, DeltaTable]:

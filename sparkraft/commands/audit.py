@@ -28,11 +28,12 @@ def register(subparsers) -> None:
 
 
 def _time(text: str) -> datetime.datetime:
+    from delta_tables.cut import parse_time
+
     try:
-        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ISO 8601, e.g. 2026-11-29T08:00:00Z)") from None
-    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+        return parse_time(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 SHOWN = ("offset", "time", "principal", "client_host", "client_software_name", "request", "resources", "changes",

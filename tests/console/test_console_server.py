@@ -459,7 +459,7 @@ def test_the_audit_page_says_who_changed_what_filtered(tmp_path):
         _, orders, _ = console.get("/audit?resource=TOPIC:orders")
         assert orders.count("<tr data-outcome") == 2  # created by alice, deleted by bob
         status, bad, _ = console.get("/audit?since=yesterday")
-        assert status == 400 and "not a time" in bad
+        assert status == 400 and "is not an ISO 8601 time" in bad
     finally:
         console.close()
 

@@ -106,4 +106,4 @@ def test_who_did_what_is_recorded_verified_and_never_a_secret(scram, tmp_path): 
     assert table.returncode == 0 and "denied" in table.stdout and "mallory-1" in table.stdout
     wrong = subprocess.run(sparkraft_cmd("audit", "--warehouse", str(wh), "--since", "last week"),
                            capture_output=True, text=True, timeout=60)
-    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "not a time" in wrong.stderr
+    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "is not an ISO 8601 time" in wrong.stderr
