@@ -122,8 +122,9 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         materializer = Materializer(DeltaSparkWriter(warehouse, spark))
     else:
         materializer = Materializer(DeltaRsWriter(warehouse))
-    reader = log_reader(source.protocol, source.bootstrap, cluster_id, min(timeout, 5.0), source.security)
-    watchdog = Watchdog(materializer, reader.high_watermark, stall_after_s).start() if stall_after_s else None
+    reader = log_reader(source.protocol, source.bootstrap, cluster_id, min(timeout, 5.0), source.security) \
+        if stall_after_s else None  # the watchdog's own, for the log's end
+    watchdog = Watchdog(materializer, reader.high_watermark, stall_after_s).start() if reader else None
     metrics = serve_metrics(materializer, metrics_listener, watchdog) if metrics_listener else None
     try:
         _run(spark, materializer, source, cluster_id, checkpoint, trigger_s, available_now,
@@ -131,7 +132,7 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     finally:
         if watchdog is not None:
             watchdog.close()
-        reader.close()
+            reader.close()
         if metrics is not None:
             metrics.stop()
 
