@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-KEPT = Path(os.environ.get("SPARKRAFT_HISTORIES", "/tmp/sparkraft-histories"))
+from histories import KEPT  # where failing histories are kept, and checked.tsv
 
 
 @dataclass
