@@ -49,6 +49,15 @@ class AuditContext:
     forwarded_by: str = ""
 
 
+MAX_NAME = 128  # a client's software name or version, a listener's name: what an entry keeps of each
+
+
+def software_of(text: str) -> tuple[str, str]:
+    """A forwarded client's software as the forwarding node names it ("name/version"), bounded."""
+    name, _, version = text.partition("/")
+    return name[:MAX_NAME], version[:MAX_NAME]
+
+
 def audited(row, records: list, error: bool) -> bool:
     """Whether a request of registry row ``row`` gets an entry: admin requests always; a broker's or
     a controller's own only when it changed metadata (not every heartbeat)."""

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from quorum.connection_limits import ANSWER_BYTES, AnswerBudget
 from quorum.controller import registry
-from quorum.controller.audit import AuditContext
+from quorum.controller.audit import MAX_NAME, AuditContext
 from quorum.controller.features_control import SUPPORTED as CONTROLLER_FEATURES
 from quorum.controller.settings import BROKER_FEATURES
 from quorum.errors import Errors
@@ -91,8 +91,8 @@ class KafkaContext:
     def heard_from(self, req, version: int) -> None:
         """ApiVersions v3+ names the client's software: kept for the connection's audit entries."""
         if version >= 3:
-            self.software = (str(getattr(req, "client_software_name", "") or "")[:128],
-                             str(getattr(req, "client_software_version", "") or "")[:128])
+            self.software = (str(getattr(req, "client_software_name", "") or "")[:MAX_NAME],
+                             str(getattr(req, "client_software_version", "") or "")[:MAX_NAME])
 
     @property
     def on_behalf_of(self) -> Optional[tuple[str, str]]:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 import grpc
 
 from quorum.controller import registry
-from quorum.controller.audit import AuditContext
+from quorum.controller.audit import MAX_NAME, AuditContext, software_of
 from quorum.errors import ControllerNotRunningError, Errors, SparkraftError, StillReplayingError
 from quorum.gen.sparkraft.v1 import controller_pb2_grpc
 from quorum.rpc import controller_convert as cc
@@ -96,9 +96,8 @@ def _audit_context(node: ControllerPort, context, caller=None) -> AuditContext:
     named = dict(context.invocation_metadata() or ())
     if FORWARDED_PRINCIPAL not in named:
         return AuditContext(caller.principal, caller.host, "grpc")
-    name, _, version = named.get(FORWARDED_SOFTWARE, "").partition("/")
-    return AuditContext(caller.principal, caller.host, named.get(FORWARDED_LISTENER, "")[:128], (name, version),
-                        forwarded_by=peer_host(context.peer()))
+    return AuditContext(caller.principal, caller.host, named.get(FORWARDED_LISTENER, "")[:MAX_NAME],
+                        software_of(named.get(FORWARDED_SOFTWARE, "")), forwarded_by=peer_host(context.peer()))
 
 
 @dataclass(eq=False)

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from google.protobuf.message import DecodeError
 
 from quorum.controller import registry
-from quorum.controller.audit import AuditContext
+from quorum.controller.audit import MAX_NAME, AuditContext, software_of
 from quorum.errors import ControllerNotRunningError
 from quorum.gen.sparkraft.v1 import controller_pb2 as cpb
 from quorum.rpc.controller_service import ControllerService, PendingCall, begin_call
@@ -69,9 +69,8 @@ class _Forwarded:
             return node.security.forwarded_caller(_caller(node, conn), envelope.principal, envelope.host)
 
         def identify(_caller):
-            name, _, version = envelope.software.partition("/")
-            return AuditContext(envelope.principal[:1024], envelope.host[:256], envelope.listener[:128],
-                                (name[:128], version[:128]), forwarded_by=_audit_context(node, conn).principal)
+            return AuditContext(envelope.principal[:1024], envelope.host[:256], envelope.listener[:MAX_NAME],
+                                software_of(envelope.software), forwarded_by=_audit_context(node, conn).principal)
 
         return _serve(node, envelope.method, request, caller, _enveloped, identify)
 

@@ -109,3 +109,11 @@ def test_the_entries_form_one_chain_that_an_edit_breaks():
     tampered.principal = "User:someone-else"
     assert f"offset {offset}" in verify([*trail[:2], (offset, tampered), *trail[3:]])
     assert verify([*trail[:2], *trail[3:]]) is not None  # one removed
+
+
+def test_what_a_forwarding_node_names_of_its_client_is_bounded():
+    from quorum.controller.audit import MAX_NAME, software_of
+
+    assert software_of("apache-kafka-java/4.4.0") == ("apache-kafka-java", "4.4.0")
+    assert software_of("x" * 10_000 + "/" + "y" * 10_000) == ("x" * MAX_NAME, "y" * MAX_NAME)
+    assert software_of("") == ("", "")
