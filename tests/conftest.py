@@ -246,6 +246,7 @@ class ControllerProcesses:
         self.cluster_id = random_cluster_id()
         self.procs: dict[int, subprocess.Popen] = {}
         self._outputs: list = []
+        self._run_starts: dict[int, int] = {}  # where each controller's latest run begins in its output
         voter_list = ",".join(f"{i}@127.0.0.1:{p}" for i, p in self.ports.items())
         for i in self.voters:
             props = {
@@ -274,7 +275,15 @@ class ControllerProcesses:
         return metadata_partition_dir(self.log_dir(i))
 
     def output(self, i: int) -> Path:
+        """Everything controller ``i`` printed, over all of its runs (the file is appended to)."""
         return self.root / f"controller-{i}.log"
+
+    def run_output(self, i: int) -> str:
+        """What controller ``i`` printed since its latest start: a line its earlier run wrote is
+        no evidence of what the restarted process did."""
+        with open(self.output(i), "rb") as f:
+            f.seek(self._run_starts.get(i, 0))
+            return f.read().decode(errors="replace")
 
     def format(self, ids=None, cluster_id: Optional[str] = None) -> None:
         for i in ids or self.voters:
@@ -297,6 +306,7 @@ class ControllerProcesses:
         for i in ids or self.voters:
             out = open(self.output(i), "ab")
             self._outputs.append(out)
+            self._run_starts[i] = out.tell()
             argv = sparkraft_cmd("controller", "start", "--config", str(self.config(i)),
                                  *(["--raft-only"] if self.raft_only else []))
             self.procs[i] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

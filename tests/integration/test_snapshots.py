@@ -98,7 +98,7 @@ def test_a_restart_loads_the_newest_snapshot(cluster_with_snapshots):
     cp.stop(standby)
     newest = checkpoints(cp, standby)[-1]
     cp.start([standby])
-    wait_for(lambda: "loaded snapshot " + newest.name in cp.output(standby).read_text(), 30,
+    wait_for(lambda: "loaded snapshot " + newest.name in cp.run_output(standby), 30,
              "the restarted controller to load its newest snapshot")
     create_topic_once(admin, "after-restart", 5, 1)
     expected = 6 * 20 + 5
@@ -119,9 +119,9 @@ def test_damaged_snapshots_are_refused_and_the_node_fetches_a_good_one(cluster_w
         data[len(data) // 2] ^= 0xFF
         path.write_bytes(bytes(data))
     cp.start([standby])
-    wait_for(lambda: "loaded the leader's snapshot" in cp.output(standby).read_text(), 60,
+    wait_for(lambda: "loaded the leader's snapshot" in cp.run_output(standby), 60,
              "the standby to download and load the leader's snapshot")
-    out = cp.output(standby).read_text()
+    out = cp.run_output(standby)
     assert "fails" in out or "damaged" in out
     for path in damaged:  # evidence, not garbage: kept aside under another name, never served
         assert path.with_name(path.name + ".corrupt").exists()
@@ -146,7 +146,7 @@ def test_a_wiped_follower_rejoins_through_fetch_snapshot(cluster_with_snapshots)
                                capture_output=True, text=True, timeout=60)
     assert formatted.returncode == 0, formatted.stderr
     cp.start([victim])
-    wait_for(lambda: "loaded the leader's snapshot" in cp.output(victim).read_text(), 60,
+    wait_for(lambda: "loaded the leader's snapshot" in cp.run_output(victim), 60,
              "the wiped follower to catch up through FetchSnapshot")
     create_topic_once(admin, "after-wipe", 5, 1)
     wait_for(lambda: partition_count(cp, victim) == partition_count(cp, leader) == 12 * 20 + 5, 30,
