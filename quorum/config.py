@@ -146,6 +146,9 @@ KEYS: dict[str, ConfigKey] = {
              "Log and snapshot bytes kept before old ones are deleted (-1 = no limit)."),
         _key("metadata.max.retention.ms", _int(-1), 7 * 24 * 3600 * 1000,
              "Age after which old segments and snapshots are deleted (-1 = no limit)."),
+        _key("metadata.log.hold.max.ms", _int(-1), 7 * 24 * 3600 * 1000,
+             "How long a reader's hold on the log (the streaming job's) keeps records from retention "
+             "without being renewed (-1 = until released)."),
         _key("metadata.max.idle.interval.ms", _MS, 500,
              "The leader appends a NoOp record after this long without records (0 = never)."),
         _key("metadata.cache.interval.ms", _POSITIVE, 300 * 1000,
@@ -247,6 +250,7 @@ class NodeConfig:
     log_max_snapshot_interval_ms: int
     max_retention_bytes: int
     max_retention_ms: int
+    log_hold_max_ms: int
     max_idle_interval_ms: int
     cache_interval_ms: int
     max_partitions_per_request: int
@@ -352,6 +356,7 @@ class NodeConfig:
         return ControllerSettings(session_timeout_ms=self.broker_session_timeout_ms,
                                   heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
                                   idle_interval_ms=self.max_idle_interval_ms or 1 << 40,  # 0 = never a NoOp
+                                  log_hold_max_ms=self.log_hold_max_ms,
                                   max_partitions_per_request=self.max_partitions_per_request,
                                   max_partitions=self.max_partitions,
                                   auto_leader_rebalance=self.auto_leader_rebalance_enable,

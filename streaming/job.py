@@ -103,10 +103,12 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
     materialised (the source's ``idleFlushSeconds``; None: its default); available-now takes
     everything at once. ``protocol``: whose quorum it reads, sparkraft's or Apache Kafka's ("kafka").
     ``stall_after_s``: how long a query may make no progress while the log moves on before the
-    watchdog acts (streaming/watchdog.py; 0: no watchdog)."""
+    watchdog acts (streaming/watchdog.py; 0: no watchdog). On sparkraft's controllers, the job holds
+    the log from where its tables end (streaming/log_hold.py), so retention keeps what they lack."""
     from delta_tables.writer import DeltaRsWriter
+    from streaming.log_hold import LogHolder
     from streaming.materializer import Materializer
-    from streaming.source import cluster_id_of, log_reader
+    from streaming.quorum_access import cluster_id_of, log_reader
 
     source = Source(bootstrap, protocol, security)
     cluster_id = cluster_id_of(protocol, bootstrap, timeout, security)
@@ -126,10 +128,15 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
         if stall_after_s else None  # the watchdog's own, for the log's end
     watchdog = Watchdog(materializer, reader.high_watermark, stall_after_s).start() if reader else None
     metrics = serve_metrics(materializer, metrics_listener, watchdog) if metrics_listener else None
+    # the controllers keep the log until the tables hold it (Apache Kafka's keep no holds)
+    holder = LogHolder(source, holder_name(warehouse)) if protocol == "sparkraft" else None
+    materializer.after_batch = holder.committed if holder is not None else None
     try:
         _run(spark, materializer, source, cluster_id, checkpoint, trigger_s, available_now,
              max_records_per_trigger, idle_flush_s, timeout, watchdog)
     finally:
+        if holder is not None:
+            holder.close()
         if watchdog is not None:
             watchdog.close()
             reader.close()
@@ -260,7 +267,7 @@ SPARK_QUERY_LOGGERS = tuple(f"org.apache.spark.sql.execution.streaming{package}.
 
 def _high_watermark(source: Source, cluster_id: str, timeout: float) -> int:
     """The quorum's high watermark now: what an available-now run must reach."""
-    from streaming.source import log_reader
+    from streaming.quorum_access import log_reader
 
     with log_reader(source.protocol, source.bootstrap, cluster_id, timeout, source.security) as reader:
         return reader.high_watermark()
@@ -285,6 +292,16 @@ def _stream(spark, source: Source, cluster_id: str, max_records_per_trigger: Opt
     if max_records_per_trigger:
         reader = reader.option("maxRecordsPerTrigger", str(max_records_per_trigger))
     return reader.load()
+
+
+def holder_name(warehouse: str) -> str:
+    """The job's hold on the log: ``materialize:`` and its warehouse (any user:password@ in a URI
+    left out), at most the 256 characters a holder's name takes."""
+    scheme, sep, rest = warehouse.partition("://")
+    if sep:
+        authority, slash, path = rest.partition("/")
+        warehouse = f"{scheme}://{authority.rpartition('@')[2]}{slash}{path.partition('?')[0]}"
+    return ("materialize:" + warehouse)[:256]
 
 
 def _run_remote(spark, source: Source, cluster_id: str, warehouse: str, checkpoint: str,

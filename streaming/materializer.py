@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -109,6 +109,9 @@ class Materializer:
         # own progress of the same batch); the newest BATCH_TIMINGS_KEPT only
         self.timings: dict[int, dict[str, float]] = {}
         self._timing: Optional[dict[str, float]] = None
+        # told the offset the tables now hold everything before, after each micro-batch (the job's
+        # hold on the log: streaming/log_hold.py)
+        self.after_batch: Optional[Callable[[int], None]] = None
         self.reload()
 
     def reload(self) -> None:
@@ -326,6 +329,8 @@ class Materializer:
                     del self.timings[min(self.timings)]
         log.info("Micro-batch %d: %s (source %.2fs, Delta %.2fs)", batch_id, result, fetched - started,
                  time.monotonic() - fetched)
+        if self.after_batch is not None:
+            self.after_batch(self.next_offset)
 
 
 # The source writes a record's JSON form compactly with sorted keys (streaming/source.py: ``data``,

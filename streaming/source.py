@@ -51,6 +51,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from quorum import failpoints
+from streaming.quorum_access import QuorumOptions
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ RETRY_FOR_S = 120.0  # then the query fails with the last error
 IDLE_FLUSH_S = 60.0  # default idleFlushSeconds
 IDLE_SCAN_BYTES = 64 * 1024  # what one look at an idle tail fetches (NoOps are a few bytes each)
 _NO_OP_RECORD = 20  # metadata record type id (Kafka's NoOpRecord)
+_IDLE_TYPES = (_NO_OP_RECORD, 0x7E04)  # and sparkraft's LogHoldRecord
 _LEADER_CHANGE = 2  # control record type id
 
 
@@ -155,62 +157,6 @@ def _with_retry(what: str, fn):
             time.sleep(pause)
             pause = min(RETRY_BACKOFF_S[1], pause * 2)
 
-
-@dataclass(frozen=True)
-class QuorumOptions:
-    """How a reader reaches the quorum: the options both readers share (picklable: workers get it)."""
-
-    bootstrap: str
-    cluster_id: str
-    security: object  # ClientSecurity
-    protocol: str = "sparkraft"  # whose quorum: "sparkraft" or "kafka" (Apache Kafka's controllers)
-
-    @classmethod
-    def parse(cls, options: dict) -> "QuorumOptions":
-        bootstrap = options.get("bootstrap.controllers") or options.get("bootstrap.controller")
-        if not bootstrap:
-            raise ValueError("the sparkraft source needs option bootstrap.controllers=HOST:PORT[,HOST:PORT...]")
-        from quorum.security.client import CLIENT_KEYS, ClientSecurity
-
-        # security.protocol, ssl.*, sasl.*: Kafka's client keys, as options (Spark redacts the password)
-        security = ClientSecurity.from_properties({k: str(v) for k, v in options.items() if k in CLIENT_KEYS},
-                                                  source="the sparkraft source's options")
-        protocol = options.get("quorum.protocol", "sparkraft")
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"quorum.protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-        return cls(bootstrap, options.get("cluster.id", ""), security, protocol)
-
-    def reader(self, timeout: float):
-        return log_reader(self.protocol, self.bootstrap, self.cluster_id, timeout, self.security)
-
-
-PROTOCOLS = ("sparkraft", "kafka")
-
-
-def log_reader(protocol: str, bootstrap: str, cluster_id: str = "", timeout: float = 15.0, security=None):
-    """The committed log's reader for a quorum of ``protocol``: sparkraft's controllers (gRPC and the
-    wire), or Apache Kafka's (Kafka's Fetch as an observer, quorum/kafka_import/reader.py). Both
-    give the same records (sparkraft's frames), chunks and snapshots."""
-    if protocol == "kafka":
-        from quorum.kafka_import.reader import KafkaMetadataLogReader
-
-        return KafkaMetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security)
-    from quorum.rpc.log_reader import MetadataLogReader
-
-    # Kafka's records, one per offset: a partition change block becomes the changes it stands for
-    return MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security, unblock=True)
-
-
-def cluster_id_of(protocol: str, bootstrap: str, timeout: float, security=None) -> str:
-    """The quorum's cluster id (DescribeQuorum of sparkraft's; DescribeCluster of Kafka's controllers)."""
-    if protocol == "kafka":
-        with log_reader(protocol, bootstrap, timeout=timeout, security=security) as reader:
-            reader.discover(time.monotonic() + timeout)
-            return reader.cluster_id
-    from quorum.rpc.raft_client import RaftClient
-
-    with RaftClient(bootstrap, timeout=timeout, security=security) as client:
-        return client.describe_quorum().cluster_id
 
 
 def _positive(options: dict, name: str) -> int | None:
@@ -414,9 +360,10 @@ def _wall_ms() -> float:
 
 
 def _is_idle_record(frame: bytes, control: bool) -> bool:
-    """A NoOp or LeaderChange record: it occupies an offset but changes no table except ``records``."""
+    """A NoOp, LeaderChange or LogHold record: it occupies an offset but changes no table except
+    ``records`` (a hold is the job's own bookkeeping: offered at once, each would be a micro-batch)."""
     kind = int.from_bytes(frame[:2], "big") if len(frame) >= 2 else -1
-    return kind == (_LEADER_CHANGE if control else _NO_OP_RECORD)
+    return kind == _LEADER_CHANGE if control else kind in _IDLE_TYPES
 
 
 def _batch(rows: list[tuple]) -> pa.RecordBatch:

@@ -12,6 +12,15 @@ from typing import Optional
 
 # the controller's API names these too (api.TopicPartition, ...)
 from quorum.controller.partition_results import ElectLeadersResult, PartitionResults, TopicPartition  # noqa: F401
+from quorum.controller.side_api import (  # noqa: F401
+    DescribeLogHoldsRequest,
+    DescribeMigrationRequest,
+    FinalizeMigrationRequest,
+    HoldLogRequest,
+    ImportZkMetadataRequest,
+    LogHolds,
+    MigrationDescription,
+)
 from quorum.controller.settings import BROKER_FEATURES, MV_MAX, MV_MIN
 from quorum.errors import Errors
 
@@ -469,32 +478,3 @@ class DescribeAclsRequest:
 @dataclass(frozen=True, slots=True)
 class DescribeUserScramCredentialsRequest:
     users: tuple[str, ...] = ()  # none: every user with a credential
-
-
-@dataclass(frozen=True, slots=True)
-class ImportZkMetadataRequest:
-    """The migration driver's import of a ZooKeeper-mode cluster (quorum/migration): the records
-    that rebuild what ZooKeeper holds. Written with the move to MIGRATION as one transaction; never
-    on the wire (only the active controller's own driver makes it)."""
-
-    records: tuple = field(repr=False)  # metadata record messages (RegisterBroker's epochs filled in by the core)
-    zk_controller_epoch: int = -1  # the ZooKeeper controller epoch the driver claimed (for the log line)
-
-
-@dataclass(frozen=True, slots=True)
-class FinalizeMigrationRequest:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class DescribeMigrationRequest:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class MigrationDescription:
-    state: str  # NONE, PRE_MIGRATION, MIGRATION or POST_MIGRATION (the log's)
-    zk_controller_epoch: int = -1  # the active controller's claim on ZooKeeper; -1 none or not known here
-    dual_write_lag_records: int = -1  # committed records ZooKeeper does not hold yet; -1 not known here
-    mirrored_offset: int = -1  # the last metadata offset mirrored to ZooKeeper; -1 not known here
-    error: str = ""  # why the migration cannot go on

@@ -58,11 +58,14 @@ def software_of(text: str) -> tuple[str, str]:
     return name[:MAX_NAME], version[:MAX_NAME]
 
 
-def audited(row, records: list, error: bool) -> bool:
+def audited(row, request, records: list, error: bool) -> bool:
     """Whether a request of registry row ``row`` gets an entry: admin requests always; a broker's or
-    a controller's own only when it changed metadata (not every heartbeat)."""
+    a controller's own only when it changed metadata (not every heartbeat); bookkeeping its row calls
+quiet (a reader's hold on the log, renewed as it reads) only when refused."""
     if row.needs.kind in ("broker", "controller"):
         return bool(records) and not error
+    if row.audit is not None and row.audit.quiet(request):
+        return error
     return True
 
 
@@ -72,6 +75,7 @@ class Of(NamedTuple):
 
     resources: Callable[[Any], list[str]]
     changes: Callable[[Any], list[str]] = lambda r: []
+    quiet: Callable[[Any], bool] = lambda r: False  # bookkeeping, asked again and again: audited only when refused
 
 
 def resources(row, request) -> list[str]:
@@ -250,7 +254,7 @@ class Audits:
     def with_audit(self, row, request, records: list, reply, now_ms: int, context: Optional[AuditContext]) -> list:
         """``records`` and, if the request is audited (``audited``), its entry after them; the
         outcome is the reply's (items refused, of a request that was not refused as a whole)."""
-        if getattr(request, "validate_only", False) or not audited(row, records, False):
+        if getattr(request, "validate_only", False) or not audited(row, request, records, False):
             return records
         return [*records, entry(self._head(), now_ms, request_name(row, request), context or self.own_context(request),
                                 resources(row, request), changes(row, request), len(records), *outcome(reply))]
@@ -270,7 +274,7 @@ class Audits:
 
     def refusal_records(self, row, request, error, now_ms: int, context: Optional[AuditContext]) -> list:
         """The entry of a refused request, or none: not audited, or summarised (``refusal_summaries``)."""
-        if row is None or getattr(request, "validate_only", False) or not audited(row, [], True):
+        if row is None or getattr(request, "validate_only", False) or not audited(row, request, [], True):
             return []
         context = context or self.own_context(request)
         name = request_name(row, request)

@@ -72,7 +72,7 @@ log = logging.getLogger(__name__)
 _QUICK_TO_REPLAY = frozenset(int(t) for t in (
     RecordType.CONFIG_RECORD, RecordType.TOPIC_RECORD, RecordType.PARTITION_RECORD,
     RecordType.PARTITION_CHANGE_RECORD, RecordType.NO_OP_RECORD, RecordType.CLIENT_QUOTA_RECORD,
-    RecordType.PRODUCER_IDS_RECORD, RecordType.AUDIT_RECORD))
+    RecordType.PRODUCER_IDS_RECORD, RecordType.AUDIT_RECORD, RecordType.LOG_HOLD_RECORD))
 
 _RESERVED_UUIDS = {"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"}  # Kafka's ZERO and ONE
 _MARKERS = (pb.BeginTransactionRecord, pb.EndTransactionRecord, pb.AbortTransactionRecord)

@@ -37,6 +37,7 @@ from quorum.controller import (
     controllers_control,
     directories,
     features_control,
+    log_holds,
     migration_control,
     producer_ids_control,
     quotas_control,
@@ -288,6 +289,13 @@ ROWS: tuple[RequestRow, ...] = (
                lambda c, r, now: migration_control.finalize(c, r), migrates=True),
     RequestRow(api.DescribeMigrationRequest, "DescribeMigration", 57, None, _cluster("DESCRIBE"),
                read=read_requests.describe_migration, around="with_migration_status"),
+    # holds readers put on the log (quorum/controller/log_holds.py): the streaming job's, renewed as it commits
+    # (what reading the log needs: CLUSTER_ACTION on the cluster)
+    RequestRow(api.HoldLogRequest, "HoldLog", 95, None, _cluster("CLUSTER_ACTION"), log_holds.hold,
+               quick=lambda c, r: True, audit=audit.Of(lambda r: [f"LOG_HOLD:{r.holder}"], lambda r: ["release"] if r.release else [],
+                                   quiet=lambda r: not r.release)),
+    RequestRow(api.DescribeLogHoldsRequest, "DescribeLogHolds", 96, None, _cluster("DESCRIBE"),
+               read=log_holds.describe),
 )
 
 BY_TYPE: dict[type, RequestRow] = {row.request: row for row in ROWS}

@@ -27,7 +27,7 @@ from kio.schema.voters_record.v0 import data as voters
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32, u16
 
-from quorum.gen.sparkraft.v1.metadata_pb2 import AuditRecord
+from quorum.gen.sparkraft.v1.metadata_pb2 import AuditRecord, LogHoldRecord
 from quorum.kafka_log.gen.records import WRITERS
 from quorum.kafka_log.wire import Writer, uuid_bytes
 from quorum.log import batch as sparkraft_batch
@@ -158,9 +158,10 @@ TO_KAFKA: dict[RecordType, Callable[[object], dict]] = {
 # what Kafka's brokers are not told (sent as a NoOpRecord): ZooKeeper migration is a sparkraft
 # controller's business, and a 4.x broker no longer reads the record; nor sparkraft's audit trail
 # (who changed what is not Kafka's metadata, and its principals are not for every broker); nor
-# sparkraft's own feature
-NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD, RecordType.AUDIT_RECORD})
+# sparkraft's own feature; nor a reader's hold on the log
+NOT_SENT = frozenset({RecordType.ZK_MIGRATION_STATE_RECORD, RecordType.AUDIT_RECORD, RecordType.LOG_HOLD_RECORD})
 NOT_SENT_FEATURES = frozenset({SPARKRAFT_VERSION})
+_NOT_IN_KAFKA_SNAPSHOTS = (AuditRecord, LogHoldRecord)
 
 
 def _registration_change_version(m) -> int:
@@ -387,7 +388,7 @@ def export_snapshot(checkpoint: bytes, epoch: int, last_contained_ms: int = 0) -
         put([control_value(r) for r in raft_records], True)
     batch: list = []
     for message in image.records():
-        if isinstance(message, AuditRecord):  # sparkraft's audit chain head: nothing of Kafka's
+        if isinstance(message, _NOT_IN_KAFKA_SNAPSHOTS):  # the audit chain's head, log holds: nothing of Kafka's
             continue
         batch.append((None, message_value(message, level)))
         if len(batch) == SNAPSHOT_RECORDS_PER_BATCH:

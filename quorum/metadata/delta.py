@@ -140,5 +140,6 @@ _HANDLERS: dict[RecordType, Callable[[MetadataDelta, Message], None]] = {
     RecordType.REMOVE_USER_SCRAM_CREDENTIAL_RECORD: _to("scram", "replay_remove_user_scram_credential"),
     RecordType.NO_OP_RECORD: lambda delta, message: None,
     RecordType.AUDIT_RECORD: _to("audit", "replay_audit"),
+    RecordType.LOG_HOLD_RECORD: _to("audit", "replay_log_hold"),
     RecordType.ZK_MIGRATION_STATE_RECORD: _to("features", "replay_zk_migration_state"),
 }

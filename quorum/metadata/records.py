@@ -67,6 +67,7 @@ class RecordType(IntEnum):
     PARTITION_CHANGE_BLOCK_RECORD = 0x7E01
     PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD = 0x7E02
     AUDIT_RECORD = 0x7E03  # who changed what (quorum/controller/audit.py): Kafka's brokers get a NoOp
+    LOG_HOLD_RECORD = 0x7E04  # a reader holds the log from an offset (quorum/controller/log_holds.py)
 
     @property
     def message_class(self) -> type[Message]:
@@ -76,7 +77,8 @@ class RecordType(IntEnum):
 # sparkraft's own record types: Kafka's log never holds them. What Kafka's brokers are sent or the
 # lakehouse shows of a block is the PartitionChangeRecords it stands for; of an audit entry, a NoOp.
 SPARKRAFT_ONLY = frozenset({RecordType.PARTITION_CHANGE_BLOCK_RECORD,
-                            RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD, RecordType.AUDIT_RECORD})
+                            RecordType.PARTITION_CHANGE_BLOCK_CONTINUATION_RECORD, RecordType.AUDIT_RECORD,
+                            RecordType.LOG_HOLD_RECORD})
 
 
 _MESSAGE_CLASS: dict[RecordType, type[Message]] = {

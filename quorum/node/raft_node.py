@@ -115,6 +115,8 @@ class RaftNode(RaftRounds):
         self.log_dir = Path(log_dir)
         self.settings = settings
         self.retention = retention
+        # the lowest offset a reader holds the log from (None: none); a controller node reads its image's holds
+        self.log_hold: Callable[[], Optional[int]] = lambda: None
         self._anchor_ms = time.time() * 1000 - time.monotonic() * 1000
         self._inbox: collections.deque = collections.deque()  # appended from any thread; drained by rounds
         self._round_pending = False  # a round is scheduled on the loop

@@ -183,7 +183,8 @@ class RaftRounds:
             self._put(Delivered(listener))
 
     def _on_snapshot_written(self, item: SnapshotWritten, now: int) -> None:
-        apply_retention(self.node_id, self.core, self.log, self.snapshot_store, self.retention, now)
+        apply_retention(self.node_id, self.core, self.log, self.snapshot_store, self.retention, now,
+                        self.log_hold())
 
     def _on_resign(self, item: Resign, now: int) -> None:
         core = self.core

@@ -1,21 +1,30 @@
 """Retention on a running node: when a snapshot is written, delete the oldest snapshots while the
 log and snapshots together are over ``metadata.max.retention.*`` (the newest is always kept), and
-move the log start to the oldest snapshot left, so segments wholly below it are deleted."""
+move the log start to the oldest snapshot left, so segments wholly below it are deleted. A reader's
+hold on the log (quorum/controller/log_holds.py) stops it short: the log start never passes the
+lowest live hold, whatever the retention settings say."""
 from __future__ import annotations
 
 import logging
 import time
+from typing import Optional
 
 from quorum.snapshot.retention import Retention
 
 log = logging.getLogger(__name__)
 
 
-def apply_retention(node_id: int, core, file_log, store, retention: Retention, now_ms: int) -> None:
-    """On the event-loop thread (the core moves the log start)."""
+def apply_retention(node_id: int, core, file_log, store, retention: Retention, now_ms: int,
+                    hold: Optional[int] = None) -> None:
+    """On the event-loop thread (the core moves the log start). ``hold``: the lowest offset a
+    reader holds the log from (None: no hold)."""
     while True:
         ids = store.ids()
         if len(ids) < 2 or ids[1].offset > core.high_watermark:
+            break
+        if hold is not None and ids[1].offset > hold:
+            if retention.over(file_log.size_bytes + sum(store.size(s) or 0 for s in ids), 0):
+                log.debug("Node %d keeps the log from offset %d: a reader holds it", node_id, hold)
             break
         total = file_log.size_bytes + sum(store.size(s) or 0 for s in ids)
         age_ms = time.time() * 1000 - store.modified_ms(ids[0])

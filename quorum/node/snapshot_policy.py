@@ -24,7 +24,8 @@ class SnapshotPolicy:
     ``metadata.log.max.snapshot.interval.ms`` once records arrived), outside a transaction, the
     committed image (immutable, so no copy and no pause of the controller loop) is written as
     ``<end offset>-<epoch>.checkpoint`` beside the segments, and handed to the RaftNode, which
-    serves it with FetchSnapshot and applies retention (old snapshots and the log below them go).
+    serves it with FetchSnapshot and applies retention (old snapshots and the log below them go),
+    short of what a reader holds (the image's log holds: quorum/controller/log_holds.py).
     On start the newest valid one is loaded and only the log after it is replayed.
     """
 
@@ -41,6 +42,7 @@ class SnapshotPolicy:
         self._since = time.monotonic()
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"snapshot-{raft.node_id}")
         self._writing: Optional[concurrent.futures.Future] = None
+        raft.log_hold = lambda: core.image.audit.floor(time.time() * 1000, core.settings.log_hold_max_ms)
 
     @property
     def directory(self) -> Path:

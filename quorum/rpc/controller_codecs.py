@@ -49,7 +49,16 @@ from quorum.rpc.controller_parts import (
     tp_from,
     tp_to,
 )
+from quorum.metadata.audit import LogHold
 from quorum.rpc.convert import error_from_code
+
+
+def _hold_to(h: LogHold) -> pb.LogHold:
+    return pb.LogHold(holder=h.holder, offset=h.offset, time_ms=h.time_ms)
+
+
+def _hold_from(m: pb.LogHold) -> LogHold:
+    return LogHold(m.holder, m.offset, m.time_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,4 +352,16 @@ CODECS: dict[str, Codec] = {
         reply_to=nothing_to,
         reply_from=nothing_from,
         reply='None'),
+    "HoldLog": Codec(
+        request_to=lambda r: pb.HoldLogRequest(holder=r.holder, offset=r.offset, release=r.release),
+        request_from=lambda m: api.HoldLogRequest(m.holder, m.offset, m.release),
+        reply_to=lambda h: {"hold": _hold_to(h)},
+        reply_from=lambda m: _hold_from(m.hold),
+        reply='LogHold'),
+    "DescribeLogHolds": Codec(
+        request_to=lambda r: pb.DescribeLogHoldsRequest(),
+        request_from=lambda m: api.DescribeLogHoldsRequest(),
+        reply_to=lambda r: {"holds": [_hold_to(h) for h in r.holds], "max_age_ms": r.max_age_ms},
+        reply_from=lambda m: api.LogHolds(tuple(_hold_from(h) for h in m.holds), m.max_age_ms),
+        reply='api.LogHolds'),
 }

@@ -18,11 +18,12 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | ElectLeaders, AlterPartitionReassignments, UnregisterBroker, UpdateFeatures, CreateAcls, DeleteAcls, FinalizeMigration | ALTER on the cluster |
 | AlterClientQuotas | ALTER_CONFIGS on the cluster |
 | DescribeClientQuotas | DESCRIBE_CONFIGS on the cluster |
-| DescribeAcls, ListPartitionReassignments, DescribeMigration | DESCRIBE on the cluster |
+| DescribeAcls, ListPartitionReassignments, DescribeMigration, DescribeLogHolds | DESCRIBE on the cluster |
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
 | RegisterController | CLUSTER_ACTION on the cluster, or the controller's own principal for its own id |
+| HoldLog | CLUSTER_ACTION on the cluster (what reading the log needs) |
 | DescribeCluster, DescribeFeatures | nothing (Kafka answers features in ApiVersions to anyone) |
 """
 from __future__ import annotations

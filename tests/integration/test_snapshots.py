@@ -192,3 +192,42 @@ def test_observers_behind_the_log_start_load_the_leaders_snapshot(cluster_with_s
     finally:
         stale_cut.stop()
         fresh.stop()
+
+
+def log_start(cp, i) -> int:
+    return int(segments(cp, i)[0].name[:20])
+
+
+def newest_snapshot(cp, i) -> int:
+    return int(checkpoints(cp, i)[-1].name[:20])
+
+
+def test_a_readers_hold_keeps_the_log_from_retention_until_released(cluster_with_snapshots):
+    """What the streaming job does after each micro-batch (streaming/log_hold.py): while a reader
+    holds the log from an offset, no controller's retention deletes a segment past it, however far
+    over metadata.max.retention.bytes the log grows; released (as an operator would, with the CLI),
+    retention goes on."""
+    from quorum.controller import api
+
+    cp, admin = cluster_with_snapshots
+    held = admin.call(api.HoldLogRequest("materialize:/test", 1)).offset  # the oldest offset: hold all of it
+    assert held == 1
+    bootstrap = ("--bootstrap-controller", cp.bootstrap())
+    listed = subprocess.run(sparkraft_cmd("log-holds", "list", *bootstrap), capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "materialize:/test\tfrom offset 1\t" in listed.stdout and "holds" in listed.stdout
+    starts = {i: log_start(cp, i) for i in cp.voters}
+    before = max(newest_snapshot(cp, i) for i in cp.voters)
+    for n in range(12):  # far past metadata.max.retention.bytes: retention would delete segments
+        create_topic_once(admin, f"held{n}", 20, 1)
+    wait_for(lambda: all(newest_snapshot(cp, i) > before + 200 for i in cp.voters), 30,
+             "newer snapshots (and retention after each) on every controller")
+    assert {i: log_start(cp, i) for i in cp.voters} == starts, "a segment the reader holds was deleted"
+    released = subprocess.run(sparkraft_cmd("log-holds", "release", "materialize:/test", *bootstrap),
+                              capture_output=True, text=True, timeout=60)
+    assert released.returncode == 0, released.stderr
+    for n in range(3):  # a snapshot on each node applies retention again
+        create_topic_once(admin, f"released{n}", 20, 1)
+    for i in cp.voters:
+        wait_for(lambda: log_start(cp, i) > max(starts[i], 1), 30, f"controller {i}'s retention to go on")
+    gone = subprocess.run(sparkraft_cmd("log-holds", "list", *bootstrap), capture_output=True, text=True, timeout=60)
+    assert "No reader holds the log." in gone.stdout

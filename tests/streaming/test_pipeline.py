@@ -62,6 +62,9 @@ def test_the_stream_materialises_the_controllers_image_exactly(cluster, spark, t
     job.run(bootstrap, wh, ck, available_now=True, spark=spark)
     first = latest_cut(wh)
     assert_tables_equal_image(wh, image_at(bootstrap, first.offset), first)
+    # the job holds the log from where its tables end: retention keeps what they do not hold yet
+    holds = cluster.client.call(api.DescribeLogHoldsRequest()).holds
+    assert [(h.holder, h.offset) for h in holds] == [(f"materialize:{wh}", first.offset + 1)]
 
     # more changes, and the same query (same checkpoint) picks up from where it stopped
     cluster.client.delete_topic("payments")

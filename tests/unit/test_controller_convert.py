@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from quorum.controller import api
+from quorum.metadata.audit import LogHold
 from quorum.errors import Errors, SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
 from quorum.rpc import controller_convert as cc
@@ -65,6 +66,9 @@ REQUESTS = [
     api.DescribeUserScramCredentialsRequest(),
     api.DescribeMigrationRequest(),
     api.FinalizeMigrationRequest(),
+    api.HoldLogRequest("materialize:/wh", 4711),
+    api.HoldLogRequest("materialize:/wh", release=True),
+    api.DescribeLogHoldsRequest(),
 ]
 
 REPLIES = [
@@ -115,6 +119,8 @@ REPLIES = [
                                       api.UserScramCredentials("bob", Errors.RESOURCE_NOT_FOUND, "none"))),
     ("DescribeMigration", api.MigrationDescription("MIGRATION", 8, 12, 4711, "")),
     ("DescribeMigration", api.MigrationDescription("PRE_MIGRATION", error="ZooKeeper at h:2181 is not answering")),
+    ("HoldLog", LogHold("materialize:/wh", 4711, 1_700_000_000_000)),
+    ("DescribeLogHolds", api.LogHolds((LogHold("a", 1, 2), LogHold("b", 3, 4)), -1)),
     ("FinalizeMigration", None),
 ]
 

@@ -36,7 +36,7 @@ KAFKA_API_KEYS = {
 }
 # sparkraft's own record types, outside Kafka's ids (never sent to Kafka's brokers as they are)
 SPARKRAFT_TYPES = {"PartitionChangeBlockRecord": 0x7E01, "PartitionChangeBlockContinuationRecord": 0x7E02,
-                   "AuditRecord": 0x7E03}
+                   "AuditRecord": 0x7E03, "LogHoldRecord": 0x7E04}
 
 SAMPLES = [
     broker(1, epoch=42, rack="rack-a"),
@@ -76,6 +76,7 @@ SAMPLES = [
                    client_software_name="apache-kafka-java", client_software_version="4.4.0", listener="CONTROLLER",
                    request="CreateTopics", resources=["TOPIC:orders"], changes=["retention.ms=86400000"],
                    record_count=4, hash=b"h" * 32),
+    pb.LogHoldRecord(holder="materialize:/wh", offset=4711, time_ms=1_700_000_000_000),
 ]
 SCRAM = pb.UserScramCredentialRecord(name="alice", mechanism=pb.ScramMechanism.SCRAM_SHA_256, salt=b"s" * 32,
                                      stored_key=b"k" * 32, server_key=b"v" * 32, iterations=8192)

@@ -1218,6 +1218,64 @@ class FinalizeMigrationResponse(_message.Message):
     committed_offset: int
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
+class HoldLogRequest(_message.Message):
+    __slots__ = ("holder", "offset", "release")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    offset: int
+    release: bool
+    def __init__(self, holder: _Optional[str] = ..., offset: _Optional[int] = ..., release: _Optional[bool] = ...) -> None: ...
+
+class LogHold(_message.Message):
+    __slots__ = ("holder", "offset", "time_ms")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    offset: int
+    time_ms: int
+    def __init__(self, holder: _Optional[str] = ..., offset: _Optional[int] = ..., time_ms: _Optional[int] = ...) -> None: ...
+
+class HoldLogResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "hold", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    hold: LogHold
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., hold: _Optional[_Union[LogHold, _Mapping]] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
+class DescribeLogHoldsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeLogHoldsResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "holds", "max_age_ms", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    HOLDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    holds: _containers.RepeatedCompositeFieldContainer[LogHold]
+    max_age_ms: int
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., holds: _Optional[_Iterable[_Union[LogHold, _Mapping]]] = ..., max_age_ms: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
 class ForwardedRequest(_message.Message):
     __slots__ = ("principal", "host", "method", "request", "software", "listener")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]

@@ -184,6 +184,16 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.FromString,
                 _registered_method=True)
+        self.HoldLog = channel.unary_unary(
+                '/sparkraft.v1.Controller/HoldLog',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.HoldLogRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.HoldLogResponse.FromString,
+                _registered_method=True)
+        self.DescribeLogHolds = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeLogHolds',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -369,6 +379,18 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HoldLog(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeLogHolds(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -521,6 +543,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.FinalizeMigration,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.SerializeToString,
+            ),
+            'HoldLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.HoldLog,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.HoldLogRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.HoldLogResponse.SerializeToString,
+            ),
+            'DescribeLogHolds': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogHolds,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1333,6 +1365,60 @@ class Controller:
             '/sparkraft.v1.Controller/FinalizeMigration',
             sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.FinalizeMigrationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HoldLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/HoldLog',
+            sparkraft_dot_v1_dot_controller__pb2.HoldLogRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.HoldLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogHolds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeLogHolds',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -509,3 +509,13 @@ class AuditRecord(_message.Message):
     occurrences: int
     hash: bytes
     def __init__(self, time_ms: _Optional[int] = ..., principal: _Optional[str] = ..., client_host: _Optional[str] = ..., client_software_name: _Optional[str] = ..., client_software_version: _Optional[str] = ..., listener: _Optional[str] = ..., request: _Optional[str] = ..., resources: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[str]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., record_count: _Optional[int] = ..., forwarded_by: _Optional[str] = ..., occurrences: _Optional[int] = ..., hash: _Optional[bytes] = ...) -> None: ...
+
+class LogHoldRecord(_message.Message):
+    __slots__ = ("holder", "offset", "time_ms")
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    offset: int
+    time_ms: int
+    def __init__(self, holder: _Optional[str] = ..., offset: _Optional[int] = ..., time_ms: _Optional[int] = ...) -> None: ...

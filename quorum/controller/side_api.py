@@ -1,0 +1,59 @@
+"""The controller's requests about what lies beside the metadata: a ZooKeeper-mode cluster's
+migration, and the holds readers put on the log (re-exported by api.py, where every request is)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from quorum.metadata.audit import LogHold
+
+
+# ---------------------------------------------------------------- migration from ZooKeeper
+@dataclass(frozen=True, slots=True)
+class ImportZkMetadataRequest:
+    """The migration driver's import of a ZooKeeper-mode cluster (quorum/migration): the records
+    that rebuild what ZooKeeper holds. Written with the move to MIGRATION as one transaction; never
+    on the wire (only the active controller's own driver makes it)."""
+
+    records: tuple = field(repr=False)  # metadata record messages (RegisterBroker's epochs filled in by the core)
+    zk_controller_epoch: int = -1  # the ZooKeeper controller epoch the driver claimed (for the log line)
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizeMigrationRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeMigrationRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationDescription:
+    state: str  # NONE, PRE_MIGRATION, MIGRATION or POST_MIGRATION (the log's)
+    zk_controller_epoch: int = -1  # the active controller's claim on ZooKeeper; -1 none or not known here
+    dual_write_lag_records: int = -1  # committed records ZooKeeper does not hold yet; -1 not known here
+    mirrored_offset: int = -1  # the last metadata offset mirrored to ZooKeeper; -1 not known here
+    error: str = ""  # why the migration cannot go on
+
+
+# ---------------------------------------------------------------- log holds (quorum/controller/log_holds.py)
+@dataclass(frozen=True, slots=True)
+class HoldLogRequest:
+    """``holder`` keeps what it read of the log elsewhere, up to ``offset``: keep the records from
+    ``offset`` on; ``release``: let go of the hold."""
+
+    holder: str
+    offset: int = -1
+    release: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeLogHoldsRequest:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LogHolds:
+    holds: tuple[LogHold, ...]
+    max_age_ms: int  # a hold not renewed for this long no longer holds the log (-1: never lapses)
