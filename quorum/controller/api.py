@@ -12,6 +12,7 @@ from typing import Optional
 
 # the controller's API names these too (api.TopicPartition, ...)
 from quorum.controller.partition_results import ElectLeadersResult, PartitionResults, TopicPartition  # noqa: F401
+from quorum.controller.settings import BROKER_FEATURES, MV_MAX, MV_MIN
 from quorum.controller.side_api import (  # noqa: F401
     DescribeLogHoldsRequest,
     DescribeMigrationRequest,
@@ -20,8 +21,8 @@ from quorum.controller.side_api import (  # noqa: F401
     ImportZkMetadataRequest,
     LogHolds,
     MigrationDescription,
+    RecordRefusalRequest,
 )
-from quorum.controller.settings import BROKER_FEATURES, MV_MAX, MV_MIN
 from quorum.errors import Errors
 
 

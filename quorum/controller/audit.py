@@ -62,10 +62,10 @@ def audited(row, request, records: list, error: bool) -> bool:
     """Whether a request of registry row ``row`` gets an entry: admin requests always; a broker's or
     a controller's own only when it changed metadata (not every heartbeat); bookkeeping its row calls
 quiet (a reader's hold on the log, renewed as it reads) only when refused."""
-    if row.needs.kind in ("broker", "controller"):
-        return bool(records) and not error
     if row.audit is not None and row.audit.quiet(request):
         return error
+    if row.needs.kind in ("broker", "controller"):
+        return bool(records) and not error
     return True
 
 
@@ -276,17 +276,27 @@ class Audits:
         """The entry of a refused request, or none: not audited, or summarised (``refusal_summaries``)."""
         if row is None or getattr(request, "validate_only", False) or not audited(row, request, [], True):
             return []
-        context = context or self.own_context(request)
-        name = request_name(row, request)
-        key = (context.principal, context.host, name, int(error.error.value))
+        return self._refusal(context or self.own_context(request), request_name(row, request),
+                             resources(row, request), changes(row, request), int(error.error.value),
+                             error.message, now_ms)
+
+    def reported_refusal(self, report, now_ms: int) -> list:
+        """A refusal another controller answered itself (a RecordRefusalRequest): the same entry."""
+        context = AuditContext(report.principal, report.host, report.listener[:MAX_NAME],
+                               (report.software[0][:MAX_NAME], report.software[1][:MAX_NAME]), report.forwarded_by)
+        return self._refusal(context, report.request, list(report.resources), list(report.changes),
+                             report.error_code, report.error_message, now_ms)
+
+    def _refusal(self, context: AuditContext, name: str, names: list[str], asked: list[str], code: int,
+                 message: str, now_ms: int) -> list:
+        key = (context.principal, context.host, name, code)
         seen = self._refusals.get(key)
         if seen is not None and now_ms - seen[0] < REFUSALS_SUMMARISED_S * 1000:
             seen[1] += 1
-            seen[2] = (context, error.message)
+            seen[2] = (context, message)
             return []
         self._refusals[key] = [now_ms, 0, None]
-        return [entry(self._head(), now_ms, name, context, resources(row, request), changes(row, request), 0,
-                      int(error.error.value), error.message)]
+        return [entry(self._head(), now_ms, name, context, names, asked, 0, code, message)]
 
     def refusal_summaries(self, now_ms: int) -> list:
         """Entries counting the refusals summarised over intervals now past."""

@@ -41,6 +41,10 @@ class ControllerContext(Protocol):
     def voters(self) -> Optional[Collection[int]]:
         """The quorum's voters now (None where no quorum is known: a core on its own)."""
 
+    def reported_refusal(self, report, now_ms: int) -> list:
+        """The audit entry of a refusal another controller answered (a RecordRefusalRequest), or
+        none while refusals alike are being summarised (quorum/controller/audit.py)."""
+
 
 MEMBERS = ("node_id", "cluster_id", "settings", "rng", "index", "sessions", "spec", "next_write_offset",
-           "first_record_offset", "acceptable", "new_uuid", "voters")
+           "first_record_offset", "acceptable", "new_uuid", "voters", "reported_refusal")

@@ -292,10 +292,15 @@ ROWS: tuple[RequestRow, ...] = (
     # holds readers put on the log (quorum/controller/log_holds.py): the streaming job's, renewed as it commits
     # (what reading the log needs: CLUSTER_ACTION on the cluster)
     RequestRow(api.HoldLogRequest, "HoldLog", 95, None, _cluster("CLUSTER_ACTION"), log_holds.hold,
-               quick=lambda c, r: True, audit=audit.Of(lambda r: [f"LOG_HOLD:{r.holder}"], lambda r: ["release"] if r.release else [],
-                                   quiet=lambda r: not r.release)),
+               quick=lambda c, r: True,
+               audit=audit.Of(lambda r: [f"LOG_HOLD:{r.holder}"], lambda r: ["release"] if r.release else [],
+                              quiet=lambda r: not r.release)),
     RequestRow(api.DescribeLogHoldsRequest, "DescribeLogHolds", 96, None, _cluster("DESCRIBE"),
                read=log_holds.describe),
+    # a refusal another controller answered itself, for the audit trail (its entry is the refused request's)
+    RequestRow(api.RecordRefusalRequest, "RecordRefusal", 97, None, Needs("controller"),
+               lambda c, r, now: (c.reported_refusal(r, now), None), quick=lambda c, r: True,
+               audit=audit.Of(lambda r: list(r.resources), quiet=lambda r: True)),
 )
 
 BY_TYPE: dict[type, RequestRow] = {row.request: row for row in ROWS}

@@ -1,5 +1,6 @@
 """The controller's requests about what lies beside the metadata: a ZooKeeper-mode cluster's
-migration, and the holds readers put on the log (re-exported by api.py, where every request is)."""
+migration, the holds readers put on the log, and refusals other controllers saw (re-exported by
+api.py, where every request is)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -57,3 +58,23 @@ class DescribeLogHoldsRequest:
 class LogHolds:
     holds: tuple[LogHold, ...]
     max_age_ms: int  # a hold not renewed for this long no longer holds the log (-1: never lapses)
+
+
+# ---------------------------------------------------------------- audit (quorum/controller/audit.py)
+@dataclass(frozen=True, slots=True)
+class RecordRefusalRequest:
+    """A refusal controller ``controller_id`` answered itself (a request carrying secrets on a
+    listener without TLS), for the active controller's audit trail: who asked, how, for what, and
+    the error; already in an entry's words (``request``, ``resources``, ``changes``)."""
+
+    controller_id: int
+    principal: str
+    host: str
+    listener: str
+    software: tuple[str, str]
+    forwarded_by: str
+    request: str
+    resources: tuple[str, ...]
+    changes: tuple[str, ...]
+    error_code: int
+    error_message: str

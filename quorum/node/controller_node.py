@@ -92,6 +92,7 @@ class ControllerNode:
         self.snapshots = SnapshotPolicy(raft, core)
         self.security = raft.security
         self.migration: Optional[MigrationDriver] = None  # set by from_config on a migrating quorum
+        self.refusal_reports = None  # set by controller_node(): refusals answered here, for the audit trail
 
     # ------------------------------------------------------------------ lifecycle
     @property

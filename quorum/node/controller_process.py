@@ -23,6 +23,7 @@ from quorum.node.broker_process import BrokerProcess, controllers_of
 from quorum.node.controller_node import ControllerNode
 from quorum.node.local_first import LocalFirstController
 from quorum.node.raft_node import RaftNode
+from quorum.node.refusal_reports import RefusalReports
 from quorum.raft.settings import RaftSettings
 from quorum.rpc.controller_client import ControllerClient
 from quorum.rpc.controller_service import ControllerService
@@ -74,6 +75,9 @@ def controller_node(config: NodeConfig) -> ControllerNode:
     node.snapshots.interval_s = interval / 1000 if interval else None
     if config.zookeeper_metadata_migration_enable:
         node.migration = MigrationDriver(node, config.zookeeper_connect, config.zookeeper_session_timeout_ms)
+    client_security = config.node_security(config.controller_listener_name).client
+    node.refusal_reports = RefusalReports(config.node_id, lambda: ControllerClient(
+        controllers_of(config), timeout=10.0, rpc_timeout=5.0, security=client_security))
     return node
 
 
@@ -102,6 +106,7 @@ class ControllerProcess:
         self.node = RaftNode.from_config(config, raw_appends=True) if raft_only else controller_node(config)
         self.raft = self.node if raft_only else self.node.raft
         self.kafka = None if raft_only else kafka_listeners(config, self.node)
+        self.refusal_reports = None if raft_only else self.node.refusal_reports
         self.metrics: Optional[MetricsServer] = None
         if config.metrics_listener:
             registry = Registry()
@@ -136,6 +141,8 @@ class ControllerProcess:
     def close(self, graceful: bool = True) -> None:
         if self.kafka is not None:
             self.kafka.stop()
+        if self.refusal_reports is not None:
+            self.refusal_reports.close()
         self.node.shutdown(graceful=graceful)
         if self.metrics is not None:
             self.metrics.stop()

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 from quorum.controller import api
 from quorum.errors import SparkraftError
 from quorum.gen.sparkraft.v1 import controller_pb2 as pb
+from quorum.metadata.audit import LogHold
 from quorum.rpc.controller_parts import (
     acl_from,
     acl_to,
@@ -49,7 +50,6 @@ from quorum.rpc.controller_parts import (
     tp_from,
     tp_to,
 )
-from quorum.metadata.audit import LogHold
 from quorum.rpc.convert import error_from_code
 
 
@@ -364,4 +364,16 @@ CODECS: dict[str, Codec] = {
         reply_to=lambda r: {"holds": [_hold_to(h) for h in r.holds], "max_age_ms": r.max_age_ms},
         reply_from=lambda m: api.LogHolds(tuple(_hold_from(h) for h in m.holds), m.max_age_ms),
         reply='api.LogHolds'),
+    "RecordRefusal": Codec(
+        request_to=lambda r: pb.RecordRefusalRequest(
+            controller_id=r.controller_id, principal=r.principal, host=r.host, listener=r.listener,
+            software_name=r.software[0], software_version=r.software[1], forwarded_by=r.forwarded_by,
+            request=r.request, resources=list(r.resources), changes=list(r.changes), error_code=r.error_code,
+            error_message=r.error_message),
+        request_from=lambda m: api.RecordRefusalRequest(
+            m.controller_id, m.principal, m.host, m.listener, (m.software_name, m.software_version), m.forwarded_by,
+            m.request, tuple(m.resources), tuple(m.changes), m.error_code, m.error_message),
+        reply_to=nothing_to,
+        reply_from=nothing_from,
+        reply='None'),
 }

@@ -154,8 +154,11 @@ def begin_call(node: Optional[ControllerPort], method: str, request_pb, authoriz
     is_read = row.read is not None
     security, check = node.security, None
     if row.secret is not None and row.secret(request) and security.tls is None:
-        return cc.error_response(method, Errors.INVALID_REQUEST, f"{method} carries secrets, taken only over TLS (this "
-                                 "listener is PLAINTEXT: they would cross the network in clear)")
+        error = SparkraftError(Errors.INVALID_REQUEST, f"{method} carries secrets, taken only over TLS (this "
+                               "listener is PLAINTEXT: they would cross the network in clear)")
+        if node.refusal_reports is not None:  # for the active controller's audit trail, never waited for
+            node.refusal_reports.report(row, request, error, _who(identify, None))
+        return cc.error_response(method, error.error, error.message)
     try:
         caller = authorizing_caller()
     except SparkraftError as e:  # a SCRAM token that does not verify

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
     from quorum.security.node_security import NodeSecurity
 
 
+class RefusalReporter(Protocol):
+    """Where a controller sends the refusals it answers itself (quorum/node/refusal_reports.py)."""
+
+    def report(self, row, request, error, context) -> None: ...
+
+
 class RefusalNotes(Protocol):
     """Where refused impersonations are noted (raft_service.RefusalLog: logged without flooding)."""
 
@@ -28,6 +34,7 @@ class ControllerPort(Protocol):
 
     security: "NodeSecurity"
     loaded: bool  # replayed what its log held at start and what a leader said was committed: it answers reads
+    refusal_reports: Optional["RefusalReporter"]  # refusals answered here, for the audit trail (None: not kept)
 
     @property
     def running(self) -> bool: ...

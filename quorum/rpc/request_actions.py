@@ -22,7 +22,7 @@ nothing. A request naming several topics is refused whole if any of them is deni
 | AlterUserScramCredentials | ALTER on the cluster |
 | DescribeUserScramCredentials | DESCRIBE on the cluster |
 | RegisterBroker, BrokerHeartbeat, AlterPartition, AllocateProducerIds | CLUSTER_ACTION on the cluster, or the broker's own principal for its own id |
-| RegisterController | CLUSTER_ACTION on the cluster, or the controller's own principal for its own id |
+| RegisterController, RecordRefusal | CLUSTER_ACTION on the cluster, or the controller's own principal for its own id |
 | HoldLog | CLUSTER_ACTION on the cluster (what reading the log needs) |
 | DescribeCluster, DescribeFeatures | nothing (Kafka answers features in ApiVersions to anyone) |
 """
@@ -80,7 +80,7 @@ def _needs_broker(security, caller, request, needs, topic_name) -> Optional[Spar
 def _needs_controller(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:
     if security.is_voter(caller, request.controller_id):
         return None
-    return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"register controller {request.controller_id}")
+    return _cluster_refusal(security, caller, "CLUSTER_ACTION", f"act for controller {request.controller_id}")
 
 
 def _needs_create_topics(security, caller, request, needs, topic_name) -> Optional[SparkraftError]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from apache_kafka import KafkaBrokers, java_clients, kafka_tool, need_kafka, until_ok
-from conftest import free_ports, kafka_answers, sparkraft_cmd, wait_for
+from conftest import audit_entries, free_ports, kafka_answers, sparkraft_cmd, wait_for
 from processes import watched
 
 pytestmark = pytest.mark.slow
@@ -467,14 +467,3 @@ def test_a_sparkraft_broker_and_a_kafka_broker_in_one_dynamic_quorums_cluster_se
             assert e.forwarded_by, e
         assert via_sparkraft.client_software_name == "apache-kafka-java" and via_sparkraft.client_software_version, \
             via_sparkraft
-
-
-def audit_entries(bootstrap: str) -> list:
-    """The audit entries (AuditRecords) in the quorum's committed log, oldest first."""
-    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
-    from quorum.metadata.records import decode_record
-    from quorum.rpc.log_reader import MetadataLogReader
-
-    with MetadataLogReader(bootstrap) as reader:
-        return [m for r in reader.follow(0, until=reader.high_watermark(), wait_ms=0) if not r.control
-                and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request]

@@ -69,6 +69,9 @@ REQUESTS = [
     api.HoldLogRequest("materialize:/wh", 4711),
     api.HoldLogRequest("materialize:/wh", release=True),
     api.DescribeLogHoldsRequest(),
+    api.RecordRefusalRequest(2, "User:alice", "10.0.0.7", "CONTROLLER", ("apache-kafka-java", "4.4.0"), "",
+                             "AlterUserScramCredentials", ("USER:bob",), ("set bob SCRAM-SHA-256 iterations=8192",),
+                             42, "AlterUserScramCredentials carries secrets, taken only over TLS"),
 ]
 
 REPLIES = [
@@ -121,6 +124,7 @@ REPLIES = [
     ("DescribeMigration", api.MigrationDescription("PRE_MIGRATION", error="ZooKeeper at h:2181 is not answering")),
     ("HoldLog", LogHold("materialize:/wh", 4711, 1_700_000_000_000)),
     ("DescribeLogHolds", api.LogHolds((LogHold("a", 1, 2), LogHold("b", 3, 4)), -1)),
+    ("RecordRefusal", None),
     ("FinalizeMigration", None),
 ]
 

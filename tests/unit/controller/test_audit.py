@@ -4,7 +4,7 @@ they change metadata; the controller's own decisions attributed to it; never a s
 alike summarised; the entries one hash chain, which a changed entry breaks."""
 from __future__ import annotations
 
-from controller_helpers import controller, create, heartbeat
+from controller_helpers import controller, create, heartbeat, metadata_written
 
 from quorum.controller import api, registry
 from quorum.controller.audit import REFUSALS_SUMMARISED_S, AuditContext, verify
@@ -94,6 +94,27 @@ def test_refusals_alike_are_summarised():
         c.propose(op)
     summaries = [e for _, e in entries(c, start) if e.occurrences > 1]
     assert len(summaries) == 1 and summaries[0].occurrences == 49 and summaries[0].principal == "User:mallory"
+    assert verify(entries(c)) is None
+
+
+def test_a_refusal_another_controller_answered_is_recorded_as_its_own_and_summarised_alike():
+    """RecordRefusal (quorum/node/refusal_reports.py): the entry is the refused request's, with the
+    reporting controller's view of who sent it; no entry of its own for the report."""
+    c, _ = controller(1)
+    start = c.end_offset
+    report = api.RecordRefusalRequest(2, "User:bob", "10.0.0.9", "grpc", ("", ""), "", "AlterUserScramCredentials",
+                                      ("USER:bob",), ("set bob SCRAM-SHA-256 iterations=8192",),
+                                      Errors.INVALID_REQUEST.value, "carries secrets, taken only over TLS")
+    for _ in range(5):
+        c.request(report)
+    ((_, e),) = entries(c, start)
+    assert (e.principal, e.client_host, e.request, list(e.resources), e.error_code, e.record_count) == (
+        "User:bob", "10.0.0.9", "AlterUserScramCredentials", ["USER:bob"], Errors.INVALID_REQUEST.value, 0)
+    assert metadata_written(c, start) == 0
+    c.now += int(REFUSALS_SUMMARISED_S * 1000) + 1
+    for op in c.core.tick(c.now):
+        c.propose(op)
+    assert [e.occurrences for _, e in entries(c, start) if e.request == "AlterUserScramCredentials"] == [1, 4]
     assert verify(entries(c)) is None
 
 

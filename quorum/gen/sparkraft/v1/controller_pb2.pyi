@@ -1276,6 +1276,48 @@ class DescribeLogHoldsResponse(_message.Message):
     committed_offset: int
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., holds: _Optional[_Iterable[_Union[LogHold, _Mapping]]] = ..., max_age_ms: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
+class RecordRefusalRequest(_message.Message):
+    __slots__ = ("controller_id", "principal", "host", "listener", "software_name", "software_version", "forwarded_by", "request", "resources", "changes", "error_code", "error_message")
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRINCIPAL_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    LISTENER_FIELD_NUMBER: _ClassVar[int]
+    SOFTWARE_NAME_FIELD_NUMBER: _ClassVar[int]
+    SOFTWARE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FORWARDED_BY_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    controller_id: int
+    principal: str
+    host: str
+    listener: str
+    software_name: str
+    software_version: str
+    forwarded_by: str
+    request: str
+    resources: _containers.RepeatedScalarFieldContainer[str]
+    changes: _containers.RepeatedScalarFieldContainer[str]
+    error_code: int
+    error_message: str
+    def __init__(self, controller_id: _Optional[int] = ..., principal: _Optional[str] = ..., host: _Optional[str] = ..., listener: _Optional[str] = ..., software_name: _Optional[str] = ..., software_version: _Optional[str] = ..., forwarded_by: _Optional[str] = ..., request: _Optional[str] = ..., resources: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[str]] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class RecordRefusalResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
 class ForwardedRequest(_message.Message):
     __slots__ = ("principal", "host", "method", "request", "software", "listener")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]

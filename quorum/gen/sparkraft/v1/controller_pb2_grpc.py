@@ -194,6 +194,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.FromString,
                 _registered_method=True)
+        self.RecordRefusal = channel.unary_unary(
+                '/sparkraft.v1.Controller/RecordRefusal',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -391,6 +396,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordRefusal(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -553,6 +564,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.DescribeLogHolds,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.SerializeToString,
+            ),
+            'RecordRefusal': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordRefusal,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1419,6 +1435,33 @@ class Controller:
             '/sparkraft.v1.Controller/DescribeLogHolds',
             sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.DescribeLogHoldsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordRefusal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/RecordRefusal',
+            sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.FromString,
             options,
             channel_credentials,
             insecure,
