@@ -16,7 +16,7 @@ wrote it), a delete's to the records of its commit.
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
+from bisect import bisect_left
 from typing import Optional
 
 import pyarrow as pa
@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from console.marks import MARKS
 from console.model import ConsoleError, Warehouse
+from delta_tables.audit import Trail
 from delta_tables.changes import changes
 from delta_tables.cut import Cut, CutError
 from delta_tables.schemas import BROKERS, CONFIGS, KEYS, PARTITIONS, TOPICS
@@ -48,13 +49,31 @@ def timeline(wh: Warehouse, buckets: int = BUCKETS) -> dict:
     for row in grouped.group_by(["bucket", "type"]).aggregate([("offset", "count")]).to_pylist():
         by_type.setdefault(row["type"], [0] * len(used))[position[row["bucket"]]] = row["offset_count"]
     per_bucket = grouped.group_by("bucket").aggregate([("offset", "max"), *((m, "sum") for m in MARKS)]).sort_by("bucket")
+    last_offsets = per_bucket.column("offset_max").to_pylist()
     return {
         "starts_ms": [low + b * width for b in used],
         "width_ms": width,
         "by_type": dict(sorted(by_type.items())),
         "marks": {m: per_bucket.column(f"{m}_sum").to_pylist() for m in MARKS},
-        "last_offsets": per_bucket.column("offset_max").to_pylist(),
+        "last_offsets": last_offsets,
+        "who": _who_per_bucket(wh, last_offsets),
     }
+
+
+def _who_per_bucket(wh: Warehouse, last_offsets: list[int]) -> list[str]:
+    """Who made the changes of each bucket (its offsets up to its last): the principals of the
+    audit entries that wrote records there, the busiest first ("User:alice ×3, Broker:1")."""
+    entries = wh.audit_through(wh.newest())
+    if not entries.num_rows or not last_offsets:
+        return [""] * len(last_offsets)
+    done = entries.filter(pc.greater(entries.column("record_count"), 0))
+    counts: list[dict[str, int]] = [{} for _ in last_offsets]
+    for offset, principal in zip(done.column("offset").to_pylist(), done.column("principal").to_pylist()):
+        i = bisect_left(last_offsets, offset)
+        if i < len(counts):
+            counts[i][principal] = counts[i].get(principal, 0) + 1
+    return [", ".join(f"{p} ×{n}" if n > 1 else p for p, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+            for c in counts]
 
 
 def _pairs(feed: pa.Table, table: str) -> pa.Table:
@@ -180,17 +199,18 @@ def diff(wh: Warehouse, a: Cut, b: Cut) -> dict:
     for _, t in groups:
         counts[t.column("kind")[0].as_py()] = counts.get(t.column("kind")[0].as_py(), 0) + t.num_rows
     listed = []
+    trail = Trail(wh.audit_through(b))
     for table, t in groups:
         for r in t.slice(0, SHOWN).to_pylist():
             kind = r["kind"]
             deleted = kind.endswith(("deleted", "unregistered", "removed"))
-            listed.append({"kind": kind, "table": table, "what": _describe(table, kind, r),
+            by = trail.deleted(table, r, r["_commit_offset"]) if deleted else trail.wrote(r.get("last_offset"))
+            listed.append({"kind": kind, "table": table, "what": _describe(table, kind, r), "by": by,
                            "commit_offset": r["_commit_offset"],
                            "record": None if deleted else r.get("last_offset"),
                            "topic": r.get("name") if table == TOPICS and not deleted else r.get("topic_name"),
                            "topic_id": r.get("topic_id")})
     _link_creations(wh, a, b, listed)
-    _who_made(wh, b, listed)
     listed.sort(key=lambda c: (c["commit_offset"], c["record"] if c["record"] is not None else -1))
     total = sum(counts.values())
     return {"from": a, "to": b, "counts": dict(sorted(counts.items())), "total": total, "changes": listed[:SHOWN],
@@ -209,17 +229,6 @@ def _link_creations(wh: Warehouse, a: Cut, b: Cut, listed: list[dict]) -> None:
         topic_id = json.loads(r["data"]).get("topic_id")
         if topic_id in created:
             created[topic_id]["record"] = r["offset"]
-
-
-def _who_made(wh: Warehouse, b: Cut, listed: list[dict]) -> None:
-    """Each change's ``by``: the principal of the audit entry whose records hold the change's record
-    (an entry's records are the offsets from its ``first_offset`` up to its own), where known."""
-    trail = wh.audit_through(b).select(["offset", "first_offset", "principal"]).sort_by("offset").to_pylist()
-    ends = [e["offset"] for e in trail]
-    for change in listed:
-        record = change["record"]
-        i = bisect_right(ends, record) if record is not None else len(ends)
-        change["by"] = trail[i]["principal"] if i < len(trail) and trail[i]["first_offset"] <= record else None
 
 
 def _previous_cuts(wh: Warehouse, a: Cut, b: Cut) -> dict[int, int]:

@@ -388,7 +388,11 @@ def _the_row(table: pa.Table, column: str, value, what: str, cut: Cut) -> dict:
     return hit[0]
 
 
+HISTORY_SHOWN = 50  # a topic page's newest audit entries
+
+
 def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
+    """A topic at the cut: its partitions, configs, and who changed it (its audit entries, newest first)."""
     row = _the_row(wh.table(cut, TOPICS), "name", name, f"topic {name!r}", cut)
     health = wh.health(cut)
     parts = health.filter(pc.equal(health.column("topic_id"), row["topic_id"])).sort_by("partition")
@@ -397,8 +401,13 @@ def topic(wh: Warehouse, cut: Cut, name: str, start: int = 0) -> dict:
                                  pc.equal(configs.column("resource_name"), name))).sort_by("name").to_pylist()
     cluster = configs.filter(pc.and_(pc.equal(configs.column("resource_type"), "BROKER"),
                                      pc.equal(configs.column("resource_name"), CLUSTER))).sort_by("name").to_pylist()
+    entries = wh.audit_through(cut)
+    history = audit.naming(entries, (f"TOPIC:{name}", f"TOPIC_ID:{row['topic_id']}")).to_pylist()[::-1]
     return {
         "topic": row,
+        "last_changed_by": audit.Trail(entries).wrote(row["last_offset"]),
+        "history": history[:HISTORY_SHOWN],
+        "history_total": len(history),
         "partitions": page_of(parts.drop_columns(["bucket"]), start),
         "configs": [{**c, "source": "topic"} for c in own] + [{**c, "source": "cluster default"} for c in cluster],
         "offline": pc.sum(parts.column("offline")).as_py() or 0,

@@ -6,12 +6,13 @@ An entry's ``outcome``: ``done`` (error 0: its items may still have failed one b
 from __future__ import annotations
 
 import datetime
-from typing import Iterator, Optional
+from bisect import bisect_right
+from typing import Callable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_tables.schemas import AUDIT, SCHEMAS
+from delta_tables.schemas import ACLS, AUDIT, BROKERS, CONFIGS, PARTITIONS, SCHEMAS, TOPICS, USERS, VOTERS
 from quorum.errors import Errors
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.metadata.records import RecordType
@@ -74,5 +75,69 @@ def filtered(table: pa.Table, since: Optional[datetime.datetime] = None, princip
     if outcome_is is not None:
         keep = pc.and_(keep, pc.equal(table.column("outcome"), outcome_is))
     if resource is not None:
-        keep = pc.and_(keep, pa.array([resource in (r or ()) for r in table.column("resources").to_pylist()]))
+        keep = pc.and_(keep, _naming(table, (resource,)))
     return table.filter(keep).sort_by("offset")
+
+
+def naming(table: pa.Table, resources: tuple[str, ...]) -> pa.Table:
+    """The entries that name any of ``resources`` (``TOPIC:orders``...), oldest first."""
+    return table.filter(_naming(table, resources)).sort_by("offset") if table.num_rows else table
+
+
+def _naming(table: pa.Table, resources: tuple[str, ...]) -> pa.Array:
+    wanted = set(resources)
+    return pa.array([bool(wanted.intersection(r or ())) for r in table.column("resources").to_pylist()], pa.bool_())
+
+
+# What an entry names of a state table's row (quorum/controller/audit.py's resources): how the entry
+# that deleted a row is found, the row being gone from the tables.
+_NAMED: dict[str, Callable[[dict], tuple[str, ...]]] = {
+    TOPICS: lambda r: (f"TOPIC:{r['name']}", f"TOPIC_ID:{r['topic_id']}"),
+    PARTITIONS: lambda r: (f"TOPIC:{r['topic_name']}", f"TOPIC_ID:{r['topic_id']}"),
+    BROKERS: lambda r: (f"BROKER:{r['broker_id']}",),
+    CONFIGS: lambda r: (f"{r['resource_type']}:{r['resource_name'] or ''}",),
+    ACLS: lambda r: (f"{r['resource_type']}:{r['resource_name']}",),
+    USERS: lambda r: (f"USER:{r['name']}",),
+    VOTERS: lambda r: (f"CONTROLLER:{r['node_id']}",),
+}
+
+
+class Trail:
+    """Who made each change of the state tables, from the ``audit`` table's entries: a row written
+    (inserted or updated) by the principal of the entry whose records hold its ``last_offset`` (an
+    entry's records are the offsets from its ``first_offset`` up to its own); a row deleted by that
+    of the last entry before the change became visible (``_commit_offset``) that wrote records
+    after the row's last writer and names its resource. None where no entry says (a change from
+    before the audit trail, an Apache Kafka source's)."""
+
+    def __init__(self, entries: pa.Table):
+        done = entries.filter(pc.greater(entries.column("record_count"), 0)) if entries.num_rows else entries
+        rows = done.select(["offset", "first_offset", "principal", "resources"]).sort_by("offset").to_pylist()
+        self._ends = [e["offset"] for e in rows]
+        self._rows = rows
+
+    def wrote(self, offset: Optional[int]) -> Optional[str]:
+        """The principal of the entry whose records hold ``offset``."""
+        if offset is None:
+            return None
+        i = bisect_right(self._ends, offset)
+        return self._rows[i]["principal"] if i < len(self._rows) and self._rows[i]["first_offset"] <= offset else None
+
+    def deleted(self, table: str, row: dict, commit_offset: int) -> Optional[str]:
+        """The principal who deleted ``row`` of ``table`` (its values before, as the change feed
+        gives them) by the cut at ``commit_offset``."""
+        named = set(_NAMED[table](row)) if table in _NAMED else set()
+        after = row.get("last_offset")
+        for e in reversed(self._rows[:bisect_right(self._ends, commit_offset)]):
+            if after is not None and e["first_offset"] <= after:
+                break
+            if named.intersection(e["resources"] or ()):
+                return e["principal"]
+        return None
+
+    def changed_by(self, table: str, change_type: str, row: dict) -> Optional[str]:
+        """Who made one change of the change feed (None for an update's before-image: its
+        after-image says)."""
+        if change_type == "delete":
+            return self.deleted(table, row, row["_commit_offset"])
+        return None if change_type == "update_preimage" else self.wrote(row.get("last_offset"))

@@ -21,8 +21,9 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_tables.audit import Trail
 from delta_tables.cut import Cut, CutError, latest_cut, plain_types, read_table, tables_at
-from delta_tables.schemas import SCHEMAS, SNAPSHOTS, STATE_TABLES
+from delta_tables.schemas import AUDIT, SCHEMAS, SNAPSHOTS, STATE_TABLES
 from delta_tables.writer import CDF_PROPERTY
 
 CHANGE_COLUMNS = ("_change_type", "_commit_offset")
@@ -92,10 +93,25 @@ def feed_error(table: str, first: int, last: int, error: object) -> CutError:
 
 
 def changes(warehouse: str, from_offset: int, to_offset: int,
-            tables: Optional[tuple[str, ...]] = None) -> dict[str, pa.Table]:
+            tables: Optional[tuple[str, ...]] = None, who: bool = False) -> dict[str, pa.Table]:
     """Each state table's (or each of ``tables``') changes after ``from_offset`` through ``to_offset``,
-    read with delta-rs."""
+    read with delta-rs. ``who``: with ``_changed_by``, the principal who made each change, from
+    the ``audit`` table (delta_tables/audit.py, Trail)."""
     current = tables_at(warehouse, None)
+    out = _changes(current, from_offset, to_offset, tables, warehouse)
+    if not who:
+        return out
+    trail = Trail(current[AUDIT].to_pyarrow_dataset().to_table(filter=pc.field("offset") <= to_offset,
+                                                                 use_threads=False)
+                  if AUDIT in current else SCHEMAS[AUDIT].empty_table())
+    for table, feed in out.items():
+        by = [trail.changed_by(table, row["_change_type"], row) for row in feed.to_pylist()]
+        out[table] = feed.append_column("_changed_by", pa.array(by, pa.string()))
+    return out
+
+
+def _changes(current: dict, from_offset: int, to_offset: int, tables: Optional[tuple[str, ...]],
+             warehouse: str) -> dict[str, pa.Table]:
     out = {}
     for table, r in change_ranges(warehouse, from_offset, to_offset, tables).items():
         if r.last < r.first:

@@ -41,8 +41,9 @@ function drawTimeline() {
   const shown = Object.entries(data.by_type).filter(([type]) => showNoops || type !== NOOP);
   const traces = Object.entries(data.by_type).map(([type, counts]) => ({
     type: "bar", name: type, x, y: counts, customdata: data.last_offsets,
+    text: (data.who || []).map((who) => (who ? "<br>by " + who : "")), textposition: "none",
     visible: type === NOOP && !showNoops ? "legendonly" : true,
-    hovertemplate: "%{y} " + type + "<br>through offset %{customdata}<extra></extra>",
+    hovertemplate: "%{y} " + type + "<br>through offset %{customdata}%{text}<extra></extra>",
   }));
   const stacked = x.map((_, i) => shown.reduce((sum, [, counts]) => sum + (counts[i] || 0), 0));
   const largestMark = Math.max(0, ...Object.values(data.marks).flat());

@@ -1,7 +1,8 @@
-"""``sparkraft changes --warehouse W --from-offset A --to-offset B [--table T] [--json]``.
+"""``sparkraft changes --warehouse W --from-offset A --to-offset B [--table T] [--who] [--json]``.
 
 What changed in the state tables after offset A through offset B, one row per change: the table's
-columns, ``_change_type`` and ``_commit_offset`` (delta_tables/changes.py). Without ``--table``,
+columns, ``_change_type`` and ``_commit_offset`` (delta_tables/changes.py); ``--who`` adds
+``_changed_by``, the principal who made each change, from the ``audit`` table. Without ``--table``,
 every state table that changed; ``--json`` prints a list of rows for one table, or an object of
 table name -> rows.
 """
@@ -23,6 +24,8 @@ def register(subparsers) -> None:
     parser.add_argument("--to-offset", required=True, type=int, metavar="B",
                         help="... through the newest cut at or below B")
     parser.add_argument("--table", metavar="T", help="one state table (default: all of them)")
+    parser.add_argument("--who", action="store_true",
+                        help="add _changed_by: the principal who made each change (from the audit table)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -30,7 +33,8 @@ def run_changes(args: argparse.Namespace) -> int:
     from delta_tables.changes import changes
     from sparkraft.commands.sql import format_rows
 
-    found = changes(args.warehouse, args.from_offset, args.to_offset, (args.table,) if args.table else None)
+    found = changes(args.warehouse, args.from_offset, args.to_offset, (args.table,) if args.table else None,
+                    who=args.who)
     if args.json:
         rows = {name: t.to_pylist() for name, t in found.items()}
         print(json.dumps(rows[args.table] if args.table else {k: v for k, v in rows.items() if v}, default=str))

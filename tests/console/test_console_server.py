@@ -486,6 +486,65 @@ def _audited_controller():
     return c
 
 
+def _audited_warehouse(wh):
+    """_audited_controller's log materialised in two cuts: up to alice's creation of orders, then
+    the rest (bob's deletion of it, alice's payments); the first cut's offset."""
+    rows = log_rows(_audited_controller())
+    created = next(i for i, r in enumerate(rows) if r[3] == "AUDIT_RECORD" and "CreateTopics" in r[5]) + 1
+    m = Materializer(DeltaRsWriter(wh))
+    m.process(as_batch(rows[:created]))
+    first = latest_cut(str(wh)).offset
+    m.process(as_batch(rows[created:]))
+    return first
+
+
+def test_the_changes_say_who_made_each_one_deletions_too(tmp_path):
+    """``changes(..., who=True)`` (``sparkraft changes --who``): each change's principal, a
+    deletion's from the entry that named the deleted row's resource after its last writer."""
+    wh = tmp_path / "wh"
+    first = _audited_warehouse(wh)
+    topics = changes(str(wh), first, latest_cut(str(wh)).offset, ("topics",), who=True)["topics"]
+    by = {(r["name"], r["_change_type"]): r["_changed_by"] for r in topics.to_pylist()}
+    assert by == {("orders", "delete"): "User:bob", ("payments", "insert"): "User:alice"}
+    partitions = changes(str(wh), first, latest_cut(str(wh)).offset, ("partitions",), who=True)["partitions"]
+    assert sorted((r["topic_name"], r["_changed_by"]) for r in partitions.to_pylist()) == [
+        ("orders", "User:bob"), ("payments", "User:alice")]
+    plain = changes(str(wh), first, latest_cut(str(wh)).offset, ("topics",))["topics"]
+    assert "_changed_by" not in plain.column_names  # the contract's columns unless asked
+
+
+def test_the_diff_says_who_deleted_a_topic(tmp_path):
+    wh = tmp_path / "wh"
+    first = _audited_warehouse(wh)
+    console = Console(wh)
+    try:
+        status, html, _ = console.get(f"/diff?from={first}&to={latest_cut(str(wh)).offset}")
+        assert status == 200
+        deleted = re.search(r'<tr data-kind="topic deleted">.*?</tr>', html, re.S).group(0)
+        assert 'class="by"><a href="/audit?principal=User%3Abob">User:bob</a>' in deleted, deleted
+    finally:
+        console.close()
+
+
+def test_a_topics_page_and_the_timeline_say_who_changed_it(tmp_path):
+    wh = tmp_path / "wh"
+    _audited_warehouse(wh)
+    console = Console(wh)
+    try:
+        status, html, _ = console.get("/topics/payments")
+        assert status == 200
+        history = re.search(r'<table id="history">.*?</table>', html, re.S).group(0)
+        assert history.count("<tr data-outcome") == 1 and "User:alice" in history and "CreateTopics" in history
+        assert 'class="by" href="/audit?principal=User%3Aalice">User:alice</a>' in html  # the last change's
+        status, html, _ = console.get("/timeline")
+        data = json.loads(re.search(r'<script type="application/json" id="timeline-data">(.*?)</script>', html,
+                                    re.S).group(1))
+        who = ", ".join(data["who"])
+        assert "User:alice ×2" in who and "User:bob" in who and "User:mallory" not in who  # refused: no change
+    finally:
+        console.close()
+
+
 def test_the_diff_says_who_made_each_change(tmp_path):
     """A diff across alice's creation links the topic's change to User:alice (through the audit entry
     whose records hold it)."""
