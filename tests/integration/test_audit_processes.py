@@ -1,19 +1,26 @@
-"""The audit trail against real processes (docs/use/audit.md): three secured controllers (SASL_SSL,
-SCRAM users, the StandardAuthorizer), an admin who creates users and grants ACLs, a user who
-creates, alters and deletes her topics, one refused for lack of ACLs, and the active controller
-SIGKILLed in the middle. The streaming job materialises the log; ``sparkraft audit`` then says who
-did each thing from where, with the denied attempt recorded, every acknowledged write has its
-entry (and each entry that says ``done`` its records), the chain verifies, and the users'
-passwords appear in no entry, no Delta file and no log segment."""
+"""The audit trail against real processes (docs/use/audit.md): three secured controllers (TLS, SCRAM
+users, client certificates requested, the StandardAuthorizer), an admin who creates users and
+grants ACLs, a SCRAM user and a user known by her certificate who each create, alter and delete
+their topics, one refused for lack of ACLs, and the active controller SIGKILLed in the middle. The
+streaming job materialises the log; ``sparkraft audit`` and the console then say who did each
+thing from where, with the denied attempt recorded, every acknowledged write has its entry (and
+each entry that says ``done`` its records), the chain verifies, and the users' passwords appear in
+no entry, no Delta file, no log segment and no console page. (Requests a Kafka broker forwards
+for its clients, with Kafka's client software named, are in test_kafka_brokers.py.)"""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import sparkraft_cmd
-from test_scram_processes import scram, user_config  # noqa: F401  (fixture: secured controllers, one broker)
+from test_scram_processes import _formatted, running
 from test_security_processes import ok, refused
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "console"))
 
 pytestmark = pytest.mark.slow
 
@@ -26,20 +33,38 @@ def _topic(cp, action: str, name: str, config) -> None:
     ok(cp, *args, config=config)
 
 
-def test_who_did_what_is_recorded_verified_and_never_a_secret(scram, tmp_path):  # noqa: F811
-    cp = scram
+@pytest.fixture
+def secured(controller_processes, tmp_path):
+    """Mutual TLS: users known by their client certificate and, on the same listener, SCRAM users
+    (whose devices show a certificate too; their principal is the one they log in as)."""
+    yield from running(_formatted(controller_processes, tmp_path, **{"ssl.client.auth": "required"}))
+
+
+def scram_user(cp, name: str, password: str):
+    return cp.pki.client_config(f"{name}-scram", protocol="SASL_SSL", mechanism="SCRAM-SHA-512", username=name,
+                                password=password, keystore=cp.pki.keystore(f"{name}-device"))
+
+
+def test_who_did_what_is_recorded_verified_and_never_a_secret(secured, tmp_path):
+    cp = secured
     for name, secret in (("alice", ALICE_SECRET), ("mallory", MALLORY_SECRET)):
         ok(cp, "configs", "alter", "--entity-type", "users", "--entity-name", name, "--add-config",
            f"SCRAM-SHA-512=[password={secret}]")
-    for op in ("CREATE", "ALTER_CONFIGS", "DELETE", "DESCRIBE"):
-        ok(cp, "acls", "--add", "--allow-principal", "User:alice", "--operation", op, "--topic", "alice-",
-           "--resource-pattern-type", "PREFIXED")
-    alice, mallory = user_config(cp, "alice", ALICE_SECRET), user_config(cp, "mallory", MALLORY_SECRET)
+    for user in ("alice", "carol"):
+        for op in ("CREATE", "ALTER_CONFIGS", "DELETE", "DESCRIBE"):
+            ok(cp, "acls", "--add", "--allow-principal", f"User:{user}", "--operation", op, "--topic", f"{user}-",
+               "--resource-pattern-type", "PREFIXED")
+    alice, mallory = scram_user(cp, "alice", ALICE_SECRET), scram_user(cp, "mallory", MALLORY_SECRET)
+    carol = cp.pki.client_config("carol", keystore=cp.pki.keystore("carol"))  # mutual TLS: no password
     _topic(cp, "create", "alice-1", alice)
     ok(cp, "configs", "alter", "--entity-type", "topics", "--entity-name", "alice-1", "--add-config",
        "retention.ms=86400000", config=alice)
     _topic(cp, "create", "alice-2", alice)
     _topic(cp, "delete", "alice-1", alice)
+    _topic(cp, "create", "carol-1", carol)
+    ok(cp, "configs", "alter", "--entity-type", "topics", "--entity-name", "carol-1", "--add-config",
+       "cleanup.policy=compact", config=carol)
+    _topic(cp, "delete", "carol-1", carol)
     refused(cp, "topics", "create", "--topic", "mallory-1", "--partitions", "1", "--replication-factor", "1",
             config=mallory, error="TOPIC_AUTHORIZATION_FAILED")
     leader = cp.wait_leader().leader_id
@@ -67,6 +92,9 @@ def test_who_did_what_is_recorded_verified_and_never_a_secret(scram, tmp_path): 
                  ("User:alice", "CreateTopics", ("TOPIC:alice-2",), "done"),
                  ("User:alice", "DeleteTopics", ("TOPIC:alice-1",), "done"),
                  ("User:alice", "CreateTopics", ("TOPIC:alice-3",), "done"),
+                 ("User:carol", "CreateTopics", ("TOPIC:carol-1",), "done"),
+                 ("User:carol", "IncrementalAlterConfigs", ("TOPIC:carol-1",), "done"),
+                 ("User:carol", "DeleteTopics", ("TOPIC:carol-1",), "done"),
                  ("User:mallory", "CreateTopics", ("TOPIC:mallory-1",), "denied"),
                  ("User:admin", "AlterUserScramCredentials", ("USER:alice",), "done"),
                  ("User:admin", "CreateAcls", ("TOPIC:alice-",), "done")):
@@ -107,3 +135,17 @@ def test_who_did_what_is_recorded_verified_and_never_a_secret(scram, tmp_path): 
     wrong = subprocess.run(sparkraft_cmd("audit", "--warehouse", str(wh), "--since", "last week"),
                            capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "is not an ISO 8601 time" in wrong.stderr
+
+    # the console says the same, and shows no secret either
+    from test_console_server import Console
+
+    console = Console(wh)
+    try:
+        status, page, _ = console.get("/audit?principal=User%3Acarol")
+        assert status == 200 and page.count('<tr data-outcome="done">') == 3 and "127.0.0.1" in page, page[-3000:]
+        status, topic, _ = console.get("/topics/alice-2")
+        assert status == 200 and re.search(r'<table id="history">.*User:alice.*CreateTopics', topic, re.S)
+        for text in (page, topic, console.get("/audit")[1]):
+            assert ALICE_SECRET not in text and MALLORY_SECRET not in text
+    finally:
+        console.close()

@@ -28,11 +28,12 @@ ADMIN_SECRET, ALICE_SECRET = "admin-secret,with]odd=chars", "alice-secret-1"
 REAUTH_MS = 3000
 
 
-def _formatted(controller_processes, tmp_path):
+def _formatted(controller_processes, tmp_path, **extra: str):
     """Three controllers with SSL listeners, the StandardAuthorizer, and ``User:admin`` (a super
-    user, SCRAM-SHA-512) in their bootstrap metadata; formatted, not started."""
+    user, SCRAM-SHA-512) in their bootstrap metadata; formatted, not started. ``extra``: more
+    properties for each."""
     pki = Pki(tmp_path / "pki")
-    cp = controller_processes(per_node=lambda i: {
+    cp = controller_processes(per_node=lambda i: {**extra,
         "listener.security.protocol.map": "CONTROLLER:SSL",
         "ssl.keystore.location": str(pki.keystore(f"controller-{i}")),
         "ssl.truststore.location": str(pki.truststore),
@@ -41,8 +42,9 @@ def _formatted(controller_processes, tmp_path):
         "super.users": "User:admin",
         "connections.max.reauth.ms": str(REAUTH_MS)})
     cp.pki = pki
+    mutual = extra.get("ssl.client.auth") == "required"  # then every client shows a certificate too
     cp.admin = pki.client_config("admin-sasl", protocol="SASL_SSL", mechanism="SCRAM-SHA-512", username="admin",
-                                 password=ADMIN_SECRET)
+                                 password=ADMIN_SECRET, keystore=pki.keystore("admin-device") if mutual else None)
     cp.security = ClientSecurity.from_file(str(cp.admin))
     cp.format_dynamic({i: ["--add-scram", f"SCRAM-SHA-512=[name=admin,password={ADMIN_SECRET}]"]
                        for i in cp.voters})
@@ -51,7 +53,11 @@ def _formatted(controller_processes, tmp_path):
 
 @pytest.fixture
 def scram(controller_processes, tmp_path):
-    cp = _formatted(controller_processes, tmp_path)
+    yield from running(_formatted(controller_processes, tmp_path))
+
+
+def running(cp):
+    """Start ``_formatted``'s controllers, with one broker, until the test ends."""
     cp.start()
     cp.wait_leader(timeout=30)
     # one broker, registering as the admin user (a super user), so topics can be placed
