@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, str] = {
     "broker": "bench.broker_bench",
     "writes": "bench.writes_bench",
     "metadata_writes": "bench.metadata_writes_bench",
+    "audit_cost": "bench.audit_cost_bench",
     "materialize": "bench.materialize_bench",
     "snapshot": "bench.snapshot_bench",
     "membership": "bench.membership_bench",

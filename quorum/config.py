@@ -146,6 +146,9 @@ KEYS: dict[str, ConfigKey] = {
              "Log and snapshot bytes kept before old ones are deleted (-1 = no limit)."),
         _key("metadata.max.retention.ms", _int(-1), 7 * 24 * 3600 * 1000,
              "Age after which old segments and snapshots are deleted (-1 = no limit)."),
+        _key("metadata.audit.enable", _bool, True,
+             "Write an audit entry for each admin request and each change a broker or controller makes "
+             "(docs/use/audit.md); false leaves a gap in the history for as long as it is set."),
         _key("metadata.log.hold.max.ms", _int(-1), 7 * 24 * 3600 * 1000,
              "How long a reader's hold on the log (the streaming job's) keeps records from retention "
              "without being renewed (-1 = until released)."),
@@ -251,6 +254,7 @@ class NodeConfig:
     max_retention_bytes: int
     max_retention_ms: int
     log_hold_max_ms: int
+    audit_enable: bool
     max_idle_interval_ms: int
     cache_interval_ms: int
     max_partitions_per_request: int
@@ -357,6 +361,7 @@ class NodeConfig:
                                   heartbeat_interval_ms=self.broker_heartbeat_interval_ms,
                                   idle_interval_ms=self.max_idle_interval_ms or 1 << 40,  # 0 = never a NoOp
                                   log_hold_max_ms=self.log_hold_max_ms,
+                                  audit=self.audit_enable,
                                   max_partitions_per_request=self.max_partitions_per_request,
                                   max_partitions=self.max_partitions,
                                   auto_leader_rebalance=self.auto_leader_rebalance_enable,

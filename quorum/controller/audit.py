@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional
 
 from quorum.controller.operation import Operation
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+
+if TYPE_CHECKING:
+    from quorum.controller.settings import ControllerSettings
 
 SENSITIVE = "(sensitive)"
 # Kafka's password-type configs (ConfigDef.Type.PASSWORD), also under a listener's prefix
@@ -200,15 +203,17 @@ def entry(head: bytes, now_ms: int, request_name: str, context: AuditContext, na
     """The entry, its hash chained on ``head`` (the previous entry's)."""
     record = pb.AuditRecord(time_ms=now_ms, principal=context.principal, client_host=context.host,
                             client_software_name=context.software[0], client_software_version=context.software[1],
-                            listener=context.listener, request=request_name, resources=list(names),
-                            changes=list(asked), error_code=error_code, error_message=error_message,
+                            listener=context.listener, request=request_name, resources=names,
+                            changes=asked, error_code=error_code, error_message=error_message,
                             record_count=record_count, forwarded_by=context.forwarded_by, occurrences=occurrences)
-    record.hash = chain(head, record)
+    record.hash = hashlib.sha256(head + record.SerializeToString(deterministic=True)).digest()  # as ``chain``
     return record
 
 
 def chain(head: bytes, record: pb.AuditRecord) -> bytes:
     """SHA-256 of the previous hash and the entry without its own hash (deterministic protobuf)."""
+    if not record.hash:
+        return hashlib.sha256(head + record.SerializeToString(deterministic=True)).digest()
     body = pb.AuditRecord()
     body.CopyFrom(record)
     body.ClearField("hash")
@@ -241,6 +246,7 @@ class Audits:
     so a client hammering the controllers with denied writes cannot fill the log."""
 
     _refusals: dict
+    settings: "ControllerSettings"  # ``audit``: False writes no entry (metadata.audit.enable=false)
 
     def _head(self) -> bytes:
         return self._spec.audit.head
@@ -254,7 +260,8 @@ class Audits:
     def with_audit(self, row, request, records: list, reply, now_ms: int, context: Optional[AuditContext]) -> list:
         """``records`` and, if the request is audited (``audited``), its entry after them; the
         outcome is the reply's (items refused, of a request that was not refused as a whole)."""
-        if getattr(request, "validate_only", False) or not audited(row, request, records, False):
+        if not self.settings.audit or getattr(request, "validate_only", False) or \
+                not audited(row, request, records, False):
             return records
         return [*records, entry(self._head(), now_ms, request_name(row, request), context or self.own_context(request),
                                 resources(row, request), changes(row, request), len(records), *outcome(reply))]
@@ -262,7 +269,7 @@ class Audits:
     def decided(self, records: list, now_ms: int, name: str, names: list[str]) -> list:
         """The controller's own decision (fencing a silent broker, a leader balance) with its entry."""
         return [*records, entry(self._head(), now_ms, name, self.own_context(), names, [], len(records))] \
-            if records else records
+            if records and self.settings.audit else records
 
     def refused(self, row, request, error, now_ms: int, context: Optional[AuditContext] = None) -> Operation:
         """A refusal of ``request`` (of registry row ``row``: the handler's, or the caller's
@@ -289,6 +296,8 @@ class Audits:
 
     def _refusal(self, context: AuditContext, name: str, names: list[str], asked: list[str], code: int,
                  message: str, now_ms: int) -> list:
+        if not self.settings.audit:
+            return []
         key = (context.principal, context.host, name, code)
         seen = self._refusals.get(key)
         if seen is not None and now_ms - seen[0] < REFUSALS_SUMMARISED_S * 1000:

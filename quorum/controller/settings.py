@@ -29,6 +29,7 @@ class ControllerSettings:
     heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     idle_interval_ms: int = 500  # a NoOpRecord after this long without a write
     log_hold_max_ms: int = 7 * 24 * 3600 * 1000  # metadata.log.hold.max.ms (quorum/controller/log_holds.py)
+    audit: bool = True  # metadata.audit.enable: an audit entry per request (quorum/controller/audit.py)
     max_records_per_batch: int = 10000  # larger operations become transactions over several batches
     # ...and so do operations whose records take more bytes than this: a batch must stay well below
     # what a follower fetches at once (8 MiB) and what gRPC sends in one message.

@@ -138,3 +138,17 @@ def test_what_a_forwarding_node_names_of_its_client_is_bounded():
     assert software_of("apache-kafka-java/4.4.0") == ("apache-kafka-java", "4.4.0")
     assert software_of("x" * 10_000 + "/" + "y" * 10_000) == ("x" * MAX_NAME, "y" * MAX_NAME)
     assert software_of("") == ("", "")
+
+
+def test_with_the_trail_off_nothing_is_audited():
+    """metadata.audit.enable=false: no entry for a write, a refusal or the controller's own decisions."""
+    c, _ = controller(1, audit=False)
+    start = c.end_offset
+    create(c, "orders")
+    delete = api.DeleteTopicsRequest(("nope",))
+    c.propose(c.core.refused(registry.row_of(delete), delete, SparkraftError(
+        Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."), c.now, ALICE))
+    c.now += 60_000  # the broker's session expires: fenced by the controller
+    for op in c.core.tick(c.now):
+        c.propose(op)
+    assert entries(c, start) == [] and metadata_written(c, start) > 2
