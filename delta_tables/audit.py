@@ -31,19 +31,29 @@ def rows(fresh: pa.Table) -> pa.Table:
     out = []
     for offset, epoch, frame in zip(*(chosen.column(c).to_pylist() for c in ("offset", "epoch", "data"))):
         e = pb.AuditRecord.FromString(frame[4:])
-        if not e.request:  # a snapshot's carried chain head, not an entry
-            continue
-        when = datetime.datetime.fromtimestamp(e.time_ms / 1000, datetime.timezone.utc)
-        out.append({"offset": offset, "epoch": epoch, "time": when, "day": when.strftime("%Y-%m-%d"),
-                    "principal": e.principal, "client_host": e.client_host,
-                    "client_software_name": e.client_software_name or None,
-                    "client_software_version": e.client_software_version or None, "listener": e.listener or None,
-                    "request": e.request, "resources": list(e.resources), "changes": list(e.changes),
-                    "outcome": outcome(e.error_code), "error_code": e.error_code,
-                    "error_message": e.error_message or None, "first_offset": offset - e.record_count,
-                    "record_count": e.record_count, "forwarded_by": e.forwarded_by or None,
-                    "occurrences": e.occurrences or 1, "hash": e.hash})
+        if e.request:  # not a snapshot's carried chain head
+            out.append(_row(offset, epoch, e))
     return pa.Table.from_pylist(out, schema=SCHEMAS[AUDIT])
+
+
+def entries_table(entries) -> pa.Table:
+    """The ``audit`` rows of (offset, AuditRecord bytes) pairs, as a controller's DescribeAudit
+    gives them (no epoch: the log's batches are not sent)."""
+    return pa.Table.from_pylist([_row(offset, None, pb.AuditRecord.FromString(body)) for offset, body in entries],
+                                schema=SCHEMAS[AUDIT])
+
+
+def _row(offset: int, epoch: Optional[int], e: pb.AuditRecord) -> dict:
+    when = datetime.datetime.fromtimestamp(e.time_ms / 1000, datetime.timezone.utc)
+    return {"offset": offset, "epoch": epoch, "time": when, "day": when.strftime("%Y-%m-%d"),
+            "principal": e.principal, "client_host": e.client_host,
+            "client_software_name": e.client_software_name or None,
+            "client_software_version": e.client_software_version or None, "listener": e.listener or None,
+            "request": e.request, "resources": list(e.resources), "changes": list(e.changes),
+            "outcome": outcome(e.error_code), "error_code": e.error_code,
+            "error_message": e.error_message or None, "first_offset": offset - e.record_count,
+            "record_count": e.record_count, "forwarded_by": e.forwarded_by or None,
+            "occurrences": e.occurrences or 1, "hash": e.hash}
 
 
 def entry_of(row: dict) -> pb.AuditRecord:

@@ -14,6 +14,8 @@ from typing import Optional
 from quorum.controller.partition_results import ElectLeadersResult, PartitionResults, TopicPartition  # noqa: F401
 from quorum.controller.settings import BROKER_FEATURES, MV_MAX, MV_MIN
 from quorum.controller.side_api import (  # noqa: F401
+    AuditEntries,
+    DescribeAuditRequest,
     DescribeLogHoldsRequest,
     DescribeMigrationRequest,
     FinalizeMigrationRequest,

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional
 
 from quorum.controller.operation import Operation
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.records import HEADER, RecordType
 
 if TYPE_CHECKING:
     from quorum.controller.settings import ControllerSettings
 
 SENSITIVE = "(sensitive)"
+_AUDIT_TYPE = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
 # Kafka's password-type configs (ConfigDef.Type.PASSWORD), also under a listener's prefix
 # (listener.name.<listener>[.<mechanism>].<key>)
 _PASSWORD_KEYS = ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
@@ -233,6 +235,25 @@ def verify(entries: Iterable[tuple[int, pb.AuditRecord]], head: bytes = b"") -> 
                     f"or an entry before it was removed")
         head = record.hash
     return None
+
+
+def entries_in(batches, offset: int, end: int, limit: int) -> tuple[list[tuple[int, bytes]], int]:
+    """The entries (offset, the AuditRecord's bytes) of ``batches`` (decoded log batches) from
+    ``offset`` up to ``end``, at most ``limit``; and the offset after the last record looked at."""
+    entries: list[tuple[int, bytes]] = []
+    for batch in batches:
+        for i, raw in enumerate(batch.records):
+            at = batch.base_offset + i
+            if at < offset or at >= end:
+                continue
+            if not batch.control and raw[:2] == _AUDIT_TYPE:
+                body = bytes(raw[HEADER.size:])
+                if pb.AuditRecord.FromString(body).request:  # not a snapshot's carried chain head
+                    entries.append((at, body))
+            offset = at + 1
+            if len(entries) >= limit:
+                return entries, offset
+    return entries, offset
 
 
 REFUSALS_SUMMARISED_S = 10.0  # refusals alike within this long after an entry are counted, not written

@@ -297,6 +297,9 @@ ROWS: tuple[RequestRow, ...] = (
                               quiet=lambda r: not r.release)),
     RequestRow(api.DescribeLogHoldsRequest, "DescribeLogHolds", 96, None, _cluster("DESCRIBE"),
                read=log_holds.describe),
+    # the audit trail in this controller's log (quorum/node/audit_reads.py: the log, not the image, holds it)
+    RequestRow(api.DescribeAuditRequest, "DescribeAudit", 98, None, _cluster("DESCRIBE"),
+               read=lambda core, r, leader: None, around="audit_entries"),
     # a refusal another controller answered itself, for the audit trail (its entry is the refused request's)
     RequestRow(api.RecordRefusalRequest, "RecordRefusal", 97, None, Needs("controller"),
                lambda c, r, now: (c.reported_refusal(r, now), None), quick=lambda c, r: True,

@@ -78,3 +78,20 @@ class RecordRefusalRequest:
     changes: tuple[str, ...]
     error_code: int
     error_message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeAuditRequest:
+    """The audit entries the controller's own log holds from ``from_offset`` (up to what is
+    committed), at most ``max_entries`` of them: the trail without a warehouse, as far back as
+    the log goes."""
+
+    from_offset: int = 0
+    max_entries: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntries:
+    entries: tuple[tuple[int, bytes], ...]  # (offset, the AuditRecord serialized), in offset order
+    next_offset: int  # where the next page starts; the committed end when there is no more
+    log_start: int  # the oldest offset the log holds: entries before it are only in the lakehouse

@@ -1,7 +1,7 @@
 """What a ControllerNode adds around its core's answer (controller_node.py), for the requests whose
 registry row names a function here (``RequestRow.around``): kraft.version, which the Raft log holds
 rather than the metadata (an UpdateFeatures naming it, DescribeFeatures reporting it), and the
-migration driver's status in DescribeMigration.
+migration driver's status in DescribeMigration, and DescribeAudit's entries (audit_reads.py).
 
 A write's function takes (node, request, check) and returns the reply's future, or None when the
 core answers it as usual; a read's takes (node, request, the core's answer's future) and returns
@@ -15,6 +15,7 @@ from typing import Optional
 from quorum.controller.api import ItemResult, UpdateFeaturesRequest
 from quorum.controller.features_control import KRAFT_VERSION
 from quorum.errors import Errors, NotLeaderError, SparkraftError
+from quorum.node.audit_reads import audit_entries  # noqa: F401  (DescribeAudit's: the log holds the entries)
 from quorum.node.pending_replies import not_controller
 
 

@@ -410,6 +410,16 @@ class RaftNode(RaftRounds):
         self._put(PeerRequest(convert.request_source(msg), next(self._corrs), msg, future))
         return future
 
+    def read_committed(self, offset: int, max_bytes: int) -> concurrent.futures.Future:
+        """(log start, high watermark, the batches from the one holding ``offset``, about
+        ``max_bytes`` of them) of this node's log, read on the event loop as a Fetch is."""
+        def read(core: RaftCore, now: int):
+            log, hw = core.log, core.high_watermark
+            start = max(offset, log.start_offset)
+            return log.start_offset, hw, log.read(start, max_bytes) if start < min(hw, log.end_offset) else b""
+
+        return self._call(read)
+
     def snapshot_written(self, snapshot: OffsetAndEpoch, size: int) -> None:
         """A snapshot of committed records was written beside the log (by the controller's snapshot
         thread): serve it, and apply retention (delete old snapshots and the log below)."""

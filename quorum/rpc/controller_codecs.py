@@ -364,6 +364,14 @@ CODECS: dict[str, Codec] = {
         reply_to=lambda r: {"holds": [_hold_to(h) for h in r.holds], "max_age_ms": r.max_age_ms},
         reply_from=lambda m: api.LogHolds(tuple(_hold_from(h) for h in m.holds), m.max_age_ms),
         reply='api.LogHolds'),
+    "DescribeAudit": Codec(
+        request_to=lambda r: pb.DescribeAuditRequest(from_offset=r.from_offset, max_entries=r.max_entries),
+        request_from=lambda m: api.DescribeAuditRequest(m.from_offset, m.max_entries),
+        reply_to=lambda r: {"entries": [pb.AuditEntry(offset=o, record=b) for o, b in r.entries],
+                            "next_offset": r.next_offset, "log_start": r.log_start},
+        reply_from=lambda m: api.AuditEntries(tuple((e.offset, e.record) for e in m.entries), m.next_offset,
+                                              m.log_start),
+        reply='api.AuditEntries'),
     "RecordRefusal": Codec(
         request_to=lambda r: pb.RecordRefusalRequest(
             controller_id=r.controller_id, principal=r.principal, host=r.host, listener=r.listener,

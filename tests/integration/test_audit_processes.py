@@ -136,6 +136,20 @@ def test_who_did_what_is_recorded_verified_and_never_a_secret(secured, tmp_path)
                            capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1 and "is not an ISO 8601 time" in wrong.stderr
 
+    # the controllers' own log says the same to whoever may DESCRIBE the cluster, and no more to others
+    def from_the_log(*args: str, config=cp.admin):
+        return subprocess.run(sparkraft_cmd("audit", "--bootstrap-controller", cp.bootstrap(), "--command-config",
+                                            str(config), *args), capture_output=True, text=True, timeout=120)
+
+    logged = from_the_log("--json", "--principal", "User:carol")
+    assert logged.returncode == 0, logged.stderr
+    assert [e["request"] for e in json.loads(logged.stdout)] == ["CreateTopics", "IncrementalAlterConfigs",
+                                                                 "DeleteTopics"]
+    assert "verifies" in from_the_log("--verify").stdout
+    stranger = from_the_log("--json", config=mallory)
+    assert stranger.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in stranger.stderr, stranger.stderr
+    assert stranger.stderr.count("\n") == 1 and MALLORY_SECRET not in stranger.stderr
+
     # the console says the same, and shows no secret either
     from test_console_server import Console
 

@@ -69,6 +69,7 @@ REQUESTS = [
     api.HoldLogRequest("materialize:/wh", 4711),
     api.HoldLogRequest("materialize:/wh", release=True),
     api.DescribeLogHoldsRequest(),
+    api.DescribeAuditRequest(4711, 50),
     api.RecordRefusalRequest(2, "User:alice", "10.0.0.7", "CONTROLLER", ("apache-kafka-java", "4.4.0"), "",
                              "AlterUserScramCredentials", ("USER:bob",), ("set bob SCRAM-SHA-256 iterations=8192",),
                              42, "AlterUserScramCredentials carries secrets, taken only over TLS"),
@@ -125,6 +126,7 @@ REPLIES = [
     ("HoldLog", LogHold("materialize:/wh", 4711, 1_700_000_000_000)),
     ("DescribeLogHolds", api.LogHolds((LogHold("a", 1, 2), LogHold("b", 3, 4)), -1)),
     ("RecordRefusal", None),
+    ("DescribeAudit", api.AuditEntries(((12, b"\x08\x01"), (15, b"")), 16, 3)),
     ("FinalizeMigration", None),
 ]
 

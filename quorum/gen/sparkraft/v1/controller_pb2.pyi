@@ -1318,6 +1318,42 @@ class RecordRefusalResponse(_message.Message):
     committed_offset: int
     def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., committed_offset: _Optional[int] = ...) -> None: ...
 
+class DescribeAuditRequest(_message.Message):
+    __slots__ = ("from_offset", "max_entries")
+    FROM_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    from_offset: int
+    max_entries: int
+    def __init__(self, from_offset: _Optional[int] = ..., max_entries: _Optional[int] = ...) -> None: ...
+
+class AuditEntry(_message.Message):
+    __slots__ = ("offset", "record")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    record: bytes
+    def __init__(self, offset: _Optional[int] = ..., record: _Optional[bytes] = ...) -> None: ...
+
+class DescribeAuditResponse(_message.Message):
+    __slots__ = ("error", "error_message", "leader_id", "leader_endpoint", "entries", "next_offset", "log_start", "committed_offset")
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    error: int
+    error_message: str
+    leader_id: int
+    leader_endpoint: str
+    entries: _containers.RepeatedCompositeFieldContainer[AuditEntry]
+    next_offset: int
+    log_start: int
+    committed_offset: int
+    def __init__(self, error: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_endpoint: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[AuditEntry, _Mapping]]] = ..., next_offset: _Optional[int] = ..., log_start: _Optional[int] = ..., committed_offset: _Optional[int] = ...) -> None: ...
+
 class ForwardedRequest(_message.Message):
     __slots__ = ("principal", "host", "method", "request", "software", "listener")
     PRINCIPAL_FIELD_NUMBER: _ClassVar[int]

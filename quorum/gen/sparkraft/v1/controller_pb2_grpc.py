@@ -199,6 +199,11 @@ class ControllerStub:
                 request_serializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.SerializeToString,
                 response_deserializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.FromString,
                 _registered_method=True)
+        self.DescribeAudit = channel.unary_unary(
+                '/sparkraft.v1.Controller/DescribeAudit',
+                request_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAuditRequest.SerializeToString,
+                response_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAuditResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -402,6 +407,12 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeAudit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -569,6 +580,11 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.RecordRefusal,
                     request_deserializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.FromString,
                     response_serializer=sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.SerializeToString,
+            ),
+            'DescribeAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAudit,
+                    request_deserializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAuditRequest.FromString,
+                    response_serializer=sparkraft_dot_v1_dot_controller__pb2.DescribeAuditResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1462,6 +1478,33 @@ class Controller:
             '/sparkraft.v1.Controller/RecordRefusal',
             sparkraft_dot_v1_dot_controller__pb2.RecordRefusalRequest.SerializeToString,
             sparkraft_dot_v1_dot_controller__pb2.RecordRefusalResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sparkraft.v1.Controller/DescribeAudit',
+            sparkraft_dot_v1_dot_controller__pb2.DescribeAuditRequest.SerializeToString,
+            sparkraft_dot_v1_dot_controller__pb2.DescribeAuditResponse.FromString,
             options,
             channel_credentials,
             insecure,
