@@ -26,7 +26,7 @@ from quorum.log.control_records import NAMES as CONTROL_NAMES
 from quorum.metadata.configs import BROKER, TOPIC
 from quorum.metadata.delta import MetadataDelta
 from quorum.metadata.image import MetadataImage, Provenance
-from quorum.metadata.records import RecordType, decode_record
+from quorum.metadata.records import REDACTED, RecordType, decode_record
 from quorum.metadata.topics import PartitionRegistration, broker_list
 
 # Record types replayed from `records` (no state table holds them).
@@ -156,6 +156,8 @@ def image_from_cut(warehouse: str, cut: Optional[Cut] = None) -> tuple[MetadataI
         if len(into) != end - start:
             raise CutError(f"refused: topic {tid} has a partition id twice in partitions at the cut")
     for c in read_table(tables[CONFIGS]).to_pylist():
+        if c["value"] == REDACTED:  # a password-type config, never materialised: not in the image
+            continue
         kind = c["resource_type"]
         delta.replay(pb.ConfigRecord(resource_type=TOPIC if kind == "TOPIC" else BROKER,
                                      resource_name=c["resource_name"], name=c["name"], value=c["value"]))

@@ -31,9 +31,9 @@ from delta_tables.schemas import (
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.log.voter_set import ZERO_UUID, VoterSet
 from quorum.metadata import change_block
-from quorum.metadata.configs import BROKER, TOPIC, ConfigResource
+from quorum.metadata.configs import BROKER, TOPIC, ConfigResource, is_sensitive
 from quorum.metadata.image import MetadataImage
-from quorum.metadata.records import MetadataRecord, RecordType
+from quorum.metadata.records import REDACTED, MetadataRecord, RecordType
 from quorum.metadata.scram import MECHANISM_CODES, mechanism_name
 
 Key = tuple
@@ -145,6 +145,8 @@ def row(table: str, key: Key, image: MetadataImage, last_offset: int,
         value = image.configs.value(resource, config)
         if value is None:
             return None
+        if is_sensitive(config):  # a password-type config: never materialised, only that it is set
+            value = REDACTED
         return {"resource_type": kind, "resource_name": name, "name": config, "value": value,
                 "last_offset": last_offset}
     if table == ACLS:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Optional
 
 from quorum.controller.operation import Operation
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.configs import is_sensitive
 from quorum.metadata.records import HEADER, RecordType
 
 if TYPE_CHECKING:
@@ -27,20 +28,6 @@ if TYPE_CHECKING:
 
 SENSITIVE = "(sensitive)"
 _AUDIT_TYPE = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
-# Kafka's password-type configs (ConfigDef.Type.PASSWORD), also under a listener's prefix
-# (listener.name.<listener>[.<mechanism>].<key>)
-_PASSWORD_KEYS = ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
-                  "ssl.keystore.certificate.chain", "ssl.truststore.certificates", "sasl.jaas.config",
-                  "sasl.oauthbearer.client.credentials.client.secret", "delegation.token.secret.key",
-                  "delegation.token.master.key", "password.encoder.secret", "password.encoder.old.secret",
-                  "sasl.login.callback.handler.class.secret")
-
-
-def is_sensitive(config: str) -> bool:
-    """Whether ``config`` is one of Kafka's password-type configs (its value is never kept)."""
-    return config.endswith(_PASSWORD_KEYS) or config.endswith(".password")
-
-
 @dataclass(frozen=True, slots=True)
 class AuditContext:
     """Who sent a request and how: the principal (``User:alice``; a forwarded request's client's),

@@ -35,6 +35,20 @@ class ConfigResource(NamedTuple):
 
 CLUSTER = ConfigResource(BROKER, "")
 
+# Kafka's password-type configs (ConfigDef.Type.PASSWORD), also under a listener's prefix
+# (listener.name.<listener>[.<mechanism>].<key>): their values are never shown, audited or
+# materialised (quorum/metadata/records.py redacted, the lakehouse's configs table)
+_PASSWORD_KEYS = ("ssl.key.password", "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
+                  "ssl.keystore.certificate.chain", "ssl.truststore.certificates", "sasl.jaas.config",
+                  "sasl.oauthbearer.client.credentials.client.secret", "delegation.token.secret.key",
+                  "delegation.token.master.key", "password.encoder.secret", "password.encoder.old.secret",
+                  "sasl.login.callback.handler.class.secret")
+
+
+def is_sensitive(config: str) -> bool:
+    """Whether ``config`` is one of Kafka's password-type configs (its value is never kept outside the log)."""
+    return config.endswith(_PASSWORD_KEYS) or config.endswith(".password")
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigsImage:

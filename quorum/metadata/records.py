@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError as _ProtobufDecodeError
 from google.protobuf.message import Message
 
 from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+from quorum.metadata.configs import is_sensitive
 from quorum.uuids import validate_uuid
 
 HEADER = struct.Struct(">HH")  # type id, version
@@ -104,12 +105,24 @@ _UUID_FIELDS: dict[RecordType, tuple[str, ...]] = {
 }
 
 
-# Fields that hold credentials. Their JSON form (dump-log, the records table, the shell) says
-# "(redacted)", as Kafka's tools print them, and ``redacted()`` clears them in a record's copy.
+# Fields that hold credentials, and a password-type config's value (Kafka's ConfigDef.Type.PASSWORD,
+# by the config's name). Their JSON form (dump-log, the records table, the shell) says "(redacted)",
+# as Kafka's tools print them, and ``redacted()`` clears them in a record's copy.
 SENSITIVE_FIELDS: dict[RecordType, tuple[str, ...]] = {
     RecordType.USER_SCRAM_CREDENTIAL_RECORD: ("salt", "stored_key", "server_key"),
+    RecordType.CONFIG_RECORD: ("value",),  # only where sensitive_fields says so
 }
 REDACTED = "(redacted)"
+
+
+def sensitive_fields(record: "AnyRecord") -> tuple[str, ...]:
+    """The fields of ``record`` that must not leave the log: a SCRAM credential's, the value of a
+    password-type config that is set."""
+    fields = SENSITIVE_FIELDS.get(getattr(record, "type", None), ())
+    if fields and record.type is RecordType.CONFIG_RECORD:
+        m = record.message
+        return fields if m.HasField("value") and is_sensitive(m.name) else ()
+    return fields
 
 
 class DecodeError(ValueError):
@@ -170,12 +183,15 @@ def as_record(record: Message | AnyRecord) -> AnyRecord:
 def redacted(record: AnyRecord) -> AnyRecord:
     """``record`` with its credential fields cleared (itself if it has none): what may leave the log
     for places that must not hold secrets, such as the ``records`` table's raw column."""
-    fields = SENSITIVE_FIELDS.get(getattr(record, "type", None), ())
+    fields = sensitive_fields(record)
     if not fields:
         return record
     message = copy.copy(record.message)
     for name in fields:
-        message.ClearField(name)
+        if record.type is RecordType.CONFIG_RECORD:  # an unset value would read as the config deleted
+            setattr(message, name, REDACTED)
+        else:
+            message.ClearField(name)
     return MetadataRecord(record.type, record.version, message)
 
 
@@ -230,7 +246,7 @@ def to_json(record: Message | AnyRecord) -> dict[str, Any]:
         data: dict[str, Any] = {"payload": base64.b64encode(record.payload).decode()}
     else:
         data = _plain(record.message)
-        for name in SENSITIVE_FIELDS.get(record.type, ()):
+        for name in sensitive_fields(record):
             data[name] = REDACTED
     return {"type": record.type_name, "version": record.version, "data": data}
 
@@ -297,7 +313,8 @@ def from_json(obj: dict[str, Any]) -> MetadataRecord:
     except KeyError:
         raise ValueError(f"not a known metadata record type: {obj.get('type')!r}") from None
     if any(obj.get("data", {}).get(name) == REDACTED for name in SENSITIVE_FIELDS.get(t, ())):
-        raise ValueError(f"a {t.name}'s credentials were redacted from its JSON form: it cannot be rebuilt")
+        raise ValueError(f"a {t.name}'s credentials or password were redacted from its JSON form: it cannot be "
+                         f"rebuilt")
     data = _from_plain(copy.deepcopy(obj.get("data", {})), t.message_class.DESCRIPTOR)
     message = json_format.ParseDict(data, t.message_class())
     return MetadataRecord(t, int(obj.get("version", WRITE_VERSION[t])), message)

@@ -18,7 +18,9 @@ import json
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Callable, Union
 
+from quorum.metadata.configs import is_sensitive
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import REDACTED
 from quorum.metadata.scram import mechanism_name
 
 
@@ -78,12 +80,14 @@ def image_tree(image: MetadataImage) -> Dir:
                 if resource.kind != kind:
                     continue
                 name = resource.name or "default"
-                out[name] = Dir(lambda r=resource: {k: File(v) for k, v in sorted(image.configs.configs(r).items())})
+                out[name] = Dir(lambda r=resource: {k: File(REDACTED if is_sensitive(k) else v)  # as Kafka's shell
+                                                    for k, v in sorted(image.configs.configs(r).items())})
             return dict(sorted(out.items()))
         return Dir(resources)
 
     def quotas():
-        return {str(entity): Dir(lambda e=entity: {k: File(repr(v)) for k, v in sorted(image.client_quotas.entities[e].items())})
+        return {str(entity): Dir(lambda e=entity: {k: File(repr(v))
+                                                    for k, v in sorted(image.client_quotas.entities[e].items())})
                 for entity in image.client_quotas.entities}
 
     def acls():

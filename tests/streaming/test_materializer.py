@@ -502,3 +502,32 @@ def test_the_data_column_is_the_json_forms_data_exactly():
     data = records_table(as_batch(rows)).column("data").to_pylist()
     assert data == [json.dumps(json.loads(f)["data"], separators=(",", ":"), sort_keys=True) for f in forms]
     assert json.loads(data[-1]) == {"s": ',"type":'}
+
+
+def test_a_password_type_config_is_never_materialised(tmp_path):
+    """A broker's listener keystore password (a Kafka PASSWORD config) in the log, as a migrated or
+    an Apache Kafka cluster's log holds it: the configs table says it is set, as ``(redacted)``;
+    neither its row nor the records table's JSON or raw frame holds the value; a broker bootstrapped
+    from the cut lacks it, rather than taking the placeholder for the password; the other configs
+    keep their values."""
+    from delta_tables.bootstrap import image_from_cut
+    from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
+    from quorum.metadata.configs import BROKER, ConfigResource
+    from quorum.metadata.records import encode_record
+
+    secret = "keystore-secret-4711"
+    c, _ = controller(1)
+    c.request(api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("BROKER", "0"), (
+        api.AlterableConfig("log.retention.ms", "SET", "1000"),)),)))
+    rows = log_rows(c)
+    password = pb.ConfigRecord(resource_type=BROKER, resource_name="0",
+                               name="listener.name.internal.ssl.keystore.password", value=secret)
+    rows.append(record_row(c.end_offset, 1, 0, encode_record(password), False))
+    wh = tmp_path / "wh"
+    Materializer(DeltaRsWriter(wh)).process(as_batch(rows))
+    for path in wh.rglob("*"):
+        assert not path.is_file() or secret.encode() not in path.read_bytes(), path
+    configs = {r["name"]: r["value"] for r in table_rows(wh, "configs")}
+    assert configs == {"listener.name.internal.ssl.keystore.password": "(redacted)", "log.retention.ms": "1000"}
+    image, _ = image_from_cut(str(wh))
+    assert dict(image.configs.configs(ConfigResource(BROKER, "0"))) == {"log.retention.ms": "1000"}

@@ -20,7 +20,7 @@ from quorum.metadata import (
     from_json,
     to_json,
 )
-from quorum.metadata.records import HEADER, SENSITIVE_FIELDS, record_type, redacted
+from quorum.metadata.records import HEADER, as_record, record_type, redacted, sensitive_fields
 
 # Kafka's apiKey of each record, as in apache/kafka metadata/src/main/resources/common/metadata/
 # <Name>.json (checked against trunk, commit 1eb76443).
@@ -200,8 +200,8 @@ def _protobuf_json(message) -> dict:
                          ids=lambda m: type(m).__name__)
 def test_json_form_is_protobufs_json_mapping_with_plain_ints_and_broker_lists(message):
     data = to_json(message)["data"]
-    if record_type(message) in SENSITIVE_FIELDS:
-        expected = {**_protobuf_json(message), **{k: "(redacted)" for k in SENSITIVE_FIELDS[record_type(message)]}}
+    if sensitive_fields(as_record(message)):
+        expected = {**_protobuf_json(message), **{k: "(redacted)" for k in sensitive_fields(as_record(message))}}
     else:
         expected = _protobuf_json(message)
     assert data == expected
@@ -268,3 +268,17 @@ def test_an_old_reader_accepts_a_newer_record_and_keeps_what_it_does_not_know():
     again = encode_record(record)
     assert again == frame
     assert _newer_topic_record_class().FromString(again[HEADER.size:]).description == "from a newer node"
+
+
+def test_a_password_type_configs_value_is_redacted_and_no_other():
+    """Kafka's PASSWORD configs (by name, under a listener's prefix too): their value is
+    "(redacted)" in the JSON form and in ``redacted``'s copy (never unset: that would read as the
+    config deleted); other configs, and a password config being deleted, are as they are."""
+    secret = pb.ConfigRecord(resource_type=4, resource_name="0", name="listener.name.internal.ssl.key.password",
+                             value="s3cret")
+    plain = pb.ConfigRecord(resource_type=2, resource_name="t", name="retention.ms", value="1000")
+    deleted = pb.ConfigRecord(resource_type=4, resource_name="0", name="ssl.keystore.password")
+    assert to_json(secret)["data"]["value"] == "(redacted)"
+    assert redacted(as_record(secret)).message.value == "(redacted)"
+    assert to_json(plain)["data"]["value"] == "1000" and redacted(as_record(plain)).message is plain
+    assert not sensitive_fields(as_record(deleted)) and "value" not in to_json(deleted)["data"]
