@@ -87,6 +87,22 @@ def latest_cut(warehouse: str, at_or_below: Optional[int] = None) -> Cut:
     return _newest_cut(_open(warehouse, SNAPSHOTS), warehouse, at_or_below)
 
 
+def cut_at_time(warehouse: str, t: datetime.datetime) -> Cut:
+    """The newest cut whose records were all appended at or before ``t`` (by their append time,
+    stamped by the controller that committed them); CutError if there is none."""
+    records = _open(warehouse, RECORDS).to_pyarrow_dataset().to_table(
+        columns=["offset"], filter=pc.field("append_time") <= pa.scalar(t, pa.timestamp("ms", "UTC")),
+        use_threads=False)
+    if records.num_rows == 0:
+        raise CutError(f"no cut at {t.isoformat()} in {warehouse}: no record was appended by then")
+    newest = pc.max(records.column("offset")).as_py()
+    try:
+        return latest_cut(warehouse, newest)
+    except CutError:
+        raise CutError(f"no cut at {t.isoformat()} in {warehouse}: the oldest cut holds records appended after "
+                       f"it") from None
+
+
 def _newest_cut(snapshots: DeltaTable, warehouse: str, at_or_below: Optional[int] = None) -> Cut:
     rows = _newest_rows(snapshots, at_or_below)
     if rows.num_rows == 0:

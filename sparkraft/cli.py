@@ -27,7 +27,7 @@ from sparkraft.logging_setup import setup_logging
 # Each name is a module in sparkraft.commands with register(subparsers); add new groups here.
 COMMAND_GROUPS = ("storage", "controller", "broker", "quorum", "topics", "configs", "brokers", "materialize",
                   "sql", "catalog", "pipeline", "changes", "dump_log", "shell", "demo", "features", "acls", "leader_election", "cluster", "reassign_partitions",
-                  "migrate", "console", "audit", "log_holds")
+                  "migrate", "console", "audit", "log_holds", "revert")
 
 # Errors that mean "bad input or state", reported as one line without a traceback.
 EXPECTED_ERRORS = (SparkraftError, ConfigError, ValueError, OSError)

@@ -297,18 +297,39 @@ def read_image(bootstrap: Bootstrap, timeout: float = 30.0, cluster_id: str = ""
     snapshot (FetchSnapshot) and the log after it.
     """
     with MetadataLogReader(bootstrap, cluster_id=cluster_id, timeout=timeout, security=security) as reader:
-        hw = reader.high_watermark()
-        loader = MetadataLoader()
-        offset = 0
-        while True:
-            try:
-                replay(loader, reader.follow(offset, until=hw, wait_ms=0, progress=progress))
-                return loader.flush()
-            except SnapshotRequired as e:
-                if e.snapshot_id is None:
-                    raise
-                loader.reset(reader.load_snapshot(e.snapshot_id))
-                offset = e.snapshot_id.offset
+        return image_through(reader, progress)
+
+
+def image_through(reader, progress: Optional[Callable[[int, int], None]] = None) -> MetadataImage:
+    """``read_image`` with any log reader that reads and downloads snapshots as MetadataLogReader
+    does (Apache Kafka's quorum's too: quorum/kafka_import/reader.py)."""
+    hw = reader.high_watermark()
+    loader = MetadataLoader()
+    offset = 0
+    while offset < hw:
+        try:
+            chunk = reader.read(offset, wait_ms=0)
+        except SnapshotRequired as e:
+            if e.snapshot_id is None:
+                raise
+            loader.reset(_snapshot_image(reader, e.snapshot_id))
+            offset = e.snapshot_id.offset
+            continue
+        if not chunk.records and chunk.next_offset <= offset:
+            break
+        replay(loader, (r for r in chunk.records if r.offset < hw))
+        offset = chunk.next_offset
+        if progress is not None:
+            progress(offset, hw)
+    return loader.flush()
+
+
+def _snapshot_image(reader, snapshot_id: OffsetAndEpoch) -> MetadataImage:
+    data = reader.download_snapshot(snapshot_id)
+    try:
+        return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]
+    except CheckpointError as e:
+        raise SparkraftError(Errors.CORRUPT_MESSAGE, str(e)) from None
 
 
 def _end_of(data: bytes) -> tuple[int, int]:
