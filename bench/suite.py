@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "day2": "bench.day2_bench",
     "elections": "bench.elections_bench",
     "restore": "bench.restore_bench",
+    "revert": "bench.revert_bench",
     "history": "bench.history_bench",
     "cluster": "bench.cluster_bench",
     "kafka": "bench.kafka_bench",

@@ -210,6 +210,9 @@ class Console:
                 **model.records_page(self.wh, cut, q(r, "first"), q(r, "last"), start(r), q(r, "type")),
                 "first": q(r, "first"), "last": q(r, "last"), "type": q(r, "type")})
 
+        async def revert(r: Request):
+            return await self.page(r, "revert.html", lambda cut: model.revert_plan(self.wh, cut))
+
         async def audit(r: Request):
             return await self.page(r, "audit.html", lambda cut: {
                 **model.audit_page(self.wh, cut, q(r, "principal"), q(r, "resource"), q(r, "outcome"), q(r, "since"),
@@ -263,7 +266,7 @@ class Console:
             Route("/", overview), Route("/topics", topics), Route("/partitions", partitions), Route("/topics/{name:path}", topic),
             Route("/brokers", brokers), Route("/brokers/{id}", broker), Route("/timeline", timeline),
             Route("/diff", diff), Route("/records", records), Route("/records/{offset}", record),
-            Route("/audit", audit),
+            Route("/audit", audit), Route("/revert", revert),
             Route("/sql", sql, methods=["GET", "POST"]), Route("/sql.csv", sql_csv, methods=["POST"]),
             Route("/events", events),
             Route("/static/plotly.min.js", plotly_js), Route("/metrics", metrics),

@@ -28,7 +28,8 @@ from console import derived
 from console.derived import CLUSTER, GrowingTable, bisect_right
 from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
-from delta_tables import audit
+from delta_tables import audit, revert
+from delta_tables.bootstrap import image_from_cut
 from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
 from delta_tables.cut import parse_time as cut_time
 from delta_tables.schemas import AUDIT, BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
@@ -473,3 +474,13 @@ def record(wh: Warehouse, offset: str) -> dict:
         raise NotFound(f"no record at offset {o}: the tables hold offsets through {newest.offset}")
     r = hit[0]
     return {**r, "pretty": json.dumps(json.loads(r["data"]), indent=2, sort_keys=True)}
+
+
+def revert_plan(wh: Warehouse, cut: Cut) -> dict:
+    """What ``sparkraft revert --to-offset`` would do to bring the cluster from the newest cut back
+    to ``cut`` (delta_tables/revert.py): the console shows the plan, it applies nothing."""
+    newest = wh.newest()
+    target_image, _ = image_from_cut(wh.uri, cut)
+    newest_image = target_image if newest.offset == cut.offset else image_from_cut(wh.uri, newest)[0]
+    return {"plan": revert.plan(newest_image, target_image, revert.DOMAINS, newest.offset, cut.offset),
+            "warehouse": wh.uri}

@@ -125,10 +125,10 @@ def _request(group: list[Step]):
 
 
 def _acl(b: dict) -> dict:
-    return {"resource_type": i8(pb.AclResourceType.Value(b["resource_type"])), "resource_name": b["resource_name"],
-            "resource_pattern_type": i8(pb.PatternType.Value(b["pattern_type"])), "principal": b["principal"],
-            "host": b["host"], "operation": i8(pb.AclOperation.Value(b["operation"])),
-            "permission_type": i8(pb.AclPermissionType.Value(b["permission_type"]))}
+    return {"resource_type": i8(pb.AclResourceType.Code.Value(b["resource_type"])), "resource_name": b["resource_name"],
+            "resource_pattern_type": i8(pb.PatternType.Code.Value(b["pattern_type"])), "principal": b["principal"],
+            "host": b["host"], "operation": i8(pb.AclOperation.Code.Value(b["operation"])),
+            "permission_type": i8(pb.AclPermissionType.Code.Value(b["permission_type"]))}
 
 
 def _acl_filter(b: dict) -> dict:

@@ -545,6 +545,28 @@ def test_a_topics_page_and_the_timeline_say_who_changed_it(tmp_path):
         console.close()
 
 
+def test_a_past_cut_offers_the_plan_to_return_to_it_and_applies_nothing(tmp_path):
+    wh = tmp_path / "wh"
+    first = _audited_warehouse(wh)
+    newest = latest_cut(str(wh)).offset
+    console = Console(wh)
+    try:
+        status, page, _ = console.get(f"/topics?at={first}")
+        assert status == 200 and f'href="/revert?at={first}"' in page  # a past cut offers it
+        status, live, _ = console.get("/topics")
+        assert 'id="revert-link"' not in live  # the newest cut has nothing to return to
+        status, page, _ = console.get(f"/revert?at={first}")
+        assert status == 200
+        steps = re.findall(r'<tr data-kind="([\w-]+)"><td>\d+</td><td>\w+</td><td>([^<]*)</td>', page)
+        assert steps == [("create-topic", "create topic orders (1 partitions, replication factor 1)"),
+                         ("delete-topic", "delete topic payments (1 partitions)")], steps
+        assert "orders&#39;s data" in page or "orders's data" in page
+        assert f"--to-offset {first} --plan-out plan.json" in page
+    finally:
+        console.close()
+    assert latest_cut(str(wh)).offset == newest, "the console applied nothing"
+
+
 def test_the_diff_says_who_made_each_change(tmp_path):
     """A diff across alice's creation links the topic's change to User:alice (through the audit entry
     whose records hold it)."""
