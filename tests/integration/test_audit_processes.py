@@ -150,6 +150,19 @@ def test_who_did_what_is_recorded_verified_and_never_a_secret(secured, tmp_path)
     assert stranger.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in stranger.stderr, stranger.stderr
     assert stranger.stderr.count("\n") == 1 and MALLORY_SECRET not in stranger.stderr
 
+    # a user without permission cannot revert the cluster (reading its state needs CLUSTER_ACTION)
+    cut = json.loads(subprocess.run(sparkraft_cmd("sql", "SELECT min(\"offset\") AS o FROM snapshots", "--warehouse",
+                                                  str(wh), "--json"), capture_output=True, text=True,
+                                    timeout=120).stdout)[0]["o"]
+    topics_before = sorted(json.loads(ok(cp, "topics", "list", "--json")))
+    denied = subprocess.run(sparkraft_cmd("revert", "--warehouse", str(wh), "--to-offset", str(cut), "--execute",
+                                          "--allow-topic-deletion", "--bootstrap-controller", cp.bootstrap(),
+                                          "--command-config", str(mallory)), capture_output=True, text=True,
+                            timeout=120)
+    assert denied.returncode == 1 and denied.stderr.count("\n") == 1, denied.stderr
+    assert "CLUSTER_AUTHORIZATION_FAILED" in denied.stderr and MALLORY_SECRET not in denied.stderr
+    assert sorted(json.loads(ok(cp, "topics", "list", "--json"))) == topics_before
+
     # the console says the same, and shows no secret either
     from test_console_server import Console
 
