@@ -74,7 +74,7 @@ _KAFKA_3_KEYS = frozenset({"zookeeper.metadata.migration.enable", "zookeeper.con
 _SPARKRAFT_KEYS = frozenset({
     "controller.quorum.wire.port", "controller.quorum.observer.idle.timeout.ms", "metadata.cache.interval.ms",
     "max.partitions.per.request", "max.partitions", "metrics.listener", "socket.request.arrival.timeout.ms",
-    "controller.quorum.voter.principal", "broker.principal"})
+    "controller.quorum.voter.principal", "broker.principal", "metadata.audit.enable", "metadata.log.hold.max.ms"})
 
 
 @dataclass(frozen=True, slots=True)
