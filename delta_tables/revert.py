@@ -224,6 +224,14 @@ def binding(e: AclEntry) -> dict[str, str]:
             "permission_type": pb.AclPermissionType.Code.Name(e.permission_type)}
 
 
+def binding_codes(b: dict) -> dict[str, int]:
+    """A binding's enum fields (``binding``'s names) as Kafka's codes, for its wire protocol."""
+    return {"resource_type": pb.AclResourceType.Code.Value(b["resource_type"]),
+            "pattern_type": pb.PatternType.Code.Value(b["pattern_type"]),
+            "operation": pb.AclOperation.Code.Value(b["operation"]),
+            "permission_type": pb.AclPermissionType.Code.Value(b["permission_type"])}
+
+
 def _acl_text(b: dict) -> str:
     return (f"{b['permission_type']} {b['principal']} {b['operation']} on {b['resource_type']}:"
             f"{b['resource_name']} ({b['pattern_type']}) from {b['host']}")

@@ -246,7 +246,8 @@ def _stopped_by_a_failure(stop: GracefulStop, materializer, error: "QueryFailed"
 def _say_stopped(stop: GracefulStop, materializer) -> None:
     """The one Stopped line, with the offset the tables hold by their own commits (a query that
     failed mid-batch may have applied more in memory than it wrote)."""
-    log.info("Stopped (%s): the tables hold the log up to offset %d", stop.reason, materializer.writer.applied(RECORDS))
+    log.info("%sStopped (%s): the tables hold the log up to offset %d", materializer.label, stop.reason,
+             materializer.writer.applied(RECORDS))
 
 
 def _quiet_spark_failure_report(spark) -> None:

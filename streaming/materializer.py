@@ -112,6 +112,7 @@ class Materializer:
         # told the offset the tables now hold everything before, after each micro-batch (the job's
         # hold on the log: streaming/log_hold.py)
         self.after_batch: Optional[Callable[[int], None]] = None
+        self.label = ""  # what its log lines start with: "Cluster east: " in a fleet (streaming/fleet_job.py)
         self.reload()
 
     def reload(self) -> None:
@@ -327,7 +328,7 @@ class Materializer:
                 self._timing = None
                 while len(self.timings) > BATCH_TIMINGS_KEPT:
                     del self.timings[min(self.timings)]
-        log.info("Micro-batch %d: %s (source %.2fs, Delta %.2fs)", batch_id, result, fetched - started,
+        log.info("%sMicro-batch %d: %s (source %.2fs, Delta %.2fs)", self.label, batch_id, result, fetched - started,
                  time.monotonic() - fetched)
         if self.after_batch is not None:
             self.after_batch(self.next_offset)

@@ -2,6 +2,7 @@
 
     sparkraft materialize --bootstrap-controller HOST:PORT --warehouse URI --checkpoint URI [--trigger SECONDS]
     sparkraft materialize --source kafka --bootstrap-controller HOST:PORT ...   # an Apache Kafka cluster's
+    sparkraft materialize --sources FILE --warehouse URI --checkpoint URI        # a fleet (streaming/fleet_job.py)
 
 A Structured Streaming query reads the committed metadata log (the ``sparkraft`` source) and
 merges each micro-batch into the seven tables under ``--warehouse`` (delta-rs), exactly once; Spark's
@@ -19,8 +20,12 @@ from sparkraft.commands import add_command, add_storage_options, client_security
 def register(subparsers) -> None:
     parser = add_command(subparsers, "materialize", "stream the metadata log into the Delta tables",
                          run_materialize, log_default="INFO")
-    parser.add_argument("--bootstrap-controller", required=True, metavar="HOST:PORT[,HOST:PORT...]",
-                        help="any controllers of the quorum (down or standby ones are fine)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
+                       help="any controllers of the quorum (down or standby ones are fine)")
+    which.add_argument("--sources", metavar="FILE",
+                       help="a fleet: the clusters a YAML file lists, each into its own tables under --warehouse "
+                            "(docs/use/fleet.md)")
     parser.add_argument("--source", choices=("sparkraft", "kafka"), default="sparkraft",
                         help="whose quorum the controllers are: sparkraft's (default) or an Apache Kafka "
                              "cluster's (its controller listener, read with Kafka's own Fetch as an observer)")
@@ -61,6 +66,14 @@ def run_materialize(args: argparse.Namespace) -> int:
         raise ValueError(f"--stall-timeout must be >= 0, got {args.stall_timeout}")
     if args.remote and args.writer != "deltalake":
         raise ValueError("--remote runs the delta-rs writer on the Connect server: not with --writer delta-spark")
+    if args.sources:
+        if args.remote or args.writer != "deltalake" or args.metrics_listener or args.source != "sparkraft":
+            raise ValueError("--sources names each cluster's settings in its file: --source, --remote, --writer and "
+                             "--metrics-listener go with one --bootstrap-controller")
+        from streaming.fleet_job import run_fleet
+
+        run_fleet(args.sources, args.warehouse, args.checkpoint, available_now=args.available_now)
+        return 0
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,
             timeout=args.timeout, writer=args.writer, idle_flush_s=args.idle_flush,

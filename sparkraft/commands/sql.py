@@ -1,4 +1,8 @@
-"""``sparkraft sql "SELECT ..." --warehouse URI [--as-of-offset N] [--engine datafusion|spark] [--json]``.
+"""``sparkraft sql "SELECT ..." --warehouse URI [--as-of-offset N] [--cluster NAME] [--engine datafusion|spark]
+[--json]``.
+
+On a fleet's warehouse (materialize --sources) every table is the whole fleet's, with ``cluster``
+and ``cluster_id`` columns (delta_tables/fleet_sql.py); ``--cluster NAME`` reads one cluster's.
 
 The seven tables are registered under their names; ``--as-of-offset N`` reads them at the newest
 consistent cut at or below N. DataFusion (through deltalake, no JVM) is the default engine. Both
@@ -21,6 +25,8 @@ def register(subparsers) -> None:
     parser.add_argument("--warehouse", required=True, metavar="URI")
     add_storage_options(parser)
     parser.add_argument("--as-of-offset", type=int, metavar="N", help="read the tables at the newest cut <= N")
+    parser.add_argument("--cluster", metavar="NAME", help="a fleet's warehouse: one cluster's tables (default: every "
+                        "cluster's, with cluster and cluster_id columns)")
     parser.add_argument("--engine", choices=("datafusion", "spark"), default="datafusion")
     parser.add_argument("--remote", metavar="sc://HOST:PORT", help="with --engine spark: a Spark Connect server's session")
     parser.add_argument("--json", action="store_true", help="print a JSON list of rows")
@@ -31,6 +37,27 @@ def run_sql(args: argparse.Namespace) -> int:
 
     if args.remote and args.engine != "spark":
         raise ValueError("--remote is a Spark Connect server: it goes with --engine spark")
+    from delta_tables import fleet_sql
+
+    fleet = fleet_sql.is_fleet(args.warehouse)
+    if args.cluster and not fleet:
+        raise ValueError(f"--cluster names a cluster of a fleet: {args.warehouse} is one cluster's warehouse")
+    if args.cluster:
+        from delta_tables.fleet import cluster_of
+
+        args.warehouse = cluster_of(args.warehouse, args.cluster)
+    elif fleet:
+        if args.as_of_offset is not None:
+            raise ValueError("--as-of-offset is one cluster's offset: give --cluster NAME with it")
+        spark = None
+        if args.engine == "spark" and args.remote:
+            from streaming.job import remote_spark_session
+
+            spark = remote_spark_session(args.remote)
+        table = (fleet_sql.query_fleet_spark(args.warehouse, args.query, spark) if args.engine == "spark"
+                 else fleet_sql.query_fleet_datafusion(args.warehouse, args.query))
+        _print(table, args.json)
+        return 0
     if args.engine == "spark":
         spark = None
         if args.remote:
@@ -40,12 +67,16 @@ def run_sql(args: argparse.Namespace) -> int:
         table = sql.query_spark(args.warehouse, args.query, args.as_of_offset, spark=spark)
     else:
         table = sql.query_datafusion(args.warehouse, args.query, args.as_of_offset)
+    _print(table, args.json)
+    return 0
+
+
+def _print(table, as_json: bool) -> None:
     rows = table.to_pylist()
-    if args.json:
+    if as_json:
         print(json.dumps(rows, default=str))
     else:
         print(format_rows(table.column_names, rows))
-    return 0
 
 
 def format_rows(columns: list[str], rows: list[dict]) -> str:

@@ -20,9 +20,8 @@ from kio.schema.types import TopicName
 from kio.schema.update_features.v1 import request as features
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
-from delta_tables.revert import Step, entity_of_label, resource_of_label
+from delta_tables.revert import Step, binding_codes, entity_of_label, resource_of_label
 from quorum.errors import Errors
-from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
 from quorum.kafka.client import KafkaConnection
 from quorum.kafka_import.reader import KafkaMetadataLogReader, parse_bootstrap
 from quorum.rpc.log_reader import image_through
@@ -125,10 +124,10 @@ def _request(group: list[Step]):
 
 
 def _acl(b: dict) -> dict:
-    return {"resource_type": i8(pb.AclResourceType.Code.Value(b["resource_type"])), "resource_name": b["resource_name"],
-            "resource_pattern_type": i8(pb.PatternType.Code.Value(b["pattern_type"])), "principal": b["principal"],
-            "host": b["host"], "operation": i8(pb.AclOperation.Code.Value(b["operation"])),
-            "permission_type": i8(pb.AclPermissionType.Code.Value(b["permission_type"]))}
+    codes = binding_codes(b)
+    return {"resource_type": i8(codes["resource_type"]), "resource_name": b["resource_name"],
+            "resource_pattern_type": i8(codes["pattern_type"]), "principal": b["principal"], "host": b["host"],
+            "operation": i8(codes["operation"]), "permission_type": i8(codes["permission_type"])}
 
 
 def _acl_filter(b: dict) -> dict:

@@ -1,0 +1,115 @@
+"""A fleet in one Spark application (``materialize --sources FILE``, docs/use/fleet.md): three
+single-controller sparkraft quorums and one cluster that cannot be reached, in one job. The
+unreachable one is reported (the log, the ``sources`` table) while the others stay fresh; one
+quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster added to the file
+starts without restarting the others; SQL across the fleet equals the union of each cluster's own
+warehouse, and ``--cluster`` reads one."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+
+import pytest
+from conftest import free_ports, sparkraft_cmd, wait_for
+
+from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.fleet import cluster_warehouse, read_sources_table
+from delta_tables.schemas import RECORDS
+
+pytestmark = pytest.mark.slow
+
+
+def _entry(name: str, bootstrap: str) -> str:
+    return f"  - name: {name}\n    bootstrap-controller: {bootstrap}\n    trigger: 0.3\n    idle-flush: 1\n"
+
+
+def _newest(warehouse: str) -> int:
+    try:
+        return latest_cut(warehouse).offset
+    except Exception:  # no cut yet
+        return -1
+
+
+def _sources(wh) -> dict:
+    table = read_sources_table(str(wh))
+    return {} if table is None else {r["cluster"]: r for r in table.to_pylist()}
+
+
+def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_own(controller_processes, tmp_path):
+    from quorum.rpc.controller_client import ControllerClient
+
+    quorums = {}
+    for name in ("east", "west", "north"):
+        cp = controller_processes(voters=(1,))
+        cp.format()
+        cp.start()
+        cp.wait_leader()
+        quorums[name] = cp
+    nowhere = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
+    wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
+    sources.write_text("sources:\n" + _entry("east", quorums["east"].bootstrap()) +
+                       _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere))
+    log = open(tmp_path / "job.log", "wb")
+    job = subprocess.Popen(sparkraft_cmd("materialize", "--sources", str(sources), "--warehouse", str(wh),
+                                         "--checkpoint", str(ck)), stdout=log, stderr=subprocess.STDOUT)
+    clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
+    try:
+        def fresh(name: str) -> bool:
+            committed = clients[name].call_committed(_no_op(name))[1]
+            return wait_for(lambda: _newest(cluster_warehouse(str(wh), name)) >= committed, 120,
+                            f"{name}'s tables to reach offset {committed}")
+
+        for name in ("east", "west"):
+            fresh(name)
+        wait_for(lambda: _sources(wh).get("lost", {}).get("state") == "failing", 120, "lost reported as failing")
+        assert _sources(wh)["lost"]["last_error"] and _sources(wh)["east"]["state"] == "running"
+        # a quorum SIGKILLed mid-run: the others go on; restarted, it catches up
+        quorums["west"].kill(1)
+        fresh("east")
+        quorums["west"].start([1])
+        quorums["west"].wait_leader()
+        fresh("west")
+        # a cluster added to the file starts; the others are not restarted
+        sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap()))
+        fresh("north")
+        assert job.poll() is None
+        job.send_signal(signal.SIGTERM)
+        assert job.wait(120) == 0
+    finally:
+        if job.poll() is None:
+            job.kill()
+        log.close()
+        for c in clients.values():
+            c.close()
+    text = (tmp_path / "job.log").read_text(errors="replace")
+    assert text.count("Cluster lost:") >= 1 and "Traceback" not in text
+    for name in ("east", "west", "north"):  # every offset once
+        w = cluster_warehouse(str(wh), name)
+        cut = latest_cut(w)
+        offsets = read_table(tables_at(w, cut)[RECORDS]).column("offset").to_pylist()
+        assert sorted(offsets) == list(range(cut.offset + 1)), name
+    # SQL across the fleet: the union of each cluster's own
+    fleet = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name')
+    own = sorted((name, c["name"], c["value"]) for name in quorums
+                 for c in _sql(cluster_warehouse(str(wh), name), "SELECT name, value FROM configs"))
+    assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) == 3
+    assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
+    wrong = subprocess.run(sparkraft_cmd("sql", "SELECT 1", "--warehouse", str(wh), "--cluster", "south"),
+                           capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 1 and "has no cluster 'south'" in wrong.stderr and wrong.stderr.count("\n") == 1
+
+
+def _no_op(name: str):
+    """A write a cluster takes again and again (no brokers needed): a cluster-wide default config."""
+    from quorum.controller import api
+
+    return api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("CLUSTER", ""), (
+        api.AlterableConfig("num.partitions", "SET", "1"),)),))
+
+
+def _sql(wh, query: str, *args: str) -> list[dict]:
+    out = subprocess.run(sparkraft_cmd("sql", query, "--warehouse", str(wh), "--json", *args), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
