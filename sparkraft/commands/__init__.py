@@ -79,6 +79,26 @@ def add_storage_options(parser: argparse.ArgumentParser) -> None:
                              "beside the AWS_* environment variables (repeatable)")
 
 
+def add_cluster_option(parser: argparse.ArgumentParser) -> None:
+    """``--cluster NAME``: on a fleet's warehouse (materialize --sources), one cluster's tables."""
+    parser.add_argument("--cluster", metavar="NAME", help="on a fleet's warehouse: the cluster whose tables to use")
+
+
+def cluster_warehouse(args: argparse.Namespace) -> str:
+    """``--warehouse``, or with ``--cluster`` that cluster's warehouse in the fleet's; one line
+    when ``--warehouse`` is a fleet's and no cluster is named, or the fleet has no such cluster."""
+    from delta_tables.fleet import cluster_of, read_sources_table
+
+    fleet = read_sources_table(args.warehouse) is not None
+    if getattr(args, "cluster", None):
+        if not fleet:
+            raise ValueError(f"--cluster names a cluster of a fleet: {args.warehouse} is one cluster's warehouse")
+        return cluster_of(args.warehouse, args.cluster)
+    if fleet:
+        raise ValueError(f"{args.warehouse} is a fleet's warehouse: name the cluster with --cluster NAME")
+    return args.warehouse
+
+
 def apply_storage_options(args: argparse.Namespace) -> None:
     """Set the process's storage options from ``--storage-option`` (before any warehouse is opened)."""
     given = getattr(args, "storage_option", None)

@@ -13,7 +13,7 @@ import argparse
 import datetime
 import json
 
-from sparkraft.commands import add_command, add_storage_options
+from sparkraft.commands import add_cluster_option, add_command, add_storage_options, cluster_warehouse
 
 
 def register(subparsers) -> None:
@@ -32,6 +32,7 @@ def register(subparsers) -> None:
     parser.add_argument("--outcome", choices=("done", "denied", "refused"))
     parser.add_argument("--json", action="store_true", help="the entries as a JSON list")
     parser.add_argument("--verify", action="store_true", help="check the hash chain of every entry instead")
+    add_cluster_option(parser)
 
 
 def _time(text: str) -> datetime.datetime:
@@ -57,6 +58,7 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.bootstrap_controller:
         table, log_start = _from_the_log(args)
     else:
+        args.warehouse = cluster_warehouse(args)
         tables = tables_at(args.warehouse, None)
         if AUDIT not in tables:
             raise ValueError(f"{args.warehouse} has no audit table: it was written by a job older than the audit "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command, add_storage_options
+from sparkraft.commands import add_cluster_option, add_command, add_storage_options, cluster_warehouse
 
 
 def register(subparsers) -> None:
@@ -27,12 +27,14 @@ def register(subparsers) -> None:
     parser.add_argument("--who", action="store_true",
                         help="add _changed_by: the principal who made each change (from the audit table)")
     parser.add_argument("--json", action="store_true")
+    add_cluster_option(parser)
 
 
 def run_changes(args: argparse.Namespace) -> int:
     from delta_tables.changes import changes
     from sparkraft.commands.sql import format_rows
 
+    args.warehouse = cluster_warehouse(args)
     found = changes(args.warehouse, args.from_offset, args.to_offset, (args.table,) if args.table else None,
                     who=args.who)
     if args.json:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from sparkraft.commands import add_command, add_storage_options, client_security
+from sparkraft.commands import add_cluster_option, add_command, add_storage_options, client_security, cluster_warehouse
 
 
 def register(subparsers) -> None:
@@ -17,6 +17,7 @@ def register(subparsers) -> None:
                          "cut of its history (read-only)", run_console, log_default="INFO")
     parser.add_argument("--warehouse", required=True, metavar="URI", help="the warehouse the streaming job writes")
     add_storage_options(parser)
+    add_cluster_option(parser)
     parser.add_argument("--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
                         help="the controllers, to show the quorum (leader, epoch, each voter's lag)")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
@@ -44,6 +45,7 @@ def run_console(args: argparse.Namespace) -> None:
     host, port = parse_listen(args.listen)
     tls = tls_settings(args.tls_config)
     check_exposure(host, tls)
+    args.warehouse = cluster_warehouse(args)
     Warehouse(args.warehouse).cuts()  # a warehouse that cannot be read is one line now, not a page later
     quorum = None
     if args.bootstrap_controller:

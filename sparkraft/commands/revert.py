@@ -14,7 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sparkraft.commands import add_command, add_storage_options, client_security
+from sparkraft.commands import (
+    add_cluster_option,
+    add_command,
+    add_storage_options,
+    client_security,
+    cluster_warehouse,
+)
 
 
 def register(subparsers) -> None:
@@ -39,6 +45,7 @@ def register(subparsers) -> None:
                         help="an Apache Kafka broker (--execute on a cluster materialised with --source kafka)")
     parser.add_argument("--timeout", type=float, default=15.0, metavar="SECONDS",
                         help="how long to look for the active controller")
+    add_cluster_option(parser)
     parser.add_argument("--verify-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="how long --execute waits for the streaming job's cut to verify the result (0: not)")
 
@@ -48,6 +55,7 @@ def run_revert(args: argparse.Namespace) -> int:
     from delta_tables.cut import latest_cut
     from delta_tables.revert import DOMAINS, Plan, plan
 
+    args.warehouse = cluster_warehouse(args)
     domains = tuple(d.strip() for d in args.only.split(",") if d.strip()) if args.only else DOMAINS
     if args.execute:  # a saved plan: its own target and domains
         if args.to_offset is not None or args.to_time or args.only:

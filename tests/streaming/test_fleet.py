@@ -95,6 +95,17 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
                  for c in _sql(cluster_warehouse(str(wh), name), "SELECT name, value FROM configs"))
     assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) == 3
     assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
+    # the one-cluster tools take --cluster on a fleet's warehouse, and ask for it
+    changed = subprocess.run(sparkraft_cmd("changes", "--warehouse", str(wh), "--cluster", "east", "--from-offset", "0",
+                                           "--to-offset", "1000000000", "--table", "configs", "--json"),
+                             capture_output=True, text=True, timeout=120)
+    assert changed.returncode == 0 and json.loads(changed.stdout)[0]["name"] == "num.partitions", changed.stderr
+    planned = subprocess.run(sparkraft_cmd("revert", "--warehouse", str(wh), "--cluster", "west", "--to-offset",
+                                           "1000000000"), capture_output=True, text=True, timeout=120)
+    assert planned.returncode == 0 and "Nothing to do" in planned.stdout, planned.stderr
+    unnamed = subprocess.run(sparkraft_cmd("audit", "--warehouse", str(wh)), capture_output=True, text=True,
+                             timeout=120)
+    assert unnamed.returncode == 1 and "name the cluster with --cluster NAME" in unnamed.stderr
     wrong = subprocess.run(sparkraft_cmd("sql", "SELECT 1", "--warehouse", str(wh), "--cluster", "south"),
                            capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 1 and "has no cluster 'south'" in wrong.stderr and wrong.stderr.count("\n") == 1
