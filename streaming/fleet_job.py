@@ -158,9 +158,29 @@ class Fleet:
             r.done.wait(120)
 
 
-def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bool = False, spark=None) -> None:
+def fleet_metrics(registry, fleet_: Fleet) -> None:
+    """The fleet's metrics, a series per cluster (label ``cluster``), read from its runners when
+    Prometheus scrapes: the single-cluster job's names, and whether each cluster is up."""
+    def each(read):  # a cluster without a value yet has no sample
+        return lambda: {n: v for n, r in list(fleet_.runners.items()) if (v := read(r)) is not None}
+
+    registry.gauge("sparkraft_fleet_cluster_up", "1 while the cluster's query runs (or caught up), 0 while it is "
+                   "starting or failing (its error in the sources table and the log).",
+                   each(lambda r: 1.0 if r.state in ("running", "done") else 0.0), label="cluster")
+    registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the cluster's tables hold.",
+                   each(lambda r: r.materializer.next_offset - 1 if r.materializer else None), label="cluster")
+    registry.gauge("sparkraft_materializer_last_cut_timestamp_seconds", "When the cluster's tables last had a cut "
+                   "(Unix time).", each(lambda r: r.materializer.last_cut_at if r.materializer else None),
+                   label="cluster")
+    registry.gauge("sparkraft_materializer_last_freshness_seconds", "The freshness of the cluster's latest "
+                   "micro-batch.", each(lambda r: r.materializer.last_freshness_s if r.materializer else None),
+                   label="cluster")
+
+
+def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bool = False, spark=None,
+              metrics_listener: Optional[tuple[str, int]] = None) -> None:
     """Run every cluster of ``sources_path`` until stopped (or, ``available_now``, until each has
-    caught up or failed)."""
+    caught up or failed); ``metrics_listener``: serve fleet_metrics there."""
     from streaming.job import spark_session
     from streaming.stop import GracefulStop
 
@@ -171,6 +191,14 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
         stop.watch_jvm(spark)
         fleet_ = Fleet(spark, fleet, checkpoints, available_now, stop)
         fleet_.apply(sources)
+        metrics = None
+        if metrics_listener is not None:
+            from quorum.metrics.registry import Registry
+            from quorum.metrics.server import MetricsServer
+
+            registry = Registry()
+            fleet_metrics(registry, fleet_)
+            metrics = MetricsServer(metrics_listener[0], metrics_listener[1], registry).start()
         try:
             while not stop.requested.wait(0.5 if available_now else RELOAD_S):
                 seen = _reload(sources_path, seen, fleet_)
@@ -180,6 +208,8 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
         finally:
             fleet_.stop_all(stop.reason if stop.requested.is_set() else "the job ended")
             fleet_.write_status()
+            if metrics is not None:
+                metrics.stop()
     failed = [n for n, r in fleet_.runners.items() if r.state == "failing"]
     if available_now and failed:
         raise RuntimeError(f"{len(failed)} cluster(s) could not be materialised: "

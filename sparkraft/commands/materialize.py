@@ -67,12 +67,13 @@ def run_materialize(args: argparse.Namespace) -> int:
     if args.remote and args.writer != "deltalake":
         raise ValueError("--remote runs the delta-rs writer on the Connect server: not with --writer delta-spark")
     if args.sources:
-        if args.remote or args.writer != "deltalake" or args.metrics_listener or args.source != "sparkraft":
-            raise ValueError("--sources names each cluster's settings in its file: --source, --remote, --writer and "
-                             "--metrics-listener go with one --bootstrap-controller")
+        if args.remote or args.writer != "deltalake" or args.source != "sparkraft":
+            raise ValueError("--sources names each cluster's settings in its file: --source, --remote and --writer go "
+                             "with one --bootstrap-controller")
         from streaming.fleet_job import run_fleet
 
-        run_fleet(args.sources, args.warehouse, args.checkpoint, available_now=args.available_now)
+        run_fleet(args.sources, args.warehouse, args.checkpoint, available_now=args.available_now,
+                  metrics_listener=_host_port(args.metrics_listener) if args.metrics_listener else None)
         return 0
     job.run(args.bootstrap_controller, args.warehouse, args.checkpoint, trigger_s=args.trigger,
             available_now=args.available_now, max_records_per_trigger=args.max_records_per_trigger,

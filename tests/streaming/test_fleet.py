@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import free_ports, sparkraft_cmd, wait_for
@@ -16,6 +18,9 @@ from conftest import free_ports, sparkraft_cmd, wait_for
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.fleet import cluster_warehouse, read_sources_table
 from delta_tables.schemas import RECORDS
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from test_metrics import scrape  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +56,10 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     sources.write_text("sources:\n" + _entry("east", quorums["east"].bootstrap()) +
                        _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere))
     log = open(tmp_path / "job.log", "wb")
+    metrics_port = free_ports(1)[0]
     job = subprocess.Popen(sparkraft_cmd("materialize", "--sources", str(sources), "--warehouse", str(wh),
-                                         "--checkpoint", str(ck)), stdout=log, stderr=subprocess.STDOUT)
+                                         "--checkpoint", str(ck), "--metrics-listener", f"127.0.0.1:{metrics_port}"),
+                           stdout=log, stderr=subprocess.STDOUT)
     clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
     try:
         def fresh(name: str) -> bool:
@@ -64,6 +71,10 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
             fresh(name)
         wait_for(lambda: _sources(wh).get("lost", {}).get("state") == "failing", 120, "lost reported as failing")
         assert _sources(wh)["lost"]["last_error"] and _sources(wh)["east"]["state"] == "running"
+        metrics = scrape(metrics_port)  # a series per cluster
+        assert metrics['sparkraft_fleet_cluster_up{cluster="lost"}'] == 0
+        assert metrics['sparkraft_fleet_cluster_up{cluster="east"}'] == 1
+        assert metrics['sparkraft_materializer_applied_offset{cluster="east"}'] > 0
         # a quorum SIGKILLed mid-run: the others go on; restarted, it catches up
         quorums["west"].kill(1)
         fresh("east")
