@@ -28,12 +28,12 @@ ADMIN_SECRET, ALICE_SECRET = "admin-secret,with]odd=chars", "alice-secret-1"
 REAUTH_MS = 3000
 
 
-def _formatted(controller_processes, tmp_path, **extra: str):
+def _formatted(controller_processes, tmp_path, voters=(1, 2, 3), **extra: str):
     """Three controllers with SSL listeners, the StandardAuthorizer, and ``User:admin`` (a super
     user, SCRAM-SHA-512) in their bootstrap metadata; formatted, not started. ``extra``: more
     properties for each."""
     pki = Pki(tmp_path / "pki")
-    cp = controller_processes(per_node=lambda i: {**extra,
+    cp = controller_processes(voters=voters, per_node=lambda i: {**extra,
         "listener.security.protocol.map": "CONTROLLER:SSL",
         "ssl.keystore.location": str(pki.keystore(f"controller-{i}")),
         "ssl.truststore.location": str(pki.truststore),

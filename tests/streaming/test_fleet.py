@@ -1,9 +1,10 @@
 """A fleet in one Spark application (``materialize --sources FILE``, docs/use/fleet.md): three
-single-controller sparkraft quorums and one cluster that cannot be reached, in one job. The
-unreachable one is reported (the log, the ``sources`` table) while the others stay fresh; one
-quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster added to the file
-starts without restarting the others; SQL across the fleet equals the union of each cluster's own
-warehouse, and ``--cluster`` reads one."""
+single-controller sparkraft quorums, an Apache Kafka node, a cluster that cannot be reached and one
+whose SCRAM password is wrong, in one job. The unreachable and the refused ones are reported (one
+line each in the log, the ``sources`` table, the metrics), the password nowhere, while the others
+stay fresh; one quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster
+added to the file starts without restarting the others; SQL across the fleet equals the union of
+each cluster's own warehouse, and ``--cluster`` reads one."""
 from __future__ import annotations
 
 import json
@@ -18,15 +19,22 @@ from conftest import free_ports, sparkraft_cmd, wait_for
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.fleet import cluster_warehouse, read_sources_table
 from delta_tables.schemas import RECORDS
+from quorum.kafka_import.reader import KafkaMetadataLogReader
+from quorum.uuids import random_uuid
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from apache_kafka import KafkaNode, need_kafka  # noqa: E402
 from test_metrics import scrape  # noqa: E402
+from test_scram_processes import _formatted  # noqa: E402
+
+WRONG_PASSWORD = "not-the-admins-password-4711"
 
 pytestmark = pytest.mark.slow
 
 
-def _entry(name: str, bootstrap: str) -> str:
-    return f"  - name: {name}\n    bootstrap-controller: {bootstrap}\n    trigger: 0.3\n    idle-flush: 1\n"
+def _entry(name: str, bootstrap: str, *more: str) -> str:
+    return (f"  - name: {name}\n    bootstrap-controller: {bootstrap}\n    trigger: 0.3\n    idle-flush: 1\n"
+            + "".join(f"    {line}\n" for line in more))
 
 
 def _newest(warehouse: str) -> int:
@@ -52,9 +60,20 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         cp.wait_leader()
         quorums[name] = cp
     nowhere = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
+    secured = _formatted(controller_processes, tmp_path, voters=(1,))  # SCRAM users over TLS
+    secured.start()
+    wrong = secured.pki.client_config("wrong", protocol="SASL_SSL", mechanism="SCRAM-SHA-512", username="admin",
+                                      password=WRONG_PASSWORD)
+    need_kafka()
+    (tmp_path / "kafka").mkdir()
+    kafka = KafkaNode(tmp_path / "kafka", *free_ports(2))
+    kafka.format(random_uuid())
+    kafka.start()
     wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
     sources.write_text("sources:\n" + _entry("east", quorums["east"].bootstrap()) +
-                       _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere))
+                       _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere) +
+                       _entry("refused", secured.bootstrap(), f"command-config: {wrong}") +
+                       _entry("apache", kafka.bootstrap_controller, "source: kafka"))
     log = open(tmp_path / "job.log", "wb")
     metrics_port = free_ports(1)[0]
     job = subprocess.Popen(sparkraft_cmd("materialize", "--sources", str(sources), "--warehouse", str(wh),
@@ -69,8 +88,13 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
 
         for name in ("east", "west"):
             fresh(name)
-        wait_for(lambda: _sources(wh).get("lost", {}).get("state") == "failing", 120, "lost reported as failing")
+        for name in ("lost", "refused"):
+            wait_for(lambda: _sources(wh).get(name, {}).get("state") == "failing", 120, f"{name} reported as failing")
         assert _sources(wh)["lost"]["last_error"] and _sources(wh)["east"]["state"] == "running"
+        assert "SASL_AUTHENTICATION_FAILED" in _sources(wh)["refused"]["last_error"], _sources(wh)["refused"]
+        with KafkaMetadataLogReader(kafka.bootstrap_controller) as reader:  # Apache Kafka's, to its end
+            end = reader.high_watermark()
+        wait_for(lambda: _newest(cluster_warehouse(str(wh), "apache")) >= end - 1, 180, "apache's tables")
         metrics = scrape(metrics_port)  # a series per cluster
         assert metrics['sparkraft_fleet_cluster_up{cluster="lost"}'] == 0
         assert metrics['sparkraft_fleet_cluster_up{cluster="east"}'] == 1
@@ -93,8 +117,12 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         log.close()
         for c in clients.values():
             c.close()
+        kafka.stop()
     text = (tmp_path / "job.log").read_text(errors="replace")
-    assert text.count("Cluster lost:") >= 1 and "Traceback" not in text
+    assert "Traceback" not in text and WRONG_PASSWORD not in text
+    for name in ("lost", "refused"):  # said once, not once per retry
+        assert len([line for line in text.splitlines() if f"WARNING streaming.job: Cluster {name}:" in line]) == 1
+    assert not any(WRONG_PASSWORD.encode() in p.read_bytes() for p in wh.rglob("*") if p.is_file())
     for name in ("east", "west", "north"):  # every offset once
         w = cluster_warehouse(str(wh), name)
         cut = latest_cut(w)
@@ -102,9 +130,10 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         assert sorted(offsets) == list(range(cut.offset + 1)), name
     # SQL across the fleet: the union of each cluster's own
     fleet = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name')
-    own = sorted((name, c["name"], c["value"]) for name in quorums
+    own = sorted((name, c["name"], c["value"]) for name in (*quorums, "apache")
                  for c in _sql(cluster_warehouse(str(wh), name), "SELECT name, value FROM configs"))
-    assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) == 3
+    assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= 4
+    assert {r["cluster"] for r in fleet} == {"east", "west", "north", "apache"}
     assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
     # the one-cluster tools take --cluster on a fleet's warehouse, and ask for it
     changed = subprocess.run(sparkraft_cmd("changes", "--warehouse", str(wh), "--cluster", "east", "--from-offset", "0",
