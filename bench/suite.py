@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "elections": "bench.elections_bench",
     "restore": "bench.restore_bench",
     "revert": "bench.revert_bench",
+    "fleet": "bench.fleet_bench",
     "history": "bench.history_bench",
     "cluster": "bench.cluster_bench",
     "kafka": "bench.kafka_bench",
