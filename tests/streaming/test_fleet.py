@@ -3,8 +3,9 @@ single-controller sparkraft quorums, an Apache Kafka node, a cluster that cannot
 whose SCRAM password is wrong, in one job. The unreachable and the refused ones are reported (one
 line each in the log, the ``sources`` table, the metrics), the password nowhere, while the others
 stay fresh; one quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster
-added to the file starts without restarting the others; SQL across the fleet equals the union of
-each cluster's own warehouse, and ``--cluster`` reads one."""
+added to the file starts without restarting the others, with the single-cluster warehouse it had
+already, going on from its cut; SQL across the fleet equals the union of each cluster's own
+warehouse, and ``--cluster`` reads one."""
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from conftest import free_ports, sparkraft_cmd, wait_for
 
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.fleet import cluster_warehouse, read_sources_table
-from delta_tables.schemas import RECORDS
+from delta_tables.schemas import RECORDS, SNAPSHOTS
 from quorum.kafka_import.reader import KafkaMetadataLogReader
 from quorum.uuids import random_uuid
 
@@ -70,6 +71,14 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     kafka.format(random_uuid())
     kafka.start()
     wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
+    where = {name: cluster_warehouse(str(wh), name) for name in ("east", "west", "apache")}
+    # north has a single-cluster warehouse of its own already: it joins the fleet as it is
+    where["north"], north_ck = str(tmp_path / "north-alone"), str(tmp_path / "north-ck")
+    alone = subprocess.run(sparkraft_cmd("materialize", "--bootstrap-controller", quorums["north"].bootstrap(),
+                                         "--warehouse", where["north"], "--checkpoint", north_ck, "--available-now"),
+                           capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    joined_at = latest_cut(where["north"]).offset
     sources.write_text("sources:\n" + _entry("east", quorums["east"].bootstrap()) +
                        _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere) +
                        _entry("refused", secured.bootstrap(), f"command-config: {wrong}") +
@@ -83,7 +92,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     try:
         def fresh(name: str) -> bool:
             committed = clients[name].call_committed(_no_op(name))[1]
-            return wait_for(lambda: _newest(cluster_warehouse(str(wh), name)) >= committed, 120,
+            return wait_for(lambda: _newest(where[name]) >= committed, 120,
                             f"{name}'s tables to reach offset {committed}")
 
         for name in ("east", "west"):
@@ -94,7 +103,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         assert "SASL_AUTHENTICATION_FAILED" in _sources(wh)["refused"]["last_error"], _sources(wh)["refused"]
         with KafkaMetadataLogReader(kafka.bootstrap_controller) as reader:  # Apache Kafka's, to its end
             end = reader.high_watermark()
-        wait_for(lambda: _newest(cluster_warehouse(str(wh), "apache")) >= end - 1, 180, "apache's tables")
+        wait_for(lambda: _newest(where["apache"]) >= end - 1, 180, "apache's tables")
         metrics = scrape(metrics_port)  # a series per cluster
         assert metrics['sparkraft_fleet_cluster_up{cluster="lost"}'] == 0
         assert metrics['sparkraft_fleet_cluster_up{cluster="east"}'] == 1
@@ -106,7 +115,8 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         quorums["west"].wait_leader()
         fresh("west")
         # a cluster added to the file starts; the others are not restarted
-        sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap()))
+        sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap(),
+                                                        f"warehouse: {where['north']}", f"checkpoint: {north_ck}"))
         fresh("north")
         assert job.poll() is None
         job.send_signal(signal.SIGTERM)
@@ -123,15 +133,19 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     for name in ("lost", "refused"):  # said once, not once per retry
         assert len([line for line in text.splitlines() if f"WARNING streaming.job: Cluster {name}:" in line]) == 1
     assert not any(WRONG_PASSWORD.encode() in p.read_bytes() for p in wh.rglob("*") if p.is_file())
+    # north went on from its own cut: nothing before it read or cut again
+    north_cuts = read_table(tables_at(where["north"], None)[SNAPSHOTS]).column("offset").to_pylist()
+    assert sorted(north_cuts) == sorted(set(north_cuts)) and north_cuts.count(joined_at) == 1
+    assert _sources(wh)["north"]["warehouse"] == where["north"]
     for name in ("east", "west", "north"):  # every offset once
-        w = cluster_warehouse(str(wh), name)
+        w = where[name]
         cut = latest_cut(w)
         offsets = read_table(tables_at(w, cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
     # SQL across the fleet: the union of each cluster's own
     fleet = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name')
     own = sorted((name, c["name"], c["value"]) for name in (*quorums, "apache")
-                 for c in _sql(cluster_warehouse(str(wh), name), "SELECT name, value FROM configs"))
+                 for c in _sql(where[name], "SELECT name, value FROM configs"))
     assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= 4
     assert {r["cluster"] for r in fleet} == {"east", "west", "north", "apache"}
     assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
