@@ -469,12 +469,12 @@ def spark():
     session.stop()
 
 
-def audit_entries(bootstrap: str) -> list:
+def audit_entries(bootstrap: str, security=None) -> list:
     """The audit entries (AuditRecords) in the quorum's committed log, oldest first."""
     from quorum.gen.sparkraft.v1 import metadata_pb2 as pb
     from quorum.metadata.records import decode_record
     from quorum.rpc.log_reader import MetadataLogReader
 
-    with MetadataLogReader(bootstrap) as reader:
+    with MetadataLogReader(bootstrap, security=security) as reader:
         return [m for r in reader.follow(0, until=reader.high_watermark(), wait_ms=0) if not r.control
                 and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request]

@@ -404,6 +404,17 @@ def test_a_kafka_broker_joins_secured_controllers_by_scram_or_by_its_certificate
         refused = kafka_tool("kafka-topics", "--bootstrap-server", kb.bootstrap_server, "--create", "--topic",
                              "anonymous", "--partitions", "1", "--replication-factor", "1")
         assert refused.returncode != 0 and "AuthorizationException" in refused.stdout + refused.stderr
+        # the audit trail of a secured cluster: the admin by certificate over gRPC, and the broker's
+        # client, forwarded, denied, attributed to the client and not the broker (Kafka's Envelope
+        # carries no client software: the protocol does not give it there)
+        from quorum.security.client import ClientSecurity
+
+        entries = audit_entries(cp.bootstrap(), security=ClientSecurity.from_file(str(admin)))
+        (created,) = [e for e in entries if e.request == "CreateTopics" and list(e.resources) == ["TOPIC:secured"]]
+        assert (created.principal, created.error_code, created.forwarded_by) == ("User:admin", 0, ""), created
+        denied = [e for e in entries if e.request == "CreateTopics" and list(e.resources) == ["TOPIC:anonymous"]]
+        assert denied and denied[0].principal == "User:ANONYMOUS" and denied[0].error_code == 29, denied
+        assert denied[0].forwarded_by == "User:broker", denied[0]
         acks = tmp_path / "acks.txt"
         with open(acks, "w") as out:
             assert java_clients("produce", kb.bootstrap_server, "secured", "2000", "3", "0", stdout=out).wait(300) == 0
