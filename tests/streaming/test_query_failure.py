@@ -67,6 +67,13 @@ def test_a_failure_during_a_stop_is_the_stops_only_where_the_stops_signal_caused
     assert QueryFailed("the streaming query failed", report).caused_by_a_stop is by_the_stop
 
 
+def test_a_failure_whose_whole_cause_is_terminated_is_the_stops():
+    """What a shell prints when the process it runs dies of SIGTERM, read as the failure's cause
+    (a full run showed a report whose own lines ended otherwise)."""
+    assert QueryFailed("the streaming query failed: Terminated", "no line of it says so").caused_by_a_stop
+    assert not QueryFailed("the streaming query failed: Terminated early by a bug", "").caused_by_a_stop
+
+
 @pytest.mark.parametrize("error, clean", [
     (OSError("Generic LocalFileSystem error: No space left on device"), False),
     (OSError("chmod of a checkpoint file died of the job's own signal (exit code 143)"), True),
