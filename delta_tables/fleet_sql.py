@@ -13,7 +13,7 @@ import pyarrow as pa
 from delta_tables.cut import CutError, latest_cut, tables_at
 from delta_tables.fleet import clusters, fleet_tables, read_sources_table
 from delta_tables.spark_session import local_spark_session
-from delta_tables.sql import STANDARD_QUOTING, _delta_view, _first_line, _refusal
+from delta_tables.sql import _delta_view, _refusal, run_standard_sql
 
 
 def query_fleet_datafusion(fleet: str, sql: str) -> pa.Table:
@@ -55,19 +55,7 @@ def query_fleet_spark(fleet: str, sql: str, spark=None) -> pa.Table:
         for part in parts[1:]:
             union = union.unionByName(part, allowMissingColumns=True)
         union.createOrReplaceTempView(name)
-    saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
-    for key, value in STANDARD_QUOTING.items():
-        spark.conf.set(key, value)
-    try:
-        return spark.sql(sql).toArrow()
-    except Exception as e:
-        raise _refusal(_first_line(e), frames) from None
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+    return run_standard_sql(spark, sql, frames)
 
 
 def is_fleet(warehouse: str) -> bool:

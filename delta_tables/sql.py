@@ -105,6 +105,12 @@ def query_spark(warehouse: str, sql: str, as_of_offset: Optional[int] = None, sp
     for name, table in tables.items():
         _delta_view(spark, name, table)
     sql = _spark_table_changes(spark, warehouse, tables, sql)
+    return run_standard_sql(spark, sql, tables)
+
+
+def run_standard_sql(spark, sql: str, tables) -> pa.Table:
+    """``sql`` in Spark read as DataFusion reads it (STANDARD_QUOTING, for this query only); a
+    refusal names ``tables``."""
     saved = {key: spark.conf.get(key, None) for key in STANDARD_QUOTING}
     for key, value in STANDARD_QUOTING.items():
         spark.conf.set(key, value)

@@ -148,6 +148,8 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
                  for c in _sql(where[name], "SELECT name, value FROM configs"))
     assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= 4
     assert {r["cluster"] for r in fleet} == {"east", "west", "north", "apache"}
+    on_spark = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name', "--engine", "spark")
+    assert [(r["cluster"], r["name"], r["value"]) for r in on_spark] == own  # Delta's Spark reader, the same
     assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
     # the one-cluster tools take --cluster on a fleet's warehouse, and ask for it
     changed = subprocess.run(sparkraft_cmd("changes", "--warehouse", str(wh), "--cluster", "east", "--from-offset", "0",
