@@ -126,6 +126,15 @@ def _sensitive(raw: bytes) -> bool:
     return len(raw) >= HEADER.size and HEADER.unpack_from(raw)[0] in _SENSITIVE_TYPE_IDS and not is_block(raw)
 
 
+def _redacted_frame(raw: bytes) -> bytes:
+    """``raw`` with its credentials cleared; ``raw`` itself when it holds none (most config records)."""
+    if not _sensitive(raw):
+        return raw
+    record = decode_record(raw)
+    safe = redacted(record)
+    return raw if safe is record else encode_record(safe)
+
+
 def redact_checkpoint(data: bytes) -> bytes:
     """The checkpoint with credentials cleared (``records.redacted``) for places that must not hold
     them; the very same bytes when it has none. Only batches holding such records are rewritten."""
@@ -134,9 +143,9 @@ def redact_checkpoint(data: bytes) -> bytes:
         if h.control:
             continue
         batch = decode_one(data, h)
-        if not any(_sensitive(raw) for raw in batch.records):
+        records = [_redacted_frame(raw) for raw in batch.records]
+        if all(new is old for new, old in zip(records, batch.records)):
             continue
-        records = [encode_record(redacted(decode_record(raw))) if _sensitive(raw) else raw for raw in batch.records]
         parts += [data[last:h.position], encode_batch(h.base_offset, h.epoch, h.append_time_ms, records)]
         last, changed = h.position + h.size, True
     return b"".join(parts) + data[last:] if changed else data
