@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 SENSITIVE = "(sensitive)"
 _AUDIT_TYPE = int(RecordType.AUDIT_RECORD).to_bytes(2, "big")
+
+
 @dataclass(frozen=True, slots=True)
 class AuditContext:
     """Who sent a request and how: the principal (``User:alice``; a forwarded request's client's),
@@ -53,7 +55,7 @@ def software_of(text: str) -> tuple[str, str]:
 def audited(row, request, records: list, error: bool) -> bool:
     """Whether a request of registry row ``row`` gets an entry: admin requests always; a broker's or
     a controller's own only when it changed metadata (not every heartbeat); bookkeeping its row calls
-quiet (a reader's hold on the log, renewed as it reads) only when refused."""
+    quiet (a reader's hold on the log, renewed as it reads) only when refused."""
     if row.audit is not None and row.audit.quiet(request):
         return error
     if row.needs.kind in ("broker", "controller"):
@@ -195,12 +197,13 @@ def entry(head: bytes, now_ms: int, request_name: str, context: AuditContext, na
                             listener=context.listener, request=request_name, resources=names,
                             changes=asked, error_code=error_code, error_message=error_message,
                             record_count=record_count, forwarded_by=context.forwarded_by, occurrences=occurrences)
-    record.hash = hashlib.sha256(head + record.SerializeToString(deterministic=True)).digest()  # as ``chain``
+    record.hash = chain(head, record)
     return record
 
 
 def chain(head: bytes, record: pb.AuditRecord) -> bytes:
-    """SHA-256 of the previous hash and the entry without its own hash (deterministic protobuf)."""
+    """SHA-256 of the previous hash and the entry without its own hash (deterministic protobuf); an
+    entry not hashed yet (``entry``'s) is serialized as it is, without a copy."""
     if not record.hash:
         return hashlib.sha256(head + record.SerializeToString(deterministic=True)).digest()
     body = pb.AuditRecord()
