@@ -22,13 +22,12 @@ def apply_retention(node_id: int, core, file_log, store, retention: Retention, n
         ids = store.ids()
         if len(ids) < 2 or ids[1].offset > core.high_watermark:
             break
-        if hold is not None and ids[1].offset > hold:
-            if retention.over(file_log.size_bytes + sum(store.size(s) or 0 for s in ids), 0):
-                log.debug("Node %d keeps the log from offset %d: a reader holds it", node_id, hold)
-            break
         total = file_log.size_bytes + sum(store.size(s) or 0 for s in ids)
         age_ms = time.time() * 1000 - store.modified_ms(ids[0])
         if not retention.over(total, age_ms):
+            break
+        if hold is not None and ids[1].offset > hold:
+            log.debug("Node %d keeps the log from offset %d: a reader holds it", node_id, hold)
             break
         store.delete(ids[0])
         core.advance_log_start(ids[1], now_ms)

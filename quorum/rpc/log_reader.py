@@ -250,11 +250,7 @@ class MetadataLogReader(LeaderFollowingClient):
     def load_snapshot(self, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> MetadataImage:
         """The metadata image in snapshot ``snapshot_id`` (downloaded and verified); the log
         continues at ``snapshot_id.offset``."""
-        data = self.download_snapshot(snapshot_id, timeout)
-        try:
-            return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]
-        except CheckpointError as e:
-            raise SparkraftError(Errors.CORRUPT_MESSAGE, str(e)) from None
+        return _snapshot_image(self, snapshot_id, timeout)
 
     def high_watermark(self, timeout: Optional[float] = None) -> int:
         """The leader's high watermark now: the first offset that is not committed."""
@@ -324,8 +320,10 @@ def image_through(reader, progress: Optional[Callable[[int, int], None]] = None)
     return loader.flush()
 
 
-def _snapshot_image(reader, snapshot_id: OffsetAndEpoch) -> MetadataImage:
-    data = reader.download_snapshot(snapshot_id)
+def _snapshot_image(reader, snapshot_id: OffsetAndEpoch, timeout: Optional[float] = None) -> MetadataImage:
+    """The image in snapshot ``snapshot_id``, downloaded by ``reader`` (sparkraft's or Kafka's) and
+    verified."""
+    data = reader.download_snapshot(snapshot_id, timeout)
     try:
         return decode_checkpoint(data, f"snapshot {snapshot_id}")[1]
     except CheckpointError as e:
