@@ -29,8 +29,7 @@ BACKOFF_S = (2.0, 60.0)  # a failing cluster's first and longest wait before it 
 class _Stop:
     """A stop for one cluster's query (as GracefulStop is for the job's): ``requested``, ``reason``."""
 
-    def __init__(self, parent):
-        self.parent = parent
+    def __init__(self):
         self.requested = threading.Event()
         self.reason = "its source was removed"
 
@@ -40,11 +39,11 @@ class _Stop:
 
 
 class ClusterRunner:
-    def __init__(self, spark, source: ClusterSource, fleet: str, checkpoints: str, available_now: bool, parent_stop):
+    def __init__(self, spark, source: ClusterSource, fleet: str, checkpoints: str, available_now: bool):
         self.spark, self.source, self.available_now = spark, source, available_now
         self.warehouse = source.warehouse or cluster_warehouse(fleet, source.name)
         self.checkpoint = source.checkpoint or f"{checkpoints.rstrip('/')}/{source.name}"
-        self.stop = _Stop(parent_stop)
+        self.stop = _Stop()
         self.state, self.error, self.cluster_id = "starting", "", ""
         self.materializer = None
         self.done = threading.Event()
@@ -99,15 +98,15 @@ class ClusterRunner:
         check_checkpoint(self.checkpoint, self.cluster_id)
         self.materializer = Materializer(DeltaRsWriter(self.warehouse))
         self.materializer.label = f"Cluster {s.name}: "
-        holder = LogHolder(Source(s.bootstrap, s.protocol, security), holder_name(self.warehouse)) \
-            if s.protocol == "sparkraft" else None
+        source = Source(s.bootstrap, s.protocol, security)
+        holder = LogHolder(source, holder_name(self.warehouse)) if s.protocol == "sparkraft" else None
         self.materializer.after_batch = holder.committed if holder is not None else None
         if self.state == "failing":
             log.info("Cluster %s: reachable again, materialising from offset %d", s.name,
                      self.materializer.next_offset)
         self.state, self.error = "running", ""
         try:
-            _run_query(self.spark, self.materializer, Source(s.bootstrap, s.protocol, security), self.cluster_id,
+            _run_query(self.spark, self.materializer, source, self.cluster_id,
                        self.checkpoint, s.max_records_per_trigger, None if self.available_now else s.trigger_s,
                        0.0 if self.available_now else s.idle_flush_s, self.stop)
         finally:
@@ -118,9 +117,8 @@ class ClusterRunner:
 class Fleet:
     """The running clusters, kept as the sources file says."""
 
-    def __init__(self, spark, fleet: str, checkpoints: str, available_now: bool, stop):
-        self.spark, self.fleet, self.checkpoints = spark, fleet, checkpoints
-        self.available_now, self.stop = available_now, stop
+    def __init__(self, spark, fleet: str, checkpoints: str, available_now: bool):
+        self.spark, self.fleet, self.checkpoints, self.available_now = spark, fleet, checkpoints, available_now
         self.runners: dict[str, ClusterRunner] = {}
         self.removed: dict[str, ClusterRunner] = {}
         self._written: Optional[list] = None
@@ -137,7 +135,7 @@ class Fleet:
             if name not in self.runners:
                 self.removed.pop(name, None)
                 self.runners[name] = ClusterRunner(self.spark, source, self.fleet, self.checkpoints,
-                                                   self.available_now, self.stop).start()
+                                                   self.available_now).start()
                 log.info("Cluster %s: materialising %s into %s", name, source.bootstrap,
                          self.runners[name].warehouse)
 
@@ -189,7 +187,7 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
     seen = Path(sources_path).stat().st_mtime
     with GracefulStop() as stop:
         stop.watch_jvm(spark)
-        fleet_ = Fleet(spark, fleet, checkpoints, available_now, stop)
+        fleet_ = Fleet(spark, fleet, checkpoints, available_now)
         fleet_.apply(sources)
         metrics = None
         if metrics_listener is not None:
