@@ -7,8 +7,9 @@ clusters ever share a Delta commit, and each keeps its exactly-once cuts by its 
 goes wrong with one cluster stays with it: an unreachable quorum, refused credentials, a query that
 fails, are retried with backoff (2 s up to a minute) while its state says ``failing`` with the
 error, in the log (one line when it starts failing and when it recovers) and in the ``sources``
-table, and every other cluster goes on. The file is read again every few seconds: a cluster added
-starts, one removed stops between its micro-batches; the others are not touched.
+table, and every other cluster goes on (an available-now run gives a cluster RESTARTS tries, as
+the one-cluster job gives its query, so that it ends). The file is read again every few seconds: a
+cluster added starts, one removed stops between its micro-batches; the others are not touched.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from delta_tables.fleet import cluster_warehouse, status_row, write_sources
+from streaming.job import RESTARTS
 from streaming.sources_file import ClusterSource, SourcesError, read_sources
 
 log = logging.getLogger("streaming.job")
@@ -77,9 +79,13 @@ class ClusterRunner:
             except Exception as e:  # this cluster's trouble: said, retried; the fleet goes on
                 failures += 1
                 message = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
-                if self.state != "failing" or message != self.error:
-                    log.warning("Cluster %s: %s (trying again)", self.source.name, message)
+                giving_up = self.available_now and failures >= RESTARTS  # an available-now run ends
+                if self.state != "failing" or message != self.error or giving_up:
+                    log.warning("Cluster %s: %s (%s)", self.source.name, message,
+                                f"given up after {failures} tries" if giving_up else "trying again")
                 self.state, self.error = "failing", message
+                if giving_up:
+                    break
                 delay = min(BACKOFF_S[1], BACKOFF_S[0] * 2 ** min(failures - 1, 6))
                 if self.stop.requested.wait(delay):
                     break

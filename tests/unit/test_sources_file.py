@@ -60,3 +60,28 @@ def test_a_bad_file_is_one_line_naming_where(tmp_path, text, says):
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(SourcesError, match="No such file"):
         read_sources(str(tmp_path / "nope.yaml"))
+
+
+def test_an_available_now_fleet_gives_up_on_a_failing_cluster_so_that_it_ends(monkeypatch):
+    """A cluster that keeps failing is retried for as long as the fleet runs; in an available-now
+    run it gets the one-cluster job's number of tries, then it is done, still ``failing`` with its
+    error (run_fleet then exits 1 naming it), rather than holding the run open for ever."""
+    from streaming import fleet_job
+    from streaming.job import RESTARTS
+
+    monkeypatch.setattr(fleet_job, "BACKOFF_S", (0.001, 0.001))
+    tries = []
+
+    def unreachable(self):
+        tries.append(1)
+        raise ConnectionError("nothing listens at 127.0.0.1:1")
+
+    monkeypatch.setattr(fleet_job.ClusterRunner, "_once", unreachable)
+    source = ClusterSource("lost", "127.0.0.1:1")
+    once = fleet_job.ClusterRunner(None, source, "/tmp/fleet", "/tmp/ck", available_now=True).start()
+    assert once.done.wait(10) and once.state == "failing" and "nothing listens" in once.error
+    assert len(tries) == RESTARTS
+    running = fleet_job.ClusterRunner(None, source, "/tmp/fleet", "/tmp/ck", available_now=False).start()
+    assert not running.done.wait(0.5) and len(tries) > 2 * RESTARTS  # it goes on trying
+    running.stop.request("the test ends")
+    assert running.done.wait(10)
