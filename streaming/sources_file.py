@@ -10,7 +10,9 @@
       - name: staging
         bootstrap-controller: ${STAGING_CONTROLLERS}         # from the environment
 
-Each entry takes the keys of ``materialize``'s own flags for one cluster (SOURCE_KEYS). Secrets never
+Each entry takes the keys of ``materialize``'s own flags for one cluster (SOURCE_KEYS), but
+``stall-timeout``: the job's watchdog ends the Python processes serving a stalled query's source,
+which in one application would be every cluster's, so a fleet has none yet. Secrets never
 go in the file, which people keep in version control: a password, a key or a JAAS line is refused
 in one line naming where to put it instead (the ``command-config`` file, or ``${VARIABLE}`` for an
 environment variable, which a value may name anywhere).
@@ -24,7 +26,7 @@ from typing import Optional
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SOURCE_KEYS = ("name", "bootstrap-controller", "source", "command-config", "trigger", "idle-flush",
-               "max-records-per-trigger", "stall-timeout", "warehouse", "checkpoint")
+               "max-records-per-trigger", "warehouse", "checkpoint")
 SECRET_WORDS = ("password", "secret", "jaas", "token", "key")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -40,7 +42,6 @@ class ClusterSource:
     trigger_s: float = 1.0
     idle_flush_s: Optional[float] = None
     max_records_per_trigger: Optional[int] = None
-    stall_timeout_s: Optional[float] = None
     # where its tables and checkpoint are, when not the fleet's own place for them (an existing
     # single-cluster warehouse joining the fleet goes on from where it is)
     warehouse: Optional[str] = None
@@ -105,7 +106,6 @@ def _entry(path: str, i: int, entry) -> ClusterSource:
                          _number(where, values, "trigger", float, 1.0, minimum=0.0),
                          _number(where, values, "idle-flush", float, None, minimum=0.0),
                          _number(where, values, "max-records-per-trigger", int, None, minimum=1),
-                         _number(where, values, "stall-timeout", float, None, minimum=0.0),
                          values.get("warehouse"), values.get("checkpoint"))
 
 

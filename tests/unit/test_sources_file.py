@@ -44,6 +44,7 @@ sources:
     ("sources:\n  - name: 'a b'\n    bootstrap-controller: h:1", "'name' must be 1 to 64 letters"),
     ("sources:\n  - name: a", "cluster 'a' needs 'bootstrap-controller'"),
     ("sources:\n  - name: a\n    bootstrap-controller: h:1\n    colour: red", "unknown key 'colour'"),
+    ("sources:\n  - name: a\n    bootstrap-controller: h:1\n    stall-timeout: 60", "unknown key 'stall-timeout'"),
     ("sources:\n  - name: a\n    bootstrap-controller: h:1\n    sasl-password: hunter2", "looks like a secret"),
     ("sources:\n  - name: a\n    bootstrap-controller: ${NOT_SET_ANYWHERE}", "${NOT_SET_ANYWHERE}"),
     ("sources:\n  - name: a\n    bootstrap-controller: h:1\n    trigger: -1", "trigger must be at least 0"),
