@@ -48,6 +48,11 @@ def read_sources_table(fleet: str) -> Optional[pa.Table]:
         return None
 
 
+def is_fleet(warehouse: str) -> bool:
+    """Whether ``warehouse`` is a fleet's (it has a ``sources`` table) rather than one cluster's."""
+    return read_sources_table(warehouse) is not None
+
+
 def clusters(fleet: str) -> dict[str, tuple[str, str]]:
     """Each cluster the fleet lists (not removed): name -> (its warehouse, its cluster id)."""
     table = read_sources_table(fleet)

@@ -11,7 +11,7 @@ import tempfile
 import pyarrow as pa
 
 from delta_tables.cut import CutError, latest_cut, tables_at
-from delta_tables.fleet import clusters, fleet_tables, read_sources_table
+from delta_tables.fleet import clusters, fleet_tables
 from delta_tables.spark_session import local_spark_session
 from delta_tables.sql import _delta_view, _refusal, run_standard_sql
 
@@ -56,7 +56,3 @@ def query_fleet_spark(fleet: str, sql: str, spark=None) -> pa.Table:
             union = union.unionByName(part, allowMissingColumns=True)
         union.createOrReplaceTempView(name)
     return run_standard_sql(spark, sql, frames)
-
-
-def is_fleet(warehouse: str) -> bool:
-    return read_sources_table(warehouse) is not None

@@ -87,9 +87,9 @@ def add_cluster_option(parser: argparse.ArgumentParser) -> None:
 def cluster_warehouse(args: argparse.Namespace) -> str:
     """``--warehouse``, or with ``--cluster`` that cluster's warehouse in the fleet's; one line
     when ``--warehouse`` is a fleet's and no cluster is named, or the fleet has no such cluster."""
-    from delta_tables.fleet import cluster_of, read_sources_table
+    from delta_tables.fleet import cluster_of, is_fleet
 
-    fleet = read_sources_table(args.warehouse) is not None
+    fleet = is_fleet(args.warehouse)
     if getattr(args, "cluster", None):
         if not fleet:
             raise ValueError(f"--cluster names a cluster of a fleet: {args.warehouse} is one cluster's warehouse")

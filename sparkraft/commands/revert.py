@@ -66,18 +66,19 @@ def run_revert(args: argparse.Namespace) -> int:
         target_cut = latest_cut(args.warehouse, chosen.to_offset)
         if target_cut.offset != chosen.to_offset:
             raise ValueError(f"the plan's target cut at offset {chosen.to_offset} is not in {args.warehouse}")
+        target = image_from_cut(args.warehouse, target_cut)[0]
     else:
         target_cut = _target_cut(args)
         newest = latest_cut(args.warehouse)
-        chosen = plan(image_from_cut(args.warehouse, newest)[0], image_from_cut(args.warehouse, target_cut)[0],
-                      domains, newest.offset, target_cut.offset)
+        target = image_from_cut(args.warehouse, target_cut)[0]
+        chosen = plan(image_from_cut(args.warehouse, newest)[0], target, domains, newest.offset, target_cut.offset)
         if args.plan_out:
             with open(args.plan_out, "w") as f:
                 f.write(chosen.to_json() + "\n")
         if args.execute is None:
             _show(chosen, args)
             return 0
-    return _execute(args, chosen, image_from_cut(args.warehouse, target_cut)[0])
+    return _execute(args, chosen, target)
 
 
 def _target_cut(args: argparse.Namespace):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from sparkraft.commands import add_command, add_storage_options
+from sparkraft.commands import add_command, add_storage_options, cluster_warehouse
 
 
 def register(subparsers) -> None:
@@ -33,50 +33,33 @@ def register(subparsers) -> None:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    from delta_tables import sql
+    from delta_tables import fleet_sql, sql
+    from delta_tables.fleet import is_fleet
 
     if args.remote and args.engine != "spark":
         raise ValueError("--remote is a Spark Connect server: it goes with --engine spark")
-    from delta_tables import fleet_sql
-
-    fleet = fleet_sql.is_fleet(args.warehouse)
-    if args.cluster and not fleet:
-        raise ValueError(f"--cluster names a cluster of a fleet: {args.warehouse} is one cluster's warehouse")
-    if args.cluster:
-        from delta_tables.fleet import cluster_of
-
-        args.warehouse = cluster_of(args.warehouse, args.cluster)
-    elif fleet:
-        if args.as_of_offset is not None:
-            raise ValueError("--as-of-offset is one cluster's offset: give --cluster NAME with it")
-        spark = None
-        if args.engine == "spark" and args.remote:
-            from streaming.job import remote_spark_session
-
-            spark = remote_spark_session(args.remote)
-        table = (fleet_sql.query_fleet_spark(args.warehouse, args.query, spark) if args.engine == "spark"
-                 else fleet_sql.query_fleet_datafusion(args.warehouse, args.query))
-        _print(table, args.json)
-        return 0
+    if args.cluster:  # one cluster of a fleet: its warehouse, as any other
+        args.warehouse = cluster_warehouse(args)
+    fleet = not args.cluster and is_fleet(args.warehouse)
+    if fleet and args.as_of_offset is not None:
+        raise ValueError("--as-of-offset is one cluster's offset: give --cluster NAME with it")
     if args.engine == "spark":
         spark = None
         if args.remote:
             from streaming.job import remote_spark_session
 
             spark = remote_spark_session(args.remote)
-        table = sql.query_spark(args.warehouse, args.query, args.as_of_offset, spark=spark)
+        table = (fleet_sql.query_fleet_spark(args.warehouse, args.query, spark) if fleet
+                 else sql.query_spark(args.warehouse, args.query, args.as_of_offset, spark=spark))
     else:
-        table = sql.query_datafusion(args.warehouse, args.query, args.as_of_offset)
-    _print(table, args.json)
-    return 0
-
-
-def _print(table, as_json: bool) -> None:
+        table = (fleet_sql.query_fleet_datafusion(args.warehouse, args.query) if fleet
+                 else sql.query_datafusion(args.warehouse, args.query, args.as_of_offset))
     rows = table.to_pylist()
-    if as_json:
+    if args.json:
         print(json.dumps(rows, default=str))
     else:
         print(format_rows(table.column_names, rows))
+    return 0
 
 
 def format_rows(columns: list[str], rows: list[dict]) -> str:
