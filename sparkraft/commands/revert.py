@@ -111,8 +111,6 @@ def _show(p, args: argparse.Namespace) -> None:
 
 
 def _execute(args: argparse.Namespace, p, target) -> int:
-    from delta_tables.bootstrap import image_from_cut
-    from delta_tables.cut import CutError, latest_cut
     from sparkraft.revert import execute
 
     if not args.bootstrap_controller:
@@ -134,15 +132,7 @@ def _execute(args: argparse.Namespace, p, target) -> int:
         return 1
     if args.verify_timeout <= 0 or not p.steps:
         return 0
-
-    def newest(warehouse):
-        try:
-            return latest_cut(warehouse)
-        except CutError:
-            return None
-
-    left = execute.verify(args.warehouse, p, target, outcome.committed, args.verify_timeout, newest,
-                          lambda wh, cut: image_from_cut(wh, cut)[0])
+    left = execute.verify(args.warehouse, p, target, outcome.committed, args.verify_timeout)
     if left is None:
         print(f"Not verified: no cut reached offset {outcome.committed} within {args.verify_timeout:g} s (is the "
               f"streaming job running?).")

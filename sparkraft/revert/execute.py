@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from delta_tables.bootstrap import image_from_cut
+from delta_tables.cut import CutError, latest_cut
 from delta_tables.revert import Plan, Step, plan
 from sparkraft.revert.requests import groups
 
@@ -66,20 +68,22 @@ def apply(p: Plan, admin, progress: Callable[[int, int], None] = lambda done, to
     return out
 
 
-def verify(warehouse: str, p: Plan, target, committed: int, timeout_s: float,
-           newest_cut: Callable, image_of: Callable) -> Optional[list[str]]:
+def verify(warehouse: str, p: Plan, target, committed: int, timeout_s: float) -> Optional[list[str]]:
     """What still differs from the target in the chosen domains once the job's cuts reach
     ``committed`` (None: no cut reached it within ``timeout_s``). What the plan said cannot be
     restored is not a difference."""
     deadline = time.monotonic() + timeout_s
     while True:
-        cut = newest_cut(warehouse)
+        try:
+            cut = latest_cut(warehouse)
+        except CutError:  # none yet
+            cut = None
         if cut is not None and cut.offset >= committed:
             break
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.5)
-    left = plan(image_of(warehouse, cut), target, p.domains, cut.offset, p.to_offset)
+    left = plan(image_from_cut(warehouse, cut)[0], target, p.domains, cut.offset, p.to_offset)
     return [s.describe() for s in left.steps]
 
 
