@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bench.harness.plots import grouped_bar_chart
 from bench.harness.results import fmt_number, markdown_table, measured_on
+from bench.harness.stats import percentile
 from bench.suite import Context
 
 NAME = "fleet"
@@ -110,7 +111,7 @@ def _one(clusters: int, partitions: int, ctx: Context) -> dict:
         for q in quorums:
             q.__exit__(None, None, None)
     return {"clusters": clusters, "partitions": partitions, "first_s": first_s, **steady,
-            "freshness_p50_s": _pct(lags, 50), "freshness_p99_s": _pct(lags, 99), "changes": len(lags)}
+            "freshness_p50_s": percentile(lags, 50), "freshness_p99_s": percentile(lags, 99), "changes": len(lags)}
 
 
 def _newest(warehouse: str) -> int:
@@ -164,13 +165,6 @@ def _freshness(wh: Path, clusters: int, from_ms: float) -> list[float]:
             if holding is not None:
                 out.append((holding - r["append_time"]).total_seconds())
     return out
-
-
-def _pct(values: list[float], p: float):
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def run(ctx: Context) -> dict:

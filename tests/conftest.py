@@ -478,3 +478,13 @@ def audit_entries(bootstrap: str, security=None) -> list:
     with MetadataLogReader(bootstrap, security=security) as reader:
         return [m for r in reader.follow(0, until=reader.high_watermark(), wait_ms=0) if not r.control
                 and isinstance(m := decode_record(r.data).message, pb.AuditRecord) and m.request]
+
+
+def newest_cut_offset(warehouse) -> int:
+    """The offset of the warehouse's newest cut; -1 while it has none (or is not there yet)."""
+    from delta_tables.cut import latest_cut
+
+    try:
+        return latest_cut(str(warehouse)).offset
+    except Exception:  # no cut yet
+        return -1

@@ -10,7 +10,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import LiveBrokers, sparkraft_cmd, wait_for
+from conftest import LiveBrokers, newest_cut_offset, sparkraft_cmd, wait_for
 
 from delta_tables.bootstrap import image_from_cut
 from delta_tables.cut import latest_cut
@@ -75,8 +75,8 @@ def reverting(controller_processes, tmp_path):
             brokers.wait_unfenced()
             _before(admin)
             committed = admin.call_committed(_quota("carol", "request_percentage", 50.0))[1]
-            wait_for(lambda: _newest(wh) >= committed, 240, "the job's cut of the state to go back to")
-            target = _newest(wh)
+            wait_for(lambda: newest_cut_offset(wh) >= committed, 240, "the job's cut of the state to go back to")
+            target = newest_cut_offset(wh)
             _after(admin)
 
             def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -86,20 +86,13 @@ def reverting(controller_processes, tmp_path):
                 return out
 
             committed = admin.call_committed(_quota("carol", "request_percentage", 50.0))[1]  # a no-op write
-            wait_for(lambda: _newest(wh) >= committed, 240, "the job's cut of the changes")
+            wait_for(lambda: newest_cut_offset(wh) >= committed, 240, "the job's cut of the changes")
             yield cp, admin, wh, target, run
         finally:
             job.kill()
             job.wait(10)
             log.close()
             brokers.close()
-
-
-def _newest(wh) -> int:
-    try:
-        return latest_cut(str(wh)).offset
-    except Exception:  # no warehouse yet
-        return -1
 
 
 def _left(wh, target: int, domains) -> list[str]:
@@ -118,7 +111,7 @@ def test_each_domain_alone_then_all_together_come_back_and_refusals_change_nothi
     shown = run("--to-offset", str(target), "--only", "configs,quotas", "--plan-out", str(saved), "--json")
     assert json.loads(shown.stdout)["domains"] == ["configs", "quotas"] and saved.exists()
     committed = admin.call_committed(_alter("TOPIC", "orders", ("retention.ms", "SET", "2000")))[1]  # since the plan
-    wait_for(lambda: _newest(wh) >= committed, 240, "the job's cut of the change")
+    wait_for(lambda: newest_cut_offset(wh) >= committed, 240, "the job's cut of the change")
     before = _left(wh, target, DOMAINS)
     stale = run("--execute", str(saved), *bootstrap, check=False)
     assert stale.returncode == 1 and stale.stderr.count("\n") == 1, stale.stderr
@@ -132,7 +125,7 @@ def test_each_domain_alone_then_all_together_come_back_and_refusals_change_nothi
         out = run(*args, check=False)
         assert out.returncode == 1 and out.stderr.count("\n") == 1 and says in out.stderr, (args, out.stderr)
     committed = admin.call_committed(_quota("carol", "request_percentage", 50.0))[1]
-    wait_for(lambda: _newest(wh) >= committed, 240, "a cut after the refusals")
+    wait_for(lambda: newest_cut_offset(wh) >= committed, 240, "a cut after the refusals")
     assert _left(wh, target, DOMAINS) == before, "a refused revert changed something"
 
     # each domain alone, then all of them

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_ports, sparkraft_cmd, wait_for
+from conftest import free_ports, newest_cut_offset, sparkraft_cmd, wait_for
 
 from delta_tables.cut import latest_cut, read_table, tables_at
 from delta_tables.fleet import cluster_warehouse, read_sources_table
@@ -36,13 +36,6 @@ pytestmark = pytest.mark.slow
 def _entry(name: str, bootstrap: str, *more: str) -> str:
     return (f"  - name: {name}\n    bootstrap-controller: {bootstrap}\n    trigger: 0.3\n    idle-flush: 1\n"
             + "".join(f"    {line}\n" for line in more))
-
-
-def _newest(warehouse: str) -> int:
-    try:
-        return latest_cut(warehouse).offset
-    except Exception:  # no cut yet
-        return -1
 
 
 def _sources(wh) -> dict:
@@ -92,7 +85,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     try:
         def fresh(name: str) -> bool:
             committed = clients[name].call_committed(_no_op(name))[1]
-            return wait_for(lambda: _newest(where[name]) >= committed, 120,
+            return wait_for(lambda: newest_cut_offset(where[name]) >= committed, 120,
                             f"{name}'s tables to reach offset {committed}")
 
         for name in ("east", "west"):
@@ -103,7 +96,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         assert "SASL_AUTHENTICATION_FAILED" in _sources(wh)["refused"]["last_error"], _sources(wh)["refused"]
         with KafkaMetadataLogReader(kafka.bootstrap_controller) as reader:  # Apache Kafka's, to its end
             end = reader.high_watermark()
-        wait_for(lambda: _newest(where["apache"]) >= end - 1, 180, "apache's tables")
+        wait_for(lambda: newest_cut_offset(where["apache"]) >= end - 1, 180, "apache's tables")
         metrics = scrape(metrics_port)  # a series per cluster
         assert metrics['sparkraft_fleet_cluster_up{cluster="lost"}'] == 0
         assert metrics['sparkraft_fleet_cluster_up{cluster="east"}'] == 1
