@@ -19,6 +19,7 @@ from quorum.metadata.audit import LogHold
 
 RENEWAL_MS = 30_000  # a hold moves at most this often (it only needs to trail the reader)
 MAX_HOLDER = 256  # characters of a holder's name
+MAX_HOLDS = 1000  # holders at once: each is kept in the image and every snapshot, so they are bounded
 NONE = LogHold("", -1, 0)
 
 
@@ -39,6 +40,9 @@ def hold(ctx: ControllerContext, req: HoldLogRequest, now_ms: int) -> tuple[list
                                                      f"got {req.offset}")
     if current is not None and (req.offset <= current.offset or now_ms - current.time_ms < RENEWAL_MS):
         return [], current
+    if current is None and len(ctx.spec.audit.holds) >= MAX_HOLDS:
+        raise SparkraftError(Errors.POLICY_VIOLATION, f"the log has {MAX_HOLDS} holds already, the most it takes: "
+                                                      f"release one (sparkraft log-holds release HOLDER)")
     return ([pb.LogHoldRecord(holder=req.holder, offset=req.offset, time_ms=now_ms)],
             LogHold(req.holder, req.offset, now_ms))
 

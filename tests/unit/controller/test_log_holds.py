@@ -94,3 +94,18 @@ def test_a_snapshot_carries_the_holds():
     for record in image.records():
         delta.replay(record)
     assert delta.apply(image.provenance).audit == image.audit
+
+
+def test_the_holds_are_bounded(monkeypatch):
+    """Each hold lives in the image and every snapshot: past MAX_HOLDS a new holder is refused in
+    one line naming the way out, while a holder already there still renews its hold."""
+    from quorum.controller import log_holds
+
+    monkeypatch.setattr(log_holds, "MAX_HOLDS", 3)
+    c, _ = controller(1)
+    for i in range(3):
+        hold(c, 1, 1000, holder=f"job-{i}")
+    e = c.expect_error(api.HoldLogRequest("job-3", 1), 2000)
+    assert e.error is Errors.POLICY_VIOLATION and "release one" in e.message
+    assert len(c.core.image.audit.holds) == 3
+    assert hold(c, 2, 1000 + RENEWAL_MS, holder="job-0").offset == 2
