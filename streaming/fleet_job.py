@@ -1,201 +1,175 @@
-"""``sparkraft materialize --sources FILE``: a fleet of clusters in one Spark application and one
-warehouse (docs/use/fleet.md, delta_tables/fleet.py for the layout).
+"""``sparkraft materialize --sources FILE``: a fleet of clusters in one Spark application, one
+streaming query and one warehouse (docs/use/fleet.md; delta_tables/fleet.py for the layout).
 
-Each cluster is a streaming query of its own in the one Spark session, run by a thread of its own
-(ClusterRunner): its own checkpoint, its own materialiser writing its own tables, so no two
-clusters ever share a Delta commit, and each keeps its exactly-once cuts by its own offsets. What
-goes wrong with one cluster stays with it: an unreachable quorum, refused credentials, a query that
-fails, are retried with backoff (2 s up to a minute) while its state says ``failing`` with the
-error, in the log (one line when it starts failing and when it recovers) and in the ``sources``
-table, and every other cluster goes on (an available-now run gives a cluster RESTARTS tries, as
-the one-cluster job gives its query, so that it ends). The file is read again every few seconds: a
-cluster added starts, one removed stops between its micro-batches; the others are not touched.
+The query reads every cluster's log through the ``sparkraft-fleet`` source (streaming/
+fleet_source.py): one planner, one offset and commit log, one micro-batch loop for the whole fleet,
+its ranges read by the executors. Each micro-batch's rows are split by cluster on the driver and
+applied by each cluster's own materialiser (streaming/fleet_member.py) to that cluster's own
+tables, several clusters at once, so no two clusters ever share a Delta commit and each keeps its
+exactly-once cuts by its own offsets. After each micro-batch the plan tells the source where each
+cluster's tables now end, which is where its next range starts: a cluster whose part failed is
+read again later, while the batch is committed for everyone else.
+
+The sources file is read again every RELOAD_S: a cluster added connects and joins the stream, one
+removed (or whose entry changed) leaves it between micro-batches; the others are not touched. A
+failure of the query itself (not of one cluster) starts it again with backoff.
 """
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
-from delta_tables.fleet import cluster_warehouse, status_row, write_sources
+import pyarrow.compute as pc
+
+from delta_tables.fleet import write_sources
+from streaming.fleet_member import Member
+from streaming.fleet_plan import read_reach, write_plan
 from streaming.job import RESTARTS
+from streaming.materializer import StoppingError
+from streaming.query_failure import QueryFailed
 from streaming.sources_file import ClusterSource, SourcesError, read_sources
 
 log = logging.getLogger("streaming.job")
 
-RELOAD_S = 5.0  # how often the sources file is read again, and the sources table rewritten if changed
-BACKOFF_S = (2.0, 60.0)  # a failing cluster's first and longest wait before it is tried again
-
-
-class _Stop:
-    """A stop for one cluster's query (as GracefulStop is for the job's): ``requested``, ``reason``."""
-
-    def __init__(self):
-        self.requested = threading.Event()
-        self.reason = "its source was removed"
-
-    def request(self, reason: str) -> None:
-        self.reason = reason
-        self.requested.set()
-
-
-class ClusterRunner:
-    def __init__(self, spark, source: ClusterSource, fleet: str, checkpoints: str, available_now: bool):
-        self.spark, self.source, self.available_now = spark, source, available_now
-        self.warehouse = source.warehouse or cluster_warehouse(fleet, source.name)
-        self.checkpoint = source.checkpoint or f"{checkpoints.rstrip('/')}/{source.name}"
-        self.stop = _Stop()
-        self.state, self.error, self.cluster_id = "starting", "", ""
-        self.materializer = None
-        self.done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"cluster-{source.name}", daemon=True)
-
-    def start(self) -> "ClusterRunner":
-        self._thread.start()
-        return self
-
-    def status(self) -> dict:
-        m = self.materializer
-        return status_row(self.source.name, self.source, self.warehouse, self.state, self.cluster_id,
-                          m.next_offset - 1 if m is not None else -1, None,
-                          m.last_cut_at if m is not None else None, self.error)
-
-    def _security(self):
-        from quorum.security.client import ClientSecurity
-
-        return ClientSecurity.from_file(self.source.command_config) if self.source.command_config else None
-
-    def _run(self) -> None:
-        failures = 0
-        while not self.stop.requested.is_set():
-            try:
-                self._once()
-                if self.available_now:
-                    self.state = "done"
-                    break
-                if self.stop.requested.is_set():
-                    break
-            except Exception as e:  # this cluster's trouble: said, retried; the fleet goes on
-                failures += 1
-                message = str(e).splitlines()[0][:500] if str(e) else type(e).__name__
-                giving_up = self.available_now and failures >= RESTARTS  # an available-now run ends
-                if self.state != "failing" or message != self.error or giving_up:
-                    log.warning("Cluster %s: %s (%s)", self.source.name, message,
-                                f"given up after {failures} tries" if giving_up else "trying again")
-                self.state, self.error = "failing", message
-                if giving_up:
-                    break
-                delay = min(BACKOFF_S[1], BACKOFF_S[0] * 2 ** min(failures - 1, 6))
-                if self.stop.requested.wait(delay):
-                    break
-        self.done.set()
-
-    def _once(self) -> None:
-        from delta_tables.writer import DeltaRsWriter
-        from streaming.job import Source, _run_query, check_checkpoint, holder_name
-        from streaming.log_hold import LogHolder
-        from streaming.materializer import Materializer
-        from streaming.quorum_access import cluster_id_of
-
-        s = self.source
-        security = self._security()
-        self.cluster_id = cluster_id_of(s.protocol, s.bootstrap, 15.0, security)
-        check_checkpoint(self.checkpoint, self.cluster_id)
-        self.materializer = Materializer(DeltaRsWriter(self.warehouse))
-        self.materializer.label = f"Cluster {s.name}: "
-        source = Source(s.bootstrap, s.protocol, security)
-        holder = LogHolder(source, holder_name(self.warehouse)) if s.protocol == "sparkraft" else None
-        self.materializer.after_batch = holder.committed if holder is not None else None
-        if self.state == "failing":
-            log.info("Cluster %s: reachable again, materialising from offset %d", s.name,
-                     self.materializer.next_offset)
-        self.state, self.error = "running", ""
-        try:
-            _run_query(self.spark, self.materializer, source, self.cluster_id,
-                       self.checkpoint, s.max_records_per_trigger, None if self.available_now else s.trigger_s,
-                       0.0 if self.available_now else s.idle_flush_s, self.stop)
-        finally:
-            if holder is not None:
-                holder.close()
+RELOAD_S = 5.0  # how often the sources file is read again
+TICK_S = 0.5  # how often the driver looks at its clusters between micro-batches
+APPLY_THREADS = 4  # clusters applied at once within a micro-batch (their Delta writes overlap)
+QUERY_TRIGGER_S = 0.25  # the query's own trigger: each cluster is looked at once its own trigger has passed
 
 
 class Fleet:
-    """The running clusters, kept as the sources file says."""
+    """The clusters as the sources file says, and the one query's micro-batches split among them."""
 
-    def __init__(self, spark, fleet: str, checkpoints: str, available_now: bool):
-        self.spark, self.fleet, self.checkpoints, self.available_now = spark, fleet, checkpoints, available_now
-        self.runners: dict[str, ClusterRunner] = {}
-        self.removed: dict[str, ClusterRunner] = {}
+    def __init__(self, fleet: str, checkpoints: str, available_now: bool):
+        self.fleet, self.checkpoints, self.available_now = fleet, checkpoints, available_now
+        self.members: dict[str, Member] = {}
+        self.removed: dict[str, Member] = {}
+        self.plan_dir = Path(tempfile.mkdtemp(prefix="sparkraft-fleet-"))
+        self.plan = self.plan_dir / "plan.json"
+        self._planned: Optional[list] = None
         self._written: Optional[list] = None
+        self._batch_lock = threading.Lock()  # held while a micro-batch is applied: a stop waits for it
+        self._refusing = False
+        self.pool = ThreadPoolExecutor(APPLY_THREADS, thread_name_prefix="fleet-apply")
+        self.publish()
 
     def apply(self, sources: list[ClusterSource]) -> None:
         wanted = {s.name: s for s in sources}
-        for name in [n for n in self.runners if n not in wanted or wanted[n] != self.runners[n].source]:
-            runner = self.runners.pop(name)
-            runner.stop.request("its source was removed or changed")
-            runner.state = "removed"
-            self.removed[name] = runner
-            log.info("Cluster %s: stopping (its entry was removed or changed)", name)
-        for name, source in wanted.items():
-            if name not in self.runners:
-                self.removed.pop(name, None)
-                self.runners[name] = ClusterRunner(self.spark, source, self.fleet, self.checkpoints,
-                                                   self.available_now).start()
-                log.info("Cluster %s: materialising %s into %s", name, source.bootstrap,
-                         self.runners[name].warehouse)
+        with self._batch_lock:
+            for name in [n for n in self.members if n not in wanted or wanted[n] != self.members[n].source]:
+                member = self.members.pop(name)
+                member.state = "removed"
+                self.removed[name] = member
+                threading.Thread(target=member.stop, daemon=True).start()
+                log.info("Cluster %s: stopping (its entry was removed or changed)", name)
+            for name, source in wanted.items():
+                if name not in self.members:
+                    self.removed.pop(name, None)
+                    self.members[name] = Member(source, self.fleet, self.checkpoints, self.available_now).start()
+                    log.info("Cluster %s: materialising %s into %s", name, source.bootstrap,
+                             self.members[name].warehouse)
+            self.publish()
+
+    def publish(self) -> None:
+        """The plan, where it changed: the clusters to read and where each one's tables end."""
+        entries = [m.plan_entry() for m in self.members.values() if m.ready]
+        if entries != self._planned:
+            write_plan(self.plan, entries)
+            self._planned = entries
+
+    def tick(self) -> None:
+        reach, now = read_reach(self.plan), time.monotonic()
+        for name, m in list(self.members.items()):
+            m.tick(now, reach.get(name))
+        self.publish()
+
+    def foreach_batch(self, df, batch_id: int) -> None:
+        """``writeStream.foreachBatch`` target: each cluster's rows to its own materialiser."""
+        with self._batch_lock:
+            if self._refusing:
+                raise StoppingError(f"micro-batch {batch_id} refused: the job is stopping (it runs again at "
+                                    f"the next start)")
+            started = time.monotonic()
+            table = df.toArrow()
+            fetched = time.monotonic()
+            work = []
+            for name in pc.unique(table.column("cluster")).to_pylist():
+                member = self.members.get(name)
+                if member is not None and member.ready:
+                    work.append((member, table.filter(pc.equal(table.column("cluster"), name)).drop_columns("cluster")))
+            results = list(self.pool.map(lambda w: (w[0].name, w[0].apply(w[1])), work))
+            self.publish()
+        cut = {n: r["cut"] for n, r in results if r is not None and "cut" in r}
+        failed = [n for n, r in results if r is None]
+        log.info("Micro-batch %d: %d records of %d clusters, %d cut%s (source %.2fs, Delta %.2fs)", batch_id,
+                 table.num_rows, len(results), len(cut), f"; failed: {', '.join(failed)}" if failed else "",
+                 fetched - started, time.monotonic() - fetched)
+        log.debug("Micro-batch %d cuts: %s", batch_id, cut)
+
+    def refuse_batches(self, timeout: float) -> bool:
+        """From now on refuse every micro-batch, once the one running (if any) has finished."""
+        finished = self._batch_lock.acquire(timeout=timeout)
+        self._refusing = True
+        if finished:
+            self._batch_lock.release()
+        return finished
 
     def write_status(self) -> None:
-        rows = [r.status() for r in [*self.runners.values(), *self.removed.values()]]
+        rows = [m.status() for m in [*self.members.values(), *self.removed.values()]]
         key = [{k: v for k, v in r.items() if k != "updated_at"} for r in rows]
         if key != self._written:
             write_sources(self.fleet, rows)
             self._written = key
 
-    def all_done(self) -> bool:
-        return all(r.done.is_set() for r in self.runners.values())
-
-    def stop_all(self, reason: str) -> None:
-        for r in self.runners.values():
-            r.stop.request(reason)
-        for r in [*self.runners.values(), *self.removed.values()]:
-            r.done.wait(120)
+    def close(self) -> None:
+        for m in [*self.members.values(), *self.removed.values()]:
+            m.stop()
+        self.pool.shutdown(wait=True)
+        shutil.rmtree(self.plan_dir, ignore_errors=True)
 
 
 def fleet_metrics(registry, fleet_: Fleet) -> None:
-    """The fleet's metrics, a series per cluster (label ``cluster``), read from its runners when
+    """The fleet's metrics, a series per cluster (label ``cluster``), read from its members when
     Prometheus scrapes: the single-cluster job's names, and whether each cluster is up."""
     def each(read):  # a cluster without a value yet has no sample
-        return lambda: {n: v for n, r in list(fleet_.runners.items()) if (v := read(r)) is not None}
+        return lambda: {n: v for n, m in list(fleet_.members.items()) if (v := read(m)) is not None}
 
-    registry.gauge("sparkraft_fleet_cluster_up", "1 while the cluster's query runs (or caught up), 0 while it is "
+    registry.gauge("sparkraft_fleet_cluster_up", "1 while the cluster is followed (or caught up), 0 while it is "
                    "starting or failing (its error in the sources table and the log).",
-                   each(lambda r: 1.0 if r.state in ("running", "done") else 0.0), label="cluster")
+                   each(lambda m: 1.0 if m.state in ("running", "done") else 0.0), label="cluster")
     registry.gauge("sparkraft_materializer_applied_offset", "The last log offset the cluster's tables hold.",
-                   each(lambda r: r.materializer.next_offset - 1 if r.materializer else None), label="cluster")
+                   each(lambda m: m.materializer.next_offset - 1 if m.materializer else None), label="cluster")
     registry.gauge("sparkraft_materializer_last_cut_timestamp_seconds", "When the cluster's tables last had a cut "
-                   "(Unix time).", each(lambda r: r.materializer.last_cut_at if r.materializer else None),
+                   "(Unix time).", each(lambda m: m.materializer.last_cut_at if m.materializer else None),
                    label="cluster")
     registry.gauge("sparkraft_materializer_last_freshness_seconds", "The freshness of the cluster's latest "
-                   "micro-batch.", each(lambda r: r.materializer.last_freshness_s if r.materializer else None),
+                   "micro-batch.", each(lambda m: m.materializer.last_freshness_s if m.materializer else None),
                    label="cluster")
 
 
 def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bool = False, spark=None,
               metrics_listener: Optional[tuple[str, int]] = None) -> None:
     """Run every cluster of ``sources_path`` until stopped (or, ``available_now``, until each has
-    caught up or failed); ``metrics_listener``: serve fleet_metrics there."""
+    caught up or been given up on); ``metrics_listener``: serve fleet_metrics there."""
+    from streaming.fleet_source import FleetDataSource
     from streaming.job import spark_session
     from streaming.stop import GracefulStop
 
     sources = read_sources(sources_path)  # a bad file: one line, before Spark starts
     spark = spark or spark_session()
+    spark.dataSource.register(FleetDataSource)
     seen = Path(sources_path).stat().st_mtime
+    fleet_ = Fleet(fleet, checkpoints, available_now)
+    metrics = None
     with GracefulStop() as stop:
         stop.watch_jvm(spark)
-        fleet_ = Fleet(spark, fleet, checkpoints, available_now)
         fleet_.apply(sources)
-        metrics = None
         if metrics_listener is not None:
             from quorum.metrics.registry import Registry
             from quorum.metrics.server import MetricsServer
@@ -204,20 +178,83 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
             fleet_metrics(registry, fleet_)
             metrics = MetricsServer(metrics_listener[0], metrics_listener[1], registry).start()
         try:
-            while not stop.requested.wait(0.5 if available_now else RELOAD_S):
-                seen = _reload(sources_path, seen, fleet_)
-                fleet_.write_status()
-                if available_now and fleet_.all_done():
+            if available_now:  # each cluster connected or given up on, so the one run reads them all
+                while not stop.requested.is_set() and not all(m.settled for m in fleet_.members.values()):
+                    stop.requested.wait(TICK_S)
+            failures = 0
+            while not stop.requested.is_set():
+                try:
+                    seen = _run_query(spark, fleet_, stop, sources_path, seen)
+                    failures = 0
+                except QueryFailed as e:
+                    failures += 1
+                    if stop.requested.is_set() or (available_now and failures > RESTARTS):
+                        raise
+                    delay = min(30.0, 2.0 ** failures)
+                    log.warning("%s; starting the fleet's query again in %.0fs", e, delay)
+                    stop.requested.wait(delay)
+                    continue
+                if not available_now or not _try_again(fleet_, stop):
                     break
         finally:
-            fleet_.stop_all(stop.reason if stop.requested.is_set() else "the job ended")
+            fleet_.write_status()
+            fleet_.close()
             fleet_.write_status()
             if metrics is not None:
                 metrics.stop()
-    failed = [n for n, r in fleet_.runners.items() if r.state == "failing"]
+    failed = [m for m in fleet_.members.values() if m.state == "failing" or not m.ready]
     if available_now and failed:
         raise RuntimeError(f"{len(failed)} cluster(s) could not be materialised: "
-                           + "; ".join(f"{n}: {fleet_.runners[n].error}" for n in failed))
+                           + "; ".join(f"{m.name}: {m.error}" for m in failed))
+
+
+def _run_query(spark, fleet_: Fleet, stop, sources_path: str, seen: float) -> float:
+    """The fleet's query, until stopped or (available now) caught up; the sources file's time seen."""
+    from streaming.job import _ended, _stop_between_batches
+
+    writer = (spark.readStream.format("sparkraft-fleet").option("fleet.plan", str(fleet_.plan)).load()
+              .writeStream.foreachBatch(fleet_.foreach_batch)
+              .option("checkpointLocation", f"{fleet_.checkpoints.rstrip('/')}/query"))
+    writer = writer.trigger(availableNow=True) if fleet_.available_now else writer.trigger(
+        processingTime=f"{QUERY_TRIGGER_S} seconds")
+    query = writer.start()
+    reloaded = time.monotonic()
+    try:
+        while not _ended(query, TICK_S):
+            if stop.requested.is_set():
+                _stop_between_batches(spark, query, fleet_)
+                log.info("Stopped (%s)", stop.reason)
+                return seen
+            fleet_.tick()
+            if time.monotonic() - reloaded >= RELOAD_S:
+                seen, reloaded = _reload(sources_path, seen, fleet_), time.monotonic()
+            fleet_.write_status()
+    finally:
+        if query.isActive:
+            query.stop()
+    fleet_.tick()
+    if fleet_.available_now:
+        for m in fleet_.members.values():
+            if m.ready and m.state == "running":
+                m.state = "done"
+    return seen
+
+
+def _try_again(fleet_: Fleet, stop) -> bool:
+    """After an available-now run: whether the clusters still failing get another (each has RESTARTS
+    tries); waits out their backoff first."""
+    failing = [m for m in fleet_.members.values() if m.ready and m.state == "failing" and not m.given_up]
+    for m in failing:
+        if m.retry_at is None:  # unreachable when the run began: that was a try
+            m.failed(m.error)
+    failing = [m for m in failing if not m.given_up]
+    if not failing:
+        return False
+    wait = max(0.0, min(m.retry_at for m in failing) - time.monotonic())
+    if stop.requested.wait(wait):
+        return False
+    fleet_.tick()
+    return True
 
 
 def _reload(path: str, seen: float, fleet: Fleet) -> float:
@@ -234,4 +271,3 @@ def _reload(path: str, seen: float, fleet: Fleet) -> float:
     except SourcesError as e:
         log.warning("%s (the clusters go on as they were)", e)
     return mtime
-

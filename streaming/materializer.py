@@ -89,8 +89,9 @@ def batch_histograms() -> dict:
 
 
 class Materializer:
-    def __init__(self, writer: DeltaRsWriter):
+    def __init__(self, writer: DeltaRsWriter, label: str = ""):
         self.writer = writer
+        self.label = label  # what its log lines start with: "Cluster east: " in a fleet (streaming/fleet_member.py)
         writer.ensure_tables()
         self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
         self._refusing = False  # set by refuse_batches: the job is stopping
@@ -112,7 +113,6 @@ class Materializer:
         # told the offset the tables now hold everything before, after each micro-batch (the job's
         # hold on the log: streaming/log_hold.py)
         self.after_batch: Optional[Callable[[int], None]] = None
-        self.label = ""  # what its log lines start with: "Cluster east: " in a fleet (streaming/fleet_job.py)
         self.reload()
 
     def reload(self) -> None:
@@ -153,7 +153,7 @@ class Materializer:
         self.next_offset = applied + 1
         behind = [f"{t} {'is empty' if at < 0 else f'is at {at}'}" for t, at in sorted(tables_applied.items())
                   if at < applied]
-        log.info("Materializer resumes after offset %d (%s)", applied,
+        log.info("%sMaterializer resumes after offset %d (%s)", self.label, applied,
                  "every table holds it" if not behind else
                  f"{', '.join(behind)}: {sum(len(k) for k in self.touched.keys.values())} keys to write")
 
@@ -196,7 +196,8 @@ class Materializer:
             self.touched.note_all(image, voters, offset)
         self.loader.reset(image)
         self.voters = voters
-        log.info("Materializer loaded a snapshot ending at offset %d (the quorum's log starts after it)", offset)
+        log.info("%sMaterializer loaded a snapshot ending at offset %d (the quorum's log starts after it)", self.label,
+                 offset)
 
     # -- a micro-batch -------------------------------------------------------------------------
     def process(self, batch: pa.Table) -> dict[str, Any]:

@@ -141,11 +141,12 @@ def snapshot_row(snapshot_id, data: bytes) -> tuple:
             _json_text(form), data)
 
 
-def _with_retry(what: str, fn):
-    """``fn()``, retried with backoff while the quorum cannot answer (no leader, unreachable)."""
+def _with_retry(what: str, fn, retry_for: float = RETRY_FOR_S):
+    """``fn()``, retried with backoff while the quorum cannot answer (no leader, unreachable), for at
+    most ``retry_for`` seconds."""
     from quorum.errors import Errors, SparkraftError
 
-    pause, deadline = RETRY_BACKOFF_S[0], time.monotonic() + RETRY_FOR_S
+    pause, deadline = RETRY_BACKOFF_S[0], time.monotonic() + retry_for
     while True:
         try:
             return fn()
@@ -186,17 +187,18 @@ def _offset_option(options: dict, name: str, default: str, words: tuple[str, ...
     return number
 
 
-def read_range(quorum: QuorumOptions, partition: LogRange) -> Iterator[pa.RecordBatch]:
+def read_range(quorum: QuorumOptions, partition: LogRange, timeout: float = 30.0,
+               retry_for: float = RETRY_FOR_S) -> Iterator[pa.RecordBatch]:
     """The records of ``partition`` as Arrow batches (a worker's part of either reader): a snapshot
     row first where the log no longer starts at or before its range."""
     from quorum.rpc.log_reader import SnapshotRequired
 
     rows: list[tuple] = []
-    with quorum.reader(timeout=30) as reader:
+    with quorum.reader(timeout=timeout) as reader:
         offset = partition.start
         while offset < partition.end:
             try:
-                chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500))
+                chunk = _with_retry(f"fetch at {offset}", lambda: reader.read(offset, wait_ms=500), retry_for)
             except SnapshotRequired as e:
                 if e.snapshot_id is None:
                     raise
@@ -204,8 +206,8 @@ def read_range(quorum: QuorumOptions, partition: LogRange) -> Iterator[pa.Record
                     raise RuntimeError(f"the log start moved past offset {offset} after this batch was planned; "
                                        f"the query starts again from its checkpoint") from None
                 sid = e.snapshot_id
-                rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}",
-                                                          lambda: reader.download_snapshot(sid))))
+                rows.append(snapshot_row(sid, _with_retry(f"snapshot {sid}", lambda: reader.download_snapshot(sid),
+                                                          retry_for)))
                 offset = sid.offset
                 continue
             for r in chunk.records:
@@ -239,11 +241,12 @@ class SparkraftStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._idle_tail: tuple[int, int, int] | None = None
         self._target: int | None = None  # Trigger.AvailableNow: nothing past the high watermark seen at its start
         self._last_hw = 0
+        self.retry_for = RETRY_FOR_S  # how long a look at the high watermark waits for a leader
 
     def _high_watermark(self) -> int:
         if self._reader is None:
             self._reader = self.quorum.reader(timeout=10)
-        self._last_hw = max(0, _with_retry("high watermark", self._reader.high_watermark))
+        self._last_hw = max(0, _with_retry("high watermark", self._reader.high_watermark, self.retry_for))
         return self._last_hw
 
     def initialOffset(self) -> dict:

@@ -26,7 +26,7 @@ from typing import Optional
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SOURCE_KEYS = ("name", "bootstrap-controller", "source", "command-config", "trigger", "idle-flush",
-               "max-records-per-trigger", "warehouse", "checkpoint")
+               "max-records-per-trigger", "warehouse")
 SECRET_WORDS = ("password", "secret", "jaas", "token", "key")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -42,10 +42,9 @@ class ClusterSource:
     trigger_s: float = 1.0
     idle_flush_s: Optional[float] = None
     max_records_per_trigger: Optional[int] = None
-    # where its tables and checkpoint are, when not the fleet's own place for them (an existing
-    # single-cluster warehouse joining the fleet goes on from where it is)
+    # where its tables are, when not the fleet's own place for them (an existing single-cluster
+    # warehouse joining the fleet goes on from where it is)
     warehouse: Optional[str] = None
-    checkpoint: Optional[str] = None
 
 
 class SourcesError(ValueError):
@@ -86,6 +85,9 @@ def _entry(path: str, i: int, entry) -> ClusterSource:
             raise SourcesError(f"{where}: {key!r} looks like a secret, which this file must not hold: put it in the "
                                f"command-config file (Kafka's client keys), or name an environment variable as "
                                f"${{VARIABLE}}")
+        if key == "checkpoint":
+            raise SourcesError(f"{where}: 'checkpoint' is the fleet's own (--checkpoint), not a cluster's: a cluster's "
+                               f"progress is in its tables (name them with 'warehouse')")
         if key not in SOURCE_KEYS:
             raise SourcesError(f"{where}: unknown key {key!r} (known: {', '.join(SOURCE_KEYS)})")
     values = {k: _expanded(where, k, v) for k, v in entry.items()}
@@ -106,7 +108,7 @@ def _entry(path: str, i: int, entry) -> ClusterSource:
                          _number(where, values, "trigger", float, 1.0, minimum=0.0),
                          _number(where, values, "idle-flush", float, None, minimum=0.0),
                          _number(where, values, "max-records-per-trigger", int, None, minimum=1),
-                         values.get("warehouse"), values.get("checkpoint"))
+                         values.get("warehouse"))
 
 
 def _expanded(where: str, key: str, value) -> str:

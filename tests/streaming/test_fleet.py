@@ -109,7 +109,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         fresh("west")
         # a cluster added to the file starts; the others are not restarted
         sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap(),
-                                                        f"warehouse: {where['north']}", f"checkpoint: {north_ck}"))
+                                                        f"warehouse: {where['north']}"))
         fresh("north")
         assert job.poll() is None
         job.send_signal(signal.SIGTERM)
@@ -158,6 +158,68 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     wrong = subprocess.run(sparkraft_cmd("sql", "SELECT 1", "--warehouse", str(wh), "--cluster", "south"),
                            capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 1 and "has no cluster 'south'" in wrong.stderr and wrong.stderr.count("\n") == 1
+
+
+def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_caught_up_once(
+        controller_processes, tmp_path):
+    """One query for the fleet, yet one cluster's trouble is its own: a Delta write that fails (the
+    ``delta-before-cut`` failpoint, EIO, once) sets that cluster aside for a backoff and its range is
+    read again, every offset once; a cluster SIGSTOPped keeps no one else waiting, and catches up
+    once it answers again."""
+    import os
+
+    from quorum.rpc.controller_client import ControllerClient
+
+    quorums = {}
+    for name in ("east", "west", "south"):
+        cp = controller_processes(voters=(1,))
+        cp.format()
+        cp.start()
+        cp.wait_leader()
+        quorums[name] = cp
+    wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
+    where = {name: cluster_warehouse(str(wh), name) for name in quorums}
+    sources.write_text("sources:\n" + "".join(_entry(n, cp.bootstrap()) for n, cp in quorums.items()))
+    (tmp_path / "once").mkdir()
+    env = {**os.environ, "SPARKRAFT_FAILPOINTS": "delta-before-cut=eio",
+           "SPARKRAFT_FAILPOINTS_ONCE": str(tmp_path / "once")}
+    log = open(tmp_path / "job.log", "wb")
+    job = subprocess.Popen(sparkraft_cmd("materialize", "--sources", str(sources), "--warehouse", str(wh),
+                                         "--checkpoint", str(ck)), stdout=log, stderr=subprocess.STDOUT, env=env)
+    clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
+    try:
+        def fresh(name: str) -> bool:
+            committed = clients[name].call_committed(_no_op(name))[1]
+            return wait_for(lambda: newest_cut_offset(where[name]) >= committed, 120,
+                            f"{name}'s tables to reach offset {committed}")
+
+        for name in quorums:
+            fresh(name)
+        quorums["south"].send(1, signal.SIGSTOP)
+        for _ in range(3):  # the others stay fresh while south does not answer
+            for name in ("east", "west"):
+                fresh(name)
+        quorums["south"].send(1, signal.SIGCONT)
+        fresh("south")
+        job.send_signal(signal.SIGTERM)
+        assert job.wait(120) == 0
+    finally:
+        quorums["south"].send(1, signal.SIGCONT)
+        if job.poll() is None:
+            job.kill()
+        log.close()
+        for c in clients.values():
+            c.close()
+    text = (tmp_path / "job.log").read_text(errors="replace")
+    assert "Traceback" not in text
+    failed = [line for line in text.splitlines() if "[Errno 5]" in line and "WARNING streaming.job: Cluster" in line]
+    assert len(failed) == 1, text[-5000:]  # the failpoint fired once, in one cluster, said once
+    name = failed[0].split("Cluster ", 1)[1].split(":", 1)[0]
+    assert f"Cluster {name}: recovered" in text
+    for name in quorums:  # every offset once, the failed cluster's included
+        cut = latest_cut(where[name])
+        offsets = read_table(tables_at(where[name], cut)[RECORDS]).column("offset").to_pylist()
+        assert sorted(offsets) == list(range(cut.offset + 1)), name
 
 
 def _no_op(name: str):

@@ -65,24 +65,34 @@ def test_a_missing_file_is_one_line(tmp_path):
 
 def test_an_available_now_fleet_gives_up_on_a_failing_cluster_so_that_it_ends(monkeypatch):
     """A cluster that keeps failing is retried for as long as the fleet runs; in an available-now
-    run it gets the one-cluster job's number of tries, then it is done, still ``failing`` with its
-    error (run_fleet then exits 1 naming it), rather than holding the run open for ever."""
-    from streaming import fleet_job
+    run it gets the one-cluster job's number of tries, then it is given up, still ``failing`` with
+    its error (run_fleet then exits 1 naming it), rather than holding the run open for ever."""
+    from streaming import fleet_member
     from streaming.job import RESTARTS
 
-    monkeypatch.setattr(fleet_job, "BACKOFF_S", (0.001, 0.001))
+    monkeypatch.setattr(fleet_member, "BACKOFF_S", (0.001, 0.001))
     tries = []
 
     def unreachable(self):
         tries.append(1)
         raise ConnectionError("nothing listens at 127.0.0.1:1")
 
-    monkeypatch.setattr(fleet_job.ClusterRunner, "_once", unreachable)
+    monkeypatch.setattr(fleet_member.Member, "_open", unreachable)
     source = ClusterSource("lost", "127.0.0.1:1")
-    once = fleet_job.ClusterRunner(None, source, "/tmp/fleet", "/tmp/ck", available_now=True).start()
-    assert once.done.wait(10) and once.state == "failing" and "nothing listens" in once.error
+    once = fleet_member.Member(source, "/tmp/fleet", "/tmp/ck", available_now=True).start()
+    once._thread.join(10)
+    assert once.given_up and once.settled and once.state == "failing" and "nothing listens" in once.error
     assert len(tries) == RESTARTS
-    running = fleet_job.ClusterRunner(None, source, "/tmp/fleet", "/tmp/ck", available_now=False).start()
-    assert not running.done.wait(0.5) and len(tries) > 2 * RESTARTS  # it goes on trying
-    running.stop.request("the test ends")
-    assert running.done.wait(10)
+    running = fleet_member.Member(source, "/tmp/fleet", "/tmp/ck", available_now=False).start()
+    running._thread.join(0.5)
+    assert running._thread.is_alive() and not running.settled and len(tries) > 2 * RESTARTS  # it goes on trying
+    running.stop()
+    assert not running._thread.is_alive()
+
+
+def test_a_cluster_names_no_checkpoint_of_its_own(tmp_path):
+    """The fleet has one checkpoint; a cluster's progress is its tables, so ``checkpoint:`` is refused."""
+    path = tmp_path / "sources.yaml"
+    path.write_text("sources:\n  - name: east\n    bootstrap-controller: h:1\n    checkpoint: /ck/east\n")
+    with pytest.raises(SourcesError, match="'checkpoint' is the fleet's own"):
+        read_sources(str(path))
