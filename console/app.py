@@ -71,6 +71,7 @@ def _environment() -> jinja2.Environment:
     env.filters["ms_time"] = lambda ms: "never" if ms is None or ms < 0 else _format_time(
         datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc))
     env.filters["number"] = lambda n: f"{n:,}" if isinstance(n, int) else n
+    env.globals["fleet"] = None  # in a fleet's console: the cluster shown and the others (console/fleet.py)
     return env
 
 
@@ -131,17 +132,19 @@ class Console:
     def render(self, request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
         at, at_time = request.query_params.get("at", ""), request.query_params.get("time", "")
 
+        root = request.scope.get("root_path", "")  # /clusters/NAME in a fleet's console (console/fleet.py)
+
         def link(path: str, **params) -> str:
             """``path`` at the page's cut, with ``params`` (None values left out)."""
             kept = {"at": at, "time": at_time} if (at or at_time) else {}
             query = {k: v for k, v in {**kept, **params}.items() if v not in (None, "")}
-            return path + ("?" + urlencode(query) if query else "")
+            return root + path + ("?" + urlencode(query) if query else "")
 
         others = {k: v for k, v in request.query_params.items() if k not in ("at", "time", "start")}
         live_link = request.url.path + ("?" + urlencode(others) if others else "")
         html = self.env.get_template(template).render(
             request=request, link=link, live_link=live_link, pinned=bool(at or at_time), at=at, at_time=at_time,
-            newest_offset=self.newest_offset, path=request.url.path, **context)
+            newest_offset=self.newest_offset, path=request.url.path[len(root):] or "/", root=root, **context)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
     async def page(self, request: Request, template: str, compute: Callable[..., dict]) -> Response:

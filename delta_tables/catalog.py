@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from delta_tables.cut import tables_at
+from delta_tables.fleet import SOURCES, clusters
 from delta_tables.schemas import ALL_TABLES
 
 DATABASE = "sparkraft"
@@ -91,3 +92,55 @@ def register(spark, warehouse: str, database: str = DATABASE) -> list[str]:
             spark.sql(f"CREATE TABLE `{database}`.`{name}` USING delta LOCATION '{location}'")
             added.append(name)
     return added
+
+
+def register_fleet(spark, fleet: str, database: str = DATABASE) -> list[str]:
+    """A fleet's warehouse in ``database``: its ``sources`` table, and for each metadata table a view
+    of every cluster's, with ``cluster`` and ``cluster_id`` first (delta_tables/fleet.py), each
+    cluster's at its newest version (the columns every cluster's table has). The views are made
+    again on each registration, so a cluster the fleet gained since joins them. Returns the names
+    registered; CatalogConflict, before anything is written, if one of them is a table (not a view)
+    already."""
+    if not _NAME.match(database):
+        raise ValueError(f"database {database!r}: a catalog database name is letters, digits and _")
+    members = {}
+    for name, (warehouse, cluster_id) in sorted(clusters(fleet).items()):
+        try:
+            tables = tables_at(warehouse, None)
+        except ValueError:  # no tables yet (CutError): it joins the views at the next registration
+            continue
+        members[name] = (cluster_id, {t: (spark_location(dt.table_uri), [f.name for f in dt.schema().fields])
+                                      for t, dt in tables.items()})
+    sources = spark_location(f"{fleet.rstrip('/')}/{SOURCES}")
+    exists = spark.catalog.databaseExists(database)
+    held = registered_location(spark, database, SOURCES) if exists else None
+    if held is not None and not _same_place(held, sources):
+        raise CatalogConflict(f"the catalog already holds {database}.{SOURCES} at {held or 'no location'}, not this "
+                              f"fleet's {sources}: drop it or register under another database (--database NAME)")
+    for name in ALL_TABLES:
+        if exists and spark.catalog.tableExists(f"{database}.{name}") and \
+                spark.catalog.getTable(f"{database}.{name}").tableType != "VIEW":
+            raise CatalogConflict(f"the catalog already holds a table {database}.{name}, where a fleet's view of every "
+                                  f"cluster's {name} would go: drop it or register under another database "
+                                  f"(--database NAME)")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{database}` COMMENT 'sparkraft: a fleet of clusters'")
+    added = []
+    if held is None:
+        spark.sql(f"CREATE TABLE `{database}`.`{SOURCES}` USING delta LOCATION '{_quoted(sources)}'")
+        added.append(SOURCES)
+    for name in ALL_TABLES:
+        held_by = [(c, cid, where[name]) for c, (cid, where) in members.items() if name in where]
+        if not held_by:
+            continue
+        # the columns every cluster's table has (a warehouse written by an older sparkraft may lack a newer one)
+        columns = [col for col in held_by[0][2][1] if all(col in cols for _, _, (_, cols) in held_by)]
+        listed = ", ".join(f"`{col}`" for col in columns)
+        parts = [f"SELECT '{_quoted(c)}' AS cluster, '{_quoted(cid)}' AS cluster_id, {listed} "
+                 f"FROM delta.`{location.replace('`', '``')}`" for c, cid, (location, _) in held_by]
+        spark.sql(f"CREATE OR REPLACE VIEW `{database}`.`{name}` AS " + " UNION ALL ".join(parts))
+        added.append(name)
+    return added
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'")

@@ -108,8 +108,9 @@ async function refresh() {
 }
 
 function followCuts() {
-  if (typeof EventSource === "undefined") return;
-  const events = new EventSource("/events");
+  // pages that never follow new cuts (the SQL box, a diff, the fleet's overview) need no stream
+  if (typeof EventSource === "undefined" || document.body.dataset.follow === "0") return;
+  const events = new EventSource((document.body.dataset.root || "") + "/events");
   let busy = false, again = false;
   events.addEventListener("cut", async () => {
     // a page at a past cut stays there; a form being filled in (SQL, diff) is not swapped away

@@ -1,6 +1,7 @@
 """``sparkraft catalog register --warehouse URI [--database sparkraft] [--remote sc://HOST:PORT]``.
 
 Registers the warehouse's ten tables in Spark's persistent session catalog (delta_tables/catalog.py),
+or, for a fleet's warehouse, its ``sources`` table and a view of every cluster's tables for each,
 once: from then on a fresh Spark session with Delta's connector reads ``sparkraft.partitions`` with
 no path, always at the table's newest version. Locally the catalog is the embedded Derby metastore
 in ./metastore_db (run Spark from the same folder); Spark's own configuration (hive-site.xml,
@@ -33,10 +34,13 @@ def register(subparsers) -> None:
 def run_register(args: argparse.Namespace) -> int:
     from delta_tables import catalog
     from delta_tables.cut import tables_at
+    from delta_tables.fleet import is_fleet
     from delta_tables.schemas import ALL_TABLES
     from delta_tables.spark_session import DELTA_CONFS, DELTA_PACKAGE
 
-    tables_at(args.warehouse, None)  # a wrong warehouse is one line before a JVM starts
+    fleet = is_fleet(args.warehouse)
+    if not fleet:
+        tables_at(args.warehouse, None)  # a wrong warehouse is one line before a JVM starts
     if args.remote:
         from streaming.job import remote_spark_session
 
@@ -56,10 +60,15 @@ def run_register(args: argparse.Namespace) -> int:
         where = f"the Hive metastore at {uris}" if uris else (
             f"the embedded Derby metastore in {os.path.join(os.getcwd(), 'metastore_db')} (a Spark session started "
             f"in {os.getcwd()} finds it)")
-    added = catalog.register(spark, args.warehouse, args.database)
-    kept = len(ALL_TABLES) - len(added)
-    print(f"Registered {len(added)} table{'s' if len(added) != 1 else ''} in {args.database}"
-          + (f" ({kept} already were)" if kept else "") + f", in {where}.")
+    if fleet:
+        added = catalog.register_fleet(spark, args.warehouse, args.database)
+        print(f"Registered the fleet's sources table and {len(added) - (added[:1] == ['sources'])} views of every "
+              f"cluster's tables in {args.database}, in {where}.")
+    else:
+        added = catalog.register(spark, args.warehouse, args.database)
+        kept = len(ALL_TABLES) - len(added)
+        print(f"Registered {len(added)} table{'s' if len(added) != 1 else ''} in {args.database}"
+              + (f" ({kept} already were)" if kept else "") + f", in {where}.")
     confs = " ".join(f"--conf {key}={value}" for key, value in DELTA_CONFS.items())
     print(f"Query them with: spark-sql --packages {DELTA_PACKAGE} {confs} -e 'SELECT * FROM {args.database}.partitions'")
     return 0

@@ -1,6 +1,7 @@
 """``sparkraft console --warehouse URI [--bootstrap-controller HOST:PORT] [--listen HOST:PORT]``.
 
-A read-only web console over the warehouse (console/): the cluster as of the newest cut, following
+A read-only web console over the warehouse (console/; a fleet's, without ``--cluster``: the fleet's
+overview and every cluster's pages, console/fleet.py): the cluster as of the newest cut, following
 new ones live, or as of any cut of its history; what changed between two cuts; SQL. With
 ``--bootstrap-controller`` the overview also shows the quorum (``--command-config``: how to reach
 the controllers). Listening beyond 127.0.0.1 needs ``--tls-config`` (console/serve.py).
@@ -45,6 +46,11 @@ def run_console(args: argparse.Namespace) -> None:
     host, port = parse_listen(args.listen)
     tls = tls_settings(args.tls_config)
     check_exposure(host, tls)
+    from delta_tables.fleet import is_fleet
+
+    if is_fleet(args.warehouse) and not args.cluster:  # the fleet's console: every cluster, a picker
+        run_fleet_console(args, host, port, tls)
+        return
     args.warehouse = cluster_warehouse(args)
     Warehouse(args.warehouse).cuts()  # a warehouse that cannot be read is one line now, not a page later
     quorum = None
@@ -57,4 +63,20 @@ def run_console(args: argparse.Namespace) -> None:
     print(f"Console at {scheme}://{host}:{port}/ (warehouse {args.warehouse})", flush=True)
     limits = QueryLimits(args.query_timeout, args.query_memory)
     stopped_by = serve(make_app(args.warehouse, quorum, (host, *args.allow_host), limits), sock, tls)
+    print(f"Stopped ({stopped_by or 'shut down'})", flush=True)
+
+
+def run_fleet_console(args: argparse.Namespace, host: str, port: int, tls) -> None:
+    from console.fleet import make_fleet_app
+    from console.serve import bind_listener, serve
+    from console.sql_runner import QueryLimits
+
+    if args.bootstrap_controller:
+        raise ValueError("--bootstrap-controller names one cluster's controllers: on a fleet's warehouse, add "
+                         "--cluster NAME")
+    sock = bind_listener(host, port)
+    scheme = "https" if tls else "http"
+    print(f"Console at {scheme}://{host}:{port}/ (the fleet at {args.warehouse})", flush=True)
+    app = make_fleet_app(args.warehouse, (host, *args.allow_host), QueryLimits(args.query_timeout, args.query_memory))
+    stopped_by = serve(app, sock, tls)
     print(f"Stopped ({stopped_by or 'shut down'})", flush=True)

@@ -118,6 +118,38 @@ def test_registered_tables_read_with_no_path_by_fresh_sessions(tmp_path):
     assert [line.strip() for line in shell.stdout.splitlines() if line.strip()] == ["2", "2"]
 
 
+def test_a_fleets_tables_are_views_of_every_cluster_beside_its_sources_table(tmp_path):
+    """``catalog register`` of a fleet's warehouse: ``sources``, and a view per table of every
+    cluster's with ``cluster`` and ``cluster_id`` first, read by a fresh ``spark-sql`` with no path,
+    row for row what delta-rs reads of each cluster; registering again replaces the views."""
+    from fleet_warehouse import build_fleet
+
+    from delta_tables.cut import read_table, tables_at
+    from delta_tables.fleet import cluster_warehouse
+    from delta_tables.spark_session import delta_jars
+
+    if delta_jars() is None:
+        pytest.skip("Delta's Spark connector is not resolved (python scripts/fetch_jars.py; .ci/run does it)")
+    fleet = build_fleet(tmp_path / "fleet")
+    here = tmp_path / "analyst"
+    here.mkdir()
+    first = _register(here, "--warehouse", fleet, "--database", "fleet")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Registered the fleet's sources table and 10 views of every cluster's tables in fleet" in first.stdout
+    again = _register(here, "--warehouse", fleet, "--database", "fleet")
+    assert again.returncode == 0, again.stderr[-3000:]
+    shell = _spark_sql(here, "SELECT cluster, cluster_id, topic_name, partition, leader FROM fleet.partitions; "
+                             "SELECT cluster, state FROM fleet.sources")
+    assert shell.returncode == 0, shell.stderr[-3000:]
+    expected = sorted(f"{name}\tid-{name}\t{r['topic_name']}\t{r['partition']}\t{r['leader']}"
+                      for name in ("east", "west")
+                      for r in read_table(tables_at(cluster_warehouse(fleet, name), None)["partitions"]).to_pylist())
+    lines = [line for line in shell.stdout.splitlines() if "\t" in line]
+    assert sorted(line for line in lines if line.count("\t") == 4) == expected
+    assert {line.split("\t")[0] for line in lines if line.count("\t") == 4} == {"east", "west"}
+    assert sorted(line for line in lines if line.count("\t") == 1) == ["east\trunning", "west\trunning"]
+
+
 def test_a_table_needing_a_feature_this_delta_lacks_is_one_line_naming_the_fix(tmp_path):
     """A state table whose protocol names a reader feature this delta-rs does not know (one a newer
     writer enabled) is refused by `sql` on either engine, and by `catalog register`, in one line

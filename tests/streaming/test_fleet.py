@@ -1,11 +1,11 @@
-"""A fleet in one Spark application (``materialize --sources FILE``, docs/use/fleet.md): three
-single-controller sparkraft quorums, an Apache Kafka node, a cluster that cannot be reached and one
-whose SCRAM password is wrong, in one job. The unreachable and the refused ones are reported (one
-line each in the log, the ``sources`` table, the metrics), the password nowhere, while the others
-stay fresh; one quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster
+"""A fleet in one Spark application (``materialize --sources FILE``, docs/use/fleet.md): twelve
+clusters, nine single-controller sparkraft quorums, one more whose SCRAM password the job has wrong
+and two Apache Kafka nodes, and a cluster that cannot be reached, in one job. The unreachable and
+the refused ones are reported (one line each in the log, the ``sources`` table, the metrics), the
+password nowhere, while the others stay fresh; one quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster
 added to the file starts without restarting the others, with the single-cluster warehouse it had
 already, going on from its cut; SQL across the fleet equals the union of each cluster's own
-warehouse, and ``--cluster`` reads one."""
+warehouse made alone, and ``--cluster`` reads one."""
 from __future__ import annotations
 
 import json
@@ -29,6 +29,8 @@ from test_metrics import scrape  # noqa: E402
 from test_scram_processes import _formatted  # noqa: E402
 
 WRONG_PASSWORD = "not-the-admins-password-4711"
+PLAIN = ("east", "west", "north", "c4", "c5", "c6", "c7", "c8", "c9")  # with "refused": ten sparkraft quorums
+KAFKAS = ("apache", "apache2")  # and two Apache Kafka nodes: twelve clusters (and one nothing answers at)
 
 pytestmark = pytest.mark.slow
 
@@ -47,24 +49,27 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     from quorum.rpc.controller_client import ControllerClient
 
     quorums = {}
-    for name in ("east", "west", "north"):
+    for name in PLAIN:
         cp = controller_processes(voters=(1,))
         cp.format()
         cp.start()
-        cp.wait_leader()
         quorums[name] = cp
+    for cp in quorums.values():
+        cp.wait_leader()
     nowhere = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
     secured = _formatted(controller_processes, tmp_path, voters=(1,))  # SCRAM users over TLS
     secured.start()
     wrong = secured.pki.client_config("wrong", protocol="SASL_SSL", mechanism="SCRAM-SHA-512", username="admin",
                                       password=WRONG_PASSWORD)
     need_kafka()
-    (tmp_path / "kafka").mkdir()
-    kafka = KafkaNode(tmp_path / "kafka", *free_ports(2))
-    kafka.format(random_uuid())
-    kafka.start()
+    kafkas = {}
+    for name in KAFKAS:
+        (tmp_path / name).mkdir()
+        kafkas[name] = KafkaNode(tmp_path / name, *free_ports(2))
+        kafkas[name].format(random_uuid())
+        kafkas[name].start()
     wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
-    where = {name: cluster_warehouse(str(wh), name) for name in ("east", "west", "apache")}
+    where = {name: cluster_warehouse(str(wh), name) for name in (*PLAIN, *KAFKAS)}
     # north has a single-cluster warehouse of its own already: it joins the fleet as it is
     where["north"], north_ck = str(tmp_path / "north-alone"), str(tmp_path / "north-ck")
     alone = subprocess.run(sparkraft_cmd("materialize", "--bootstrap-controller", quorums["north"].bootstrap(),
@@ -72,10 +77,9 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
                            capture_output=True, text=True, timeout=300)
     assert alone.returncode == 0, alone.stderr[-3000:]
     joined_at = latest_cut(where["north"]).offset
-    sources.write_text("sources:\n" + _entry("east", quorums["east"].bootstrap()) +
-                       _entry("west", quorums["west"].bootstrap()) + _entry("lost", nowhere) +
-                       _entry("refused", secured.bootstrap(), f"command-config: {wrong}") +
-                       _entry("apache", kafka.bootstrap_controller, "source: kafka"))
+    sources.write_text("sources:\n" + "".join(_entry(n, cp.bootstrap()) for n, cp in quorums.items() if n != "north")
+                       + _entry("lost", nowhere) + _entry("refused", secured.bootstrap(), f"command-config: {wrong}")
+                       + "".join(_entry(n, k.bootstrap_controller, "source: kafka") for n, k in kafkas.items()))
     log = open(tmp_path / "job.log", "wb")
     metrics_port = free_ports(1)[0]
     job = subprocess.Popen(sparkraft_cmd("materialize", "--sources", str(sources), "--warehouse", str(wh),
@@ -88,15 +92,17 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
             return wait_for(lambda: newest_cut_offset(where[name]) >= committed, 120,
                             f"{name}'s tables to reach offset {committed}")
 
-        for name in ("east", "west"):
-            fresh(name)
+        for name in PLAIN:
+            if name != "north":
+                fresh(name)
         for name in ("lost", "refused"):
             wait_for(lambda: _sources(wh).get(name, {}).get("state") == "failing", 120, f"{name} reported as failing")
         assert _sources(wh)["lost"]["last_error"] and _sources(wh)["east"]["state"] == "running"
         assert "SASL_AUTHENTICATION_FAILED" in _sources(wh)["refused"]["last_error"], _sources(wh)["refused"]
-        with KafkaMetadataLogReader(kafka.bootstrap_controller) as reader:  # Apache Kafka's, to its end
-            end = reader.high_watermark()
-        wait_for(lambda: newest_cut_offset(where["apache"]) >= end - 1, 180, "apache's tables")
+        for name, kafka in kafkas.items():
+            with KafkaMetadataLogReader(kafka.bootstrap_controller) as reader:  # Apache Kafka's, to its end
+                end = reader.high_watermark()
+            wait_for(lambda: newest_cut_offset(where[name]) >= end - 1, 180, f"{name}'s tables")
         metrics = scrape(metrics_port)  # a series per cluster
         assert metrics['sparkraft_fleet_cluster_up{cluster="lost"}'] == 0
         assert metrics['sparkraft_fleet_cluster_up{cluster="east"}'] == 1
@@ -111,6 +117,9 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap(),
                                                         f"warehouse: {where['north']}"))
         fresh("north")
+        # each cluster materialised the old way, alone, by the code a one-cluster job runs
+        alone = {n: _alone(cp.bootstrap(), "sparkraft", tmp_path / "alone" / n) for n, cp in quorums.items()}
+        alone.update({n: _alone(k.bootstrap_controller, "kafka", tmp_path / "alone" / n) for n, k in kafkas.items()})
         assert job.poll() is None
         job.send_signal(signal.SIGTERM)
         assert job.wait(120) == 0
@@ -120,7 +129,8 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         log.close()
         for c in clients.values():
             c.close()
-        kafka.stop()
+        for kafka in kafkas.values():
+            kafka.stop()
     text = (tmp_path / "job.log").read_text(errors="replace")
     assert "Traceback" not in text and WRONG_PASSWORD not in text
     for name in ("lost", "refused"):  # said once, not once per retry
@@ -135,12 +145,15 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         cut = latest_cut(w)
         offsets = read_table(tables_at(w, cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
-    # SQL across the fleet: the union of each cluster's own
+    # SQL across the fleet: the union of each cluster's warehouse made alone
     fleet = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name')
-    own = sorted((name, c["name"], c["value"]) for name in (*quorums, "apache")
-                 for c in _sql(where[name], "SELECT name, value FROM configs"))
-    assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= 4
-    assert {r["cluster"] for r in fleet} == {"east", "west", "north", "apache"}
+    own = sorted((name, c["name"], c["value"]) for name, w in alone.items()
+                 for c in read_table(tables_at(w, None)["configs"]).to_pylist())
+    assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= len(PLAIN)
+    assert {r["cluster"] for r in fleet} == {*PLAIN, *KAFKAS}
+    voters = _sql(wh, "SELECT cluster, count(*) AS n FROM voters GROUP BY cluster ORDER BY cluster")
+    assert {r["cluster"]: r["n"] for r in voters} == {
+        n: read_table(tables_at(w, None)["voters"]).num_rows for n, w in sorted(alone.items())}
     on_spark = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name', "--engine", "spark")
     assert [(r["cluster"], r["name"], r["value"]) for r in on_spark] == own  # Delta's Spark reader, the same
     assert _sql(wh, "SELECT name FROM configs", "--cluster", "west") == [{"name": "num.partitions"}]
@@ -220,6 +233,24 @@ def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_ca
         cut = latest_cut(where[name])
         offsets = read_table(tables_at(where[name], cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
+
+
+def _alone(bootstrap: str, protocol: str, wh: Path) -> str:
+    """A cluster's log to its end in a warehouse of its own, by the code a one-cluster job's Spark
+    tasks and foreachBatch run (a Spark start per cluster would be most of the test's time)."""
+    import pyarrow as pa
+
+    from delta_tables.writer import DeltaRsWriter
+    from streaming.materializer import Materializer
+    from streaming.quorum_access import QuorumOptions
+    from streaming.source import LogRange, read_range
+
+    quorum = QuorumOptions(bootstrap, "", None, protocol)
+    with quorum.reader(timeout=30) as reader:
+        end = reader.high_watermark()
+    m = Materializer(DeltaRsWriter(str(wh)))
+    m.process(pa.Table.from_batches(list(read_range(quorum, LogRange(0, end)))))
+    return str(wh)
 
 
 def _no_op(name: str):
