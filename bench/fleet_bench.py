@@ -35,6 +35,7 @@ TITLE = "A fleet in one Spark application: first materialisation, freshness, mem
 REQUIRES: tuple[str, ...] = ()
 
 QUICK = ((1, 2_000), (4, 2_000))
+# --sizes P: one cluster and forty of P partitions each
 FULL = ((1, 5_000), (10, 20_000), (40, 5_000))
 STEADY_S = {"quick": 20.0, "full": 60.0}
 GOAL_P99_S, GOAL_RSS_GIB, GOAL_CPU_SHARE = 5.0, 2.0, 0.05
@@ -55,6 +56,24 @@ def _tree_rss_mb(pid: int) -> float:
     from quorum.metrics.processes import descendants, rss_mb
 
     return sum(rss_mb(p) for p in [pid, *descendants(pid)])
+
+
+def _roles_mb(pid: int) -> dict[str, float]:
+    """The job's memory by process: the JVM, the Python driver, the source's planner, the workers."""
+    from quorum.metrics.processes import descendants, rss_mb
+
+    out: dict[str, float] = {}
+    for p in [pid, *descendants(pid)]:
+        try:
+            argv = open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(argv)
+        role = ("driver (Python)" if p == pid else "Spark JVM" if argv[0].endswith(b"java")
+                else "source planner" if b"streaming_source_runner" in text or b"plan_data_source" in text
+                else "Python workers" if b"daemon" in text or b"worker" in text else "other")
+        out[role] = out.get(role, 0.0) + rss_mb(p)
+    return out
 
 
 def _tree_cpu_s(pid: int) -> float:
@@ -129,7 +148,7 @@ def _steady(quorums, job_pid: int, seconds: float, ctx: Context) -> dict:
     from quorum.rpc.controller_client import ControllerClient
 
     clients = [ControllerClient(q.bootstrap, timeout=20) for q in quorums]
-    rss, cpu0, t0 = [], _tree_cpu_s(job_pid), time.monotonic()
+    rss, cpu0, t0, roles = [], _tree_cpu_s(job_pid), time.monotonic(), {}
     from_ms = time.time() * 1000
     with ctx.progress.phase(f"steady changes, one a second on each cluster, {seconds:g} s"):
         n = 0
@@ -138,13 +157,16 @@ def _steady(quorums, job_pid: int, seconds: float, ctx: Context) -> dict:
                 c.call(api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("CLUSTER", ""), (
                     api.AlterableConfig("log.retention.ms", "SET", str(1000 + n)),)),)))
             rss.append(_tree_rss_mb(job_pid))
+            if rss[-1] >= max(rss):
+                roles = _roles_mb(job_pid)
             n += 1
             time.sleep(max(0.0, t0 + n - time.monotonic()))
     cpu = (_tree_cpu_s(job_pid) - cpu0) / (time.monotonic() - t0)
     for c in clients:
         c.close()
     time.sleep(10)  # the last changes' cuts
-    return {"rss_mb_max": max(rss), "rss_mb_median": statistics.median(rss), "cpu_cores": cpu, "from_ms": from_ms}
+    return {"rss_mb_max": max(rss), "rss_mb_median": statistics.median(rss), "cpu_cores": cpu, "from_ms": from_ms,
+            "rss_mb_by_process": roles}
 
 
 def _freshness(wh: Path, clusters: int, from_ms: float) -> list[float]:
@@ -169,7 +191,8 @@ def _freshness(wh: Path, clusters: int, from_ms: float) -> list[float]:
 
 def run(ctx: Context) -> dict:
     points = []
-    for clusters, partitions in (QUICK if ctx.quick else FULL):
+    runs = tuple((n, p) for p in ctx.only_sizes for n in (1, 40)) or (QUICK if ctx.quick else FULL)
+    for clusters, partitions in runs:
         points.append(_one(clusters, partitions, ctx))
         ctx.progress.line(f"  {clusters} x {partitions:,}: first {points[-1]['first_s']:.1f} s, freshness p99 "
                           f"{points[-1]['freshness_p99_s']} s, {points[-1]['rss_mb_max']:,.0f} MB, "
@@ -188,13 +211,33 @@ def report(document: dict) -> str:
                      fmt_number(p["freshness_p50_s"], 2), fmt_number(p["freshness_p99_s"], 2), p["changes"],
                      fmt_number(p["rss_mb_max"]), fmt_number(p["cpu_cores"], 2),
                      None if share is None else f"{share * 100:.0f} %"])
+    memory = [f"- {p['clusters']} × {p['partitions']:,}: " + ", ".join(
+        f"{role} {mb:,.0f} MB" for role, mb in sorted(p["rss_mb_by_process"].items(), key=lambda kv: -kv[1]))
+        for p in points if p.get("rss_mb_by_process")]
     return "\n".join([
         f"{measured_on(document)}: single-controller sparkraft quorums restored from one cut, one fleet job; "
         f"one config change a second on every cluster while measuring.", "",
         markdown_table(["clusters", "partitions each", "first materialisation s", "freshness p50 s", "p99 s",
                         "changes", "job memory MB (max)", "job CPU cores", "CPU per added cluster (of one)"], rows),
+        *(["", "The job's memory at its largest, by process:", "", *memory] if memory else []),
+        *_model(points, single),
         "", f"Goals: 40 clusters with freshness p99 ≤ {GOAL_P99_S:g} s each, the job's memory ≤ {GOAL_RSS_GIB:g} GiB, "
             f"each added cluster ≤ {GOAL_CPU_SHARE * 100:g} % of a one-cluster application's CPU."])
+
+
+def _model(points: list[dict], single) -> list[str]:
+    """A thousand clusters, from what each added cluster cost here (the largest fleet of the one
+    cluster's size against that one cluster): a model, not a measurement."""
+    same = [p for p in points if single and p["partitions"] == single["partitions"] and p["clusters"] > 1]
+    if not same:
+        return []
+    big = max(same, key=lambda p: p["clusters"])
+    mb = (big["rss_mb_max"] - single["rss_mb_max"]) / (big["clusters"] - 1)
+    cores = (big["cpu_cores"] - single["cpu_cores"]) / (big["clusters"] - 1)
+    return ["", f"Model (not measured) of 1,000 clusters of {single['partitions']:,} partitions, each changing once a "
+                f"second, from the cost of each added cluster between 1 and {big['clusters']} here ({mb:,.1f} MB and "
+                f"{cores:.3f} cores each): {(single['rss_mb_max'] + 999 * mb) / 1024:,.1f} GB and "
+                f"{single['cpu_cores'] + 999 * cores:,.1f} cores in one application."]
 
 
 def plot(document: dict, plots_dir: Path) -> list[Path]:

@@ -2,10 +2,10 @@
 clusters, nine single-controller sparkraft quorums, one more whose SCRAM password the job has wrong
 and two Apache Kafka nodes, and a cluster that cannot be reached, in one job. The unreachable and
 the refused ones are reported (one line each in the log, the ``sources`` table, the metrics), the
-password nowhere, while the others stay fresh; one quorum SIGKILLed mid-run catches up once restarted, every offset once; a cluster
-added to the file starts without restarting the others, with the single-cluster warehouse it had
-already, going on from its cut; SQL across the fleet equals the union of each cluster's own
-warehouse made alone, and ``--cluster`` reads one."""
+password nowhere, while the others stay fresh; one quorum SIGKILLed mid-run catches up once
+restarted, every offset once; a cluster added to the file starts without restarting the others,
+with the single-cluster warehouse it had already, going on from its cut; SQL across the fleet
+equals the union of each cluster's warehouse made alone, and ``--cluster`` reads one."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,7 @@ from delta_tables.fleet import cluster_warehouse, read_sources_table
 from delta_tables.schemas import RECORDS, SNAPSHOTS
 from quorum.kafka_import.reader import KafkaMetadataLogReader
 from quorum.uuids import random_uuid
+from streaming.fleet_job import PLANNING_MODULES
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from apache_kafka import KafkaNode, need_kafka  # noqa: E402
@@ -208,6 +209,10 @@ def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_ca
 
         for name in quorums:
             fresh(name)
+        # the Python processes that only planned the query are gone (streaming/fleet_job.py), the reader's stay
+        wait_for(lambda: not any(m in line for line in _descendants(job.pid) for m in PLANNING_MODULES), 30,
+                 "the planning daemons to end")
+        assert any(b"pyspark.daemon" in line for line in _descendants(job.pid))
         quorums["south"].send(1, signal.SIGSTOP)
         for _ in range(3):  # the others stay fresh while south does not answer
             for name in ("east", "west"):
@@ -233,6 +238,18 @@ def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_ca
         cut = latest_cut(where[name])
         offsets = read_table(tables_at(where[name], cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
+
+
+def _descendants(pid: int) -> list[bytes]:
+    from quorum.metrics.processes import descendants
+
+    out = []
+    for p in descendants(pid):
+        try:
+            out.append(Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" "))
+        except OSError:
+            continue
+    return out
 
 
 def _alone(bootstrap: str, protocol: str, wh: Path) -> str:
