@@ -256,11 +256,12 @@ def _run_query(spark, fleet_: Fleet, stop, sources_path: str, seen: float) -> fl
 
 
 def end_planning_daemons() -> int:
-    """End the PySpark daemons (and their workers) that only plan a query (PLANNING_MODULES) among
-    this process's descendants (the JVM's children where PySpark started the JVM; under
-    spark-submit the JVM is this process's parent, and nothing is ended); how many were found."""
+    """End the PySpark daemons (and their workers) that only plan a query (PLANNING_MODULES): the
+    JVM's children, which are this process's descendants where PySpark started the JVM, and its
+    parent's under spark-submit (the JVM started this process); how many were found."""
     found = 0
-    for pid in descendants(os.getpid()):
+    jvm_side = os.getppid() if "PYSPARK_GATEWAY_PORT" in os.environ else os.getpid()
+    for pid in descendants(jvm_side):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -269,6 +270,9 @@ def end_planning_daemons() -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
                 found += 1
+    if found:
+        log.info("Ended %d Python processes Spark kept from planning the query (they are started again if needed)",
+                 found)
     return found
 
 

@@ -17,6 +17,7 @@ from test_pipeline import _cuts, assert_exactly_once
 
 from bench.harness.spark_standalone import StandaloneCluster, spark_bin, spark_env
 from delta_tables.cut import latest_cut, read_table, tables_at
+from delta_tables.fleet import cluster_warehouse
 from delta_tables.schemas import TOPICS
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -90,3 +91,70 @@ def topics_in(wh: Path) -> int:
         return read_table(tables_at(str(wh), latest_cut(str(wh)))[TOPICS]).num_rows
     except Exception:  # no cut yet
         return 0
+
+
+def test_a_fleet_on_a_standalone_cluster_reads_every_cluster_on_the_executors(controller_processes, tmp_path):
+    """``spark-submit jobs/materialize.py --sources FILE`` on the cluster: three quorums in one
+    query, their ranges read by the workers' executors, each cluster's tables fresh and every
+    offset once; the daemons that only planned the query are ended on the driver's host too."""
+    from quorum.rpc.controller_client import ControllerClient
+
+    cluster = StandaloneCluster(tmp_path)
+    quorums = {}
+    for name in ("east", "west", "north"):
+        quorums[name] = controller_processes(voters=(1,))
+        quorums[name].format()
+        quorums[name].start()
+    for cp in quorums.values():
+        cp.wait_leader()
+    events = tmp_path / "events"
+    events.mkdir()
+    wh, ck, sources = tmp_path / "fleet", tmp_path / "ck", tmp_path / "sources.yaml"
+    sources.write_text("sources:\n" + "".join(f"  - name: {n}\n    bootstrap-controller: {cp.bootstrap()}\n"
+                                              f"    trigger: 0.5\n" for n, cp in quorums.items()))
+    submit = [spark_bin("spark-submit"), "--master", cluster.url, "--conf", "spark.eventLog.enabled=true",
+              "--conf", f"spark.eventLog.dir={events}", "--conf", "spark.eventLog.compress=false",
+              "--conf", "spark.eventLog.rolling.enabled=false",
+              str(ROOT / "jobs" / "materialize.py"), "--sources", str(sources), "--warehouse", str(wh),
+              "--checkpoint", str(ck)]
+    clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
+    log = open(tmp_path / "job.log", "wb")
+    job = subprocess.Popen(submit, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=spark_env(),
+                           cwd=ROOT)
+    try:
+        for _ in range(3):
+            for name, client in clients.items():
+                committed = client.call_committed(_no_op())[1]
+                where = cluster_warehouse(str(wh), name)
+                wait_for(lambda: _newest(where) >= committed, 180, f"{name}'s tables to reach offset {committed}")
+    finally:
+        job.send_signal(signal.SIGTERM)
+        job.wait(120)
+        log.close()
+        for client in clients.values():
+            client.close()
+        cluster.close()
+    text = (tmp_path / "job.log").read_text(errors="replace")
+    assert job.returncode == 0, text[-3000:]
+    assert "Python processes Spark kept from planning the query" in text  # on the driver's host too
+    for name in quorums:
+        where = cluster_warehouse(str(wh), name)
+        cut = latest_cut(where)
+        offsets = read_table(tables_at(where, cut)["records"]).column("offset").to_pylist()
+        assert sorted(offsets) == list(range(cut.offset + 1)), name
+    executors = tasks_by_executor(events)
+    assert executors and "driver" not in executors, executors  # every cluster's ranges read on the workers
+
+
+def _no_op():
+    from quorum.controller import api
+
+    return api.IncrementalAlterConfigsRequest(((api.ConfigResourceKey("CLUSTER", ""), (
+        api.AlterableConfig("num.partitions", "SET", "1"),)),))
+
+
+def _newest(where: str) -> int:
+    try:
+        return latest_cut(where).offset
+    except Exception:  # no cut yet
+        return -1
