@@ -118,6 +118,14 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
         sources.write_text(sources.read_text() + _entry("north", quorums["north"].bootstrap(),
                                                         f"warehouse: {where['north']}"))
         fresh("north")
+        # one removed from the file stops; the others go on
+        kept = [entry for entry in sources.read_text().split("  - name: ") if not entry.startswith("c9\n")]
+        sources.write_text("  - name: ".join(kept))
+        wait_for(lambda: _sources(wh).get("c9", {}).get("state") == "removed", 60, "c9 to be removed")
+        gone_at = newest_cut_offset(where["c9"])
+        clients["c9"].call_committed(_no_op("c9"))
+        fresh("east")
+        assert newest_cut_offset(where["c9"]) == gone_at  # nothing more read of it
         # each cluster materialised the old way, alone, by the code a one-cluster job runs
         alone = {n: _alone(cp.bootstrap(), "sparkraft", tmp_path / "alone" / n) for n, cp in quorums.items()}
         alone.update({n: _alone(k.bootstrap_controller, "kafka", tmp_path / "alone" / n) for n, k in kafkas.items()})
@@ -141,17 +149,18 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     north_cuts = read_table(tables_at(where["north"], None)[SNAPSHOTS]).column("offset").to_pylist()
     assert sorted(north_cuts) == sorted(set(north_cuts)) and north_cuts.count(joined_at) == 1
     assert _sources(wh)["north"]["warehouse"] == where["north"]
-    for name in ("east", "west", "north"):  # every offset once
+    for name in PLAIN:  # every offset once
         w = where[name]
         cut = latest_cut(w)
         offsets = read_table(tables_at(w, cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
-    # SQL across the fleet: the union of each cluster's warehouse made alone
+    # SQL across the fleet: the union of each cluster's warehouse made alone (c9, removed, is not in it)
+    del alone["c9"]
     fleet = _sql(wh, 'SELECT cluster, name, value FROM configs ORDER BY cluster, name')
     own = sorted((name, c["name"], c["value"]) for name, w in alone.items()
                  for c in read_table(tables_at(w, None)["configs"]).to_pylist())
     assert [(r["cluster"], r["name"], r["value"]) for r in fleet] == own and len(own) >= len(PLAIN)
-    assert {r["cluster"] for r in fleet} == {*PLAIN, *KAFKAS}
+    assert {r["cluster"] for r in fleet} == {*PLAIN, *KAFKAS} - {"c9"}
     voters = _sql(wh, "SELECT cluster, count(*) AS n FROM voters GROUP BY cluster ORDER BY cluster")
     assert {r["cluster"]: r["n"] for r in voters} == {
         n: read_table(tables_at(w, None)["voters"]).num_rows for n, w in sorted(alone.items())}
