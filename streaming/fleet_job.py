@@ -32,10 +32,10 @@ import pyarrow.compute as pc
 
 from delta_tables.fleet import write_sources
 from quorum.metrics.processes import descendants
+from streaming.batch_gate import BatchGate
 from streaming.fleet_member import Member
 from streaming.fleet_plan import read_reach, write_plan
 from streaming.job import RESTARTS
-from streaming.materializer import StoppingError
 from streaming.query_failure import QueryFailed
 from streaming.sources_file import ClusterSource, SourcesError, read_sources
 
@@ -64,15 +64,14 @@ class Fleet:
         self.plan = self.plan_dir / "plan.json"
         self._planned: Optional[list] = None
         self._written: Optional[list] = None
-        self._batch_lock = threading.Lock()  # held while a micro-batch is applied: a stop waits for it
-        self._refusing = False
+        self.gate = BatchGate()  # a micro-batch at a time; none once the job is stopping
         self.batches = 0  # micro-batches applied
         self.pool = ThreadPoolExecutor(APPLY_THREADS, thread_name_prefix="fleet-apply")
         self.publish()
 
     def apply(self, sources: list[ClusterSource]) -> None:
         wanted = {s.name: s for s in sources}
-        with self._batch_lock:
+        with self.gate.lock:
             for name in [n for n in self.members if n not in wanted or wanted[n] != self.members[n].source]:
                 member = self.members.pop(name)
                 member.state = "removed"
@@ -102,10 +101,7 @@ class Fleet:
 
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target: each cluster's rows to its own materialiser."""
-        with self._batch_lock:
-            if self._refusing:
-                raise StoppingError(f"micro-batch {batch_id} refused: the job is stopping (it runs again at "
-                                    f"the next start)")
+        with self.gate.batch(batch_id):
             started = time.monotonic()
             table = df.toArrow()
             fetched = time.monotonic()
@@ -126,11 +122,7 @@ class Fleet:
 
     def refuse_batches(self, timeout: float) -> bool:
         """From now on refuse every micro-batch, once the one running (if any) has finished."""
-        finished = self._batch_lock.acquire(timeout=timeout)
-        self._refusing = True
-        if finished:
-            self._batch_lock.release()
-        return finished
+        return self.gate.refuse(timeout)
 
     def write_status(self) -> None:
         rows = [m.status() for m in [*self.members.values(), *self.removed.values()]]

@@ -399,7 +399,7 @@ class _NotARefusal(logging.Filter):
     how Spark is told not to commit that batch, which is the point, not an error."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from streaming.materializer import StoppingError
+        from streaming.batch_gate import StoppingError
 
         return not (record.exc_info and isinstance(record.exc_info[1], StoppingError))
 

@@ -28,7 +28,6 @@ state tables' last commit, so a crash anywhere between two commits is repaired b
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -49,6 +48,7 @@ from quorum.metadata.loader import MetadataLoader
 from quorum.metadata.records import MetadataRecord, decode_record
 from quorum.metrics.registry import histogram
 from quorum.snapshot.checkpoint import decode_checkpoint
+from streaming.batch_gate import BatchGate
 from streaming.source import SNAPSHOT_TYPE
 
 log = logging.getLogger(__name__)
@@ -65,9 +65,6 @@ FRESHNESS_BUCKETS_S = (0.1, 0.25, 0.5, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 120
 
 BATCH_TIMINGS_KEPT = 1000
 
-
-class StoppingError(Exception):
-    """A micro-batch that arrived after the job began to stop: failed before it writes anything."""
 
 
 def freshness_histogram():
@@ -93,8 +90,7 @@ class Materializer:
         self.writer = writer
         self.label = label  # what its log lines start with: "Cluster east: " in a fleet (streaming/fleet_member.py)
         writer.ensure_tables()
-        self._batch_lock = threading.Lock()  # held while a micro-batch runs: a stop waits for it
-        self._refusing = False  # set by refuse_batches: the job is stopping
+        self.gate = BatchGate()  # a micro-batch at a time; none once the job is stopping
         # the error the last micro-batch raised (None once one succeeds): a stop that waited for the
         # batch in flight learns from it that the batch failed, even where Spark, stopped at once
         # after, records no failure of its own (streaming/job.py)
@@ -119,7 +115,7 @@ class Materializer:
         """Forget what this process applied and take it again from the tables (at the start, and
         when the job starts a failed query again: a micro-batch cut short may have applied records
         to the image that never reached the tables, and Spark replays it)."""
-        with self._batch_lock:
+        with self.gate.lock:
             self.loader = MetadataLoader()
             self.touched = TouchedKeys()
             self.voters: Optional[VoterSet] = None
@@ -295,23 +291,16 @@ class Materializer:
     def refuse_batches(self, timeout: float) -> bool:
         """From now on refuse every micro-batch, once the one running (if any) has finished; False
         if it did not finish within ``timeout`` seconds (later batches are refused all the same)."""
-        finished = self._batch_lock.acquire(timeout=timeout)
-        self._refusing = True
-        if finished:
-            self._batch_lock.release()
-        return finished
+        return self.gate.refuse(timeout)
 
     @property
     def in_batch(self) -> bool:
         """Whether a micro-batch is being applied now (the job's watchdog: work, not a stall)."""
-        return self._batch_lock.locked()
+        return self.gate.busy
 
     def foreach_batch(self, df, batch_id: int) -> None:
         """``writeStream.foreachBatch`` target."""
-        with self._batch_lock:
-            if self._refusing:
-                raise StoppingError(f"micro-batch {batch_id} refused: the job is stopping (it runs again at "
-                                    f"the next start)")
+        with self.gate.batch(batch_id):
             started = time.monotonic()
             table = df.toArrow()
             fetched = time.monotonic()

@@ -89,9 +89,7 @@ def test_one_job_keeps_many_clusters_fresh_and_one_clusters_trouble_stays_its_ow
     clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
     try:
         def fresh(name: str) -> bool:
-            committed = clients[name].call_committed(_no_op(name))[1]
-            return wait_for(lambda: newest_cut_offset(where[name]) >= committed, 120,
-                            f"{name}'s tables to reach offset {committed}")
+            return _fresh(clients[name], where[name], name)
 
         for name in PLAIN:
             if name != "north":
@@ -212,9 +210,7 @@ def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_ca
     clients = {n: ControllerClient(cp.bootstrap(), timeout=20) for n, cp in quorums.items()}
     try:
         def fresh(name: str) -> bool:
-            committed = clients[name].call_committed(_no_op(name))[1]
-            return wait_for(lambda: newest_cut_offset(where[name]) >= committed, 120,
-                            f"{name}'s tables to reach offset {committed}")
+            return _fresh(clients[name], where[name], name)
 
         for name in quorums:
             fresh(name)
@@ -247,6 +243,13 @@ def test_a_cluster_whose_write_fails_or_that_stops_answering_is_set_aside_and_ca
         cut = latest_cut(where[name])
         offsets = read_table(tables_at(where[name], cut)[RECORDS]).column("offset").to_pylist()
         assert sorted(offsets) == list(range(cut.offset + 1)), name
+
+
+def _fresh(client, warehouse: str, name: str) -> bool:
+    """A change to the cluster, and its tables reaching it."""
+    committed = client.call_committed(_no_op(name))[1]
+    return wait_for(lambda: newest_cut_offset(warehouse) >= committed, 120,
+                    f"{name}'s tables to reach offset {committed}")
 
 
 def _descendants(pid: int) -> list[bytes]:

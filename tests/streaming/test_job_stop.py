@@ -192,8 +192,8 @@ def test_only_the_noise_of_a_deliberate_stop_is_quieted(spark, capsys):
     as the JVM exits is not printed; any other error still is, in both places."""
     import logging
 
+    from streaming.batch_gate import StoppingError
     from streaming.job import _NotARefusal, _quiet_shutdown_noise
-    from streaming.materializer import StoppingError
 
     def record(error: BaseException) -> logging.LogRecord:
         try:

@@ -53,7 +53,7 @@ def test_only_failures_a_new_query_may_not_meet_are_tried_again(report, transien
 
 
 @pytest.mark.parametrize("report, by_the_stop", [
-    ("streaming.materializer.StoppingError: micro-batch 9 refused: the job is stopping", True),
+    ("streaming.batch_gate.StoppingError: micro-batch 9 refused: the job is stopping", True),
     ("org.apache.hadoop.util.Shell$ExitCodeException at org.apache.hadoop.util.Shell: (exit code 143)", True),
     ("org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)", True),
     ("java.lang.IllegalStateException: SparkContext has been shutdown", True),
@@ -85,8 +85,9 @@ def test_a_micro_batch_that_fails_while_the_job_stops(spark, tmp_path, caplog, e
     import threading
 
     from delta_tables.writer import DeltaRsWriter
+    from streaming.batch_gate import StoppingError
     from streaming.job import _stop_query
-    from streaming.materializer import Materializer, StoppingError
+    from streaming.materializer import Materializer
     from streaming.stop import GracefulStop
 
     materializer = Materializer(DeltaRsWriter(str(tmp_path / "wh")))
