@@ -2,7 +2,8 @@
 fresh `spark-sql` and a fresh PySpark session read `sparkraft.partitions` with no path, row for row
 what delta-rs reads. The embedded Derby metastore in the folder they run from is the catalog; each
 JVM is a process of its own, as users run them. A second warehouse under the same names and a
-metastore held by another process are each refused in one line, and change nothing."""
+metastore held by another process are each refused in one line, and change nothing. A fleet's
+warehouse registers its ``sources`` table and a view per table of every cluster's."""
 from __future__ import annotations
 
 import json
@@ -68,7 +69,10 @@ def _said(result: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_registered_tables_read_with_no_path_by_fresh_sessions(tmp_path):
+    from fleet_warehouse import build_fleet
+
     from delta_tables.cut import read_table, tables_at
+    from delta_tables.fleet import cluster_warehouse
     from delta_tables.spark_session import delta_jars
 
     if delta_jars() is None:
@@ -113,38 +117,20 @@ def test_registered_tables_read_with_no_path_by_fresh_sessions(tmp_path):
         f"drop it (DROP TABLE sparkraft.topics) or register under another database (--database NAME)"]
     beside = _register(here, "--warehouse", other, "--database", "other_cluster")
     assert beside.returncode == 0, beside.stderr[-3000:]
-    shell = _spark_sql(here, "SELECT count(*) FROM sparkraft.topics; SELECT count(*) FROM other_cluster.topics")
-    assert shell.returncode == 0, shell.stderr[-3000:]
-    assert [line.strip() for line in shell.stdout.splitlines() if line.strip()] == ["2", "2"]
-
-
-def test_a_fleets_tables_are_views_of_every_cluster_beside_its_sources_table(tmp_path):
-    """``catalog register`` of a fleet's warehouse: ``sources``, and a view per table of every
-    cluster's with ``cluster`` and ``cluster_id`` first, read by a fresh ``spark-sql`` with no path,
-    row for row what delta-rs reads of each cluster; registering again replaces the views."""
-    from fleet_warehouse import build_fleet
-
-    from delta_tables.cut import read_table, tables_at
-    from delta_tables.fleet import cluster_warehouse
-    from delta_tables.spark_session import delta_jars
-
-    if delta_jars() is None:
-        pytest.skip("Delta's Spark connector is not resolved (python scripts/fetch_jars.py; .ci/run does it)")
+    # a fleet's warehouse: its sources table, and a view per table of every cluster's
     fleet = build_fleet(tmp_path / "fleet")
-    here = tmp_path / "analyst"
-    here.mkdir()
-    first = _register(here, "--warehouse", fleet, "--database", "fleet")
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "Registered the fleet's sources table and 10 views of every cluster's tables in fleet" in first.stdout
-    again = _register(here, "--warehouse", fleet, "--database", "fleet")
-    assert again.returncode == 0, again.stderr[-3000:]
-    shell = _spark_sql(here, "SELECT cluster, cluster_id, topic_name, partition, leader FROM fleet.partitions; "
+    registered = _register(here, "--warehouse", fleet, "--database", "fleet")
+    assert registered.returncode == 0, registered.stderr[-3000:]
+    assert "Registered the fleet's sources table and 10 views of every cluster's tables in fleet" in registered.stdout
+    shell = _spark_sql(here, "SELECT count(*) FROM sparkraft.topics; SELECT count(*) FROM other_cluster.topics; "
+                             "SELECT cluster, cluster_id, topic_name, partition, leader FROM fleet.partitions; "
                              "SELECT cluster, state FROM fleet.sources")
     assert shell.returncode == 0, shell.stderr[-3000:]
+    lines = [line.strip() for line in shell.stdout.splitlines() if line.strip()]
+    assert [line for line in lines if "\t" not in line] == ["2", "2"]
     expected = sorted(f"{name}\tid-{name}\t{r['topic_name']}\t{r['partition']}\t{r['leader']}"
                       for name in ("east", "west")
                       for r in read_table(tables_at(cluster_warehouse(fleet, name), None)["partitions"]).to_pylist())
-    lines = [line for line in shell.stdout.splitlines() if "\t" in line]
     assert sorted(line for line in lines if line.count("\t") == 4) == expected
     assert {line.split("\t")[0] for line in lines if line.count("\t") == 4} == {"east", "west"}
     assert sorted(line for line in lines if line.count("\t") == 1) == ["east\trunning", "west\trunning"]
