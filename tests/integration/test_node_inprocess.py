@@ -372,7 +372,9 @@ def test_a_node_not_yet_running_answers_unavailable_and_logs_no_refusal(quorum, 
                 begin, timeout=5, metadata=((METADATA_KEY, f"{leader.node_id}:{'ab' * 16}"),))
         assert e.value.code() is grpc.StatusCode.UNAVAILABLE, e.value
         assert "not running" in e.value.details()
-        assert not [r for r in caplog.records if "refused" in r.getMessage()]
+        # (the fixture's own quorum may hold an election meanwhile on a loaded machine: its Vote
+        # refusals are not this node's)
+        assert not [r for r in caplog.records if "refused BeginQuorumEpoch" in r.getMessage()]
     finally:
         channel.close()
         node.shutdown()
