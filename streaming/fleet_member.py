@@ -7,7 +7,8 @@ reached (its controllers do not answer, refuse the job's credentials) or its row
 or applied. A failed micro-batch part sets the cluster aside for a backoff (2 s doubling up to a
 minute: ``paused`` in the plan, so its ranges are not planned), then raises its ``redo`` so the next
 micro-batch reads it again from where its tables end. Said once in the log when it starts failing
-(or fails differently) and once when it recovers. In an available-now run a cluster gets the
+(a loaded machine words the same trouble several ways: the latest is in the sources table) and once
+when it recovers. In an available-now run a cluster gets the
 one-cluster job's RESTARTS tries, then is given up (still ``failing``, with its error), so that
 the run ends.
 """
@@ -98,7 +99,7 @@ class Member:
         """Set the cluster aside for a backoff (for good, once an available-now run gives up on it)."""
         self.failures += 1
         self.given_up = self.available_now and self.failures >= RESTARTS
-        if self.state != "failing" or message != self.error or self.given_up:
+        if self.state != "failing" or self.given_up:  # once a streak (its latest error is in the sources table)
             log.warning("Cluster %s: %s (%s)", self.name, message,
                         f"given up after {self.failures} tries" if self.given_up else "trying again")
         self.state, self.error = "failing", message
