@@ -201,9 +201,8 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
                 if not available_now or not _try_again(fleet_, stop):
                     break
         finally:
-            fleet_.write_status()
             fleet_.close()
-            fleet_.write_status()
+            fleet_.write_status()  # each cluster's last state (closing changes none of it)
             if metrics is not None:
                 metrics.stop()
     failed = [m for m in fleet_.members.values() if m.state == "failing" or not m.ready]
