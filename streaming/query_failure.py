@@ -37,9 +37,10 @@ class QueryFailed(RuntimeError):
         """Whether the failure is what a stop's signal does: a process Spark started (Hadoop's
         ``chmod``, a Python worker) died of SIGTERM or SIGINT, which reach the job's whole process
         group, or Spark's own context was shut down. Any other failure during a stop is a failure."""
+        text = f"{self}\n{self.report}"
         return any(p in self.report for p in STOP_SIGNS) or any(
             line.rstrip().endswith(STOP_LINE_ENDINGS) for line in self.report.splitlines()) or \
-            str(self).endswith(STOP_CAUSES)
+            str(self).endswith(STOP_CAUSES) or STOP_SPAWN_HELPER.search(text) is not None
 
     @property
     def transient(self) -> bool:
@@ -78,6 +79,12 @@ STOP_LINE_ENDINGS = ("terminated with exception: Terminated",)
 # ... and a failure whose whole cause is that word (the report's first line read as the cause; seen
 # once in a full run beside other tests, the report's own lines ending otherwise)
 STOP_CAUSES = ("failed: Terminated",)
+
+
+# ... and the JDK's own helper process for starting one (jspawnhelper, as for Hadoop's chmod) killed by
+# SIGTERM (15) or SIGINT (2) before it could exec: "Cannot run program "chmod": error=0, Failed to
+# exec spawn helper: pid: N, signal: 15" (seen once in CI's full run)
+STOP_SPAWN_HELPER = re.compile(r"Failed to exec spawn helper: pid: \d+, signal: (?:15|2)\b")
 
 
 _PYTHON_ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b:? ?.*$")

@@ -59,6 +59,10 @@ def test_only_failures_a_new_query_may_not_meet_are_tried_again(report, transien
     ("java.lang.IllegalStateException: SparkContext has been shutdown", True),
     ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Terminated", True),
     ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Terminated tasks left", False),
+    ('java.io.IOException: Cannot run program "chmod": error=0, Failed to exec spawn helper: pid: 10044, '
+     'signal: 15', True),  # the JDK's spawn helper, killed by the group's SIGTERM before it could exec
+    ('java.io.IOException: Cannot run program "chmod": error=0, Failed to exec spawn helper: pid: 10044, '
+     'signal: 11', False),  # ... by a crash: not the stop's doing
     ("org.apache.hadoop.util.Shell$ExitCodeException: chmod: Input/output error (exit code 1)", False),
     ("GapError: the micro-batch starts at offset 5 but the tables end at 3", False),
     ("OSError: Generic LocalFileSystem error: No space left on device", False),
