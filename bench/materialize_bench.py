@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 import time
@@ -24,6 +25,7 @@ from bench.harness.plots import line_chart
 from bench.harness.results import fmt_number, markdown_table
 from bench.harness.stats import percentile
 from bench.suite import Context
+from delta_tables import local_fs
 
 NAME = "materialize"
 TITLE = "Spark pipeline: freshness, records/s and micro-batch cost by table size"
@@ -122,8 +124,8 @@ def freshness(ctx: Context, seconds: float) -> dict:
     one after the other against the same rig."""
     from bench.controller_bench import start_rig, stop_rig
     from delta_tables import storage
-    from streaming import job
     from delta_tables.spark_writer import delta_classes_present
+    from streaming import job
     from streaming.materializer import Materializer
 
     work = ctx.work_dir / "freshness"
@@ -145,7 +147,14 @@ def freshness(ctx: Context, seconds: float) -> dict:
                                   hold if hold is not None else 60.0, window))
             ctx.progress.line(f"    {idle[-1]['max_commits_per_table_per_min']:.1f} commits per table per minute "
                               f"({idle[-1]['commits']})")
-        out = {"idle": idle, **_freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "l")}
+        out = {"idle": idle}
+        if local_fs.CLASS in (spark.sparkContext.getConf().get("spark.hadoop.fs.file.impl", "") or ""):
+            # before: the checkpoint on Hadoop's own local file system (a chmod and readlink process a file)
+            with _hadoops_own_local_fs(spark):
+                out["hadoop_local_fs"] = _freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "h")
+            ctx.progress.line(f"  local, checkpoint on Hadoop's own local file system: p50 "
+                              f"{out['hadoop_local_fs']['p50_s']:.2f}s, p99 {out['hadoop_local_fs']['p99_s']:.2f}s")
+        out.update(_freshness_run(spark, rig, materializer, cluster_id, ck, seconds, "l"))
         ctx.progress.line(f"  local: p50 {out['p50_s']:.2f}s, p99 {out['p99_s']:.2f}s")
         ctx.progress.line("  " + ", ".join(f"{k} {v:.0f} ms" for k, v in out["batch_phases_ms"].items()))
         if delta_classes_present(spark):  # the same with Delta's own Spark writer (--writer delta-spark)
@@ -180,6 +189,20 @@ def freshness(ctx: Context, seconds: float) -> dict:
             q.stop()
         spark.stop()
         stop_rig(rig)
+
+
+@contextlib.contextmanager
+def _hadoops_own_local_fs(spark):
+    """The session's queries (their checkpoints, through Hadoop's FileContext) on Hadoop's own local
+    file system for a while: how it was before delta_tables/local_fs.py, in the same run."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    key = "fs.AbstractFileSystem.file.impl"
+    ours = hadoop.get(key)
+    hadoop.set(key, "org.apache.hadoop.fs.local.LocalFs")
+    try:
+        yield
+    finally:
+        hadoop.set(key, ours)
 
 
 def _s3_server():
@@ -360,12 +383,19 @@ def report(document: dict) -> str:
                      f"{fmt_number(f.get('p50_s'), 2)} s, p99 {fmt_number(f.get('p99_s'), 2)} s "
                      f"({f.get('visible')} of {f.get('creates')} creates seen; goal p50 ≤ {goal['p50_s']:g} s, "
                      f"p99 ≤ {goal['p99_s']:g} s)."]
+        hl = f.get("hadoop_local_fs")
+        if hl:
+            text += ["", f"Before, in the same run: the checkpoint on Hadoop's own local file system (a `chmod` and "
+                         f"`readlink` process for each file): p50 {fmt_number(hl.get('p50_s'), 2)} s, p99 "
+                         f"{fmt_number(hl.get('p99_s'), 2)} s ({hl.get('visible')} of {hl.get('creates')} creates "
+                         "seen)."]
         ds = f.get("delta_spark")
         if ds:
             text += ["", f"The same on the local disk with Delta's own Spark writer (`--writer delta-spark`): "
                          f"p50 {fmt_number(ds.get('p50_s'), 2)} s, p99 {fmt_number(ds.get('p99_s'), 2)} s "
                          f"({ds.get('visible')} of {ds.get('creates')} creates seen)."]
-        for label, run in (("local disk", f), ("S3 API server", f.get("s3") or {}),
+        for label, run in (("local disk", f), ("local disk, Hadoop's own local file system", hl or {}),
+                           ("S3 API server", f.get("s3") or {}),
                            ("local disk, Delta's Spark writer", ds or {})):
             phases = run.get("batch_phases_ms")
             if phases:

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from delta_tables import storage
+from delta_tables import local_fs, storage
 
 DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"  # the same, as spark-submit's --packages names it
@@ -97,10 +97,14 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool 
         # local[2, 4]: two threads, and a task tried up to 4 times (local mode's default is once), so
         # a Python worker that dies under a task (a service manager's SIGTERM reaches PySpark's
         # worker daemon, which handles it itself) costs a retry, not the micro-batch
-        builder = (builder.master(os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2,4]"))
+        master = os.environ.get("SPARKRAFT_SPARK_MASTER", "local[2,4]")
+        builder = (builder.master(master)
                    .config("spark.ui.enabled", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
+        if master.startswith("local"):  # the driver is every executor: the class is on its class path
+            for key, value in local_fs.spark_confs().items():
+                builder = builder.config(key, value)
     if hive:
         builder = builder.enableHiveSupport()
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")

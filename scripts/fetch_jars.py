@@ -4,7 +4,8 @@ a folder of jars each, with Maven: ``python scripts/fetch_jars.py [--into DIR] [
 Run before the tests (.ci/run does), never during them: a test finds a folder with ``jars_for``
 (tests/apache_kafka.py) and skips with one line if it is missing. A folder already resolved from
 the same file is kept (its ``.resolved`` holds the file's SHA-256), so a second run costs nothing.
-Default place: $SPARKRAFT_JARS, else ~/.cache/sparkraft/jars.
+Default place: $SPARKRAFT_JARS, else ~/.cache/sparkraft/jars. With no NAME it also builds sparkraft's
+own small jar (delta_tables/local_fs.py) there.
 """
 from __future__ import annotations
 
@@ -64,7 +65,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no scripts/maven/{unknown[0]}.xml (there are: {', '.join(poms)})")
     for name in args.names or poms:
         resolve(poms[name], root)
+    if not args.names:
+        build_local_fs(root)
     return 0
+
+
+def build_local_fs(root: Path) -> None:
+    """sparkraft's own jar (delta_tables/local_fs.py), built here so no test session waits for javac."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from delta_tables import local_fs
+
+    try:
+        local_fs.pyspark_jars()
+    except ImportError:  # .ci/run fetches before pip installs the project: the first session builds it
+        print(f"{local_fs.FOLDER}: PySpark is not installed yet; the first Spark session builds it", flush=True)
+        return
+    started = time.monotonic()
+    jar = local_fs.build(root)
+    if jar is None:
+        raise SystemExit("delta_tables/jvm/NioLocalFileSystem.java could not be built (is a JDK's javac here?)")
+    print(f"{local_fs.FOLDER}: {jar.name} in {time.monotonic() - started:.0f}s", flush=True)
 
 
 if __name__ == "__main__":
