@@ -166,6 +166,22 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def _cold_reads(path: str) -> dict[str, float]:
+    """What a cold console pays for the biggest table, before (pyarrow's dataset, one chunk as the
+    console kept it) and after (delta_tables.cut.scan), in the same run: seconds."""
+    from deltalake import DeltaTable
+
+    from delta_tables.cut import scan
+
+    out = {}
+    for label, read in (("pyarrow dataset", lambda dt: dt.to_pyarrow_dataset().to_table(use_threads=False)
+                         .combine_chunks()), ("delta-rs scan", scan)):
+        started = time.perf_counter()
+        read(DeltaTable(path))
+        out[label] = time.perf_counter() - started
+    return out
+
+
 def _one_size(size: int, ctx: Context) -> dict:
     from delta_tables.cut import latest_cut, read_table, tables_at
     from delta_tables.schemas import SNAPSHOTS
@@ -192,6 +208,9 @@ def _one_size(size: int, ctx: Context) -> dict:
         out["records"] = latest_cut(str(wh)).offset + 1
     cuts = sorted(read_table(tables_at(str(wh), None)[SNAPSHOTS]).column("offset").to_pylist())
     out["cuts"] = len(cuts)
+    with ctx.progress.phase("the newest partitions table read whole: pyarrow's dataset, then delta-rs's engine"):
+        out["cold_read_s"] = _cold_reads(str(wh / "partitions"))
+        ctx.progress.line("  " + ", ".join(f"{k} {v:.2f} s" for k, v in out["cold_read_s"].items()))
     console = _Console(wh, work / "console.log")
     pw, browser = _browser()
     try:
@@ -278,6 +297,10 @@ def report(document: dict) -> str:
                              "topic page s", "in chromium s", "partitions page / searched s",
                              "jump to a cut s (median / max)",
                              "new cut on an open page s (median / max)"], rows), ""]
+    for s in r["sizes"]:
+        if s.get("cold_read_s"):
+            lines.append(f"A cold start's biggest read at {s['partitions']:,}, the newest `partitions` read whole: "
+                         + ", ".join(f"{k} {fmt_number(v, 2)} s" for k, v in s["cold_read_s"].items()) + ".")
     verdicts = []
     for s in r["sizes"]:
         if s["partitions"] == 200_000:

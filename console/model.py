@@ -30,7 +30,7 @@ from console.marks import with_marks
 from console.versions import FEED_COLUMNS, derive, key_column
 from delta_tables import audit, revert
 from delta_tables.bootstrap import image_from_cut
-from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types
+from delta_tables.cut import Cut, CutError, CutFollower, cut_of_row, plain_types, scan
 from delta_tables.cut import parse_time as cut_time
 from delta_tables.schemas import AUDIT, BROKERS, CONFIGS, KEYS, PARTITIONS, RECORDS, SCHEMAS, SNAPSHOTS, TOPICS
 
@@ -224,8 +224,11 @@ class Warehouse:
     def _read(self, name: str, version: int, columns: Optional[tuple[str, ...]]) -> pa.Table:
         with self._lock:
             dt = self._at(name, version)
-            table = dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
-        # a chunk per file read: thousands at 2,000,000 partitions, which every later filter pays for
+            try:
+                return scan(dt, columns)  # one chunk: every later filter pays for each chunk
+            except Exception as e:  # a type the cast back cannot take: pyarrow's reader, as before
+                log.info("reading %s at version %d with pyarrow (%s)", name, version, e)
+                table = dt.to_pyarrow_dataset().to_table(columns=list(columns) if columns else None, use_threads=False)
         return table.combine_chunks()
 
     def audit_through(self, cut: Cut) -> pa.Table:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import TableNotFoundError
 
 from delta_tables import storage
@@ -60,6 +60,19 @@ def _open(warehouse: str, table: str, version: Optional[int] = None) -> DeltaTab
             raise
         raise CutError(f"cannot open {path}: {e} (an object store is configured by the AWS_* environment variables "
                        f"and --storage-option KEY=VALUE)") from None
+
+
+def scan(dt: DeltaTable, columns: Optional[Sequence[str]] = None) -> pa.Table:
+    """A whole table (or ``columns`` of it) in one chunk, read by delta-rs's own engine (DataFusion,
+    on every core), in the table's own Arrow types. Against pyarrow's dataset over the same files:
+    0.55 s against 1.15 s for 100,000 partitions in 700 files, whose fragments pyarrow sets up one by
+    one (docs/bench/console.md). The engine gives strings as Arrow's view types, cast back here."""
+    schema = pa.schema(dt.schema().to_arrow())
+    if columns:
+        schema = pa.schema([schema.field(c) for c in columns])
+    names = ", ".join('"' + n.replace('"', '""') + '"' for n in schema.names)
+    batches = QueryBuilder().register("t", dt).execute(f"SELECT {names} FROM t").read_all()
+    return pa.table(batches).cast(schema).combine_chunks()
 
 
 def read_table(dt: DeltaTable) -> pa.Table:

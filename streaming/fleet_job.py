@@ -166,7 +166,7 @@ def run_fleet(sources_path: str, fleet: str, checkpoints: str, available_now: bo
     from streaming.stop import GracefulStop
 
     sources = read_sources(sources_path)  # a bad file: one line, before Spark starts
-    spark = spark or spark_session("sparkraft-fleet")
+    spark = spark or spark_session("sparkraft-fleet", delta=False)
     spark.dataSource.register(FleetDataSource)
     seen = Path(sources_path).stat().st_mtime
     fleet_ = Fleet(fleet, checkpoints, available_now)

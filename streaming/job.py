@@ -117,7 +117,8 @@ def run(bootstrap: str, warehouse: str, checkpoint: str, trigger_s: Optional[flo
                     available_now, max_records_per_trigger, idle_flush_s, timeout)
         return
     check_checkpoint(checkpoint, cluster_id)
-    spark = spark or spark_session(delta=True if writer == "delta-spark" else None)
+    # Delta's connector only for its writer: delta-rs writes otherwise, and its jars cost the JVM's start
+    spark = spark or spark_session(delta=writer == "delta-spark")
     if writer == "delta-spark":
         from delta_tables.spark_writer import DeltaSparkWriter
 

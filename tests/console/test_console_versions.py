@@ -18,7 +18,7 @@ from test_materializer import as_batch, busy_controller, log_rows  # noqa: E402
 from console.model import Warehouse  # noqa: E402
 from console import versions  # noqa: E402
 from console.versions import FEED_COLUMNS, derive, key_column  # noqa: E402
-from delta_tables.cut import plain_types, read_table  # noqa: E402
+from delta_tables.cut import plain_types, read_table, scan  # noqa: E402
 from delta_tables.schemas import KEYS, STATE_TABLES  # noqa: E402
 from delta_tables.writer import DeltaRsWriter  # noqa: E402
 from quorum.controller import api  # noqa: E402
@@ -129,3 +129,19 @@ def test_a_page_of_many_partitions_is_the_same_by_top_k_as_by_sorting_them_all(w
         top_k = model.partitions_page(wh, cut, start=start)
         monkeypatch.setattr(model, "SORTED_WHOLE_MAX", 200_000)
         assert top_k == sorted_whole and len(top_k.rows) == min(2, max(0, total - start)), start
+
+
+@pytest.mark.parametrize("name", STATE_TABLES)
+def test_a_table_scanned_by_delta_rs_equals_it_read_by_pyarrow_at_every_version(warehouse, name):
+    """What the console reads a cut's tables with (delta_tables/cut.scan: delta-rs's engine, its view
+    types cast back): the same schema and rows as pyarrow's dataset, whole and by columns."""
+    path = str(warehouse / name)
+    for version in range(DeltaTable(path).version() + 1):
+        dt = DeltaTable(path, version=version)
+        expected = read_table(dt)
+        got = scan(dt)
+        assert got.schema == expected.schema, (name, version)
+        assert as_set(got) == as_set(expected), (name, version)
+        assert got.column(0).num_chunks <= 1
+        some = expected.schema.names[-2:]
+        assert scan(dt, some).schema == expected.select(some).schema
