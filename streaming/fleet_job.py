@@ -63,6 +63,7 @@ class Fleet:
         self.plan_dir = Path(tempfile.mkdtemp(prefix="sparkraft-fleet-"))
         self.plan = self.plan_dir / "plan.json"
         self._planned: Optional[list] = None
+        self._publishing = threading.Lock()
         self._written: Optional[list] = None
         self.gate = BatchGate()  # a micro-batch at a time; none once the job is stopping
         self.batches = 0  # micro-batches applied
@@ -87,11 +88,13 @@ class Fleet:
             self.publish()
 
     def publish(self) -> None:
-        """The plan, where it changed: the clusters to read and where each one's tables end."""
-        entries = [m.plan_entry() for m in self.members.values() if m.ready]
-        if entries != self._planned:
-            write_plan(self.plan, entries)
-            self._planned = entries
+        """The plan, where it changed: the clusters to read and where each one's tables end. From
+        the micro-batch, the tick and a change of the sources file, so one at a time."""
+        with self._publishing:
+            entries = [m.plan_entry() for m in self.members.values() if m.ready]
+            if entries != self._planned:
+                write_plan(self.plan, entries)
+                self._planned = entries
 
     def tick(self) -> None:
         reach, now = read_reach(self.plan), time.monotonic()

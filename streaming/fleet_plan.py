@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional
@@ -41,7 +42,10 @@ class PlanEntry:
 
 
 def _replace(path: Path, doc) -> None:
-    part = path.with_name(path.name + ".part")
+    """``path`` replaced whole by ``doc``. The file beside is each writer's own (the driver's batch
+    and its tick both publish the plan): with one name for all, one writer's rename took the other's
+    file away under it (a full run's FileNotFoundError)."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
     part.write_text(json.dumps(doc, sort_keys=True))
     os.replace(part, path)
 

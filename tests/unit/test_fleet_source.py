@@ -48,3 +48,29 @@ def test_the_reader_spark_sends_to_workers_carries_no_threads_or_connections(tmp
     copy = pickle.loads(pickle.dumps(reader))
     assert copy.plan == plan and copy.per_partition == 500 and not hasattr(copy, "pool")
     reader.stop()
+
+
+def test_the_plan_written_from_several_threads_at_once_is_always_whole(tmp_path):
+    """The driver's micro-batch and its tick publish the plan at once: each write replaces the
+    file whole, none fails under another, and a reader between them sees one writer's plan."""
+    import threading
+
+    plan = tmp_path / "plan.json"
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(200):
+                write_plan(plan, [PlanEntry(f"c{n}", "127.0.0.1:9093", "sparkraft", "id", i)])
+                assert len(read_plan(plan)) == 1
+        except BaseException as e:  # noqa: BLE001 - reported below, with the thread's number
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert set(read_plan(plan)) <= {"c0", "c1", "c2", "c3"}
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]  # no file left beside
