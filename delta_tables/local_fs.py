@@ -6,7 +6,7 @@ a micro-batch for a streaming query's checkpoint (its offset and commit logs), 4
 two logs' writes on a quiet machine and far more beside a CPU burner, where starting a process waits
 for a core. The class here does both through the JDK and is otherwise Hadoop's. Sessions this
 process starts use it where it is built (``spark_confs``); a spark-submit names it itself
-(docs/operate/spark.md).
+(docs/operate/deploy.md).
 
 The jar is built from the source in the package, with the JDK's ``javac`` against PySpark's own
 Hadoop jars, into the jars cache under a name holding the source's hash (so a changed source is a
@@ -28,12 +28,17 @@ log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).resolve().parent / "jvm" / "NioLocalFileSystem.java"
 CLASS = "io.sparkraft.hadoop.NioLocalFileSystem"
-FOLDER = "sparkraft-local-fs"  # under the jars cache ($SPARKRAFT_JARS, else ~/.cache/sparkraft/jars)
+FOLDER = "sparkraft-local-fs"  # under the jars cache (jars_root)
+
+
+def jars_root() -> Path:
+    """The jars cache: $SPARKRAFT_JARS, else ~/.cache/sparkraft/jars (scripts/fetch_jars.py fills it)."""
+    return Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars")
 
 
 def jar_path(root: Optional[Path] = None) -> Path:
     """Where the jar of this source goes: its name holds the source's hash."""
-    root = root or Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars")
+    root = root or jars_root()
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
     return root / FOLDER / f"nio-local-fs-{digest}.jar"
 
@@ -66,9 +71,9 @@ def build(root: Optional[Path] = None) -> Optional[Path]:
             subprocess.run([jar, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True,
                            text=True, timeout=120)
         except (subprocess.SubprocessError, OSError) as e:
-            detail = getattr(e, "stderr", "") or e
+            lines = (getattr(e, "stderr", None) or str(e)).strip().splitlines()  # javac's last line says why
             log.warning("Hadoop's local file system without chmod processes could not be built (%s): Spark "
-                        "sessions use Hadoop's own", str(detail).strip().splitlines()[-1] if str(detail) else e)
+                        "sessions use Hadoop's own", lines[-1] if lines else type(e).__name__)
             return None
         os.replace(built, target)
     return target

@@ -9,7 +9,6 @@ import os
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import Optional
 
 from delta_tables import local_fs, storage
@@ -28,7 +27,7 @@ class ConnectorMissing(ValueError):
 def delta_jars() -> Optional[list[str]]:
     """Delta's Spark connector jars as scripts/fetch_jars.py resolved them ($SPARKRAFT_JARS, else
     ~/.cache/sparkraft/jars), or None where they are not: never downloaded by a Spark session."""
-    folder = Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars") / DELTA_JARS
+    folder = local_fs.jars_root() / DELTA_JARS
     if not (folder / ".resolved").exists():
         return None
     return sorted(str(p) for p in folder.glob("*.jar"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -19,10 +18,12 @@ import time
 from pathlib import Path
 
 MAVEN = Path(__file__).resolve().parent / "maven"
+sys.path.insert(0, str(MAVEN.parents[1]))  # run before the project is installed (.ci/run): its own jar's module
+from delta_tables import local_fs  # noqa: E402  (standard library only)
 
 
 def default_root() -> Path:
-    return Path(os.environ.get("SPARKRAFT_JARS") or Path.home() / ".cache" / "sparkraft" / "jars")
+    return local_fs.jars_root()
 
 
 def resolve(pom: Path, root: Path) -> Path:
@@ -72,9 +73,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_local_fs(root: Path) -> None:
     """sparkraft's own jar (delta_tables/local_fs.py), built here so no test session waits for javac."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from delta_tables import local_fs
-
     try:
         local_fs.pyspark_jars()
     except ImportError:  # .ci/run fetches before pip installs the project: the first session builds it
