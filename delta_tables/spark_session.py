@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Optional
 
-from delta_tables import local_fs, storage
+from delta_tables import jvm_archive, local_fs, storage
 
 DELTA_JARS = "delta-spark-4.4.0"  # Delta's Spark connector: scripts/maven/delta-spark-4.4.0.xml
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.4.0"  # the same, as spark-submit's --packages names it
@@ -33,6 +33,15 @@ def delta_jars() -> Optional[list[str]]:
     return sorted(str(p) for p in folder.glob("*.jar"))
 
 
+def _starts_jvm() -> bool:
+    """Whether this process's next session launches the JVM (not under spark-submit, none yet)."""
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None  # PySpark's own: None until it has launched the JVM
+
+
 @contextlib.contextmanager
 def _jvm_ignoring_sigterm():
     """Start PySpark's JVM with SIGTERM ignored, as PySpark already starts it with SIGINT ignored.
@@ -44,11 +53,7 @@ def _jvm_ignoring_sigterm():
     SIGTERM ignored (it installs no shutdown handler for it), and the Python workers it starts
     inherit it; this process alone stops the job (streaming/stop.py). Only where this process
     starts the JVM (not under spark-submit) and only while it does."""
-    starts_jvm = ("PYSPARK_GATEWAY_PORT" not in os.environ and threading.current_thread() is threading.main_thread())
-    if starts_jvm:
-        from pyspark import SparkContext
-
-        starts_jvm = SparkContext._gateway is None  # PySpark's own: None until it has launched the JVM
+    starts_jvm = threading.current_thread() is threading.main_thread() and _starts_jvm()
     previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if starts_jvm else None
     try:
         yield
@@ -87,6 +92,7 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool 
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
+    confs: dict[str, str] = {}
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     if under_submit:
         # under spark-submit: its --master and --conf decide (a standalone cluster, say); only its
@@ -101,9 +107,9 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool 
                    .config("spark.ui.enabled", "false")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.host", "127.0.0.1"))
-        if master.startswith("local"):  # the driver is every executor: the class is on its class path
-            for key, value in local_fs.spark_confs().items():
-                builder = builder.config(key, value)
+        confs = local_fs.spark_confs() if master.startswith("local") else {}  # the driver is every executor
+        for key, value in confs.items():
+            builder = builder.config(key, value)
     if hive:
         builder = builder.enableHiveSupport()
     builder = builder.config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
@@ -118,6 +124,10 @@ def local_spark_session(app_name: str, delta: Optional[bool] = None, hive: bool 
         # a table's log state in 2 partitions, not Delta's 50 (tasks of a few rows each on a local
         # session: most of a small MERGE's time)
         builder = builder.config("spark.databricks.delta.snapshotPartitions", "2")
+    if not under_submit and _starts_jvm():  # the driver's classes from an archive (delta_tables/jvm_archive.py)
+        options = jvm_archive.java_options(confs.get("spark.driver.extraClassPath", ""))
+        if options:
+            builder = builder.config("spark.driver.extraJavaOptions", options)
     with _jvm_ignoring_sigterm():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

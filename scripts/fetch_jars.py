@@ -5,12 +5,14 @@ Run before the tests (.ci/run does), never during them: a test finds a folder wi
 (tests/apache_kafka.py) and skips with one line if it is missing. A folder already resolved from
 the same file is kept (its ``.resolved`` holds the file's SHA-256), so a second run costs nothing.
 Default place: $SPARKRAFT_JARS, else ~/.cache/sparkraft/jars. With no NAME it also builds sparkraft's
-own small jar (delta_tables/local_fs.py) there.
+own small jar (delta_tables/local_fs.py) there, and the Spark driver's class archive
+(delta_tables/jvm_archive.py), where PySpark is installed.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         resolve(poms[name], root)
     if not args.names:
         build_local_fs(root)
+        build_jvm_archive(root)
     return 0
 
 
@@ -83,6 +86,23 @@ def build_local_fs(root: Path) -> None:
     if jar is None:
         raise SystemExit("delta_tables/jvm/NioLocalFileSystem.java could not be built (is a JDK's javac here?)")
     print(f"{local_fs.FOLDER}: {jar.name} in {time.monotonic() - started:.0f}s", flush=True)
+
+
+def build_jvm_archive(root: Path) -> None:
+    """The Spark driver's class archive (delta_tables/jvm_archive.py), made here so that the tests'
+    sessions start from it; in a process of its own, whose Spark session ends with it."""
+    try:
+        local_fs.pyspark_jars()
+    except ImportError:
+        print("sparkraft-jvm-archive: PySpark is not installed yet; the first Spark session makes it", flush=True)
+        return
+    env = {**os.environ, "SPARKRAFT_JARS": str(root)}
+    made = subprocess.run([sys.executable, "-m", "delta_tables.jvm_archive_builder"], cwd=MAVEN.parents[1], env=env,
+                          capture_output=True, text=True, timeout=600)
+    lines = (made.stdout.strip() or made.stderr.strip() or "no output").splitlines()
+    if made.returncode != 0:
+        raise SystemExit(f"the Spark driver's class archive could not be made: {lines[-1]}")
+    print(lines[-1], flush=True)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,11 @@ class QueryFailed(RuntimeError):
         report = "\n".join([str(error), *causes])
         cause = query_failure_cause(str(error))
         # Spark (or py4j: "An error occurred while calling ...") said nothing of its own: name the JVM's cause
-        if cause.startswith(("SQLSTATE", "An error occurred while calling")) or not cause:
-            cause = next((sentence for pattern, sentence in SPARK_LOSSES if pattern in report),
-                         causes[-1] if causes else cause)
+        lost = next((sentence for pattern, sentence in SPARK_LOSSES if pattern in report), None)
+        if lost is not None:  # Spark's own words for it are the socket's ("Connection reset SQLSTATE: XXKST")
+            cause = lost
+        elif cause.startswith(("SQLSTATE", "An error occurred while calling")) or not cause:
+            cause = causes[-1] if causes else cause
         return cls(f"the streaming query failed: {cause}", report)
 
     @property
@@ -52,9 +54,15 @@ class QueryFailed(RuntimeError):
 
 
 # Failures of Spark's own machinery that its report names only by a JVM cause: the sentence to say
+_RUNNER_LOST = "Spark lost the Python process serving the sparkraft source (it exited or was killed)"
 SPARK_LOSSES = (
     ("java.io.EOFException at org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner",
-     "Spark lost the Python process serving the sparkraft source (it exited or was killed)"),
+     _RUNNER_LOST),
+    # the same loss where the process died with bytes unread (the kernel resets the connection) or
+    # the JVM writes to it after it died: "Connection reset", "Broken pipe" (seen once the driver
+    # started faster, from its class archive)
+    ("java.net.SocketException at org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner",
+     _RUNNER_LOST),
 )
 # What Spark and the source say of a failure that a new query may not meet (QueryFailed.transient)
 TRANSIENT_FAILURES = (

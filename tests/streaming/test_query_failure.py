@@ -33,6 +33,27 @@ def test_a_query_failed_by_its_micro_batch_function_is_reported_by_that_error(sp
         "the JVM's causes are read from the PySpark error"
 
 
+def test_a_source_runner_lost_with_its_connection_reset_is_said_so_and_tried_again(spark):
+    """A source runner SIGKILLed with bytes unread: the kernel resets its connection and the JVM's
+    read says "Connection reset" (a real JVM exception here, with the runner's frame on top)."""
+    from pyspark.errors.exceptions.captured import StreamingQueryException
+
+    jvm = spark.sparkContext._jvm
+    reset = jvm.java.net.SocketException("Connection reset")
+    frames = spark.sparkContext._gateway.new_array(jvm.java.lang.StackTraceElement, 2)
+    frames[0] = jvm.java.lang.StackTraceElement("sun.nio.ch.NioSocketImpl", "implRead", "NioSocketImpl.java", 320)
+    frames[1] = jvm.java.lang.StackTraceElement(
+        "org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner", "latestOffset",
+        "PythonStreamingSourceRunner.scala", 130)
+    reset.setStackTrace(frames)
+    failed = QueryFailed.of(StreamingQueryException(origin=jvm.java.lang.RuntimeException(
+        "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Connection reset SQLSTATE: XXKST",
+        reset)))
+    assert str(failed) == ("the streaming query failed: Spark lost the Python process serving the sparkraft "
+                           "source (it exited or was killed)")
+    assert failed.transient
+
+
 def test_a_report_without_a_python_traceback_gives_its_first_line_without_the_query_ids():
     report = ("[STREAM_FAILED] Query [id = 4, runId = b] terminated with exception: Connection reset by peer\n"
               "=== Streaming Query ===\nIdentifier: [id = 4, runId = b]")
@@ -44,6 +65,8 @@ def test_a_report_without_a_python_traceback_gives_its_first_line_without_the_qu
     ("org.apache.spark.SparkException: Python worker failed to connect back.", True),
     ("java.net.SocketTimeoutException: Timed out while waiting for the Python worker to connect back", True),
     ("java.io.EOFException at org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner", True),
+    ("java.net.SocketException at org.apache.spark.sql.execution.python.streaming.PythonStreamingSourceRunner: "
+     "Connection reset", True),
     ("RuntimeError: the log start moved past offset 7 after this batch was planned", True),
     ("SparkraftError: INCONSISTENT_CLUSTER_ID: the controllers are of another cluster", False),
     ("GapError: the micro-batch starts at offset 5 but the tables end at 3", False),
