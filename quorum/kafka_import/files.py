@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
+from quorum.kafka_import.partitions import with_partition_blocks
 from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, read_batches
 from quorum.metadata.image import MetadataImage, Provenance
@@ -39,11 +40,26 @@ def _records(data: bytes, where: str) -> Iterator[tuple[int, int, AnyRecord]]:
         raise KafkaFileError(f"{where} is damaged: {e}") from None
 
 
+def _snapshot_image(data: bytes, where: str, provenance: Provenance) -> MetadataImage:
+    """The image a Kafka snapshot's records hold: its PartitionRecords read straight into the
+    image, a topic's run at a time (quorum/kafka_import/partitions.py), the rest as records."""
+    def values() -> Iterator[bytes]:
+        for batch in read_batches(data):
+            if not batch.control:
+                yield from (record.value for record in batch.records)
+
+    try:
+        return image_from_records(with_partition_blocks(values(), lambda value: metadata_record(value)[0]),
+                                  provenance)
+    except (KafkaBatchError, ValueError) as e:
+        raise KafkaFileError(f"{where} is damaged: {e}") from None
+
+
 def kafka_snapshot_image(path: str | Path) -> MetadataImage:
     """The image a Kafka ``.checkpoint`` snapshot holds (KafkaFileError if it is damaged)."""
     path = Path(path)
     end, epoch = snapshot_id_of(path)
-    return image_from_records((r for _, _, r in _records(path.read_bytes(), str(path))), Provenance(end - 1, epoch))
+    return _snapshot_image(path.read_bytes(), str(path), Provenance(end - 1, epoch))
 
 
 def checkpoint_of_kafka_snapshot(data: bytes, snapshot_id, cluster_id: str) -> bytes:
@@ -61,8 +77,8 @@ def checkpoint_of_kafka_snapshot(data: bytes, snapshot_id, cluster_id: str) -> b
                     raft_records.append(frame)
     except (KafkaBatchError, ValueError) as e:
         raise KafkaFileError(f"Kafka's snapshot {snapshot_id} is damaged: {e}") from None
-    image = image_from_records((r for _, _, r in _records(data, f"Kafka's snapshot {snapshot_id}")),
-                               Provenance(snapshot_id.offset - 1, snapshot_id.epoch))
+    image = _snapshot_image(data, f"Kafka's snapshot {snapshot_id}",
+                            Provenance(snapshot_id.offset - 1, snapshot_id.epoch))
     return checkpoint_bytes(image, {"cluster_id": cluster_id, "end_offset": snapshot_id.offset,
                                     "epoch": snapshot_id.epoch}, raft_records)
 

@@ -106,22 +106,28 @@ def decode_batch(data: bytes | memoryview, position: int = 0) -> KafkaBatch:
     if count * MIN_RECORD_BYTES > len(records_bytes):
         raise KafkaBatchError(f"a batch claiming {count} records in {len(records_bytes)} bytes at byte {position} "
                               f"(offset {base_offset}): a record takes at least {MIN_RECORD_BYTES}")
-    r = Reader(records_bytes)
-    records = []
-    for _ in range(count):
-        length = r.varint()
-        end = r.pos + length
-        if length < 0 or end > r.end:
+    buf, pos, records = records_bytes, 0, []
+    for _ in range(count):  # a snapshot's millions of records: one-byte varints read inline
+        length, pos = _zigzag(buf, pos, len(buf))
+        end = pos + length
+        if length < 0 or end > len(buf):
             raise KafkaBatchError(f"a record of {length} bytes runs past its batch at offset {base_offset}")
-        rec = Reader(records_bytes, r.pos, end)
-        rec.int8()  # attributes: unused
-        ts_delta = rec.varint()
-        offset_delta = rec.varint()
-        key = _nullable(rec)
-        value = _nullable(rec)
-        headers = tuple((_nullable(rec).decode(), _nullable(rec)) for _ in range(rec.varint()))
-        records.append(KafkaRecord(base_offset + offset_delta, base_ts + ts_delta, key, value, headers))
-        r.pos = end
+        if pos >= end:
+            raise ValueError("a record without its attributes")
+        ts_delta, p = _zigzag(buf, pos + 1, end)  # after the attributes (unused)
+        offset_delta, p = _zigzag(buf, p, end)
+        key, p = _nullable_at(buf, p, end)
+        value, p = _nullable_at(buf, p, end)
+        count_headers, p = _zigzag(buf, p, end)
+        headers = []
+        for _ in range(count_headers):
+            name, p = _nullable_at(buf, p, end)
+            header, p = _nullable_at(buf, p, end)
+            if name is None:
+                raise ValueError("a record header without a name")
+            headers.append((name.decode(), header))
+        records.append(KafkaRecord(base_offset + offset_delta, base_ts + ts_delta, key, value, tuple(headers)))
+        pos = end
     return KafkaBatch(base_offset, base_offset + last_delta, leader_epoch, crc, codec, bool(attributes & 0x10),
                       bool(attributes & 0x20), base_ts, max_ts, producer_id, producer_epoch, base_sequence, position,
                       size, tuple(records))
@@ -135,9 +141,24 @@ def read_batches(data: bytes | memoryview, position: int = 0) -> Iterator[KafkaB
         position += batch.size
 
 
-def _nullable(r: Reader) -> Optional[bytes]:
-    n = r.varint()
-    return None if n < 0 else r.take(n)
+def _zigzag(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The zig-zag varint at ``pos`` (read no further than ``end``) and the position after it."""
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+    r = Reader(buf, pos, end)
+    return r.varint(), r.pos
+
+
+def _nullable_at(buf: bytes, pos: int, end: int) -> tuple[Optional[bytes], int]:
+    """A record's length-prefixed key, value or header part (None: length -1) and the position after it."""
+    n, pos = _zigzag(buf, pos, end)
+    if n < 0:
+        return None, pos
+    if pos + n > end:
+        raise ValueError(f"{n} bytes wanted at {pos}, {end - pos} left")
+    return buf[pos:pos + n], pos + n
 
 
 def _decompress(codec: str, data: bytes, position: int, limit: int = MAX_RECORDS_BYTES) -> bytes:
