@@ -19,7 +19,9 @@ one partition created for them: a Kafka broker applies a topic's config to each 
 logs, and at 1,000 changes/s to topics of 100 partitions the 2-core Kafka node stopped answering.
 
 Goals (issue 40): the first materialisation of 20,000 Kafka partitions <= 10 s; freshness p50 <=
-1 s, p99 <= 2 s at 1,000 changes/s. Not measured here: the 2,000,000-partition Kafka snapshot.
+1 s, p99 <= 2 s at 1,000 changes/s. Issue 65 made the first: <= 10 s with a Spark Connect server
+already running (the same job with ``--remote``, measured right after the cold one), <= 25 s cold.
+Not measured here: the 2,000,000-partition Kafka snapshot.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ QUICK_SIZES = (2_000,)
 FULL_SIZES = (19_000,)
 PARTITIONS_PER_TOPIC = 100
 GOAL_20K_S = 10.0
+GOAL_WARM_S, GOAL_COLD_S = 10.0, 25.0  # issue 65: with a Spark Connect server running; from nothing
 GOAL_P50_S, GOAL_P99_S = 1.0, 2.0
 CHANGES_PER_S = 1_000
 CHANGES_PER_REQUEST = 50
@@ -159,8 +162,9 @@ def _wait_idle(pid: int, ctx: Context, limit_s: float = 600.0) -> float:
     return time.monotonic() - started
 
 
-def _materialize(source: str, bootstrap: str, work: Path, partitions: int) -> dict:
-    """``sparkraft materialize --available-now`` into a new warehouse: timed and checked."""
+def _materialize(source: str, bootstrap: str, work: Path, partitions: int, remote: str = "") -> dict:
+    """``sparkraft materialize --available-now`` into a new warehouse (``remote``: through that
+    Spark Connect server): timed and checked."""
     from bench.harness.procs import REPO
     from delta_tables.cut import latest_cut, tables_at
     from delta_tables.schemas import PARTITIONS
@@ -168,7 +172,8 @@ def _materialize(source: str, bootstrap: str, work: Path, partitions: int) -> di
     work.mkdir()
     wh = work / "wh"
     command = [sys.executable, "-m", "sparkraft", "materialize", "--source", source, "--bootstrap-controller",
-               bootstrap, "--warehouse", str(wh), "--checkpoint", str(work / "ck"), "--available-now"]
+               bootstrap, "--warehouse", str(wh), "--checkpoint", str(work / "ck"), "--available-now",
+               *(["--remote", remote] if remote else [])]
     started = time.monotonic()
     with open(work / "job.log", "wb") as log:
         done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
@@ -331,6 +336,12 @@ def _one_size(partitions: int, ctx: Context) -> dict:
             out["kafka_settle_s"] = _wait_idle(node.proc.pid, ctx)
         with ctx.progress.phase("materialise Kafka's log (--source kafka)"):
             out["kafka"] = _materialize("kafka", node.bootstrap_controller, work / "job-kafka", partitions)
+        with ctx.progress.phase("a Spark Connect server (its start not timed), then Kafka's log through it"):
+            from bench.harness.spark_connect import connect_server
+
+            with connect_server(work / "connect") as remote:
+                out["kafka_warm"] = _materialize("kafka", node.bootstrap_controller, work / "job-kafka-warm",
+                                                 partitions, remote=remote)
         with ctx.progress.phase(f"freshness on Kafka at {CHANGES_PER_S:,} config changes/s for {seconds:g}s"):
             fresh = [f"fresh-{i:02d}" for i in range(FRESH_TOPICS)]  # created with the others, above
             spark = job.spark_session("sparkraft-bench")
@@ -372,15 +383,18 @@ def run(ctx: Context) -> dict:
 
 def report(document: dict) -> str:
     rows = [[f"{s['partitions']:,}", f"{s['kafka']['cut'] + 1:,}", fmt_number(s["kafka"]["seconds"], 1),
+             fmt_number(s["kafka_warm"]["seconds"], 1) if "kafka_warm" in s else "–",
              f"{s['sparkraft']['cut'] + 1:,}", fmt_number(s["sparkraft"]["seconds"], 1),
              fmt_number(s["kafka"]["seconds"] / s["sparkraft"]["seconds"], 2)] for s in document["results"]["sizes"]]
     lines = [f"{measured_on(document)}: `sparkraft materialize --available-now` from nothing into a new local "
              f"warehouse, submit → exit. Kafka: one Apache Kafka 4.4 node (combined mode), topics of 100 "
              f"partitions, RF 1, created with Kafka's AdminClient. sparkraft: 3 controller processes (fsync on), "
-             f"28 brokers, topics of 100 partitions, RF 3.", "",
-             markdown_table(["partitions", "Kafka's log: records", "Kafka: s", "sparkraft's log: records",
-                             "sparkraft: s", "Kafka ÷ sparkraft"], rows), "",
-             f"Goal: the first materialisation of 20,000 Kafka partitions ≤ {GOAL_20K_S:g} s."]
+             f"28 brokers, topics of 100 partitions, RF 3. Warm: the same Kafka job with `--remote` to a Spark "
+             f"Connect server started before it (its start not timed).", "",
+             markdown_table(["partitions", "Kafka's log: records", "Kafka: s", "Kafka, Connect server warm: s",
+                             "sparkraft's log: records", "sparkraft: s", "Kafka ÷ sparkraft"], rows), "",
+             f"Goal: the first materialisation of 20,000 Kafka partitions ≤ {GOAL_WARM_S:g} s with a Spark Connect "
+             f"server already running, ≤ {GOAL_COLD_S:g} s cold (issue 65; {GOAL_20K_S:g} s either way before)."]
     fresh = [[f"{s['partitions']:,}", system, f"{f['changes']:,}", fmt_number(f["changes_per_s"], 0),
               f"{f['visible']:,}", fmt_number(f["p50_s"], 2), fmt_number(f["p99_s"], 2)]
              for s in document["results"]["sizes"] for system, f in
@@ -413,5 +427,7 @@ def plot(document: dict, plots_dir: Path) -> list[Path]:
         plots_dir / "kafka_source.png", "First materialisation: submit to exit",
         [f"{s['partitions']:,}" for s in sizes],
         {"Apache Kafka's quorum": [s["kafka"]["seconds"] for s in sizes],
+         **({"Apache Kafka's, Connect server warm": [s["kafka_warm"]["seconds"] for s in sizes]}
+            if all("kafka_warm" in s for s in sizes) else {}),
          "sparkraft's quorum": [s["sparkraft"]["seconds"] for s in sizes]},
-        "seconds", subtitle=where, goal=GOAL_20K_S, value_format="{:.1f}")]
+        "seconds", subtitle=where, goal=GOAL_COLD_S, value_format="{:.1f}")]
