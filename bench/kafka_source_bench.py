@@ -201,7 +201,7 @@ def _freshness(spark, source, ck_dir: Path, alter: Callable[[list[tuple[str, int
     from delta_tables.writer import DeltaRsWriter
     from streaming import job
     from streaming.materializer import Materializer
-    from streaming.source import cluster_id_of
+    from streaming.quorum_access import cluster_id_of
 
     wh, ck = str(ck_dir / "wh"), str(ck_dir / "ck")
     cluster_id = cluster_id_of(source.protocol, source.bootstrap, 60, source.security)

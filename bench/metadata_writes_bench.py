@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from bench.harness.plots import grouped_bar_chart
 from bench.harness.procs import ChildProcess, python_module_command
@@ -176,6 +177,12 @@ def _get(system: dict, c: int, op: str, *path):
     return value
 
 
+def _ratio_text(got, goal) -> Optional[str]:
+    """A ratio with its goal; None where there is no ratio (etcd not run: fmt_number gives None)."""
+    text = None if got is None else fmt_number(got, 2)
+    return None if text is None else text + (f" (goal ≥ {goal:g})" if goal is not None else "")
+
+
 def report(document: dict) -> str:
     results = document["results"]
     ours, etcd = results["systems"]["sparkraft"], results["systems"]["etcd"]
@@ -193,8 +200,7 @@ def report(document: dict) -> str:
                              fmt_number(_get(etcd, c, theirs, "per_s")),
                              fmt_number(_get(etcd, c, theirs, "latency_ms", "p50"), 2),
                              fmt_number(_get(etcd, c, theirs, "latency_ms", "p99"), 2),
-                             None if got is None else fmt_number(got, 2) + (f" (goal ≥ {goal:g})" if goal is not None
-                                                                            else "")])
+                             _ratio_text(got, goal)])
         lines += [f"**{title}**", "",
                   markdown_table(["writers", "sparkraft", "per s", "p50 ms", "p99 ms", "etcd per s", "p50 ms",
                                   "p99 ms", "sparkraft ÷ etcd"], rows), ""]
