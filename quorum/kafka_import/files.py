@@ -11,6 +11,7 @@ from quorum.kafka_import.records import control_record, metadata_record
 from quorum.kafka_log.batches import KafkaBatchError, read_batches
 from quorum.metadata.image import MetadataImage, Provenance
 from quorum.metadata.loader import MetadataLoader, image_from_records
+from quorum.metadata.partition_block import PartitionBlock
 from quorum.metadata.records import AnyRecord
 from quorum.snapshot.checkpoint import checkpoint_bytes
 
@@ -28,31 +29,36 @@ def snapshot_id_of(path: Path) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
 
 
+def _values(data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """(offset, leader epoch, value) of each metadata record in ``data``, control records left out."""
+    for batch in read_batches(data):
+        if not batch.control:
+            for record in batch.records:
+                yield record.offset, batch.partition_leader_epoch, record.value
+
+
 def _records(data: bytes, where: str) -> Iterator[tuple[int, int, AnyRecord]]:
     """(offset, leader epoch, record) of each metadata record in ``data``, control records left out."""
     try:
-        for batch in read_batches(data):
-            if batch.control:
-                continue
-            for record in batch.records:
-                yield record.offset, batch.partition_leader_epoch, metadata_record(record.value)[0]
+        for offset, epoch, value in _values(data):
+            yield offset, epoch, metadata_record(value)[0]
+    except (KafkaBatchError, ValueError) as e:
+        raise KafkaFileError(f"{where} is damaged: {e}") from None
+
+
+def _snapshot_body(data: bytes, where: str) -> Iterator[PartitionBlock | AnyRecord]:
+    """What ``image_from_records`` loads from a Kafka snapshot's records: its PartitionRecords read
+    straight into partitions, a topic's run at a time (quorum/kafka_import/partitions.py), the rest
+    as records. Damaged bytes are a KafkaFileError here; what the image then refuses stays its own."""
+    try:
+        yield from with_partition_blocks((value for _, _, value in _values(data)),
+                                         lambda value: metadata_record(value)[0])
     except (KafkaBatchError, ValueError) as e:
         raise KafkaFileError(f"{where} is damaged: {e}") from None
 
 
 def _snapshot_image(data: bytes, where: str, provenance: Provenance) -> MetadataImage:
-    """The image a Kafka snapshot's records hold: its PartitionRecords read straight into the
-    image, a topic's run at a time (quorum/kafka_import/partitions.py), the rest as records."""
-    def values() -> Iterator[bytes]:
-        for batch in read_batches(data):
-            if not batch.control:
-                yield from (record.value for record in batch.records)
-
-    try:
-        return image_from_records(with_partition_blocks(values(), lambda value: metadata_record(value)[0]),
-                                  provenance)
-    except (KafkaBatchError, ValueError) as e:
-        raise KafkaFileError(f"{where} is damaged: {e}") from None
+    return image_from_records(_snapshot_body(data, where), provenance)
 
 
 def kafka_snapshot_image(path: str | Path) -> MetadataImage:
