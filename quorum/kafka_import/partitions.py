@@ -87,7 +87,9 @@ class PartitionReader:
             if pos > len(value):
                 raise IndexError("a tagged field past the end")
             if version >= 2 and tag in (1, 2):
-                ids, _ = _int32s(value, start)
+                ids, after = _int32s(value, start)
+                if after > pos:  # the array runs past its field, as the generic reader refuses too
+                    raise IndexError(f"tagged field {tag}'s list runs past the field")
                 if tag == 1:
                     elr = ids
                 else:

@@ -78,3 +78,15 @@ def test_runs_of_one_topic_become_blocks_in_the_records_order():
     assert (out[1].topic_id, sorted(out[1].partitions)) == (TOPIC, [0, 1])
     assert (out[2].topic_id, sorted(out[2].partitions)) == (other, [0])
     assert out[1].partitions[1] == generic(partition(1, partitionId=1))[2]
+
+
+def test_a_list_running_past_its_tagged_field_is_an_error_both_ways():
+    """ELR's list claims more ids than its tagged field holds: the generic reader, bounded by the
+    field, refuses it; read straight it must not take the bytes after the field instead."""
+    raw = bytearray(partition(2, eligibleLeaderReplicas=[3], lastKnownElr=[2, 3]))
+    tags = raw.index(bytes([2, 1, 5]))  # two tagged fields; tag 1 of 5 bytes: a list of one id
+    raw[tags + 3] = 3  # the list now claims two ids: 8 bytes in a field of 5
+    with pytest.raises(ValueError):
+        generic(bytes(raw))
+    with pytest.raises(ValueError):
+        PartitionReader().read(bytes(raw))
