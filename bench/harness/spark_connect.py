@@ -1,6 +1,7 @@
 """A Spark Connect server on 127.0.0.1, started from the pyspark wheel (its SparkConnectServer class
-under spark-submit, local[2]): what a warm `sparkraft materialize --remote` reuses. Its start is
-not part of what a benchmark times; it is ended (its process group) when the block ends."""
+under spark-submit, local[2]): what a warm `sparkraft materialize --remote` reuses (``bench
+kafka_source``) and what tests/streaming/test_spark_connect.py runs its clients against. Its start
+is not part of what a benchmark times; it is ended (its process group) when the block ends."""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional, Sequence
 
 from bench.harness.procs import free_ports
 from bench.harness.spark_standalone import spark_bin, spark_env
@@ -18,15 +19,18 @@ STARTED = "Spark Connect server started"
 
 
 @contextlib.contextmanager
-def connect_server(root: Path, limit_s: float = 180.0) -> Iterator[str]:
-    """A Connect server whose log and metastore live in ``root``; yields its ``sc://`` address."""
+def connect_server(root: Path, submit_args: Sequence[str] = (), port: Optional[int] = None,
+                   limit_s: float = 180.0) -> Iterator[str]:
+    """A Connect server whose log and metastore live in ``root``, given spark-submit's
+    ``submit_args`` beside its own (Delta's jars, a catalog), on ``port`` (None: a free one);
+    yields its ``sc://`` address."""
     root.mkdir(parents=True, exist_ok=True)
-    port = free_ports(1)[0]
+    port = port or free_ports(1)[0]
     log = root / "server.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen([spark_bin("spark-submit"), "--class",
                                  "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                                 "--conf", f"spark.connect.grpc.binding.port={port}",
+                                 *submit_args, "--conf", f"spark.connect.grpc.binding.port={port}",
                                  "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                                  "--conf", "spark.ui.enabled=false", "spark-internal"],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=spark_env(),

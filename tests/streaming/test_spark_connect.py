@@ -5,13 +5,12 @@ materialiser on it and the tables equal the controllers' image; `sparkraft sql -
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_ports, sparkraft_cmd, wait_for
+from conftest import free_ports, sparkraft_cmd
 from test_pipeline import assert_exactly_once
 
 from delta_tables.sql import query_datafusion
@@ -24,36 +23,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
-    import pyspark
+    from bench.harness import spark_connect
+    from delta_tables.spark_session import DELTA_CONFS, delta_jars
 
     pytest.importorskip("grpc_status", reason="Spark Connect's client needs pyspark[connect]")
-    port = free_ports(1)[0]
-    root = tmp_path_factory.mktemp("connect")
-    out = open(root / "server.log", "ab")
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    from delta_tables.spark_session import delta_jars
-
     jars = delta_jars()
     if jars is None:
         pytest.skip("Delta's Spark connector is not resolved (python scripts/fetch_jars.py; .ci/run does it)")
-    delta = ["--jars", ",".join(jars), "--conf", "spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension",
-             "--conf", "spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog"]
-    server = subprocess.Popen([str(Path(pyspark.__file__).parent / "bin" / "spark-submit"), "--class",
-                               "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                               *delta, "--conf", f"spark.connect.grpc.binding.port={port}",
-                               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                               "--conf", "spark.sql.catalogImplementation=hive", "spark-internal"],
-                              stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                              start_new_session=True, cwd=root)  # its Derby metastore in root/metastore_db
-    try:
-        wait_for(lambda: "Spark Connect server started" in (root / "server.log").read_text(errors="replace")
-                 or server.poll() is not None, 120, "the Spark Connect server")
-        assert server.poll() is None, (root / "server.log").read_text()[-3000:]
-        yield f"sc://127.0.0.1:{port}"
-    finally:
-        server.kill()
-        server.wait(10)
-        out.close()
+    confs = {**DELTA_CONFS, "spark.sql.catalogImplementation": "hive"}  # its Derby metastore in its root
+    args = ["--jars", ",".join(jars), *(a for key, value in confs.items() for a in ("--conf", f"{key}={value}"))]
+    with spark_connect.connect_server(tmp_path_factory.mktemp("connect"), args, port=free_ports(1)[0],
+                                      limit_s=120) as remote:
+        yield remote
 
 
 def test_the_job_and_sql_run_through_spark_connect(cluster, connect_server, tmp_path):
