@@ -21,7 +21,7 @@ from pathlib import Path
 
 MAVEN = Path(__file__).resolve().parent / "maven"
 sys.path.insert(0, str(MAVEN.parents[1]))  # run before the project is installed (.ci/run): its own jar's module
-from delta_tables import local_fs  # noqa: E402  (standard library only)
+from delta_tables import jvm_archive, local_fs  # noqa: E402  (standard library only)
 
 
 def default_root() -> Path:
@@ -74,12 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def build_local_fs(root: Path) -> None:
-    """sparkraft's own jar (delta_tables/local_fs.py), built here so no test session waits for javac."""
+def _without_pyspark(folder: str) -> bool:
+    """Whether PySpark is not installed yet (said once for ``folder``): a fetch run before pip
+    installs the project leaves what is built for PySpark to the first Spark session."""
     try:
         local_fs.pyspark_jars()
-    except ImportError:  # .ci/run fetches before pip installs the project: the first session builds it
-        print(f"{local_fs.FOLDER}: PySpark is not installed yet; the first Spark session builds it", flush=True)
+        return False
+    except ImportError:
+        print(f"{folder}: PySpark is not installed yet; the first Spark session makes it", flush=True)
+        return True
+
+
+def build_local_fs(root: Path) -> None:
+    """sparkraft's own jar (delta_tables/local_fs.py), built here so no test session waits for javac."""
+    if _without_pyspark(local_fs.FOLDER):
         return
     started = time.monotonic()
     jar = local_fs.build(root)
@@ -92,17 +100,14 @@ def build_jvm_archive(root: Path) -> None:
     """The Spark driver's class archive (delta_tables/jvm_archive.py), made here so that the tests'
     sessions start from it; in a process of its own, whose Spark session ends with it. Its failure
     is said and does not fail the fetch: sessions start without it."""
-    try:
-        local_fs.pyspark_jars()
-    except ImportError:
-        print("sparkraft-jvm-archive: PySpark is not installed yet; the first Spark session makes it", flush=True)
+    if _without_pyspark(jvm_archive.FOLDER):
         return
     env = {**os.environ, "SPARKRAFT_JARS": str(root)}
     made = subprocess.run([sys.executable, "-m", "delta_tables.jvm_archive_builder"], cwd=MAVEN.parents[1], env=env,
                           capture_output=True, text=True, timeout=600)
     lines = (made.stdout.strip() or made.stderr.strip() or "no output").splitlines()
     if made.returncode != 0:  # an optimisation only: sessions start without it (and try again)
-        print(f"sparkraft-jvm-archive: not made ({lines[-1]}); Spark sessions start without it", flush=True)
+        print(f"{jvm_archive.FOLDER}: not made ({lines[-1]}); Spark sessions start without it", flush=True)
         return
     print(lines[-1], flush=True)
 
